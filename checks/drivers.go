@@ -1,0 +1,124 @@
+package checks
+
+import "fmt"
+
+// Driver describes one RDMA driver family: the kernel PCI driver, the
+// modules that must be loaded for its RDMA device to exist, and the
+// rdma-core provider that user space needs. Source: RDMA-FACTS, "Drivers,
+// modules, providers".
+type Driver struct {
+	PCIDriver string   // driver bound to the PCI function ("mlx5_core"); "" for software
+	Modules   []string // beyond ib_core + ib_uverbs, in load order
+	Provider  string   // rdma-core provider name: lib<Provider>-rdmav*.so, <Provider>.driver
+	Vendor    uint16   // PCI vendor ID; 0 for software devices
+	Family    string   // human name of the family
+	Software  bool
+	DevPrefix string // RDMA device name prefix ("mlx5_")
+}
+
+// RDMAModule is the module that registers the RDMA device: the last one.
+func (d *Driver) RDMAModule() string { return d.Modules[len(d.Modules)-1] }
+
+// drivers is the vendor-neutral driver table.
+var drivers = []*Driver{
+	{PCIDriver: "mlx5_core", Modules: []string{"mlx5_core", "mlx5_ib"}, Provider: "mlx5", Vendor: 0x15b3, Family: "NVIDIA ConnectX (mlx5)", DevPrefix: "mlx5_"},
+	{PCIDriver: "mlx4_core", Modules: []string{"mlx4_core", "mlx4_ib"}, Provider: "mlx4", Vendor: 0x15b3, Family: "Mellanox ConnectX-3 (mlx4)", DevPrefix: "mlx4_"},
+	{PCIDriver: "bnxt_en", Modules: []string{"bnxt_en", "bnxt_re"}, Provider: "bnxt_re", Vendor: 0x14e4, Family: "Broadcom NetXtreme-E", DevPrefix: "bnxt_re"},
+	{PCIDriver: "ice", Modules: []string{"ice", "irdma"}, Provider: "irdma", Vendor: 0x8086, Family: "Intel E810 (irdma)", DevPrefix: "irdma"},
+	{PCIDriver: "efa", Modules: []string{"efa"}, Provider: "efa", Vendor: 0x1d0f, Family: "AWS Elastic Fabric Adapter", DevPrefix: "efa"},
+	{PCIDriver: "qede", Modules: []string{"qede", "qedr"}, Provider: "qedr", Vendor: 0x1077, Family: "Marvell FastLinQ (qedr)", DevPrefix: "qedr"},
+	{PCIDriver: "hns3", Modules: []string{"hns3", "hns_roce_hw_v2"}, Provider: "hns", Vendor: 0x19e5, Family: "HiSilicon HNS RoCE", DevPrefix: "hns_"},
+	{PCIDriver: "cxgb4", Modules: []string{"cxgb4", "iw_cxgb4"}, Provider: "cxgb4", Vendor: 0x1425, Family: "Chelsio T5/T6 iWARP", DevPrefix: "cxgb4_"},
+	{PCIDriver: "erdma", Modules: []string{"erdma"}, Provider: "erdma", Vendor: 0x1ded, Family: "Alibaba Elastic RDMA", DevPrefix: "erdma"},
+	{PCIDriver: "mana", Modules: []string{"mana", "mana_ib"}, Provider: "mana", Vendor: 0x1414, Family: "Microsoft Azure MANA", DevPrefix: "mana_"},
+	{Modules: []string{"rdma_rxe"}, Provider: "rxe", Family: "Soft-RoCE (rxe)", Software: true, DevPrefix: "rxe"},
+	{Modules: []string{"siw"}, Provider: "siw", Family: "Soft-iWARP (siw)", Software: true, DevPrefix: "siw"},
+}
+
+// CoreModules are needed by every RDMA device used from user space.
+var CoreModules = []string{"ib_core", "ib_uverbs"}
+
+// CMModules are needed by applications that connect through librdmacm
+// (most MPI, NCCL and storage stacks); without them verbs still work.
+var CMModules = []string{"rdma_cm", "rdma_ucm"}
+
+// DriverByPCI returns the table entry for a bound PCI driver.
+func DriverByPCI(name string) *Driver {
+	for _, d := range drivers {
+		if d.PCIDriver != "" && d.PCIDriver == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// softwareDriver guesses a software device's driver from its name or the
+// loaded modules ("rxe0", "siw_eth0"); rxe when nothing tells.
+func softwareDriver(devName string, loaded func(string) bool) *Driver {
+	rxe, siw := drivers[len(drivers)-2], drivers[len(drivers)-1]
+	switch {
+	case len(devName) >= 3 && devName[:3] == "siw":
+		return siw
+	case len(devName) >= 3 && devName[:3] == "rxe":
+		return rxe
+	case loaded != nil && loaded("siw") && !loaded("rdma_rxe"):
+		return siw
+	}
+	return rxe
+}
+
+// mellanoxProducts names the Mellanox/NVIDIA device IDs (PF and VF).
+var mellanoxProducts = map[uint16]string{
+	0x1003: "ConnectX-3", 0x1004: "ConnectX-3 VF", 0x1007: "ConnectX-3 Pro",
+	0x1013: "ConnectX-4", 0x1014: "ConnectX-4 VF",
+	0x1015: "ConnectX-4 Lx", 0x1016: "ConnectX-4 Lx VF",
+	0x1017: "ConnectX-5", 0x1018: "ConnectX-5 VF",
+	0x1019: "ConnectX-5 Ex", 0x101a: "ConnectX-5 Ex VF",
+	0x101b: "ConnectX-6", 0x101c: "ConnectX-6 VF",
+	0x101d: "ConnectX-6 Dx", 0x101e: "ConnectX-6 Dx/Lx VF",
+	0x101f: "ConnectX-6 Lx", 0x1021: "ConnectX-7", 0x1023: "ConnectX-8",
+	0xa2d6: "BlueField-2", 0xa2dc: "BlueField-3",
+}
+
+var vendorNames = map[uint16]string{
+	0x15b3: "Mellanox/NVIDIA", 0x14e4: "Broadcom", 0x8086: "Intel", 0x1d0f: "Amazon",
+	0x1077: "QLogic/Marvell", 0x19e5: "Huawei", 0x1425: "Chelsio", 0x1ded: "Alibaba",
+	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)",
+}
+
+// VendorName names a PCI vendor ID, or prints it.
+func VendorName(id uint16) string {
+	if n, ok := vendorNames[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("vendor 0x%04x", id)
+}
+
+// ProductName names a PCI function for people: the ConnectX generation for
+// Mellanox IDs, else the vendor and the class.
+func ProductName(vendor, device uint16, class uint32) string {
+	if vendor == 0x15b3 {
+		if p, ok := mellanoxProducts[device]; ok {
+			return p
+		}
+		return fmt.Sprintf("Mellanox device 0x%04x", device)
+	}
+	kind := "device"
+	switch class >> 8 {
+	case 0x0200:
+		kind = "Ethernet controller"
+	case 0x0207:
+		kind = "InfiniBand controller"
+	case 0x0280:
+		kind = "network controller"
+	}
+	return fmt.Sprintf("%s %s 0x%04x", VendorName(vendor), kind, device)
+}
+
+// knownUnboundRDMA lists vendor:device pairs that are RDMA NICs even when no
+// driver is bound (so an unbound one is a finding, not noise). Mellanox
+// network-class functions are all RDMA-capable and handled by vendor.
+var knownUnboundRDMA = map[[2]uint16]string{
+	{0x1d0f, 0xefa0}: "efa", {0x1d0f, 0xefa1}: "efa", {0x1d0f, 0xefa2}: "efa", {0x1d0f, 0xefa3}: "efa",
+	{0x1ded, 0x107f}: "erdma", {0x1414, 0x00ba}: "mana",
+}

@@ -1,0 +1,140 @@
+package checks
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// Inventory describes what the host has — the RDMA NICs, the RDMA devices
+// with their ports and GIDs, and the netdevs that carry them — independent
+// of any judgement, so a report that fails still says what was there.
+func Inventory(env *Env) report.Inventory {
+	s := env.Survey()
+	h := env.Host
+	inv := report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{}}
+	for _, n := range s.NICs {
+		fn := n.Fn
+		p := report.PCIFunction{
+			Address: fn.Address, VendorID: fmt.Sprintf("0x%04x", fn.Vendor), DeviceID: fmt.Sprintf("0x%04x", fn.Device),
+			Class: fmt.Sprintf("0x%06x", fn.Class), Vendor: VendorName(fn.Vendor), Product: n.Product, Driver: fn.Driver,
+			PhysFn: fn.PhysFn, NumVFs: fn.NumVFs, TotalVFs: fn.TotalVFs,
+			RDMADevices: nonNil(fn.RDMADevs), Netdevs: nonNil(fn.Netdevs),
+		}
+		if fn.HasNUMA {
+			v := fn.NUMANode
+			p.NUMANode = &v
+		}
+		p.Link = pciLink(h, fn.Address)
+		inv.PCIFunctions = append(inv.PCIFunctions, p)
+	}
+	carried := map[string]bool{}
+	loaded := func(string) bool { return false }
+	for _, d := range s.Devices {
+		rd := report.RDMADevice{
+			Name: d.Name, Kind: "hardware", Driver: d.Driver, PCI: d.PCIAddr, NodeType: d.NodeType,
+			NodeGUID: d.NodeGUID, SysGUID: d.SysGUID, FWVer: d.FWVer, HCAType: d.HCAType, BoardID: d.BoardID,
+			Ports: []report.Port{},
+		}
+		if d.Software || d.PCIAddr == "" {
+			rd.Kind = "software"
+			rd.Driver = softwareDriver(d.Name, loaded).Modules[0]
+		}
+		for _, pt := range d.Ports {
+			rp := report.Port{Port: pt.Num, State: pt.State.String(), PhysState: pt.PhysState.String(),
+				Rate: pt.Rate, LinkLayer: pt.LinkLayer, GIDs: []report.GID{}}
+			if pt.LinkLayer == "InfiniBand" && pt.HasLID {
+				lid, sm := int(pt.LID), int(pt.SMLID)
+				rp.LID, rp.SMLID = &lid, &sm
+			}
+			for _, g := range pt.GIDs {
+				rp.GIDs = append(rp.GIDs, report.GID{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: g.Netdev})
+				if g.Netdev != "" {
+					carried[g.Netdev] = true
+					if rp.Netdev == "" {
+						rp.Netdev = g.Netdev
+					}
+				}
+			}
+			if rp.Netdev == "" && d.Parent != "" && pt.LinkLayer == "Ethernet" {
+				rp.Netdev = d.Parent
+			}
+			if rp.Netdev != "" {
+				carried[rp.Netdev] = true
+			}
+			rd.Ports = append(rd.Ports, rp)
+		}
+		inv.RDMADevices = append(inv.RDMADevices, rd)
+	}
+	for _, n := range s.NICs {
+		for _, nd := range n.Fn.Netdevs {
+			carried[nd] = true
+		}
+	}
+	mtu := map[string]int{}
+	if nds, err := h.Netdevs(); err == nil {
+		for _, nd := range nds {
+			if !carried[nd.Name] {
+				continue
+			}
+			mtu[nd.Name] = nd.MTU
+			inv.Netdevs = append(inv.Netdevs, report.Netdev{Name: nd.Name, State: nd.OperState, MTU: nd.MTU, MAC: nd.MAC, Addresses: nonNil(nd.Addresses)})
+		}
+	}
+	for i := range inv.RDMADevices {
+		for j := range inv.RDMADevices[i].Ports {
+			p := &inv.RDMADevices[i].Ports[j]
+			if p.LinkLayer == "Ethernet" && mtu[p.Netdev] > 0 {
+				p.ActiveMTU = RoCEActiveMTU(mtu[p.Netdev])
+			}
+		}
+	}
+	sort.Slice(inv.Netdevs, func(i, j int) bool { return inv.Netdevs[i].Name < inv.Netdevs[j].Name })
+	return inv
+}
+
+// RoCEActiveMTU is the largest IB MTU (256…4096) whose RoCE packet fits in a
+// netdev of the given MTU — what the kernel reports as the port's active
+// MTU. The kernel (iboe_get_mtu) reserves room for the GRH/IP, UDP, BTH,
+// XRC and atomic extended headers and the ICRC — 96 bytes — so a 1500-byte
+// netdev allows 1024 and a 9000-byte netdev allows 4096.
+func RoCEActiveMTU(netdevMTU int) int {
+	const roceOverhead = 40 + 8 + 12 + 4 + 28 + 4
+	best := 0
+	for _, m := range []int{256, 512, 1024, 2048, 4096} {
+		if m+roceOverhead <= netdevMTU {
+			best = m
+		}
+	}
+	return best
+}
+
+func pciLink(h *sysfs.Host, addr string) *report.PCILink {
+	dir := path.Join(sysfs.PCIDevicesDir, addr)
+	read := func(n string) string {
+		s, err := h.ReadAttr(path.Join(dir, n))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(s)
+	}
+	l := report.PCILink{Speed: read("current_link_speed"), MaxSpeed: read("max_link_speed")}
+	l.Width, _ = strconv.Atoi(read("current_link_width"))
+	l.MaxWidth, _ = strconv.Atoi(read("max_link_width"))
+	if l.Speed == "" && l.MaxSpeed == "" {
+		return nil
+	}
+	return &l
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// Select returns the checks to run: all of the catalog when ids is empty,
+// else the named checks and, transitively, the checks they need, in catalog
+// order. Unknown IDs are an error naming them.
+func Select(ids []string) ([]*Check, error) {
+	if len(ids) == 0 {
+		return Catalog(), nil
+	}
+	want := map[string]bool{}
+	var add func(id string) error
+	add = func(id string) error {
+		c, ok := Lookup(id)
+		if !ok {
+			return fmt.Errorf("unknown check %q", id)
+		}
+		if want[c.ID] {
+			return nil
+		}
+		want[c.ID] = true
+		for _, n := range c.Needs {
+			if _, ok := registry[n]; ok {
+				if err := add(n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if err := add(id); err != nil {
+			return nil, err
+		}
+	}
+	var out []*Check
+	for _, c := range Catalog() {
+		if want[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Run walks the selected checks in order. A check whose prerequisite failed,
+// errored or was itself blocked is skipped as "blocked by <id>" (naming the
+// check that actually failed), so the first red line is the cause and not
+// one of twenty echoes. Level-2 checks are skipped below level 2. A panic or
+// an overrun deadline inside one check becomes that check's error; the run
+// goes on.
+func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
+	results := make([]report.CheckResult, 0, len(sel))
+	blockedBy := map[string]string{} // check id → the failed check that blocks it
+	for _, c := range sel {
+		start := time.Now()
+		var r Result
+		if by := blocker(c, blockedBy); by != "" {
+			blockedBy[c.ID] = by
+			r = skip("blocked by " + by)
+			r.Details = []string{fmt.Sprintf("%s must pass first; fix it and run again", by)}
+		} else if c.Level > env.Opts.Level {
+			r = skip(fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level))
+		} else if err := ctx.Err(); err != nil {
+			r = errorf("not run: the whole run's deadline passed (%v)", err)
+		} else {
+			r = runOne(ctx, env, c)
+		}
+		if r.Status == report.Fail || r.Status == report.Error {
+			blockedBy[c.ID] = c.ID
+		}
+		results = append(results, report.CheckResult{
+			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
+			Status: r.Status, Summary: r.Summary, Observed: r.Observed, Expected: r.Expected,
+			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence,
+			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+		})
+	}
+	return results
+}
+
+// blocker returns the failed check that keeps c from running, or "".
+func blocker(c *Check, blockedBy map[string]string) string {
+	for _, n := range c.Needs {
+		if by, ok := blockedBy[n]; ok {
+			return by
+		}
+	}
+	return ""
+}
+
+// runOne runs one check under its deadline, turning a panic into an error.
+func runOne(ctx context.Context, env *Env, c *Check) Result {
+	ctx, cancel := context.WithTimeout(ctx, env.Opts.CheckTimeout)
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- errorf("internal error in check %s: %v (please report this)", c.ID, p)
+			}
+		}()
+		r := c.Run(ctx, env)
+		if r.Status == "" {
+			r = errorf("internal error: check %s returned no status", c.ID)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+		return errorf("did not finish within %v: %v", env.Opts.CheckTimeout, ctx.Err())
+	}
+}

@@ -1,0 +1,284 @@
+// Command rdmadoctor checks whether a host's RDMA stack works, says what is
+// broken first and how to fix it: a short report for a person, a JSON health
+// report and a per-check exit code for machines.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError is a bad word on the command line: exit 2 with one line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "list":
+			return cmdList(args[1:], stdout, stderr)
+		case "explain":
+			return cmdExplain(args[1:], stdout, stderr)
+		}
+	}
+	code, err := cmdDiagnose(args, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor: %v\n", err)
+	}
+	return code
+}
+
+type flags struct {
+	level          int
+	format         string
+	root           string
+	checkIDs       []string
+	failOn         string
+	noColor        bool
+	verbose        bool
+	timeout        time.Duration
+	showVersion    bool
+	minMemlock     string
+	expectRate     float64
+	expectLossless bool
+	interval       time.Duration
+	probeSize      int
+	probeTimeout   time.Duration
+	libibverbs     string
+}
+
+func newFlagSet(f *flags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("rdmadoctor", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	fs.IntVar(&f.level, "level", 2, "1: read-only checks; 2: also drive the verbs API (creates and destroys its own resources)")
+	fs.StringVar(&f.format, "format", "text", "report format: text or json")
+	fs.StringVar(&f.root, "root", "/", "read this host directory (a fixture or snapshot) instead of the live host")
+	fs.StringArrayVar(&f.checkIDs, "check", nil, "run only this check (ID or code) and its prerequisites; repeatable")
+	fs.StringVar(&f.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn (warnings count too)")
+	fs.BoolVar(&f.noColor, "no-color", false, "never colour the text report (NO_COLOR does the same)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the details of passing checks too")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "deadline for the whole run")
+	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&f.minMemlock, "min-memlock", "64MiB", "limits.memlock: smallest RLIMIT_MEMLOCK that passes without CAP_IPC_LOCK")
+	fs.Float64Var(&f.expectRate, "expect-rate", 0, "port.state: fail ports slower than this many Gb/s (0: any rate)")
+	fs.BoolVar(&f.expectLossless, "expect-lossless", false, "roce.lossless: fail (not warn) when RoCE runs lossy or half-configured")
+	fs.DurationVar(&f.interval, "interval", 0, "counters.errors: sample the error counters twice this far apart; a rising counter fails")
+	fs.IntVar(&f.probeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
+	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
+	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	return fs
+}
+
+func flagNames(fs *pflag.FlagSet) string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
+	return strings.Join(names, ", ")
+}
+
+// parseFlags parses and validates; every error is a usageError.
+func parseFlags(args []string) (*flags, error) {
+	f := &flags{}
+	fs := newFlagSet(f)
+	if err := fs.Parse(args); err != nil {
+		msg := err.Error()
+		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+			return nil, usageError{fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))}
+		}
+		return nil, usageError{msg}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, or flags only", fs.Arg(0))}
+	}
+	if f.level != 1 && f.level != 2 {
+		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
+	}
+	if f.format != "text" && f.format != "json" {
+		return nil, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", f.format)}
+	}
+	if f.failOn != "fail" && f.failOn != "warn" {
+		return nil, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", f.failOn)}
+	}
+	if _, err := parseSize(f.minMemlock); err != nil {
+		return nil, usageError{fmt.Sprintf("bad --min-memlock %q: %v", f.minMemlock, err)}
+	}
+	if f.timeout <= 0 || f.probeTimeout <= 0 || f.interval < 0 || f.probeSize <= 0 || f.expectRate < 0 {
+		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
+	}
+	for _, id := range f.checkIDs {
+		if _, ok := checks.Lookup(id); !ok {
+			return nil, usageError{fmt.Sprintf("unknown check %q; valid checks: %s", id, strings.Join(checks.IDs(), ", "))}
+		}
+	}
+	return f, nil
+}
+
+// parseSize reads "64MiB", "65536", "1G", "unlimited" into bytes.
+func parseSize(s string) (uint64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	if t == "unlimited" {
+		return ^uint64(0), nil
+	}
+	mult := uint64(1)
+	for _, u := range []struct {
+		suf string
+		m   uint64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSuffix(t, u.suf), u.m
+			break
+		}
+	}
+	var n uint64
+	if _, err := fmt.Sscanf(t, "%d", &n); err != nil || fmt.Sprint(n) != t {
+		return 0, errors.New("want a size such as 65536, 64MiB or unlimited")
+	}
+	return n * mult, nil
+}
+
+func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
+	f, err := parseFlags(args)
+	if err != nil {
+		return report.ExitUsage, err
+	}
+	if f.showVersion {
+		fmt.Fprintln(stdout, "rdmadoctor", version)
+		return 0, nil
+	}
+	sel, err := checks.Select(f.checkIDs)
+	if err != nil {
+		return report.ExitUsage, usageError{err.Error()}
+	}
+	host, err := sysfs.Open(f.root)
+	if err != nil {
+		return report.ExitUsage, fmt.Errorf("--root: %w", err)
+	}
+	defer host.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+
+	memlock, _ := parseSize(f.minMemlock)
+	exe, _ := os.Executable()
+	env := checks.NewEnv(host, checks.Options{
+		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
+		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
+		Libibverbs: f.libibverbs, Executable: exe,
+	})
+	started := time.Now()
+	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
+	rep.Host.Root = f.root
+	rep.Host.Hostname = host.Hostname()
+	if host.Live() && rep.Host.Hostname == "" {
+		rep.Host.Hostname, _ = os.Hostname()
+	}
+	rep.Host.Kernel, _ = host.KernelRelease()
+	rep.Checks = checks.Run(ctx, env, sel)
+	rep.Inventory = checks.Inventory(env)
+	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
+	rep.Finish(f.failOn == "warn")
+
+	if f.format == "json" {
+		err = report.WriteJSON(stdout, rep)
+	} else {
+		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
+	}
+	if err != nil {
+		return report.ExitInternal, fmt.Errorf("write report: %w", err)
+	}
+	return rep.ExitCode, nil
+}
+
+// useColor decides colour once: a terminal, NO_COLOR unset, no --no-color.
+func useColor(w io.Writer, noColor bool) bool {
+	if noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "rdmadoctor: list takes no arguments, got %q\n", args[0])
+		return report.ExitUsage
+	}
+	fmt.Fprintf(stdout, "%-4s  %-20s  %-5s  %s\n", "CODE", "ID", "LEVEL", "TITLE")
+	for _, c := range checks.Catalog() {
+		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
+	}
+	return 0
+}
+
+func cmdExplain(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
+		return report.ExitUsage
+	}
+	c, ok := checks.Lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
+		return report.ExitUsage
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (exit code %d, level %d): %s\n\n", c.ID, c.Code, c.Level, c.Title)
+	fmt.Fprintf(&b, "What it judges\n  %s\n\nWhy it matters\n  %s\n", wrap(c.Explain.Judges, 2), wrap(c.Explain.Why, 2))
+	if len(c.Needs) > 0 {
+		needs := append([]string(nil), c.Needs...)
+		sort.Strings(needs)
+		fmt.Fprintf(&b, "\nRuns after\n  %s (skipped as blocked when one of them fails)\n", strings.Join(needs, ", "))
+	}
+	b.WriteString("\nWhat it can report, and the fix\n")
+	for _, fl := range c.Explain.Failures {
+		fmt.Fprintf(&b, "  %-5s %s\n        fix: %s\n", fl.Status, wrap(fl.Finding, 8), wrap(fl.Fix, 13))
+	}
+	io.WriteString(stdout, b.String())
+	return 0
+}
+
+// wrap folds text at 88 columns, indenting continuation lines.
+func wrap(s string, indent int) string {
+	const width = 88
+	var b strings.Builder
+	col := indent
+	for i, w := range strings.Fields(s) {
+		if i > 0 {
+			if col+1+len(w) > width {
+				b.WriteString("\n" + strings.Repeat(" ", indent))
+				col = indent
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
+}

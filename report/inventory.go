@@ -1,0 +1,81 @@
+package report
+
+// Inventory is what the host has, independent of any judgement.
+type Inventory struct {
+	PCIFunctions []PCIFunction `json:"pci_functions"`
+	RDMADevices  []RDMADevice  `json:"rdma_devices"`
+	Netdevs      []Netdev      `json:"netdevs"`
+}
+
+// PCIFunction is one RDMA-capable PCI function.
+type PCIFunction struct {
+	Address     string   `json:"address"`
+	VendorID    string   `json:"vendor_id"` // "0x15b3"
+	DeviceID    string   `json:"device_id"`
+	Class       string   `json:"class"`
+	Vendor      string   `json:"vendor"`
+	Product     string   `json:"product"`
+	Driver      string   `json:"driver"`
+	NUMANode    *int     `json:"numa_node"`
+	Link        *PCILink `json:"link,omitempty"`
+	PhysFn      string   `json:"physfn,omitempty"` // set on an SR-IOV VF
+	NumVFs      int      `json:"sriov_numvfs"`
+	TotalVFs    int      `json:"sriov_totalvfs"`
+	RDMADevices []string `json:"rdma_devices"`
+	Netdevs     []string `json:"netdevs"`
+}
+
+// PCILink is a function's PCIe link as trained and as capable.
+type PCILink struct {
+	Speed    string `json:"speed"`
+	Width    int    `json:"width"`
+	MaxSpeed string `json:"max_speed"`
+	MaxWidth int    `json:"max_width"`
+}
+
+// RDMADevice is one device of /sys/class/infiniband.
+type RDMADevice struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // "hardware" | "software"
+	Driver   string `json:"driver"`
+	PCI      string `json:"pci,omitempty"`
+	NodeType string `json:"node_type"`
+	NodeGUID string `json:"node_guid"`
+	SysGUID  string `json:"sys_image_guid,omitempty"`
+	FWVer    string `json:"fw_ver,omitempty"`
+	HCAType  string `json:"hca_type,omitempty"`
+	BoardID  string `json:"board_id,omitempty"`
+	Ports    []Port `json:"ports"`
+}
+
+// Port is one port of an RDMA device.
+type Port struct {
+	Port      int    `json:"port"`
+	State     string `json:"state"`      // "ACTIVE"
+	PhysState string `json:"phys_state"` // "LinkUp"
+	Rate      string `json:"rate"`
+	LinkLayer string `json:"link_layer"`
+	LID       *int   `json:"lid,omitempty"`
+	SMLID     *int   `json:"sm_lid,omitempty"`
+	Netdev    string `json:"netdev,omitempty"`
+	// ActiveMTU is the RoCE MTU the netdev MTU allows (ibv_devinfo's active_mtu), 0 when unknown.
+	ActiveMTU int   `json:"active_mtu,omitempty"`
+	GIDs      []GID `json:"gids"`
+}
+
+// GID is one populated GID table entry.
+type GID struct {
+	Index  int    `json:"index"`
+	GID    string `json:"gid"`
+	Type   string `json:"type"`
+	Netdev string `json:"netdev,omitempty"`
+}
+
+// Netdev is a network interface that carries an RDMA port.
+type Netdev struct {
+	Name      string   `json:"name"`
+	State     string   `json:"state"`
+	MTU       int      `json:"mtu"`
+	MAC       string   `json:"mac,omitempty"`
+	Addresses []string `json:"addresses"`
+}

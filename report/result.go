@@ -1,0 +1,110 @@
+// Package report holds rdmadoctor's result model — the status of a check, the
+// whole run's report and its inventory — the exit-code rule, and the
+// renderers (text for people, JSON for machines).
+package report
+
+import "time"
+
+// Schema names the JSON report format; the JSON Schema for it is
+// report/rdmadoctor.report.v1.schema.json.
+const Schema = "rdmadoctor.report/v1"
+
+// Status is the outcome of one check.
+type Status string
+
+const (
+	Pass  Status = "pass"  // looked, and the host is right
+	Warn  Status = "warn"  // looked, works, but something is off
+	Fail  Status = "fail"  // looked, and found a fault
+	Skip  Status = "skip"  // not applicable, or blocked by a failed prerequisite
+	Error Status = "error" // could not look: the reason says why
+)
+
+// Exit codes that are not a check's own code.
+const (
+	ExitOK       = 0
+	ExitInternal = 1
+	ExitUsage    = 2
+)
+
+// CheckResult is one check's entry in the report.
+type CheckResult struct {
+	ID       string `json:"id"`
+	Code     int    `json:"code"`
+	Title    string `json:"title"`
+	Level    int    `json:"level"`
+	Status   Status `json:"status"`
+	Summary  string `json:"summary"`
+	Observed string `json:"observed"`
+	Expected string `json:"expected"`
+	// Details are the supporting lines: one per device, port, file.
+	Details []string `json:"details"`
+	// Remedy is the fix, empty when there is nothing to fix.
+	Remedy string `json:"remedy"`
+	// Evidence holds the values judged, for machines.
+	Evidence   map[string]any `json:"evidence"`
+	DurationMS float64        `json:"duration_ms"`
+}
+
+// HostInfo names the host the report is about.
+type HostInfo struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	Root     string `json:"root"`
+}
+
+// Summary counts the checks by status.
+type Summary struct {
+	Pass  int `json:"pass"`
+	Warn  int `json:"warn"`
+	Fail  int `json:"fail"`
+	Skip  int `json:"skip"`
+	Error int `json:"error"`
+}
+
+// Report is one run of rdmadoctor.
+type Report struct {
+	Schema     string        `json:"schema"`
+	Version    string        `json:"version"`
+	Host       HostInfo      `json:"host"`
+	Level      int           `json:"level"`
+	Started    time.Time     `json:"started"`
+	DurationMS float64       `json:"duration_ms"`
+	ExitCode   int           `json:"exit_code"`
+	RootCause  *string       `json:"root_cause"`
+	Summary    Summary       `json:"summary"`
+	Inventory  Inventory     `json:"inventory"`
+	Checks     []CheckResult `json:"checks"`
+}
+
+// Finish counts the statuses and applies the exit-code rule: 0 when nothing
+// failed; otherwise the code of the first check, in catalog order, whose
+// status is fail or error (a check that could not look has not shown the
+// host healthy); with failOnWarn, warnings count as well.
+func (r *Report) Finish(failOnWarn bool) {
+	r.Summary = Summary{}
+	r.ExitCode, r.RootCause = ExitOK, nil
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		switch c.Status {
+		case Pass:
+			r.Summary.Pass++
+		case Warn:
+			r.Summary.Warn++
+		case Fail:
+			r.Summary.Fail++
+		case Skip:
+			r.Summary.Skip++
+		case Error:
+			r.Summary.Error++
+		}
+		if r.RootCause == nil && counts(c.Status, failOnWarn) {
+			id := c.ID
+			r.RootCause, r.ExitCode = &id, c.Code
+		}
+	}
+}
+
+func counts(s Status, failOnWarn bool) bool {
+	return s == Fail || s == Error || (failOnWarn && s == Warn)
+}

@@ -1,0 +1,116 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/fatih/color"
+)
+
+// TextOptions shape the person-facing report.
+type TextOptions struct {
+	// Color turns on ANSI colour. The caller decides once (terminal,
+	// NO_COLOR, --no-color); the renderer never looks at the environment.
+	Color bool
+	// Verbose prints the details of passing checks too.
+	Verbose bool
+}
+
+type palette struct {
+	pass, warn, fail, skip, errc, dim, bold *color.Color
+}
+
+func newPalette(on bool) palette {
+	mk := func(a ...color.Attribute) *color.Color {
+		c := color.New(a...)
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+		return c
+	}
+	return palette{
+		pass: mk(color.FgGreen), warn: mk(color.FgYellow), fail: mk(color.FgRed, color.Bold),
+		skip: mk(color.FgHiBlack), errc: mk(color.FgMagenta, color.Bold), dim: mk(color.Faint),
+		bold: mk(color.Bold),
+	}
+}
+
+// marks are fixed-width, so the columns line up with or without colour.
+var marks = map[Status]string{Pass: "ok  ", Warn: "WARN", Fail: "FAIL", Skip: "skip", Error: "ERR "}
+
+func (p palette) status(s Status) *color.Color {
+	switch s {
+	case Pass:
+		return p.pass
+	case Warn:
+		return p.warn
+	case Fail:
+		return p.fail
+	case Error:
+		return p.errc
+	}
+	return p.skip
+}
+
+// WriteText renders the report for a person: a header, one line per check
+// with its mark, what was observed and what was expected, indented details
+// and the fix, and a last line with the counts, the root cause and the exit
+// code.
+func WriteText(w io.Writer, r *Report, opt TextOptions) error {
+	p := newPalette(opt.Color)
+	var b strings.Builder
+	host := r.Host.Hostname
+	if host == "" {
+		host = "?"
+	}
+	fmt.Fprintf(&b, "%s %s  host %s  kernel %s  level %d", p.bold.Sprint("rdmadoctor"), r.Version, host, orQ(r.Host.Kernel), r.Level)
+	if r.Host.Root != "/" && r.Host.Root != "" {
+		fmt.Fprintf(&b, "  root %s", r.Host.Root)
+	}
+	b.WriteString("\n\n")
+	width := 0
+	for _, c := range r.Checks {
+		width = max(width, len(c.ID))
+	}
+	for _, c := range r.Checks {
+		col := p.status(c.Status)
+		line := c.Summary
+		if c.Expected != "" && c.Status != Skip {
+			line += p.dim.Sprintf("  (expected: %s)", c.Expected)
+		}
+		fmt.Fprintf(&b, "%s %3d %-*s  %s\n", col.Sprint(marks[c.Status]), c.Code, width, c.ID, line)
+		if c.Status != Pass || opt.Verbose {
+			for _, d := range c.Details {
+				fmt.Fprintf(&b, "         %s\n", d)
+			}
+		}
+		if c.Remedy != "" && c.Status != Pass && c.Status != Skip {
+			for i, l := range strings.Split(strings.TrimRight(c.Remedy, "\n"), "\n") {
+				lead := "    "
+				if i == 0 {
+					lead = "fix:"
+				}
+				fmt.Fprintf(&b, "         %s %s\n", p.bold.Sprint(lead), l)
+			}
+		}
+	}
+	s := r.Summary
+	fmt.Fprintf(&b, "\n%d pass, %d warn, %d fail, %d skip, %d error", s.Pass, s.Warn, s.Fail, s.Skip, s.Error)
+	if r.RootCause != nil {
+		fmt.Fprintf(&b, " — root cause: %s — exit %d\n", p.fail.Sprint(*r.RootCause), r.ExitCode)
+	} else {
+		fmt.Fprintf(&b, " — %s — exit %d\n", p.pass.Sprint("healthy"), r.ExitCode)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}

@@ -1,0 +1,323 @@
+// Package sysfs is rdmadoctor's host reader: every file the checks read —
+// sysfs, procfs, configfs, /dev, /etc and the library directories — and every
+// fact that is not a file (netlink answers, the libibverbs enumeration) comes
+// through one Host rooted at a directory. The root is "/" on a live host, or a
+// fixture or snapshot directory; judging code never knows which.
+//
+// A fixture root is opened through os.Root, so a symlink inside a snapshot can
+// never lead a read outside it. Missing, unreadable and malformed files are
+// data: readers return errors that name the path, never panic.
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Limits on what one read may return. sysfs attributes are a page at most;
+// procfs and loader files are larger but still bounded so a hostile snapshot
+// cannot make the tool read gigabytes.
+const (
+	attrReadSize = 4096
+	maxFileSize  = 8 << 20
+)
+
+// Host reads one machine's RDMA state, live or from a directory.
+type Host struct {
+	rootDir string   // as given by the user ("/" when live)
+	root    *os.Root // nil when live
+	facts   *Facts   // loaded from the facts file (fixture) or built live
+	live    LiveSource
+}
+
+// LiveSource answers the facts that are not files on a live host. The
+// netlink-backed implementation lives beside this file; tests may plug their own.
+type LiveSource interface {
+	Netdevs() ([]Netdev, error)
+	DCB(ifname string) (DCB, error)
+	RDMASystem() (RDMASystem, error)
+	RDMAResources() ([]RDMAResource, error)
+}
+
+// OpenLive returns a Host reading the running system.
+func OpenLive() *Host {
+	return &Host{rootDir: "/", live: newLiveSource()}
+}
+
+// Open returns a Host reading the directory dir as if it were "/". A root of
+// "/" means the live host. The directory must exist and be a directory; a
+// facts file (FactsFile) inside it supplies what is not a file.
+func Open(dir string) (*Host, error) {
+	if dir == "" {
+		return nil, errors.New("empty root directory")
+	}
+	clean := filepath.Clean(dir)
+	if clean == "/" {
+		return OpenLive(), nil
+	}
+	fi, err := os.Stat(clean)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", dir, unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("root %s: not a directory (give a host directory, e.g. testdata/hosts/cx5-roce-healthy)", dir)
+	}
+	r, err := os.OpenRoot(clean)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", dir, unwrapPathError(err))
+	}
+	h := &Host{rootDir: dir, root: r}
+	h.facts, err = loadFacts(h)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Close releases the root directory handle.
+func (h *Host) Close() error {
+	if h.root != nil {
+		return h.root.Close()
+	}
+	return nil
+}
+
+// Live reports whether this Host reads the running system.
+func (h *Host) Live() bool { return h.root == nil }
+
+// Root is the directory given by the user ("/" when live).
+func (h *Host) Root() string { return h.rootDir }
+
+// rel turns "/sys/class/x" into the root-relative "sys/class/x".
+func rel(p string) string {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return "."
+	}
+	return p[1:]
+}
+
+// Display returns the path as the user should see it in a message: the
+// host path on a live host, root-joined in a fixture.
+func (h *Host) Display(p string) string {
+	if h.Live() {
+		return path.Clean("/" + p)
+	}
+	return filepath.Join(h.rootDir, rel(p))
+}
+
+func (h *Host) open(p string) (*os.File, error) {
+	if h.root == nil {
+		return os.Open(path.Clean("/" + p))
+	}
+	return h.root.Open(rel(p))
+}
+
+// ReadAttr reads a small sysfs attribute with a single read(2) into a page
+// buffer, and trims the trailing newline. One read matters: some drivers
+// answer EAGAIN to a second read and a read loop would spin forever.
+func (h *Host) ReadAttr(p string) (string, error) {
+	f, err := h.open(p)
+	if err != nil {
+		return "", h.pathErr("read", p, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("read %s: is a directory", h.Display(p))
+	}
+	buf := make([]byte, attrReadSize)
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", h.pathErr("read", p, err)
+	}
+	return strings.TrimRight(string(buf[:n]), "\n"), nil
+}
+
+// ReadFile reads a whole file of at most 8 MiB (procfs tables, the loader
+// cache). A larger file is refused rather than read.
+func (h *Host) ReadFile(p string) ([]byte, error) {
+	f, err := h.open(p)
+	if err != nil {
+		return nil, h.pathErr("read", p, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("read %s: is a directory", h.Display(p))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, h.pathErr("read", p, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("read %s: larger than %d bytes, refused", h.Display(p), maxFileSize)
+	}
+	return data, nil
+}
+
+// ReadDir lists the names in a directory, sorted.
+func (h *Host) ReadDir(p string) ([]string, error) {
+	f, err := h.open(p)
+	if err != nil {
+		return nil, h.pathErr("list", p, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, h.pathErr("list", p, err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Readlink returns a symlink's target as stored.
+func (h *Host) Readlink(p string) (string, error) {
+	var (
+		t   string
+		err error
+	)
+	if h.root == nil {
+		t, err = os.Readlink(path.Clean("/" + p))
+	} else {
+		t, err = h.root.Readlink(rel(p))
+	}
+	if err != nil {
+		return "", h.pathErr("readlink", p, err)
+	}
+	return t, nil
+}
+
+// Lstat describes p without following a final symlink.
+func (h *Host) Lstat(p string) (fs.FileInfo, error) {
+	var (
+		fi  fs.FileInfo
+		err error
+	)
+	if h.root == nil {
+		fi, err = os.Lstat(path.Clean("/" + p))
+	} else {
+		fi, err = h.root.Lstat(rel(p))
+	}
+	if err != nil {
+		return nil, h.pathErr("stat", p, err)
+	}
+	return fi, nil
+}
+
+// Stat describes p, following symlinks (inside the root only).
+func (h *Host) Stat(p string) (fs.FileInfo, error) {
+	var (
+		fi  fs.FileInfo
+		err error
+	)
+	if h.root == nil {
+		fi, err = os.Stat(path.Clean("/" + p))
+	} else {
+		fi, err = h.root.Stat(rel(p))
+	}
+	if err != nil {
+		return nil, h.pathErr("stat", p, err)
+	}
+	return fi, nil
+}
+
+// Exists reports whether p exists (following symlinks). Any error other
+// than "does not exist" counts as existing-but-unreadable and is returned.
+func (h *Host) Exists(p string) (bool, error) {
+	_, err := h.Stat(p)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}
+
+// ResolveLink resolves the symlink at p to a clean absolute host path,
+// relative targets taken from p's directory ("/sys/class/infiniband/mlx5_0"
+// → "/sys/devices/pci0000:00/.../infiniband/mlx5_0").
+func (h *Host) ResolveLink(p string) (string, error) {
+	t, err := h.Readlink(p)
+	if err != nil {
+		return "", err
+	}
+	if path.IsAbs(t) {
+		return path.Clean(t), nil
+	}
+	return path.Clean(path.Join(path.Dir(path.Clean("/"+p)), t)), nil
+}
+
+// LinkBase is the last element of the symlink's target: the driver name of
+// a "driver" link, the PCI address of a "device" link.
+func (h *Host) LinkBase(p string) (string, error) {
+	t, err := h.Readlink(p)
+	if err != nil {
+		return "", err
+	}
+	return path.Base(t), nil
+}
+
+// pathErr wraps err with the verb and the path as the user knows it, keeping
+// the errno (errors.Is works) but dropping Go's own path prefix.
+func (h *Host) pathErr(verb, p string, err error) error {
+	return &PathError{Op: verb, Path: h.Display(p), Err: unwrapPathError(err)}
+}
+
+// PathError is an error reading one host path.
+type PathError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string {
+	return e.Op + " " + e.Path + ": " + describeErr(e.Err)
+}
+
+func (e *PathError) Unwrap() error { return e.Err }
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+func describeErr(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENOENT:
+			return "no such file"
+		case syscall.EACCES, syscall.EPERM:
+			return "permission denied"
+		case syscall.EINVAL:
+			return "invalid argument (the driver refused the read)"
+		}
+		return errno.Error()
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file"
+	}
+	if err != nil && strings.Contains(err.Error(), "escapes from parent") {
+		return "symlink leads outside the root, refused"
+	}
+	return err.Error()
+}
+
+// IsNotExist reports whether err means the path is absent.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
