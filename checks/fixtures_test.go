@@ -1,0 +1,55 @@
+package checks_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/hosts from the fixture generator (sysfs/sysfstest)")
+
+const hostsDir = "../testdata/hosts"
+
+// TestFixtures keeps the committed host fixtures equal to the generator's
+// output: a fixture is changed by changing sysfstest and running with -update,
+// never by hand.
+func TestFixtures(t *testing.T) {
+	for _, name := range sysfstest.Fixtures() {
+		t.Run(name, func(t *testing.T) {
+			tree, err := sysfstest.Fixture(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(hostsDir, name)
+			if *update {
+				if err := tree.Write(dir); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			tmp := t.TempDir()
+			if err := tree.Write(tmp); err != nil {
+				t.Fatal(err)
+			}
+			want, err := sysfstest.Digest(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sysfstest.Digest(dir)
+			if err != nil {
+				t.Fatalf("fixture %s missing: run `go test ./checks -run TestFixtures -update` (%v)", name, err)
+			}
+			if got != want {
+				t.Fatalf("testdata/hosts/%s differs from the generator: run `go test ./checks -run TestFixtures -update`", name)
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(m.Run())
+}
