@@ -84,7 +84,15 @@ func runKernelModules(_ context.Context, env *Env) Result {
 			cmMissing = append(cmMissing, m)
 		}
 	}
-	for _, e := range mods.ParseErrors {
+	if len(mods.Loaded) == 0 && len(mods.ParseErrors) > 0 {
+		return errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
+			env.Host.Display(sysfs.ProcModules), len(mods.ParseErrors), mods.ParseErrors[0])
+	}
+	for i, e := range mods.ParseErrors {
+		if i == 3 {
+			details = append(details, fmt.Sprintf("%s: %d more malformed lines", env.Host.Display(sysfs.ProcModules), len(mods.ParseErrors)-3))
+			break
+		}
 		details = append(details, fmt.Sprintf("%s: %v", env.Host.Display(sysfs.ProcModules), e))
 	}
 	ev := map[string]any{"modules": states, "required": order}

@@ -39,7 +39,7 @@ func init() {
 func runPCIDevice(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	soft := s.SoftwareDevices()
-	if s.PCIErr != nil && len(soft) == 0 {
+	if s.PCIErr != nil {
 		r := errorf("could not list PCI functions: %v", s.PCIErr)
 		r.Remedy = "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`)."
 		return r
@@ -62,7 +62,7 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		}
 	}
 	ev["rdma_nics"] = nics
-	var softNames []string
+	softNames := []string{}
 	for _, d := range soft {
 		name := d.Name
 		if d.Parent != "" {
