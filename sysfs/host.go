@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -36,7 +37,16 @@ type Host struct {
 	root    *os.Root // nil when live
 	facts   *Facts   // loaded from the facts file (fixture) or built live
 	live    LiveSource
+
+	// dirs caches an os.Root per directory already opened, so reading the
+	// forty attributes of one port walks the path once instead of forty
+	// times. A nil entry remembers a directory that cannot be opened.
+	mu   sync.Mutex
+	dirs map[string]*os.Root
 }
+
+// maxCachedDirs bounds the directory cache against a hostile snapshot.
+const maxCachedDirs = 8192
 
 // LiveSource answers the facts that are not files on a live host. The
 // netlink-backed implementation lives beside this file; tests may plug their own.
@@ -85,10 +95,60 @@ func Open(dir string) (*Host, error) {
 
 // Close releases the root directory handle.
 func (h *Host) Close() error {
+	h.mu.Lock()
+	for _, r := range h.dirs {
+		if r != nil {
+			r.Close()
+		}
+	}
+	h.dirs = nil
+	h.mu.Unlock()
 	if h.root != nil {
 		return h.root.Close()
 	}
 	return nil
+}
+
+// inDir returns the cached root of p's directory and p's last element.
+// Everything opened through it is still inside the host root: the
+// directory root was itself opened through h.root.
+func (h *Host) inDir(p string) (*os.Root, string) {
+	r := rel(p)
+	dir, base := path.Split(r)
+	if base == "" || base == "." || base == ".." {
+		return nil, ""
+	}
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		return h.root, base
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sub, ok := h.dirs[dir]; ok {
+		return sub, base
+	}
+	sub, err := h.root.OpenRoot(dir)
+	if err != nil {
+		sub = nil
+	}
+	if h.dirs == nil {
+		h.dirs = map[string]*os.Root{}
+	}
+	if len(h.dirs) >= maxCachedDirs {
+		if sub != nil {
+			sub.Close()
+		}
+		return nil, "" // the caller opens from the host root
+	}
+	h.dirs[dir] = sub
+	return sub, base
+}
+
+// isEscape reports an os.Root refusal to follow a symlink out of its
+// directory; through the directory cache that only means "retry from the
+// host root", which decides for real.
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "escapes from parent")
 }
 
 // Live reports whether this Host reads the running system.
@@ -118,6 +178,12 @@ func (h *Host) Display(p string) string {
 func (h *Host) open(p string) (*os.File, error) {
 	if h.root == nil {
 		return os.Open(path.Clean("/" + p))
+	}
+	if sub, base := h.inDir(p); sub != nil {
+		f, err := sub.Open(base)
+		if !isEscape(err) {
+			return f, err
+		}
 	}
 	return h.root.Open(rel(p))
 }
@@ -186,6 +252,8 @@ func (h *Host) Readlink(p string) (string, error) {
 	)
 	if h.root == nil {
 		t, err = os.Readlink(path.Clean("/" + p))
+	} else if sub, base := h.inDir(p); sub != nil {
+		t, err = sub.Readlink(base)
 	} else {
 		t, err = h.root.Readlink(rel(p))
 	}
@@ -203,6 +271,8 @@ func (h *Host) Lstat(p string) (fs.FileInfo, error) {
 	)
 	if h.root == nil {
 		fi, err = os.Lstat(path.Clean("/" + p))
+	} else if sub, base := h.inDir(p); sub != nil {
+		fi, err = sub.Lstat(base)
 	} else {
 		fi, err = h.root.Lstat(rel(p))
 	}

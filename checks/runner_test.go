@@ -1,0 +1,132 @@
+package checks
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+func fakeCheck(id string, code int, needs []string, run func(context.Context, *Env) Result) *Check {
+	return &Check{ID: id, Code: code, Level: 1, Title: id, Needs: needs, Run: run}
+}
+
+func TestRunBlocksDependantsAndNamesTheCause(t *testing.T) {
+	calls := map[string]int{}
+	mk := func(id string, code int, st report.Status, needs ...string) *Check {
+		return fakeCheck(id, code, needs, func(context.Context, *Env) Result {
+			calls[id]++
+			return Result{Status: st, Summary: id + " ran"}
+		})
+	}
+	sel := []*Check{
+		mk("a.root", 10, report.Fail),
+		mk("b.ok", 11, report.Pass),
+		mk("c.child", 12, report.Pass, "a.root"),
+		mk("d.grandchild", 13, report.Pass, "c.child"),
+		mk("e.warnchild", 14, report.Warn, "b.ok"),
+		mk("f.afterwarn", 15, report.Pass, "e.warnchild"),
+	}
+	env := NewEnv(nil, Options{Level: 1})
+	res := Run(context.Background(), env, sel)
+	want := map[string]report.Status{"a.root": report.Fail, "b.ok": report.Pass, "c.child": report.Skip,
+		"d.grandchild": report.Skip, "e.warnchild": report.Warn, "f.afterwarn": report.Pass}
+	for _, r := range res {
+		if r.Status != want[r.ID] {
+			t.Errorf("%s: %s, want %s", r.ID, r.Status, want[r.ID])
+		}
+	}
+	if res[3].Summary != "blocked by a.root" {
+		t.Errorf("grandchild summary %q, want the failed root named", res[3].Summary)
+	}
+	if calls["c.child"] != 0 || calls["d.grandchild"] != 0 {
+		t.Errorf("blocked checks ran: %v", calls)
+	}
+	rep := report.Report{Checks: res}
+	rep.Finish(false)
+	if rep.ExitCode != 10 || *rep.RootCause != "a.root" {
+		t.Errorf("exit %d root %v, want 10 a.root", rep.ExitCode, *rep.RootCause)
+	}
+}
+
+func TestRunTurnsPanicAndOverrunIntoErrors(t *testing.T) {
+	sel := []*Check{
+		fakeCheck("p.panics", 20, nil, func(context.Context, *Env) Result { panic("boom") }),
+		fakeCheck("h.hangs", 21, nil, func(ctx context.Context, _ *Env) Result { time.Sleep(time.Hour); return Result{} }),
+		fakeCheck("n.nostatus", 22, nil, func(context.Context, *Env) Result { return Result{} }),
+		fakeCheck("z.after", 23, nil, func(context.Context, *Env) Result { return pass("still ran") }),
+	}
+	env := NewEnv(nil, Options{Level: 1, CheckTimeout: 50 * time.Millisecond})
+	res := Run(context.Background(), env, sel)
+	if res[0].Status != report.Error || !strings.Contains(res[0].Summary, "boom") {
+		t.Errorf("panic: %+v", res[0])
+	}
+	if res[1].Status != report.Error || !strings.Contains(res[1].Summary, "did not finish within 50ms") {
+		t.Errorf("overrun: %+v", res[1])
+	}
+	if res[2].Status != report.Error {
+		t.Errorf("no status: %+v", res[2])
+	}
+	if res[3].Status != report.Pass {
+		t.Errorf("the run did not go on: %+v", res[3])
+	}
+}
+
+func TestRunSkipsHigherLevelsAndHonoursTheRunDeadline(t *testing.T) {
+	l2 := fakeCheck("v.probe", 30, nil, func(context.Context, *Env) Result { return pass("ran") })
+	l2.Level = 2
+	res := Run(context.Background(), NewEnv(nil, Options{Level: 1}), []*Check{l2})
+	if res[0].Status != report.Skip || !strings.Contains(res[0].Summary, "--level 2") {
+		t.Errorf("level 2 at level 1: %+v", res[0])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res = Run(ctx, NewEnv(nil, Options{Level: 2}), []*Check{l2})
+	if res[0].Status != report.Error {
+		t.Errorf("after the run deadline: %+v", res[0])
+	}
+}
+
+func TestCatalogIsConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Catalog() {
+		for _, n := range c.Needs {
+			dep, ok := registry[n]
+			if !ok {
+				t.Errorf("%s needs unknown check %s", c.ID, n)
+				continue
+			}
+			if !seen[n] || dep.Code >= c.Code {
+				t.Errorf("%s needs %s, which does not come before it in catalog order", c.ID, n)
+			}
+		}
+		seen[c.ID] = true
+		if c.Explain.Judges == "" || c.Explain.Why == "" || len(c.Explain.Failures) == 0 {
+			t.Errorf("%s: explain text incomplete", c.ID)
+		}
+		for _, f := range c.Explain.Failures {
+			if f.Finding == "" || f.Fix == "" {
+				t.Errorf("%s: a failure without finding or fix: %+v", c.ID, f)
+			}
+		}
+	}
+}
+
+func TestSelectAddsPrerequisites(t *testing.T) {
+	sel, err := Select([]string{"13"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range sel {
+		ids = append(ids, c.ID)
+	}
+	if strings.Join(ids, ",") != "pci.device,kernel.modules" {
+		t.Errorf("selected %v", ids)
+	}
+	if _, err := Select([]string{"nope"}); err == nil {
+		t.Error("unknown id accepted")
+	}
+}

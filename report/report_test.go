@@ -1,0 +1,65 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestFinishExitCodeRule(t *testing.T) {
+	mk := func(sts ...Status) *Report {
+		r := &Report{}
+		for i, s := range sts {
+			r.Checks = append(r.Checks, CheckResult{ID: string(rune('a' + i)), Code: 10 + i, Status: s})
+		}
+		return r
+	}
+	cases := []struct {
+		sts        []Status
+		failOnWarn bool
+		code       int
+		root       string
+	}{
+		{[]Status{Pass, Pass}, false, 0, ""},
+		{[]Status{Pass, Warn, Skip}, false, 0, ""},
+		{[]Status{Pass, Warn, Fail}, true, 11, "b"},
+		{[]Status{Pass, Warn, Fail}, false, 12, "c"},
+		{[]Status{Error, Fail}, false, 10, "a"},
+		{[]Status{Skip, Pass, Error}, false, 12, "c"},
+	}
+	for _, c := range cases {
+		r := mk(c.sts...)
+		r.Finish(c.failOnWarn)
+		root := ""
+		if r.RootCause != nil {
+			root = *r.RootCause
+		}
+		if r.ExitCode != c.code || root != c.root {
+			t.Errorf("%v warn=%v: exit %d root %q, want %d %q", c.sts, c.failOnWarn, r.ExitCode, root, c.code, c.root)
+		}
+	}
+	r := mk(Pass, Warn, Fail, Skip, Error, Error)
+	r.Finish(false)
+	if r.Summary != (Summary{Pass: 1, Warn: 1, Fail: 1, Skip: 1, Error: 2}) {
+		t.Errorf("summary %+v", r.Summary)
+	}
+}
+
+func TestTextColourIsDecidedByTheCaller(t *testing.T) {
+	r := &Report{Version: "t", Level: 1, Checks: []CheckResult{{ID: "x.y", Code: 10, Status: Fail, Summary: "broken", Expected: "fixed", Remedy: "do it"}}}
+	r.Finish(false)
+	var plain, col bytes.Buffer
+	WriteText(&plain, r, TextOptions{})
+	WriteText(&col, r, TextOptions{Color: true})
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Error("escape codes without colour")
+	}
+	if !strings.Contains(col.String(), "\x1b[") {
+		t.Error("no escape codes with colour")
+	}
+	for _, want := range []string{"FAIL", "x.y", "broken", "(expected: fixed)", "fix: do it", "root cause: x.y", "exit 10"} {
+		if !strings.Contains(plain.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, plain.String())
+		}
+	}
+}
