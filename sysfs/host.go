@@ -43,6 +43,47 @@ type Host struct {
 	// times. A nil entry remembers a directory that cannot be opened.
 	mu   sync.Mutex
 	dirs map[string]*os.Root
+
+	// recorded, when non-nil, collects every path read (snapshot capture:
+	// the list of what to copy comes from the checks' own reads).
+	recMu    sync.Mutex
+	recorded map[string]Access
+}
+
+// Access says how a recorded path was used.
+type Access uint8
+
+const (
+	AccessRead    Access = 1 << iota // file content read
+	AccessList                       // directory listed
+	AccessLink                       // symlink read
+	AccessStat                       // existence or metadata looked at
+)
+
+// Record starts collecting every path this Host reads; Recorded returns them.
+func (h *Host) Record() {
+	h.recMu.Lock()
+	h.recorded = map[string]Access{}
+	h.recMu.Unlock()
+}
+
+// Recorded returns the paths read since Record, with how each was used.
+func (h *Host) Recorded() map[string]Access {
+	h.recMu.Lock()
+	defer h.recMu.Unlock()
+	out := make(map[string]Access, len(h.recorded))
+	for k, v := range h.recorded {
+		out[k] = v
+	}
+	return out
+}
+
+func (h *Host) note(p string, a Access) {
+	h.recMu.Lock()
+	if h.recorded != nil {
+		h.recorded[path.Clean("/"+p)] |= a
+	}
+	h.recMu.Unlock()
 }
 
 // maxCachedDirs bounds the directory cache against a hostile snapshot.
@@ -192,6 +233,7 @@ func (h *Host) open(p string) (*os.File, error) {
 // buffer, and trims the trailing newline. One read matters: some drivers
 // answer EAGAIN to a second read and a read loop would spin forever.
 func (h *Host) ReadAttr(p string) (string, error) {
+	h.note(p, AccessRead)
 	f, err := h.open(p)
 	if err != nil {
 		return "", h.pathErr("read", p, err)
@@ -211,6 +253,7 @@ func (h *Host) ReadAttr(p string) (string, error) {
 // ReadFile reads a whole file of at most 8 MiB (procfs tables, the loader
 // cache). A larger file is refused rather than read.
 func (h *Host) ReadFile(p string) ([]byte, error) {
+	h.note(p, AccessRead)
 	f, err := h.open(p)
 	if err != nil {
 		return nil, h.pathErr("read", p, err)
@@ -231,6 +274,7 @@ func (h *Host) ReadFile(p string) ([]byte, error) {
 
 // ReadDir lists the names in a directory, sorted.
 func (h *Host) ReadDir(p string) ([]string, error) {
+	h.note(p, AccessList)
 	f, err := h.open(p)
 	if err != nil {
 		return nil, h.pathErr("list", p, err)
@@ -246,6 +290,7 @@ func (h *Host) ReadDir(p string) ([]string, error) {
 
 // Readlink returns a symlink's target as stored.
 func (h *Host) Readlink(p string) (string, error) {
+	h.note(p, AccessLink)
 	var (
 		t   string
 		err error
@@ -265,6 +310,7 @@ func (h *Host) Readlink(p string) (string, error) {
 
 // Lstat describes p without following a final symlink.
 func (h *Host) Lstat(p string) (fs.FileInfo, error) {
+	h.note(p, AccessStat)
 	var (
 		fi  fs.FileInfo
 		err error
@@ -284,6 +330,7 @@ func (h *Host) Lstat(p string) (fs.FileInfo, error) {
 
 // Stat describes p, following symlinks (inside the root only).
 func (h *Host) Stat(p string) (fs.FileInfo, error) {
+	h.note(p, AccessStat)
 	var (
 		fi  fs.FileInfo
 		err error
