@@ -54,10 +54,10 @@ type Host struct {
 type Access uint8
 
 const (
-	AccessRead    Access = 1 << iota // file content read
-	AccessList                       // directory listed
-	AccessLink                       // symlink read
-	AccessStat                       // existence or metadata looked at
+	AccessRead Access = 1 << iota // file content read
+	AccessList                    // directory listed
+	AccessLink                    // symlink read
+	AccessStat                    // existence or metadata looked at
 )
 
 // Record starts collecting every path this Host reads; Recorded returns them.
