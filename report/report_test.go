@@ -63,3 +63,26 @@ func TestTextColourIsDecidedByTheCaller(t *testing.T) {
 		}
 	}
 }
+
+func TestPrometheusHasOneSeriesPerCheckAndStatus(t *testing.T) {
+	r := &Report{Host: HostInfo{Hostname: `n"1`}, Checks: []CheckResult{{ID: "a.b", Code: 10, Status: Fail}, {ID: "c.d", Code: 11, Status: Pass}}}
+	r.Finish(false)
+	var b bytes.Buffer
+	if err := WritePrometheus(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`rdmadoctor_check_status{host="n\"1",check="a.b",code="10",status="fail"} 1`,
+		`rdmadoctor_check_status{host="n\"1",check="a.b",code="10",status="pass"} 0`,
+		`rdmadoctor_check_status{host="n\"1",check="c.d",code="11",status="pass"} 1`,
+		`rdmadoctor_exit_code{host="n\"1"} 10`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "rdmadoctor_check_status{"); n != 10 {
+		t.Errorf("%d status series, want 10", n)
+	}
+}

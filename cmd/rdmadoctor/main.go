@@ -76,7 +76,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.Usage = func() {}
 	fs.SortFlags = false
 	fs.IntVar(&f.level, "level", 2, "1: read-only checks; 2: also drive the verbs API (creates and destroys its own resources)")
-	fs.StringVar(&f.format, "format", "text", "report format: text or json")
+	fs.StringVar(&f.format, "format", "text", "report format: text, json, or prometheus (node_exporter textfile)")
 	fs.StringVar(&f.root, "root", "/", "read this host directory (a fixture or snapshot) instead of the live host")
 	fs.StringArrayVar(&f.checkIDs, "check", nil, "run only this check (ID or code) and its prerequisites; repeatable")
 	fs.StringVar(&f.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn (warnings count too)")
@@ -117,8 +117,8 @@ func parseFlags(args []string) (*flags, error) {
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
 	}
-	if f.format != "text" && f.format != "json" {
-		return nil, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", f.format)}
+	if f.format != "text" && f.format != "json" && f.format != "prometheus" {
+		return nil, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json, prometheus", f.format)}
 	}
 	if f.failOn != "fail" && f.failOn != "warn" {
 		return nil, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", f.failOn)}
@@ -204,9 +204,12 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
 	rep.Finish(f.failOn == "warn")
 
-	if f.format == "json" {
+	switch f.format {
+	case "json":
 		err = report.WriteJSON(stdout, rep)
-	} else {
+	case "prometheus":
+		err = report.WritePrometheus(stdout, rep)
+	default:
 		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
 	}
 	if err != nil {

@@ -192,7 +192,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--bogus-flag"}, "--bogus-flag"},
 		{[]string{"--level", "3"}, "valid levels: 1, 2"},
 		{[]string{"--level", "x"}, "--level"},
-		{[]string{"--format", "xml"}, "valid formats: text, json"},
+		{[]string{"--format", "xml"}, "valid formats: text, json, prometheus"},
 		{[]string{"--check", "no.such.check"}, "valid checks: pci.device"},
 		{[]string{"--fail-on", "maybe"}, "valid: fail, warn"},
 		{[]string{"frobnicate"}, "unknown command"},
