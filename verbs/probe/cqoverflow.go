@@ -1,0 +1,203 @@
+package probe
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+)
+
+// cqOverflowMsg is the size of each SEND of the overflow probe.
+const cqOverflowMsg = 64
+
+// cqOverflow is probe.cq_overflow: a send CQ asked for one entry receives
+// more signaled completions than it holds, nobody polls it, and the async
+// fd (non-blocking, polled with a deadline, every event acked) must say
+// IBV_EVENT_CQ_ERR for that CQ rather than the completions vanish.
+func (r *runner) cqOverflow(resourcesFailed string) *CQOverflowResult {
+	res := &CQOverflowResult{Probe: Probe{Name: CQOverflow}, CQEAsked: 1, RetryCnt: rcRetryCnt, Events: []AsyncEventRecord{}}
+	t0 := time.Now()
+	defer func() { res.Millis = millis(time.Since(t0)) }()
+	if r.blocked(&res.Probe, resourcesFailed) {
+		return res
+	}
+	s, ok := r.open(&res.Probe)
+	if !ok {
+		return res
+	}
+	defer r.teardown(&res.Probe, &s.td)
+	p := &res.Probe
+
+	var pd *verbs.PD
+	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+		return res
+	}
+	s.td.push("ibv_dealloc_pd", pd.Dealloc)
+	var small, big *verbs.CQ
+	if !r.step(p, "ibv_create_cq cqe=1 (send CQ of A)", func() (err error) { small, err = s.ctx.CreateCQ(1, nil, 0); return err }) {
+		return res
+	}
+	s.td.push("ibv_destroy_cq (overrun)", small.Destroy)
+	res.CQEGranted = small.CQE()
+	// Enough sends to overrun what was granted, within the QP's limits.
+	n := res.CQEGranted + 5
+	if n < 6 {
+		n = 6
+	}
+	n = clamp(n, int(s.attr.MaxQPWR))
+	if !r.step(p, "ibv_create_cq (receive side)", func() (err error) {
+		big, err = s.ctx.CreateCQ(clamp(4*n+16, int(s.attr.MaxCQE)), nil, 0)
+		return err
+	}) {
+		return res
+	}
+	s.td.push("ibv_destroy_cq (receive side)", big.Destroy)
+
+	var buf *verbs.Buffer
+	if !r.step(p, "mmap page-aligned buffer", func() (err error) { buf, err = verbs.NewBuffer((n + 1) * cqOverflowMsg); return err }) {
+		return res
+	}
+	s.td.push("munmap buffer", buf.Free)
+	r.info.MRBytes = buf.Len()
+	var mr *verbs.MR
+	if !r.step(p, "ibv_reg_mr", func() (err error) { mr, err = pd.RegMR(buf, 0, buf.Len(), verbs.AccessLocalWrite); return err }) {
+		return res
+	}
+	s.td.push("ibv_dereg_mr", mr.Dereg)
+
+	a, ok := r.createRC(p, s, pd, "A", small, big, uint32(n))
+	if !ok {
+		return res
+	}
+	b, ok := r.createRC(p, s, pd, "B", big, big, uint32(n))
+	if !ok {
+		return res
+	}
+	var addr *address
+	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
+		return res
+	}
+	if !r.connect(p, a, b, addr) {
+		return res
+	}
+	if !r.step(p, "async fd O_NONBLOCK", func() error { return s.ctx.SetAsyncNonblocking(true) }) {
+		return res
+	}
+	// Whatever is still queued when the probe ends is read and acked
+	// before the destroys, which wait for the acks.
+	s.td.push("drain async events", func() error {
+		r.collectEvents(s, res, small, a, b, 0, t0)
+		return nil
+	})
+
+	recvs := make([]verbs.RecvWR, n)
+	sends := make([]verbs.SendWR, n)
+	for i := range n {
+		recvs[i] = verbs.RecvWR{ID: uint64(100 + i), SGEs: []verbs.SGE{mr.SGE(0, cqOverflowMsg)}}
+		sends[i] = verbs.SendWR{ID: uint64(i + 1), Opcode: verbs.WRSend, Flags: verbs.SendSignaled,
+			SGEs: []verbs.SGE{mr.SGE(cqOverflowMsg, cqOverflowMsg)}}
+	}
+	if !r.step(p, fmt.Sprintf("ibv_post_recv B ×%d", n), func() error { return b.PostRecv(recvs...) }) {
+		return res
+	}
+	tSend := time.Now()
+	if !r.step(p, fmt.Sprintf("ibv_post_send A ×%d signaled, send CQ not polled", n), func() error { return a.PostSend(sends...) }) {
+		return res
+	}
+	res.SendsPosted = n
+
+	// The receive side proves the SENDs went out: wait for its n
+	// completions while collecting async events.
+	r.begin(p, "wait for IBV_EVENT_CQ_ERR")
+	wait := r.pollWait()
+	deadline := time.Now().Add(wait)
+	received := 0
+	var wc [16]verbs.WC
+	for time.Now().Before(deadline) {
+		if received < n {
+			k, err := big.Poll(wc[:])
+			if err == nil {
+				received += k
+			}
+		}
+		r.collectEvents(s, res, small, a, b, 5*time.Millisecond, tSend)
+		if received >= n && res.CQErrOnCQ > 0 {
+			// Events for the last completions may trail: one more short look.
+			r.collectEvents(s, res, small, a, b, 50*time.Millisecond, tSend)
+			break
+		}
+	}
+	res.WaitedMS = millis(time.Since(tSend))
+
+	// What the overrun CQ still holds.
+	for {
+		k, err := small.Poll(wc[:])
+		if err != nil {
+			res.PollError = err.Error()
+			break
+		}
+		res.Completions += k
+		if k < len(wc) {
+			break
+		}
+	}
+	res.Lost = n - res.Completions
+	if res.Lost < 0 {
+		res.Lost = 0
+	}
+	if st, err := a.Query(verbs.QPAttrState); err == nil {
+		res.QPStateAfter = st.QPState.String()
+	}
+
+	detail := fmt.Sprintf("%d signaled SENDs into a CQ granted %d entries: %d completions polled, %d lost, %d of %d receives completed, %d CQ_ERR event(s)",
+		n, res.CQEGranted, res.Completions, res.Lost, received, n, res.CQErrOnCQ)
+	switch {
+	case res.CQErrOnCQ > 0:
+		r.note(p, "IBV_EVENT_CQ_ERR for the overrun CQ", true, "", detail)
+	case res.Lost > 0:
+		r.note(p, "IBV_EVENT_CQ_ERR for the overrun CQ", false,
+			fmt.Sprintf("%d completions lost and no IBV_EVENT_CQ_ERR within %v", res.Lost, wait), detail)
+	case received < n:
+		r.note(p, "IBV_EVENT_CQ_ERR for the overrun CQ", false,
+			fmt.Sprintf("only %d of %d SENDs arrived within %v; the CQ was not overrun", received, n, wait), detail)
+	default:
+		r.note(p, "IBV_EVENT_CQ_ERR for the overrun CQ", false,
+			fmt.Sprintf("the CQ granted %d entries held all %d completions; it was not overrun", res.CQEGranted, n), detail)
+	}
+	return res
+}
+
+// collectEvents reads every pending async event within wait (0: only what
+// is already queued), acks each, and counts the CQ_ERRs of the overrun CQ.
+func (r *runner) collectEvents(s *session, res *CQOverflowResult, small *verbs.CQ, a, b *verbs.QP, wait time.Duration, since time.Time) {
+	for {
+		ev, err := s.ctx.WaitAsyncEvent(wait)
+		if err != nil || ev == nil {
+			return
+		}
+		rec := AsyncEventRecord{Type: ev.Type.String(), AfterMS: millis(time.Since(since))}
+		switch {
+		case ev.IsCQ(small):
+			rec.Object = "overrun send CQ"
+			if ev.Type == verbs.EventCQErr {
+				res.CQErrOnCQ++
+			}
+		case ev.IsQP(a):
+			rec.Object = "QP A"
+		case ev.IsQP(b):
+			rec.Object = "QP B"
+		case ev.Type.ElementKind() == verbs.ElementPort:
+			rec.Object = fmt.Sprintf("port %d", ev.Port())
+		case ev.Type.ElementKind() == verbs.ElementCQ:
+			rec.Object = "receive CQ"
+		default:
+			rec.Object = "device"
+		}
+		ev.Ack()
+		// Keep the record bounded if a provider floods events.
+		if len(res.Events) < 64 {
+			res.Events = append(res.Events, rec)
+		}
+		wait = 0
+	}
+}

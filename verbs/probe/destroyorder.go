@@ -1,0 +1,235 @@
+package probe
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+)
+
+// countedResources are the RDMA netlink summary entries the probe's
+// objects show up in.
+var countedResources = []string{"ctx", "pd", "mr", "cq", "qp"}
+
+// destroyOrder is probe.destroy_order: freeing in the wrong order must be
+// refused (EBUSY), a SEND through a deregistered MR's lkey must complete in
+// error, and the right order must free everything (the device's RDMA
+// netlink resource counts back where they were).
+func (r *runner) destroyOrder(resourcesFailed string) *DestroyOrderResult {
+	res := &DestroyOrderResult{Probe: Probe{Name: DestroyOrder}}
+	t0 := time.Now()
+	defer func() { res.Millis = millis(time.Since(t0)) }()
+	if r.blocked(&res.Probe, resourcesFailed) {
+		return res
+	}
+	p := &res.Probe
+	var err error
+	if res.CountsBefore, err = resourceCounts(r.dev.Name); err != nil {
+		res.CountsError = err.Error()
+	}
+	r.destroyOrderBody(res)
+	if res.CountsError == "" {
+		if res.CountsAfter, err = resourceCounts(r.dev.Name); err != nil {
+			res.CountsError = err.Error()
+		}
+	}
+	if res.CountsError == "" && res.CountsDuring != nil {
+		visible := false
+		for _, k := range countedResources {
+			if res.CountsDuring[k] > res.CountsBefore[k] {
+				visible = true
+			}
+		}
+		if !visible {
+			// Counts that did not move while the probe's objects lived
+			// prove nothing about leaks (another netns, no restrack).
+			res.CountsError = "the RDMA netlink resource counts did not show the probe's own objects"
+		} else {
+			leaked := leakedCounts(res.CountsBefore, res.CountsAfter)
+			r.note(p, "resource counts back to baseline", leaked == "",
+				"resource counts after teardown differ from before: "+leaked,
+				fmt.Sprintf("before %s, during %s, after %s", fmtCounts(res.CountsBefore), fmtCounts(res.CountsDuring), fmtCounts(res.CountsAfter)))
+		}
+	}
+	return res
+}
+
+func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
+	p := &res.Probe
+	s, ok := r.open(p)
+	if !ok {
+		return
+	}
+	// The destroys are run below in the right order and recorded; this
+	// stack only cleans up after an early return.
+	defer r.teardown(p, &s.td)
+
+	var pd *verbs.PD
+	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+		return
+	}
+	s.td.push("ibv_dealloc_pd", pd.Dealloc)
+	var buf *verbs.Buffer
+	if !r.step(p, "mmap page-aligned buffer", func() (err error) { buf, err = verbs.NewBuffer(8192); return err }) {
+		return
+	}
+	s.td.push("munmap buffer", buf.Free)
+	r.info.MRBytes = buf.Len()
+	var live, stale *verbs.MR
+	if !r.step(p, "ibv_reg_mr (receive buffer)", func() (err error) { live, err = pd.RegMR(buf, 0, 4096, verbs.AccessLocalWrite); return err }) {
+		return
+	}
+	s.td.push("ibv_dereg_mr (receive buffer)", live.Dereg)
+	if !r.step(p, "ibv_reg_mr (send buffer)", func() (err error) { stale, err = pd.RegMR(buf, 4096, 4096, verbs.AccessLocalWrite); return err }) {
+		return
+	}
+	s.td.push("ibv_dereg_mr (send buffer)", stale.Dereg)
+	var cqA, cqB *verbs.CQ
+	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
+	if !r.step(p, "ibv_create_cq A", func() (err error) { cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return
+	}
+	s.td.push("ibv_destroy_cq A", cqA.Destroy)
+	if !r.step(p, "ibv_create_cq B", func() (err error) { cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return
+	}
+	s.td.push("ibv_destroy_cq B", cqB.Destroy)
+	a, ok := r.createRC(p, s, pd, "A", cqA, cqA, 4)
+	if !ok {
+		return
+	}
+	b, ok := r.createRC(p, s, pd, "B", cqB, cqB, 4)
+	if !ok {
+		return
+	}
+	if res.CountsError == "" {
+		var err error
+		if res.CountsDuring, err = resourceCounts(r.dev.Name); err != nil {
+			res.CountsError = err.Error()
+		}
+	}
+
+	// Wrong order first: a correct stack refuses both.
+	res.DeallocPDLiveQP = int(r.refuse(p, "ibv_dealloc_pd while QPs use it", syscall.EBUSY, pd.Dealloc))
+	res.DestroyCQLiveQP = int(r.refuse(p, "ibv_destroy_cq while QP A uses it", syscall.EBUSY, cqA.Destroy))
+	if res.DeallocPDLiveQP == 0 || res.DestroyCQLiveQP == 0 {
+		// The object is gone from under a live QP: using the QPs further
+		// could crash the child. Stop here and tear down what is left.
+		return
+	}
+
+	var addr *address
+	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
+		return
+	}
+	if !r.connect(p, a, b, addr) {
+		return
+	}
+	// Deregistering an MR a QP could still use succeeds: nothing ties a
+	// QP to an MR.
+	staleSGE := stale.SGE(0, 256)
+	if !r.step(p, "ibv_dereg_mr (send buffer) while the QP lives", stale.Dereg) {
+		return
+	}
+	if !r.step(p, "ibv_post_recv B", func() error {
+		return b.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{live.SGE(0, 4096)}})
+	}) {
+		return
+	}
+	r.begin(p, "ibv_post_send A with the deregistered lkey")
+	postErr := a.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{staleSGE}})
+	res.StalePostErrno = int(verbs.ErrnoOf(postErr))
+	if postErr != nil {
+		// Refusing the post is as good as an error completion: the stale
+		// key was caught.
+		st := Step{Name: "ibv_post_send A with the deregistered lkey", OK: true, Want: "error completion",
+			Detail: "the provider refused the post itself"}
+		r.fill(&st, postErr)
+		p.Steps = append(p.Steps, st)
+	} else {
+		var wc verbs.WC
+		if r.step(p, "ibv_poll_cq A (completion of the stale-lkey SEND)", func() (err error) { wc, err = pollOne(cqA, r.pollWait()); return err }) {
+			res.StaleStatus = wc.Status.String()
+			res.StaleStatusCode = int(wc.Status)
+			res.StaleVendorErr = wc.VendorErr
+			st := Step{Name: "stale-lkey SEND completes in error", OK: wc.Status != verbs.WCSuccess, Want: "error completion",
+				Detail: fmt.Sprintf("status %s (%d), vendor error %#x", wc.Status, int(wc.Status), wc.VendorErr)}
+			if !st.OK {
+				st.Error = "a SEND through a deregistered MR's lkey completed successfully: the device did not check the key"
+			}
+			p.Steps = append(p.Steps, st)
+		}
+	}
+
+	// The right order: QPs, MRs, CQs, PD, then the context.
+	ok = true
+	for _, d := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"ibv_destroy_qp A", a.Destroy},
+		{"ibv_destroy_qp B", b.Destroy},
+		{"ibv_dereg_mr (receive buffer)", live.Dereg},
+		{"ibv_destroy_cq A", cqA.Destroy},
+		{"ibv_destroy_cq B", cqB.Destroy},
+		{"ibv_dealloc_pd", pd.Dealloc},
+		{"ibv_close_device", s.ctx.Close},
+	} {
+		if !r.step(p, d.name, d.fn) {
+			ok = false
+		}
+	}
+	res.TeardownOK = ok
+	// What is still on the stack is a no-op now (every destroy is
+	// idempotent once it succeeded) except the buffer.
+	s.td = teardown{}
+	s.td.push("munmap buffer", buf.Free)
+}
+
+// resourceCounts reads the device's RDMA netlink resource summary, the
+// numbers `rdma resource show` prints.
+func resourceCounts(dev string) (map[string]uint64, error) {
+	list, err := netlink.RdmaResourceList()
+	if err != nil {
+		return nil, fmt.Errorf("RDMA netlink resource dump: %w", err)
+	}
+	for _, r := range list {
+		if r.Name == dev {
+			out := map[string]uint64{}
+			for _, k := range countedResources {
+				out[k] = r.RdmaResourceSummaryEntries[k]
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("RDMA netlink lists no device %s", dev)
+}
+
+// leakedCounts describes the counts that differ, "" when none.
+func leakedCounts(before, after map[string]uint64) string {
+	var diffs []string
+	for _, k := range countedResources {
+		if before[k] != after[k] {
+			diffs = append(diffs, fmt.Sprintf("%s %d→%d", k, before[k], after[k]))
+		}
+	}
+	return strings.Join(diffs, ", ")
+}
+
+func fmtCounts(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}

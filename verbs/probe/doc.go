@@ -1,0 +1,50 @@
+// Package probe runs the verbs checks in a child process: the level-1
+// enumeration (what ibv_devices shows) and the level-2 probes
+// (verbs.resources, verbs.qp_state, probe.send_poll, probe.cq_overflow,
+// probe.destroy_order) on each port of a device.
+//
+// Every call into libibverbs happens in a child: the same executable,
+// re-executed with ChildArg as its first argument. A provider that hangs or
+// crashes in a verb costs its device one failed result, never the run, and
+// killing the child frees its verbs resources (the kernel cleans up when
+// the uverbs file closes).
+//
+// The parent side:
+//
+//   - Enumerate(ctx, exe, libPath, timeout) runs ibv_get_device_list and
+//     returns an *Enumeration: the library's load error or missing symbols,
+//     the errno of a NULL list (ENOSYS), the devices with their node GUIDs,
+//     the provider libraries loaded and what the library printed.
+//   - Run(ctx, exe, targets, opts) probes every Target (a device and its
+//     ports) in parallel, one child per device, and returns *Results with a
+//     DeviceResult per device: per port, one typed result per probe, each
+//     a list of Steps (the call, ok, errno and its name, the cause that
+//     errno means at that step, the time taken) plus the measurements the
+//     checks judge.
+//
+// A child's deadline is Options.Timeout per port; past it the child's
+// process group is killed with SIGKILL and the result says which step it
+// was in. A child that dies of a signal, or whose Go runtime reports a
+// fault in C code ("[signal SIGSEGV ...]", exit status 2), is reported
+// with the signal's name. SIGINT and SIGTERM that reach the parent during
+// Run are sent on to every child; Results.Interrupted names the signal and
+// the caller should stop. The children run with Pdeathsig, so they die
+// with the parent.
+//
+// The child side: the command's main must dispatch before parsing flags:
+//
+//	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
+//		os.Exit(probe.ChildMain(os.Args[2:]))
+//	}
+//
+// The child reads its request (JSON) on stdin and writes JSON lines on
+// file descriptor 3 — a "begin" line before each step, a "result" line
+// after each probe, "done" at the end — so whatever the library prints on
+// stdout or stderr cannot corrupt the results, and a child that dies
+// mid-way still tells how far it got.
+//
+// The probes build two RC QPs on the same port and connect them to each
+// other: on RoCE through a GID of the port (RoCE v2, IPv4-mapped first),
+// on InfiniBand through the port's LID. retry_cnt and rnr_retry are 3, so
+// a broken path ends in RETRY_EXC_ERR instead of retrying forever.
+package probe

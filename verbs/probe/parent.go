@@ -1,0 +1,427 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Enumerate runs ibv_get_device_list of the library at libPath ("" = the
+// loader's libibverbs.so.1) in a child process (exe re-executed with
+// ChildArg) and returns what it saw. The error is non-nil only when the
+// child gave no answer: it could not start, crashed (the error names the
+// signal), or overran timeout; a library that cannot be loaded or lists
+// nothing is an answer, not an error.
+func Enumerate(ctx context.Context, exe, libPath string, timeout time.Duration) (*Enumeration, error) {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	var en *Enumeration
+	var decodeErr error
+	out := runChild(ctx, exe, modeEnumerate, request{Library: libPath}, timeout, func(ev event) {
+		if ev.Kind == "enumeration" {
+			en = &Enumeration{}
+			if err := json.Unmarshal(ev.Result, en); err != nil {
+				decodeErr = fmt.Errorf("decode the child's enumeration: %w", err)
+				en = nil
+			}
+		}
+	})
+	if en != nil {
+		en.Warnings = libraryWarnings(out.stderr)
+	}
+	if out.failure != nil {
+		return en, errors.New(out.failure.Error)
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	if en == nil {
+		return nil, errors.New("the verbs child ended without an answer" + stderrHint(out.stderr))
+	}
+	return en, nil
+}
+
+// Run probes every target in its own child process, all in parallel, and
+// waits for them. A child that overruns opts.Timeout × its ports is
+// killed (its whole process group); one that crashes is reported with the
+// signal; SIGINT and SIGTERM received during the run are passed on to the
+// children and recorded in Results.Interrupted. Cancelling ctx ends the
+// children too. No child outlives Run.
+func Run(ctx context.Context, exe string, targets []Target, opts Options) *Results {
+	opts = opts.withDefaults()
+	t0 := time.Now()
+	res := &Results{Devices: map[string]*DeviceResult{}}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var got os.Signal
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case got = <-sigs:
+			cancel(interrupted{got.(syscall.Signal)})
+		case <-runCtx.Done():
+		}
+	}()
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Add(1)
+		go func(t Target) {
+			defer wg.Done()
+			dr := probeDevice(runCtx, exe, t, opts)
+			mu.Lock()
+			res.Devices[t.Device] = dr
+			mu.Unlock()
+		}(t)
+	}
+	wg.Wait()
+	cancel(nil)
+	<-watcherDone
+	if got != nil {
+		res.Interrupted = signalName(got.(syscall.Signal))
+	}
+	res.Millis = millis(time.Since(t0))
+	return res
+}
+
+// interrupted is the cancel cause of a run ended by a signal, which is
+// passed on to the children as that same signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+func probeDevice(ctx context.Context, exe string, t Target, opts Options) *DeviceResult {
+	t0 := time.Now()
+	ports := t.Ports
+	if len(ports) == 0 {
+		ports = []int{1}
+	}
+	dr := &DeviceResult{Device: t.Device}
+	byPort := map[int]*PortResult{}
+	for _, p := range ports {
+		dr.Ports = append(dr.Ports, PortResult{Port: p})
+	}
+	for i := range dr.Ports {
+		byPort[dr.Ports[i].Port] = &dr.Ports[i]
+	}
+	req := request{
+		Library: opts.Library, Device: t.Device, Ports: ports, Size: opts.Size,
+		Iterations: opts.Iterations, IterationBudgetNS: int64(opts.IterationBudget),
+		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot,
+	}
+	var decodeErrs []string
+	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports)), func(ev event) {
+		if ev.Kind != "result" {
+			return
+		}
+		pr := byPort[ev.Port]
+		if pr == nil {
+			decodeErrs = append(decodeErrs, fmt.Sprintf("result for unknown port %d", ev.Port))
+			return
+		}
+		if err := decodeProbe(pr, ev.Probe, ev.Result); err != nil {
+			decodeErrs = append(decodeErrs, err.Error())
+		}
+	})
+	dr.Failure = out.failure
+	dr.Stderr = out.stderr
+	if dr.Failure == nil && len(decodeErrs) > 0 {
+		dr.Failure = &ChildFailure{Error: "the verbs child sent unreadable results: " + strings.Join(decodeErrs, "; ")}
+	}
+	dr.Millis = millis(time.Since(t0))
+	return dr
+}
+
+func decodeProbe(pr *PortResult, name string, raw json.RawMessage) error {
+	var err error
+	switch name {
+	case Resources:
+		pr.Resources = &ResourcesResult{}
+		err = json.Unmarshal(raw, pr.Resources)
+	case QPState:
+		pr.QPState = &QPStateResult{}
+		err = json.Unmarshal(raw, pr.QPState)
+	case SendPoll:
+		pr.SendPoll = &SendPollResult{}
+		err = json.Unmarshal(raw, pr.SendPoll)
+	case CQOverflow:
+		pr.CQOverflow = &CQOverflowResult{}
+		err = json.Unmarshal(raw, pr.CQOverflow)
+	case DestroyOrder:
+		pr.DestroyOrder = &DestroyOrderResult{}
+		err = json.Unmarshal(raw, pr.DestroyOrder)
+	default:
+		return fmt.Errorf("result of unknown probe %q", name)
+	}
+	if err != nil {
+		return fmt.Errorf("decode %s: %w", name, err)
+	}
+	return nil
+}
+
+// childOutcome is how a child ended.
+type childOutcome struct {
+	failure *ChildFailure // nil when it finished ("done")
+	stderr  string
+}
+
+// stderrKeep bounds how much of a child's stderr/stdout is kept.
+const stderrKeep = 8 << 10
+
+// termGrace is how long a child gets to die of a forwarded SIGINT/SIGTERM
+// before it is killed.
+const termGrace = 500 * time.Millisecond
+
+// runChild runs exe ChildArg mode with req on stdin and calls onEvent for
+// every event line it writes on fd 3, until it exits, overruns timeout, or
+// ctx ends. The child leads its own process group, which is killed when it
+// ends, so nothing it started survives.
+func runChild(ctx context.Context, exe, mode string, req request, timeout time.Duration, onEvent func(event)) childOutcome {
+	t0 := time.Now()
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return childOutcome{failure: &ChildFailure{Error: "encode the child's request: " + err.Error()}}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return childOutcome{failure: &ChildFailure{Error: "create the result pipe: " + err.Error()}}
+	}
+	defer pr.Close()
+	tail := &tailBuffer{max: stderrKeep}
+	cmd := exec.Command(exe, ChildArg, mode)
+	cmd.Stdin = bytes.NewReader(reqJSON)
+	cmd.Stdout = tail
+	cmd.Stderr = tail
+	cmd.ExtraFiles = []*os.File{pw} // fd 3 in the child
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return childOutcome{failure: &ChildFailure{Error: "start the verbs child: " + err.Error()}}
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+
+	// Read events as they come: the last "begin" without a result is
+	// where the child was when it stopped.
+	var (
+		mu         sync.Mutex
+		inProgress string
+		done       bool
+		fatal      string
+	)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var ev event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				continue
+			}
+			mu.Lock()
+			switch ev.Kind {
+			case "begin":
+				inProgress = ev.Probe + ": " + ev.Step
+				if ev.Port != 0 {
+					inProgress = fmt.Sprintf("port %d %s", ev.Port, inProgress)
+				}
+			case "result", "enumeration":
+				inProgress = ""
+			case "done":
+				done = true
+			case "fatal":
+				fatal = ev.Error
+			}
+			mu.Unlock()
+			onEvent(ev)
+		}
+	}()
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var (
+		timedOut  bool
+		forwarded syscall.Signal
+		werr      error
+	)
+	select {
+	case werr = <-waitErr:
+	case <-timer.C:
+		timedOut = true
+		killGroup(pgid, syscall.SIGKILL)
+		werr = <-waitErr
+	case <-ctx.Done():
+		forwarded = syscall.SIGTERM
+		var in interrupted
+		if errors.As(context.Cause(ctx), &in) {
+			forwarded = in.sig
+		}
+		killGroup(pgid, forwarded)
+		select {
+		case werr = <-waitErr:
+		case <-time.After(termGrace):
+			killGroup(pgid, syscall.SIGKILL)
+			werr = <-waitErr
+		}
+	}
+	// Whatever the child left in its group goes with it.
+	killGroup(pgid, syscall.SIGKILL)
+	select {
+	case <-readDone:
+	case <-time.After(time.Second):
+		pr.Close() // a descendant outside the group holds the pipe open
+		<-readDone
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	outcome := childOutcome{stderr: tail.String()}
+	elapsed := time.Since(t0).Round(time.Millisecond)
+	where := ""
+	if inProgress != "" {
+		where = " in " + inProgress
+	}
+	f := &ChildFailure{InProgress: inProgress}
+	var ee *exec.ExitError
+	var ws syscall.WaitStatus
+	if errors.As(werr, &ee) {
+		ws, _ = ee.Sys().(syscall.WaitStatus)
+	}
+	switch {
+	case timedOut:
+		f.TimedOut = true
+		f.Signal = "SIGKILL"
+		f.Error = fmt.Sprintf("the verbs child did not finish within %v%s; it was killed", timeout, where)
+	case forwarded != 0:
+		f.Signal = signalName(forwarded)
+		f.Error = fmt.Sprintf("interrupted by %s after %v%s", signalName(forwarded), elapsed, where)
+	case werr != nil && ws.Signaled():
+		f.Signal = signalName(ws.Signal())
+		f.Error = fmt.Sprintf("the verbs child was killed by %s%s", f.Signal, where)
+	case werr != nil && ee != nil:
+		f.ExitCode = ws.ExitStatus()
+		if sig := crashSignal(outcome.stderr); sig != "" {
+			// The Go runtime turns a fault in C code into exit status 2
+			// with "[signal SIGSEGV: ...]" on stderr.
+			f.Signal = sig
+			f.Error = fmt.Sprintf("the verbs child crashed with %s%s", sig, where)
+		} else {
+			f.Error = fmt.Sprintf("the verbs child exited with status %d%s%s", f.ExitCode, where, stderrHint(outcome.stderr))
+			if fatal != "" {
+				f.Error = fmt.Sprintf("the verbs child failed: %s", fatal)
+			}
+		}
+	case werr != nil:
+		f.Error = "the verbs child: " + werr.Error()
+	case fatal != "":
+		f.Error = "the verbs child failed: " + fatal
+	case !done:
+		f.Error = "the verbs child ended without finishing" + where + stderrHint(outcome.stderr)
+	default:
+		return outcome
+	}
+	outcome.failure = f
+	return outcome
+}
+
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+var crashRE = regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`)
+
+// crashSignal finds the signal in a Go runtime crash report.
+func crashSignal(stderr string) string {
+	if m := crashRE.FindStringSubmatch(stderr); m != nil {
+		return m[1]
+	}
+	if strings.Contains(stderr, "SIGSEGV") && strings.Contains(stderr, "fatal error") {
+		return "SIGSEGV"
+	}
+	return ""
+}
+
+// stderrHint is the last non-empty line of the child's stderr, as a
+// suffix for an error message.
+func stderrHint(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return ": " + l
+		}
+	}
+	return ""
+}
+
+// libraryWarnings are the lines libibverbs and its providers printed.
+func libraryWarnings(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu      sync.Mutex
+	buf     []byte
+	max     int
+	dropped bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.dropped = true
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dropped {
+		return "…" + string(t.buf)
+	}
+	return string(t.buf)
+}

@@ -1,0 +1,311 @@
+package probe
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+)
+
+// runner is the state of one child probing one device, port by port.
+type runner struct {
+	em   *emitter
+	opts Options
+	lib  *verbs.Lib
+	dev  *verbs.Device
+	// setupErr is why the library or the device could not be found; every
+	// probe then reports it as its first step.
+	setupErr  error
+	setupStep string
+
+	port     int
+	deadline time.Time
+	info     causeInfo
+	software bool
+}
+
+func runProbes(em *emitter, req request) {
+	opts := req.options()
+	r := &runner{em: em, opts: opts}
+	r.info.Device = req.Device
+	r.info.MemlockBytes = memlockBytes()
+
+	r.setupStep = "dlopen " + verbs.DefaultLibrary
+	if opts.Library != "" {
+		r.setupStep = "dlopen " + opts.Library
+	}
+	lib, err := verbs.Open(opts.Library)
+	if err != nil {
+		r.setupErr = err
+	} else {
+		r.lib = lib
+		r.setupStep = "ibv_get_device_list"
+		dl, err := lib.GetDeviceList()
+		switch {
+		case err != nil:
+			r.setupErr = err
+		case dl.Find(req.Device) == nil:
+			var names []string
+			for _, d := range dl.Devices {
+				names = append(names, d.Name)
+			}
+			r.setupErr = fmt.Errorf("the library lists no device %q (it lists: %s)", req.Device, strings.Join(names, ", "))
+		default:
+			// The list stays allocated for the life of the child: Device
+			// values point into it.
+			r.dev = dl.Find(req.Device)
+			r.info.UverbsDev = r.dev.DevName
+		}
+	}
+	r.software = isSoftwareDevice(opts.SysfsRoot, req.Device)
+
+	ports := req.Ports
+	if len(ports) == 0 {
+		ports = []int{1}
+	}
+	for _, port := range ports {
+		r.port = port
+		r.deadline = time.Now().Add(opts.Timeout)
+		var resourcesFailed string
+		for _, name := range opts.Probes {
+			var res any
+			switch name {
+			case Resources:
+				rr := r.resources()
+				if st := rr.Failed(); st != nil {
+					resourcesFailed = fmt.Sprintf("blocked by %s: %s failed", Resources, st.Name)
+				}
+				res = rr
+			case QPState:
+				res = r.qpState(resourcesFailed)
+			case SendPoll:
+				res = r.sendPoll(resourcesFailed)
+			case CQOverflow:
+				res = r.cqOverflow(resourcesFailed)
+			case DestroyOrder:
+				res = r.destroyOrder(resourcesFailed)
+			default:
+				continue
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				em.emit(event{Kind: "fatal", Error: "encode " + name + ": " + err.Error()})
+				continue
+			}
+			em.emit(event{Kind: "result", Port: port, Probe: name, Result: b})
+		}
+	}
+}
+
+func (r *runner) begin(p *Probe, step string) {
+	r.em.emit(event{Kind: "begin", Port: r.port, Probe: p.Name, Step: step})
+}
+
+// step runs fn as one step of p and records its outcome.
+func (r *runner) step(p *Probe, name string, fn func() error) bool {
+	r.begin(p, name)
+	t0 := time.Now()
+	err := fn()
+	s := Step{Name: name, OK: err == nil, Micros: micros(time.Since(t0))}
+	if err != nil {
+		r.fill(&s, err)
+	}
+	p.Steps = append(p.Steps, s)
+	return s.OK
+}
+
+// refuse runs fn, which a correct stack refuses with want, and records it.
+func (r *runner) refuse(p *Probe, name string, want syscall.Errno, fn func() error) syscall.Errno {
+	r.begin(p, name)
+	t0 := time.Now()
+	err := fn()
+	s := Step{Name: name, Want: verbs.ErrnoName(want), Micros: micros(time.Since(t0))}
+	var got syscall.Errno
+	if err == nil {
+		s.Error = fmt.Sprintf("%s succeeded; a correct stack refuses it with %s", name, verbs.ErrnoName(want))
+	} else {
+		r.fill(&s, err)
+		got = verbs.ErrnoOf(err)
+		s.OK = got == want
+		if !s.OK {
+			s.Error += fmt.Sprintf("; a correct stack refuses it with %s", verbs.ErrnoName(want))
+		}
+	}
+	p.Steps = append(p.Steps, s)
+	return got
+}
+
+// note records a judgement that is not a call: a state read back, a
+// payload compared.
+func (r *runner) note(p *Probe, name string, ok bool, errText, detail string) bool {
+	s := Step{Name: name, OK: ok, Detail: detail}
+	if !ok {
+		s.Error = errText
+	}
+	p.Steps = append(p.Steps, s)
+	return ok
+}
+
+func (r *runner) fill(s *Step, err error) {
+	s.Error = err.Error()
+	e := verbs.ErrnoOf(err)
+	s.Errno = int(e)
+	s.ErrnoName = verbs.ErrnoName(e)
+	var ve *verbs.Error
+	var pe *verbs.PostError
+	var ce *causedError
+	switch {
+	case errors.As(err, &ce):
+		s.Cause = ce.cause
+	case errors.As(err, &ve):
+		s.Cause = cause(ve.Verb, e, &r.info)
+	case errors.As(err, &pe):
+		s.Cause = cause(pe.Verb, e, &r.info)
+	}
+}
+
+// causedError is a failure found by the probe itself, with its cause.
+type causedError struct {
+	msg, cause string
+}
+
+func (e *causedError) Error() string { return e.msg }
+
+// blocked reports the setup failure or an earlier probe's failure as the
+// reason p cannot run; true when p must stop.
+func (r *runner) blocked(p *Probe, resourcesFailed string) bool {
+	if resourcesFailed != "" {
+		p.Skipped = resourcesFailed
+		return true
+	}
+	if r.setupErr != nil {
+		r.step(p, r.setupStep, func() error { return r.setupErr })
+		return true
+	}
+	return false
+}
+
+// pollWait is how long a probe waits for one completion or event: the
+// port's remaining budget, between 100 ms and 2 s.
+func (r *runner) pollWait() time.Duration {
+	left := time.Until(r.deadline)
+	switch {
+	case left > 2*time.Second:
+		return 2 * time.Second
+	case left < 100*time.Millisecond:
+		return 100 * time.Millisecond
+	}
+	return left
+}
+
+// teardown is a stack of destroy calls, run last-in first-out and recorded
+// as steps.
+type teardown struct {
+	names []string
+	fns   []func() error
+}
+
+func (t *teardown) push(name string, fn func() error) {
+	t.names = append(t.names, name)
+	t.fns = append(t.fns, fn)
+}
+
+// run destroys everything still on the stack; it reports whether every
+// destroy succeeded.
+func (r *runner) teardown(p *Probe, t *teardown) bool {
+	ok := true
+	for i := len(t.fns) - 1; i >= 0; i-- {
+		if !r.step(p, t.names[i], t.fns[i]) {
+			ok = false
+		}
+	}
+	t.names, t.fns = nil, nil
+	return ok
+}
+
+// session is an opened device with its limits and the probed port.
+type session struct {
+	ctx  *verbs.Context
+	attr verbs.DeviceAttr
+	port verbs.PortAttr
+	td   teardown
+}
+
+// open opens the device and queries it and the port, recording the steps.
+func (r *runner) open(p *Probe) (*session, bool) {
+	s := &session{}
+	if !r.step(p, "ibv_open_device", func() (err error) { s.ctx, err = r.dev.Open(); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_close_device", s.ctx.Close)
+	if !r.step(p, "ibv_query_device", func() (err error) { s.attr, err = s.ctx.QueryDevice(); return err }) {
+		r.teardown(p, &s.td)
+		return nil, false
+	}
+	r.info.Caps = deviceCaps(&s.attr)
+	if !r.step(p, fmt.Sprintf("ibv_query_port %d", r.port), func() (err error) {
+		s.port, err = s.ctx.QueryPort(uint8(r.port))
+		return err
+	}) {
+		r.teardown(p, &s.td)
+		return nil, false
+	}
+	return s, true
+}
+
+func deviceCaps(a *verbs.DeviceAttr) *DeviceCaps {
+	return &DeviceCaps{
+		FwVer: a.FwVersion(), VendorID: a.VendorID, VendorPartID: a.VendorPartID,
+		NodeGUID: verbs.FormatGUID(beToHost(a.NodeGUID)),
+		MaxQP:    int(a.MaxQP), MaxQPWR: int(a.MaxQPWR), MaxSGE: int(a.MaxSGE), MaxCQ: int(a.MaxCQ),
+		MaxCQE: int(a.MaxCQE), MaxMR: int(a.MaxMR), MaxMRSize: a.MaxMRSize, MaxPD: int(a.MaxPD),
+		PhysPortCnt: int(a.PhysPortCnt),
+	}
+}
+
+func portInfo(a *verbs.PortAttr) *PortInfo {
+	return &PortInfo{
+		State: verbs.PortState(a.State).String(), LinkLayer: verbs.LinkLayerName(a.LinkLayer),
+		LID: int(a.LID), SMLID: int(a.SMLID), ActiveMTU: verbs.MTU(a.ActiveMTU).Bytes(),
+		MaxMTU: verbs.MTU(a.MaxMTU).Bytes(), GIDTblLen: int(a.GIDTblLen),
+	}
+}
+
+// beToHost converts a __be64 that was read as a native integer.
+func beToHost(v uint64) uint64 {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], v)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func memlockBytes() int64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		return 0
+	}
+	if rl.Cur == unix.RLIM_INFINITY {
+		return -1
+	}
+	return int64(rl.Cur)
+}
+
+// isSoftwareDevice tells rxe/siw (whose numbers are no NIC's) from
+// hardware: a software device has no parent bus device in sysfs.
+func isSoftwareDevice(sysRoot, dev string) bool {
+	if strings.HasPrefix(dev, "rxe") || strings.HasPrefix(dev, "siw") {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(sysRoot, "class/infiniband", dev, "device"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }

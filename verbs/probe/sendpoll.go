@@ -1,0 +1,307 @@
+package probe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+)
+
+// sendPoll is probe.send_poll: a loopback RC SEND of Size bytes checked in
+// full (status, byte count, payload), then timed round trips, with the
+// port's data counters read around the traffic.
+func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
+	res := &SendPollResult{Probe: Probe{Name: SendPoll}, Software: r.software, Size: r.opts.Size,
+		IterationsAsked: r.opts.Iterations}
+	t0 := time.Now()
+	defer func() { res.Millis = millis(time.Since(t0)) }()
+	if r.blocked(&res.Probe, resourcesFailed) {
+		return res
+	}
+	s, ok := r.open(&res.Probe)
+	if !ok {
+		return res
+	}
+	defer r.teardown(&res.Probe, &s.td)
+	p := &res.Probe
+	size := r.opts.Size
+
+	var pd *verbs.PD
+	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+		return res
+	}
+	s.td.push("ibv_dealloc_pd", pd.Dealloc)
+	// One buffer, two halves: A sends from the first, B receives into the
+	// second, so the payload comparison means something.
+	var buf *verbs.Buffer
+	if !r.step(p, "mmap page-aligned buffer", func() (err error) { buf, err = verbs.NewBuffer(2 * size); return err }) {
+		return res
+	}
+	s.td.push("munmap buffer", buf.Free)
+	r.info.MRBytes = buf.Len()
+	var mr *verbs.MR
+	if !r.step(p, "ibv_reg_mr", func() (err error) {
+		mr, err = pd.RegMR(buf, 0, 2*size, verbs.AccessLocalWrite)
+		return err
+	}) {
+		return res
+	}
+	s.td.push("ibv_dereg_mr", mr.Dereg)
+	var cqA, cqB *verbs.CQ
+	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
+	if !r.step(p, "ibv_create_cq A", func() (err error) { cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return res
+	}
+	s.td.push("ibv_destroy_cq A", cqA.Destroy)
+	if !r.step(p, "ibv_create_cq B", func() (err error) { cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return res
+	}
+	s.td.push("ibv_destroy_cq B", cqB.Destroy)
+	a, ok := r.createRC(p, s, pd, "A", cqA, cqA, probeWR)
+	if !ok {
+		return res
+	}
+	b, ok := r.createRC(p, s, pd, "B", cqB, cqB, probeWR)
+	if !ok {
+		return res
+	}
+	var addr *address
+	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
+		return res
+	}
+	res.Addressing = addr.report(verbs.LinkLayerName(s.port.LinkLayer))
+	if !r.connect(p, a, b, addr) {
+		return res
+	}
+
+	before, cerr := r.readCounters()
+
+	send := buf.Bytes()[:size]
+	recv := buf.Bytes()[size : 2*size]
+	for i := range send {
+		send[i] = byte(i*7 + 3)
+	}
+	clear(recv)
+	sendWR := verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{mr.SGE(0, size)}}
+	recvWR := verbs.RecvWR{ID: 2, SGEs: []verbs.SGE{mr.SGE(size, size)}}
+	if !r.step(p, "ibv_post_recv B", func() error { return b.PostRecv(recvWR) }) ||
+		!r.step(p, "ibv_post_send A", func() error { return a.PostSend(sendWR) }) {
+		return res
+	}
+	wait := r.pollWait()
+	var swc, rwc verbs.WC
+	if !r.step(p, "ibv_poll_cq A (send completion)", func() (err error) { swc, err = pollOne(cqA, wait); return err }) {
+		return res
+	}
+	res.SendStatus = swc.Status.String()
+	if !r.step(p, "ibv_poll_cq B (receive completion)", func() (err error) { rwc, err = pollOne(cqB, wait); return err }) {
+		return res
+	}
+	res.RecvStatus = rwc.Status.String()
+	res.ByteLen = rwc.ByteLen
+	okStatus := r.note(p, "send completion IBV_WC_SUCCESS", swc.Status == verbs.WCSuccess,
+		fmt.Sprintf("send completed with %s (vendor error %#x)", swc.Status, swc.VendorErr), "")
+	okStatus = r.note(p, "receive completion IBV_WC_SUCCESS", rwc.Status == verbs.WCSuccess,
+		fmt.Sprintf("receive completed with %s (vendor error %#x)", rwc.Status, rwc.VendorErr), "") && okStatus
+	if !okStatus {
+		return res
+	}
+	r.note(p, "receive byte_len", int(rwc.ByteLen) == size,
+		fmt.Sprintf("byte_len %d, sent %d", rwc.ByteLen, size), "")
+	res.PayloadOK = bytes.Equal(send, recv)
+	if !r.note(p, "payload received intact", res.PayloadOK, payloadDiff(send, recv), "") {
+		return res
+	}
+	res.BytesSent = uint64(size)
+
+	// Timed round trips: post_send to both completions polled. The time
+	// of the post call alone is the CPU cost of building the WQE and
+	// ringing the doorbell.
+	r.begin(p, "timed round trips")
+	lat := make([]time.Duration, 0, r.opts.Iterations)
+	cpu := make([]time.Duration, 0, r.opts.Iterations)
+	budgetEnd := time.Now().Add(r.opts.IterationBudget)
+	if d := time.Until(r.deadline) / 2; d < r.opts.IterationBudget {
+		budgetEnd = time.Now().Add(d)
+	}
+	var loopErr error
+	var wc [1]verbs.WC
+	for i := 0; i < r.opts.Iterations && time.Now().Before(budgetEnd); i++ {
+		if err := b.PostRecv(recvWR); err != nil {
+			loopErr = err
+			break
+		}
+		t1 := time.Now()
+		err := a.PostSend(sendWR)
+		t2 := time.Now()
+		if err != nil {
+			loopErr = err
+			break
+		}
+		gotS, gotR := false, false
+		for !(gotS && gotR) {
+			if !gotS {
+				n, err := cqA.Poll(wc[:])
+				if err != nil {
+					loopErr = err
+					break
+				}
+				if n == 1 {
+					if wc[0].Status != verbs.WCSuccess {
+						loopErr = fmt.Errorf("round trip %d: send completed with %s", i+1, wc[0].Status)
+						break
+					}
+					gotS = true
+				}
+			}
+			if !gotR {
+				n, err := cqB.Poll(wc[:])
+				if err != nil {
+					loopErr = err
+					break
+				}
+				if n == 1 {
+					if wc[0].Status != verbs.WCSuccess {
+						loopErr = fmt.Errorf("round trip %d: receive completed with %s", i+1, wc[0].Status)
+						break
+					}
+					gotR = true
+				}
+			}
+			if time.Now().After(budgetEnd.Add(wait)) {
+				loopErr = fmt.Errorf("round trip %d: no completion within %v", i+1, wait)
+				break
+			}
+		}
+		if loopErr != nil {
+			break
+		}
+		t3 := time.Now()
+		lat = append(lat, t3.Sub(t1))
+		cpu = append(cpu, t2.Sub(t1))
+		res.BytesSent += uint64(size)
+	}
+	res.Latency = stats(lat)
+	res.PostSendCPU = stats(cpu)
+	roundTrips := Step{Name: "timed round trips", OK: loopErr == nil && len(lat) > 0,
+		Detail: fmt.Sprintf("%d of %d round trips", len(lat), r.opts.Iterations)}
+	if loopErr != nil {
+		r.fill(&roundTrips, loopErr)
+	} else if len(lat) == 0 {
+		roundTrips.Error = "no round trip fitted in the time budget"
+	}
+	p.Steps = append(p.Steps, roundTrips)
+
+	after, cerr2 := r.readCounters()
+	switch {
+	case cerr != nil:
+		res.CountersError = cerr.Error()
+	case cerr2 != nil:
+		res.CountersError = cerr2.Error()
+	default:
+		res.Counters = counterDeltas(before, after)
+	}
+	return res
+}
+
+func payloadDiff(want, got []byte) string {
+	for i := range want {
+		if i >= len(got) || want[i] != got[i] {
+			return fmt.Sprintf("payload differs from byte %d on", i)
+		}
+	}
+	return ""
+}
+
+// stats summarises durations: min, median, 99th percentile (nearest
+// rank), max and mean.
+func stats(ds []time.Duration) Stats {
+	if len(ds) == 0 {
+		return Stats{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(s))+0.999999) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(s) {
+			i = len(s) - 1
+		}
+		return s[i]
+	}
+	return Stats{
+		N: len(s), MinNS: float64(s[0]), MedNS: float64(rank(0.5)), P99NS: float64(rank(0.99)),
+		MaxNS: float64(s[len(s)-1]), MeanNS: float64(sum) / float64(len(s)),
+	}
+}
+
+// portCounters are the sysfs counters read around the traffic: the PMA
+// data counters count 4-byte words.
+var portCounters = []struct {
+	file   string
+	name   string
+	factor uint64
+	unit   string
+}{
+	{"counters/port_xmit_data", "port_xmit_data", 4, "bytes"},
+	{"counters/port_rcv_data", "port_rcv_data", 4, "bytes"},
+	{"counters/port_xmit_packets", "port_xmit_packets", 1, "packets"},
+	{"counters/port_rcv_packets", "port_rcv_packets", 1, "packets"},
+	{"hw_counters/sent_pkts", "sent_pkts", 1, "packets"},
+	{"hw_counters/rcvd_pkts", "rcvd_pkts", 1, "packets"},
+}
+
+// readCounters reads whichever of portCounters the port has.
+func (r *runner) readCounters() (map[string]uint64, error) {
+	dir := filepath.Join(r.opts.SysfsRoot, "class/infiniband", r.dev.Name, "ports", strconv.Itoa(r.port))
+	out := map[string]uint64{}
+	var errs []string
+	for _, c := range portCounters {
+		v, err := readSmall(filepath.Join(dir, c.file))
+		if err != nil {
+			continue // absent on this device
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %q", c.file, v))
+			continue
+		}
+		out[c.name] = n
+	}
+	if len(out) == 0 {
+		if len(errs) > 0 {
+			return nil, errors.New("unreadable counters: " + strings.Join(errs, ", "))
+		}
+		return nil, fmt.Errorf("%s has none of port_xmit_data, port_rcv_data, sent_pkts, rcvd_pkts", dir)
+	}
+	return out, nil
+}
+
+func counterDeltas(before, after map[string]uint64) []CounterDelta {
+	var out []CounterDelta
+	for _, c := range portCounters {
+		b, okB := before[c.name]
+		a, okA := after[c.name]
+		if !okB || !okA {
+			continue
+		}
+		d := CounterDelta{Name: c.name, Before: b * c.factor, After: a * c.factor, Unit: c.unit}
+		if a >= b {
+			d.Delta = (a - b) * c.factor
+		}
+		out = append(out, d)
+	}
+	return out
+}
