@@ -1,0 +1,267 @@
+# Guest side of the SoftRoCE VM harness (busybox ash), sourced by /init.
+#
+# The healthy state every scenario starts from: the modules of
+# /etc/rdvm-modules loaded, dummy0 up with 192.0.2.1/24 and its IPv6
+# link-local address, rxe0 on dummy0 with port 1 ACTIVE, the uverbs nodes
+# present, every file that a scenario hid back in place. baseline() restores
+# it after each scenario, so a scenario only says how to break the host.
+
+RXE=rxe0
+NETDEV=dummy0
+IPV4=192.0.2.1
+# The RoCE v2 GID of IPV4 (an IPv4-mapped IPv6 address), as sysfs prints it.
+IPV4_GID=0000:0000:0000:0000:0000:ffff:c000:0201
+KVER=$(uname -r)
+STASH=/rdvm/stash
+RESULTS=/tmp/rdvm
+
+say() { echo "rdvm: $*"; }
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+rxe_state() {
+	if [ -r /sys/class/infiniband/$RXE/ports/1/state ]; then
+		echo "$RXE port 1 $(cat /sys/class/infiniband/$RXE/ports/1/state)"
+	else
+		echo "no $RXE"
+	fi
+}
+
+# mod_load NAME loads a module of /etc/rdvm-modules unless it is there already.
+mod_load() {
+	local f
+	[ -d /sys/module/$1 ] && [ ! -e /sys/module/$1/initstate ] && return 0 # built in
+	grep -q "^$1 " /proc/modules && return 0
+	f=$(find /lib/modules/$KVER -name "$1.ko" | head -n1)
+	[ -n "$f" ] || { say "module $1: no $1.ko"; return 1; }
+	insmod "$f" || { say "insmod $f failed"; return 1; }
+}
+
+mods_load_all() {
+	local m
+	for m in $(cat /etc/rdvm-modules); do mod_load "$m" || return 1; done
+}
+
+# uverbs_nodes makes /dev/infiniband/uverbsN for each uverbs device whose node
+# is missing (devtmpfs made them once; a scenario may have removed one) and
+# opens them to everyone, as Debian's rdma-core udev rules do.
+uverbs_nodes() {
+	local d n
+	for d in /sys/class/infiniband_verbs/uverbs*; do
+		[ -e "$d/dev" ] || continue
+		n=/dev/infiniband/${d##*/}
+		if [ ! -c "$n" ]; then
+			mkdir -p /dev/infiniband
+			mknod "$n" c $(tr ':' ' ' <"$d/dev")
+		fi
+	done
+	chmod 0666 /dev/infiniband/* 2>/dev/null
+	return 0
+}
+
+# wait_ready [SECONDS]: rxe0's port 1 ACTIVE and its RoCE v2 GID of IPV4 there.
+wait_ready() {
+	local i=0 lim
+	lim=$((${1:-20} * 10))
+	while [ $i -lt $lim ]; do
+		if grep -q ACTIVE /sys/class/infiniband/$RXE/ports/1/state 2>/dev/null &&
+			grep -qx "$IPV4_GID" /sys/class/infiniband/$RXE/ports/1/gids/* 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	say "not ready after ${1:-20} s: $(rxe_state)"
+	return 1
+}
+
+net_up() {
+	/usr/bin/ip link set lo up
+	/usr/bin/ip link show $NETDEV >/dev/null 2>&1 || /usr/bin/ip link add $NETDEV type dummy
+	/usr/bin/ip link set $NETDEV up
+	/usr/bin/ip -4 addr show dev $NETDEV | grep -q "inet $IPV4/" ||
+		/usr/bin/ip addr add $IPV4/24 dev $NETDEV
+	# A flush also drops the link-local address; a down/up makes it again.
+	if ! /usr/bin/ip -6 addr show dev $NETDEV | grep -q 'inet6 fe80'; then
+		/usr/bin/ip link set $NETDEV down
+		/usr/bin/ip link set $NETDEV up
+	fi
+}
+
+stack_up() {
+	mods_load_all || return 1
+	net_up || return 1
+	[ -e /sys/class/infiniband/$RXE ] || rdma link add $RXE type rxe netdev $NETDEV || return 1
+	uverbs_nodes
+	wait_ready 30
+}
+
+# hide PATH... moves files out of the way (a package "removed" from the
+# image); baseline puts them back. Globs are the caller's to expand.
+hide() {
+	local p n
+	mkdir -p $STASH
+	for p in "$@"; do
+		[ -e "$p" ] || [ -L "$p" ] || { say "hide: no $p"; return 1; }
+		n=$(ls $STASH | wc -l)
+		mv "$p" "$STASH/$n" && echo "$n $p" >>$STASH.list
+	done
+}
+
+unhide_all() {
+	local n p
+	[ -s $STASH.list ] || return 0
+	while read -r n p; do
+		mkdir -p "$(dirname "$p")"
+		mv "$STASH/$n" "$p"
+	done <$STASH.list
+	rm -f $STASH.list
+	ldconfig
+}
+
+# baseline restores the healthy state; it prints what it had to do.
+baseline() {
+	unhide_all
+	mods_load_all || return 1
+	net_up || return 1
+	[ -e /sys/class/infiniband/$RXE ] || rdma link add $RXE type rxe netdev $NETDEV || return 1
+	uverbs_nodes
+	wait_ready 30
+}
+
+# emit NAME DIR sends DIR to the host as one base64 record of a tar.gz.
+emit() {
+	echo "@@RDVM-BEGIN $1@@"
+	tar -C "$2" -cf - . 2>/dev/null | gzip -c | base64
+	echo "@@RDVM-END $1@@"
+}
+
+# refs DIR saves what the reference tools (rdma-core, iproute2) say about the
+# host, for the host side to compare rdmadoctor's inventory with.
+refs() {
+	ibv_devices >"$1/ref.ibv_devices" 2>&1
+	ibv_devinfo -v >"$1/ref.ibv_devinfo" 2>&1
+	rdma -j link >"$1/ref.rdma_link.json" 2>&1
+	rdma -j dev >"$1/ref.rdma_dev.json" 2>&1
+	rdma -j resource >"$1/ref.rdma_resource.json" 2>&1
+	/usr/bin/ip -j addr show >"$1/ref.ip_addr.json" 2>&1
+}
+
+# scenario NAME [--key value]... -- RDMADOCTOR-ARGS...
+#
+# Runs one scenario: the --break shell lines (as root), rdmadoctor with the
+# given arguments (as --user with --memlock KiB when given), then baseline.
+# Every --key value goes to the record's meta file for the host to assert
+# (--exit, --root, --needs, --status, --mentions ...); the guest itself acts on
+# --break, --user, --memlock, --kind (run | killprobe | timing), --runs, --ref
+# and --refs (1: save the reference tools' answers). Records go to the console as they finish.
+scenario() {
+	local name d brk user memlock kind wantrefs runs ref t0
+	name=$1
+	shift
+	if [ -n "$RDVM_ONLY" ]; then
+		case ",$RDVM_ONLY," in *",$name,"*) ;; *) return 0 ;; esac
+	fi
+	d=$RESULTS/$name
+	rm -rf "$d"
+	mkdir -p "$d"
+	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref=""
+	: >"$d/meta"
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--)
+			shift
+			break
+			;;
+		--*) [ $# -ge 2 ] || { say "scenario $name: $1 needs a value"; return 1; } ;;
+		*)
+			say "scenario $name: unexpected word '$1' (rdmadoctor's arguments go after --)"
+			echo "meta_error unexpected word $1" >>"$d/meta"
+			break
+			;;
+		esac
+		case $1 in
+		--break) brk=$2 ;;
+		--user) user=$2 ;;
+		--memlock) memlock=$2 ;;
+		--kind) kind=$2 ;;
+		--runs) runs=$2 ;;
+		--ref) ref=$2 ;;
+		--refs) wantrefs=$2 ;;
+		esac
+		printf '%s %s\n' "${1#--}" "$2" >>"$d/meta"
+		shift 2
+	done
+	printf 'args %s\n' "$*" >>"$d/meta"
+	say "scenario $name: $kind rdmadoctor $* ${brk:+(break: $brk)}"
+	t0=$(uptime_s)
+	if [ -n "$brk" ]; then
+		(eval "$brk") >"$d/break.log" 2>&1
+		echo "break_exit $?" >>"$d/meta"
+	fi
+	[ "$wantrefs" = 1 ] && refs "$d"
+	set -- rdmadoctor "$@"
+	if [ -n "$user" ]; then
+		set -- rdvm runas --user "$user" --memlock "${memlock:--1}" -- "$@"
+	fi
+	if ! command -v rdmadoctor >/dev/null; then
+		echo 127 >"$d/exit"
+		echo "no rdmadoctor in the guest" >"$d/stderr"
+	else
+		case $kind in
+		run)
+			"$@" >"$d/stdout" 2>"$d/stderr"
+			echo $? >"$d/exit"
+			;;
+		killprobe)
+			rdma -j resource >"$d/resource.before.json" 2>&1
+			rdvm killprobe --out "$d" -- "$@" >"$d/killprobe.log" 2>&1
+			echo $? >"$d/killprobe.exit"
+			rdma -j resource >"$d/resource.after.json" 2>&1
+			;;
+		timing)
+			{
+				echo "kernel $(uname -r)"
+				echo "$(basename "$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)")"
+			} >"$d/env"
+			rdvm time -n "$runs" -o "$d/timing.rdmadoctor" -- "$@" >"$d/stderr" 2>&1
+			echo $? >"$d/exit"
+			if [ -n "$ref" ]; then
+				# shellcheck disable=SC2086 # the reference command's words
+				rdvm time -n "$runs" -o "$d/timing.ref" -- $ref >>"$d/stderr" 2>&1
+			fi
+			;;
+		*)
+			echo "meta_error unknown kind $kind" >>"$d/meta"
+			;;
+		esac
+	fi
+	echo "observed_exit $(cat "$d/exit" 2>/dev/null)" >>"$d/meta"
+	baseline >"$d/repair.log" 2>&1
+	echo "repair_exit $?" >>"$d/meta"
+	echo "seconds $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.1f", b-a}')" >>"$d/meta"
+	emit "$name" "$d"
+}
+
+# run_suite runs every scenario of /rdvm/scenarios.sh, after `rdmadoctor list`
+# (the record "list": which checks exist decides what is PENDING).
+run_suite() {
+	local d
+	d=$RESULTS/list
+	mkdir -p "$d"
+	rdmadoctor list >"$d/stdout" 2>"$d/stderr"
+	echo $? >"$d/exit"
+	emit list "$d"
+	. /rdvm/scenarios.sh
+}
+
+# shell_job CMD runs one command (the run-in-guest.sh mode) and sends its
+# output and exit code back as the record "shell".
+shell_job() {
+	local d
+	d=$RESULTS/shell
+	mkdir -p "$d"
+	sh -c "$1" >"$d/output" 2>&1 </dev/null
+	echo $? >"$d/exit"
+	emit shell "$d"
+}

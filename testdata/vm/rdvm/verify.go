@@ -1,0 +1,554 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Verdicts of a scenario. PENDING is never a pass: the check the scenario
+// judges is not in `rdmadoctor list` yet, so nothing was proven.
+const (
+	verdictPass    = "PASS"
+	verdictFail    = "FAIL"
+	verdictPending = "PENDING"
+)
+
+// catalogEntry is one row of `rdmadoctor list`.
+type catalogEntry struct {
+	Code  int
+	Level int
+}
+
+var listRowRe = regexp.MustCompile(`^\s*(\d+)\s+([a-z][a-z0-9_]*\.[a-z0-9_.]+)\s+(\d+)\b`)
+
+// parseList reads `rdmadoctor list`: CODE ID LEVEL TITLE rows.
+func parseList(text string) map[string]catalogEntry {
+	cat := map[string]catalogEntry{}
+	for _, line := range strings.Split(text, "\n") {
+		m := listRowRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		code, _ := strconv.Atoi(m[1])
+		level, _ := strconv.Atoi(m[3])
+		cat[m[2]] = catalogEntry{Code: code, Level: level}
+	}
+	return cat
+}
+
+// meta is a scenario record's "key value" lines, in order; keys may repeat.
+type meta [][2]string
+
+func parseMeta(text string) meta {
+	var m meta
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(line, " ")
+		m = append(m, [2]string{k, strings.TrimSpace(v)})
+	}
+	return m
+}
+
+func (m meta) get(k string) (string, bool) {
+	for _, kv := range m {
+		if kv[0] == k {
+			return kv[1], true
+		}
+	}
+	return "", false
+}
+
+func (m meta) all(k string) []string {
+	var out []string
+	for _, kv := range m {
+		if kv[0] == k {
+			out = append(out, kv[1])
+		}
+	}
+	return out
+}
+
+// jsonReport is the part of rdmadoctor's JSON report the suite judges.
+type jsonReport struct {
+	Level     int             `json:"level"`
+	ExitCode  *int            `json:"exit_code"`
+	RootCause *string         `json:"root_cause"`
+	Inventory json.RawMessage `json:"inventory"`
+	Checks    []jsonCheck     `json:"checks"`
+}
+
+type jsonCheck struct {
+	ID       string   `json:"id"`
+	Code     int      `json:"code"`
+	Status   string   `json:"status"`
+	Summary  string   `json:"summary"`
+	Observed string   `json:"observed"`
+	Expected string   `json:"expected"`
+	Details  []string `json:"details"`
+	Remedy   string   `json:"remedy"`
+}
+
+func (r *jsonReport) check(id string) *jsonCheck {
+	for i := range r.Checks {
+		if r.Checks[i].ID == id {
+			return &r.Checks[i]
+		}
+	}
+	return nil
+}
+
+// outcome is one scenario's judgement.
+type outcome struct {
+	Name     string
+	Verdict  string
+	ExpExit  string
+	ObsExit  string
+	ExpRoot  string
+	ObsRoot  string
+	Seconds  string
+	Failures []string
+	Pending  []string
+	Passed   []string
+	Extra    []string // printed under the row whatever the verdict (tables)
+}
+
+func (o *outcome) fail(format string, a ...any) {
+	o.Failures = append(o.Failures, fmt.Sprintf(format, a...))
+}
+func (o *outcome) pending(format string, a ...any) {
+	o.Pending = append(o.Pending, fmt.Sprintf(format, a...))
+}
+func (o *outcome) ok(format string, a ...any) { o.Passed = append(o.Passed, fmt.Sprintf(format, a...)) }
+
+type verifier struct {
+	dir      string
+	catalog  map[string]catalogEntry
+	timingMD string
+	maxRatio float64
+}
+
+func cmdVerify(args []string) (int, error) {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	strict := fs.Bool("strict", false, "count PENDING scenarios as failures")
+	only := fs.String("only", "", "comma-separated scenario names that were run (others are not expected)")
+	scenarios := fs.String("scenarios", "", "scenarios.sh, to know which records to expect")
+	timingMD := fs.String("timing-md", "", "write the timing table to this Markdown file")
+	maxRatio := fs.Float64("max-ratio", 3, "timing: level 1 may take at most this many times ibv_devinfo -v")
+	if err := fs.Parse(args); err != nil {
+		return 2, err
+	}
+	if fs.NArg() != 1 {
+		return 2, fmt.Errorf("usage: rdvm verify [flags] RESULTS-DIR")
+	}
+	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio}
+	problems := 0
+
+	listOut, listErr := os.ReadFile(filepath.Join(v.dir, "list", "stdout"))
+	v.catalog = parseList(string(listOut))
+	switch {
+	case listErr != nil:
+		fmt.Println("vm: FAIL: no `rdmadoctor list` record came back")
+		problems++
+	case len(v.catalog) == 0:
+		fmt.Printf("vm: `rdmadoctor list` names no check (exit %s): every scenario is PENDING\n", readTrim(filepath.Join(v.dir, "list", "exit")))
+	default:
+		ids := make([]string, 0, len(v.catalog))
+		for id := range v.catalog {
+			ids = append(ids, id)
+		}
+		slices.SortFunc(ids, func(a, b string) int { return v.catalog[a].Code - v.catalog[b].Code })
+		fmt.Printf("vm: rdmadoctor list: %d checks: %s\n", len(ids), strings.Join(ids, " "))
+	}
+
+	names := expectedScenarios(*scenarios, *only)
+	got := recordNames(v.dir)
+	for _, n := range got {
+		if n != "list" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	var outs []*outcome
+	for _, n := range names {
+		outs = append(outs, v.scenario(n))
+	}
+	if _, err := os.Stat(filepath.Join(v.dir, ".done")); err != nil {
+		fmt.Println("vm: FAIL: the guest never reached its end (no @@RDVM-DONE@@ on the console): it hung, crashed or was killed")
+		problems++
+	}
+	printTable(outs)
+	pass, fail, pend := 0, 0, 0
+	var pendNames []string
+	for _, o := range outs {
+		switch o.Verdict {
+		case verdictPass:
+			pass++
+		case verdictFail:
+			fail++
+		default:
+			pend++
+			pendNames = append(pendNames, o.Name)
+		}
+	}
+	if pend > 0 {
+		fmt.Printf("vm: %d PENDING (their checks are not in `rdmadoctor list` yet; nothing about them was proven): %s\n", pend, strings.Join(pendNames, ", "))
+	}
+	if problems > 0 {
+		fmt.Printf("vm: %d problem(s) outside the scenarios (see above)\n", problems)
+	}
+	fmt.Printf("vm: %d passed, %d failed, %d skipped\n", pass, fail+problems, pend)
+	if fail > 0 || problems > 0 || (*strict && pend > 0) {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+var scenarioLineRe = regexp.MustCompile(`(?m)^scenario\s+([A-Za-z0-9._-]+)`)
+
+// expectedScenarios lists the scenario names of scenarios.sh (those of
+// --only when given), so a record that never came back is a failure.
+func expectedScenarios(file, only string) []string {
+	var names []string
+	if only != "" {
+		for _, n := range strings.Split(only, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	for _, m := range scenarioLineRe.FindAllStringSubmatch(string(data), -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+func recordNames(dir string) []string {
+	data, err := os.ReadFile(filepath.Join(dir, "order"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range strings.Fields(string(data)) {
+		out = append(out, n)
+	}
+	return out
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '|' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+// scenario judges one record.
+func (v *verifier) scenario(name string) *outcome {
+	o := &outcome{Name: name, ExpExit: "-", ObsExit: "-", ExpRoot: "-", ObsRoot: "-"}
+	dir := filepath.Join(v.dir, name)
+	metaText, err := os.ReadFile(filepath.Join(dir, "meta"))
+	if err != nil {
+		o.fail("no record came back from the guest")
+		o.Verdict = verdictFail
+		return o
+	}
+	m := parseMeta(string(metaText))
+	o.Seconds, _ = m.get("seconds")
+	if e, ok := m.get("meta_error"); ok {
+		o.fail("scenario definition: %s", e)
+	}
+	if e, _ := m.get("break_exit"); e != "" && e != "0" {
+		o.fail("its --break failed (status %s): %s", e, firstLines(readTrim(filepath.Join(dir, "break.log")), 3))
+	}
+	if e, _ := m.get("repair_exit"); e != "0" {
+		o.fail("the healthy state could not be restored afterwards (status %q): later scenarios are suspect: %s",
+			e, firstLines(readTrim(filepath.Join(dir, "repair.log")), 3))
+	}
+	obs := readTrim(filepath.Join(dir, "exit"))
+	o.ObsExit = obs
+	if obs == "127" {
+		o.fail("rdmadoctor is not in the guest: %s", readTrim(filepath.Join(dir, "stderr")))
+	}
+
+	needs := splitList(firstOf(m, "needs"))
+	active := len(needs) == 0
+	for _, id := range needs {
+		if _, ok := v.catalog[id]; ok {
+			active = true
+		}
+	}
+	if !active {
+		o.pending("%s not in `rdmadoctor list`", strings.Join(needs, "/"))
+	}
+
+	stdout, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	var rep *jsonReport
+	if args, _ := m.get("args"); strings.Contains(args, "--format json") {
+		rep = &jsonReport{}
+		if err := json.Unmarshal(stdout, rep); err != nil {
+			o.fail("stdout is not a JSON report: %v (stderr: %s)", err, firstLines(readTrim(filepath.Join(dir, "stderr")), 3))
+			rep = nil
+		}
+	}
+	if rep != nil {
+		o.ObsRoot = "none"
+		if rep.RootCause != nil {
+			o.ObsRoot = *rep.RootCause
+		}
+		args, _ := m.get("args")
+		v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check"))
+	}
+
+	kind, _ := m.get("kind")
+	switch kind {
+	case "killprobe":
+		v.killProbe(o, dir, active)
+	case "timing":
+		v.timing(o, dir, active)
+	}
+
+	if exp, ok := m.get("exit"); ok {
+		o.ExpExit = exp
+		if active {
+			if slices.Contains(splitList(exp), obs) {
+				o.ok("exit %s", obs)
+			} else {
+				o.fail("exit code: expected %s, observed %s%s", exp, obs, rootCauseHint(rep))
+			}
+		}
+	}
+	if exp, ok := m.get("root"); ok {
+		o.ExpRoot = exp
+		switch {
+		case !active:
+		case rep == nil:
+			o.fail("--root needs a JSON report")
+		case slices.Contains(splitList(exp), o.ObsRoot):
+			o.ok("root cause %s", o.ObsRoot)
+		default:
+			o.fail("root cause: expected %s, observed %s", exp, o.ObsRoot)
+		}
+	}
+	if word, ok := m.get("mentions"); ok && active && rep != nil {
+		c := (*jsonCheck)(nil)
+		if rep.RootCause != nil {
+			c = rep.check(*rep.RootCause)
+		}
+		switch {
+		case c == nil:
+			o.fail("--mentions %s: the report has no root-cause check", word)
+		case strings.Contains(strings.ToLower(checkText(c)), strings.ToLower(word)):
+			o.ok("%s names %s", c.ID, word)
+		default:
+			o.fail("%s does not name %s: %q", c.ID, word, c.Summary)
+		}
+	}
+	for _, st := range m.all("status") {
+		id, want, _ := strings.Cut(st, "=")
+		if _, ok := v.catalog[id]; !ok {
+			o.pending("%s not in `rdmadoctor list`", id)
+			continue
+		}
+		if rep == nil {
+			o.fail("--status %s needs a JSON report", st)
+			continue
+		}
+		c := rep.check(id)
+		switch {
+		case c == nil:
+			o.fail("%s is missing from the report", id)
+		case slices.Contains(splitList(want), c.Status):
+			o.ok("%s %s", id, c.Status)
+		default:
+			o.fail("%s: expected %s, observed %s: %s", id, want, c.Status, c.Summary)
+		}
+	}
+	if r, _ := m.get("refs"); r == "1" {
+		if rep == nil {
+			o.fail("--refs 1 needs a JSON report")
+		} else {
+			cmp := compareInventory(rep.Inventory, dir)
+			for _, f := range cmp.failures {
+				o.fail("inventory: %s", f)
+			}
+			o.Extra = append(o.Extra, fmt.Sprintf("inventory vs ibv_devices, ibv_devinfo -v, rdma -j link/dev, ip -j addr: %d fields agree, %d differ", cmp.agree, len(cmp.failures)))
+			if cmp.agree == 0 && len(cmp.failures) == 0 {
+				o.fail("inventory: nothing was compared")
+			}
+		}
+	}
+
+	switch {
+	case len(o.Failures) > 0:
+		o.Verdict = verdictFail
+	case len(o.Pending) > 0:
+		o.Verdict = verdictPending
+	default:
+		o.Verdict = verdictPass
+	}
+	return o
+}
+
+func firstOf(m meta, k string) string {
+	v, _ := m.get(k)
+	return v
+}
+
+func rootCauseHint(rep *jsonReport) string {
+	if rep == nil || rep.RootCause == nil {
+		return ""
+	}
+	if c := rep.check(*rep.RootCause); c != nil {
+		return fmt.Sprintf(" (root cause %s: %s)", c.ID, c.Summary)
+	}
+	return ""
+}
+
+func checkText(c *jsonCheck) string {
+	return strings.Join(append([]string{c.Summary, c.Observed, c.Expected, c.Remedy}, c.Details...), "\n")
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, " | ")
+}
+
+// reportInvariants holds for every JSON report whatever the scenario: the
+// exit_code field is the process's status, the root cause follows the rule,
+// and (unless --check narrowed the run) every catalog check up to the run's
+// level is present.
+func (v *verifier) reportInvariants(o *outcome, rep *jsonReport, obs string, complete bool) {
+	if rep.ExitCode == nil {
+		o.fail("the report has no exit_code")
+	} else if strconv.Itoa(*rep.ExitCode) != obs {
+		o.fail("the report's exit_code %d is not the process's exit status %s", *rep.ExitCode, obs)
+	}
+	if rep.RootCause != nil && rep.check(*rep.RootCause) == nil {
+		o.fail("root_cause %s names no check of the report", *rep.RootCause)
+	}
+	if rep.RootCause != nil && rep.ExitCode != nil {
+		if c := rep.check(*rep.RootCause); c != nil && c.Code != *rep.ExitCode {
+			o.fail("exit_code %d is not root cause %s's code %d", *rep.ExitCode, c.ID, c.Code)
+		}
+	}
+	for id, e := range v.catalog {
+		if complete && e.Level <= rep.Level && rep.check(id) == nil {
+			o.fail("check %s (level %d) is missing from the level-%d report", id, e.Level, rep.Level)
+		}
+	}
+}
+
+// killProbe judges a killprobe record: a child holding verbs objects was
+// killed, the kernel freed everything it held, and the parent reported the
+// loss instead of crashing or calling the host healthy.
+func (v *verifier) killProbe(o *outcome, dir string, active bool) {
+	data, err := os.ReadFile(filepath.Join(dir, "killprobe.json"))
+	if err != nil {
+		if active {
+			o.fail("no killprobe.json: %s", firstLines(readTrim(filepath.Join(dir, "killprobe.log")), 4))
+		}
+		return
+	}
+	var k killReport
+	if err := json.Unmarshal(data, &k); err != nil {
+		o.fail("killprobe.json: %v", err)
+		return
+	}
+	o.Extra = append(o.Extra, fmt.Sprintf("verbs objects before %v, at the kill %v, after %v (settled in %d ms); %s",
+		countsText(k.Baseline), countsText(k.AtKill), countsText(k.AfterExit), k.SettleMS, k.Note))
+	if !active {
+		return
+	}
+	if !k.Killed || !k.HeldAtKill {
+		o.fail("no probe child was caught holding verbs objects in %d run(s): %s", k.Attempts, k.Note)
+		return
+	}
+	o.ok("killed pid %d (%s) holding %v", k.ChildPID, k.ChildArgs, countsText(k.AtKill))
+	if k.Leaked {
+		o.fail("verbs objects leaked: before %v, after %v", countsText(k.Baseline), countsText(k.AfterExit))
+	} else {
+		o.ok("no verbs objects leaked")
+	}
+	switch k.ParentExit {
+	case 0:
+		o.fail("rdmadoctor exited 0 although its probe child was killed: a probe that died has not shown the host healthy")
+	case 1, 2:
+		o.fail("rdmadoctor exited %d (internal/usage error) when its probe child was killed", k.ParentExit)
+	}
+}
+
+func countsText(c map[string]int64) string {
+	if c == nil {
+		return "?"
+	}
+	var parts []string
+	for _, k := range resourceKeys {
+		if c[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, c[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+func printTable(outs []*outcome) {
+	w := 8
+	for _, o := range outs {
+		w = max(w, len(o.Name))
+	}
+	fmt.Printf("vm: %-*s  %-7s  %-13s  %-50s  %s\n", w, "scenario", "result", "exit exp/obs", "root cause expected / observed", "time")
+	for _, o := range outs {
+		sec := ""
+		if o.Seconds != "" {
+			sec = o.Seconds + " s"
+		}
+		fmt.Printf("vm: %-*s  %-7s  %-13s  %-50s  %s\n", w, o.Name, o.Verdict,
+			o.ExpExit+" / "+o.ObsExit, o.ExpRoot+" / "+o.ObsRoot, sec)
+		for _, f := range o.Failures {
+			fmt.Printf("vm:     FAIL: %s\n", f)
+		}
+		if o.Verdict != verdictFail {
+			for _, p := range o.Pending {
+				fmt.Printf("vm:     PENDING: %s\n", p)
+			}
+		}
+		if o.Verdict == verdictPending && len(o.Passed) > 0 {
+			fmt.Printf("vm:     (already holds: %s)\n", strings.Join(o.Passed, "; "))
+		}
+		for _, e := range o.Extra {
+			for _, line := range strings.Split(e, "\n") {
+				fmt.Printf("vm:     %s\n", line)
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+# The VM suite's scenarios, run in this order in one boot (busybox ash).
+#
+#   scenario NAME [--key value]... -- RDMADOCTOR-ARGS...
+#
+# Each one starts from the healthy host (rxe0 ACTIVE on dummy0 with
+# 192.0.2.1/24); --break lines (root, ash) break it, rdmadoctor runs, and the
+# harness restores the healthy host by itself (modules, dummy0, rxe0, uverbs
+# nodes, hidden files): a scenario never undoes its own break.
+#
+# What the host asserts (testdata/vm/rdvm/verify.go):
+#   --needs ID[,ID]     the scenario is PENDING, not passed, until one of these
+#                       checks is in `rdmadoctor list`; then --exit/--root apply
+#   --exit N[,N]        allowed exit codes
+#   --root ID[,ID]|none allowed report root_cause (JSON output only)
+#   --status ID=S[|S]   a check's status; PENDING while ID is not in the list
+#   --mentions WORD     the root-cause check's text names WORD
+#   --refs 1            compare the JSON inventory with ibv_devices, ibv_devinfo -v,
+#                       rdma -j link/dev and ip -j addr, run in the same guest
+# What the guest acts on:
+#   --break 'SHELL'     helpers: hide PATH... (a file "removed", restored after)
+#   --user U --memlock KiB   run rdmadoctor as U with RLIMIT_MEMLOCK KiB
+#   --kind run|killprobe|timing   (timing: --runs N --ref 'CMD')
+# Every JSON run is also checked for: exit_code == the process's status, and
+# every level<=N check of `rdmadoctor list` present in checks[].
+
+LIB=/usr/lib/x86_64-linux-gnu
+
+scenario healthy-l1-json --needs pci.device --exit 0 --root none --refs 1 \
+	--status kernel.modules=pass --status uverbs.nodes=pass --status libibverbs.install=pass \
+	--status libibverbs.devices=pass --status limits.memlock=pass --status port.state=pass \
+	--status roce.config=pass \
+	-- --level 1 --format json
+
+scenario healthy-l1-text --needs pci.device --exit 0 -- --level 1 --no-color
+
+scenario healthy-l2 --needs pci.device --exit 0 --root none \
+	--status verbs.resources=pass --status verbs.qp_state=pass --status probe.send_poll=pass \
+	--status probe.cq_overflow=pass --status probe.destroy_order=pass \
+	-- --level 2 --format json
+
+# rdma_rxe needs ib_uverbs, so only the connection-manager modules can go.
+scenario no-rdma-cm --needs kernel.modules --break 'rmmod rdma_ucm rdma_cm' \
+	--exit 0 --root none --status kernel.modules=warn -- --level 1 --format json
+
+# --fail-on warn: on a NIC host this exits 13. Here pci.device (10) warns
+# first — a host with only software RDMA says so — and is a prerequisite of
+# kernel.modules, so even `--check kernel.modules` exits 10. What must hold:
+# kernel.modules warns, and the warning counts (non-zero exit, rule-conform).
+scenario no-rdma-cm-fail-on-warn --needs kernel.modules --break 'rmmod rdma_ucm rdma_cm' \
+	--exit 10 --root pci.device --status kernel.modules=warn --status pci.device=warn \
+	-- --level 1 --format json --fail-on warn
+
+scenario no-uverbs-node --needs uverbs.nodes --break 'rm /dev/infiniband/uverbs0' \
+	--exit 15 --root uverbs.nodes -- --level 1 --format json
+
+scenario no-rxe-link --needs pci.device --break 'rdma link delete rxe0' \
+	--exit 10 --root pci.device -- --level 1 --format json
+
+scenario no-rxe-provider --needs libibverbs.install,libibverbs.devices \
+	--break "hide $LIB/libibverbs/librxe-*.so" \
+	--exit 16,17 --root libibverbs.install,libibverbs.devices --mentions librxe \
+	-- --level 1 --format json
+
+scenario no-libibverbs --needs libibverbs.install,libibverbs.devices \
+	--break "hide $LIB/libibverbs.so.1 $LIB/libibverbs.so.1.*; ldconfig" \
+	--exit 16,17 --root libibverbs.install,libibverbs.devices --mentions libibverbs \
+	-- --level 1 --format json
+
+scenario dummy0-down --needs port.state --break '/usr/bin/ip link set dummy0 down' \
+	--exit 19 --root port.state -- --level 1 --format json
+
+scenario dummy0-no-ip --needs roce.config --break '/usr/bin/ip addr flush dev dummy0' \
+	--exit 20 --root roce.config -- --level 1 --format json
+
+# Root holds CAP_IPC_LOCK, which lifts the limit: run as a plain user.
+scenario unprivileged-memlock-64k --needs limits.memlock --user rdtest --memlock 64 \
+	--exit 18 --root limits.memlock -- --level 1 --format json
+
+# SIGKILL the level-2 child while it holds verbs objects: nothing may leak
+# (`rdma -j resource` back to its counts from before the run).
+scenario probe-child-killed --needs verbs.resources --kind killprobe \
+	-- --level 2 --format json
+
+scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \
+	-- --level 1 --no-color

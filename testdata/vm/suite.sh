@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# suite.sh: the real-RDMA-stack tier of rdmadoctor's tests. Boots a Debian
+# kernel with SoftRoCE (rdma_rxe) under qemu, runs every scenario of
+# scenarios.sh against the static rdmadoctor binary in one boot, and asserts
+# each one's exit code, root cause and inventory on the host.
+#
+#   bash testdata/vm/suite.sh [--only NAME[,NAME]] [--strict] [--timeout S]
+#   bash testdata/vm/suite.sh --shell-cmd 'CMD'    (= run-in-guest.sh 'CMD')
+#
+# --strict (or RDVM_STRICT=1) counts a PENDING scenario as a failure.
+# Exit status 0 only when the guest ran to its end and no scenario failed.
+set -euo pipefail
+VM_SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+only="" strict=${RDVM_STRICT:-0} limit=${RDVM_TIMEOUT:-270}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--only)
+		only=$2
+		shift 2
+		;;
+	--strict)
+		strict=1
+		shift
+		;;
+	--timeout)
+		limit=$2
+		shift 2
+		;;
+	--shell-cmd)
+		shift
+		exec bash "$VM_SELF_DIR/run-in-guest.sh" "$@"
+		;;
+	-h | --help)
+		sed -n '2,12p' "$0"
+		exit 0
+		;;
+	*)
+		echo "suite.sh: unknown argument $1 (see --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+. "$VM_SELF_DIR/lib.sh"
+
+t_start=$(now_ms)
+log "SoftRoCE VM suite: Debian kernel + rdma_rxe under qemu ($(nproc) host cpus, accel ${RDVM_ACCEL:-tcg})"
+(cd "$REPO_ROOT" && go test -count=1 ./testdata/vm/rdvm >&2) || die "the harness's own tests (go test ./testdata/vm/rdvm) failed"
+prepare 0
+t_prep=$(now_ms)
+
+job=$CACHE/job.suite.sh
+echo 'run_suite' >"$job"
+initrd=$CACHE/initrd.suite.cpio
+pack_initramfs "$job" "$initrd"
+console=$CACHE/console.suite.log
+log "booting; scenarios run in one boot (timeout ${limit}s); console: ${console#"$REPO_ROOT"/}"
+brc=0
+boot "$KDIR" "$initrd" "$console" "$limit" "${only:+rdvm.only=$only}" || brc=$?
+t_boot=$(now_ms)
+log "guest ran $(((t_boot - t_prep) / 1000)) s (qemu status $brc)"
+if [ "$brc" = 124 ] || [ "$brc" = 137 ]; then
+	log "qemu was killed after ${limit}s"
+fi
+
+res=$CACHE/results.suite
+rm -rf "$res"
+"$BIN_DIR/rdvm" collect "$console" "$res" || die "could not read the console log"
+vrc=0
+"$BIN_DIR/rdvm" verify --strict="$strict" ${only:+--only "$only"} --scenarios "$VM_DIR/scenarios.sh" \
+	--timing-md "$VM_DIR/TIMING.md" "$res" || vrc=$?
+t_end=$(now_ms)
+log "wall time $(((t_end - t_start) / 1000)) s: prepare $(((t_prep - t_start) / 1000)) s, guest $(((t_boot - t_prep) / 1000)) s, verify $(((t_end - t_boot) / 1000)) s; results in ${res#"$REPO_ROOT"/}"
+if [ "$vrc" != 0 ] || [ "$brc" != 0 ]; then
+	console_tail "$console"
+	[ "$vrc" != 0 ] || die "qemu ended with status $brc"
+	exit 1
+fi
