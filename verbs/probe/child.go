@@ -105,7 +105,7 @@ func ChildMain(args []string) int {
 	}
 	switch args[0] {
 	case modeEnumerate:
-		en := enumerate(req.Library)
+		en := enumerate(em, req.Library)
 		b, _ := json.Marshal(en)
 		em.emit(event{Kind: "enumeration", Result: b})
 	case modeProbe:

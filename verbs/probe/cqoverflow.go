@@ -15,7 +15,7 @@ const cqOverflowMsg = 64
 // fd (non-blocking, polled with a deadline, every event acked) must say
 // IBV_EVENT_CQ_ERR for that CQ rather than the completions vanish.
 func (r *runner) cqOverflow(resourcesFailed string) *CQOverflowResult {
-	res := &CQOverflowResult{Probe: Probe{Name: CQOverflow}, CQEAsked: 1, RetryCnt: rcRetryCnt, Events: []AsyncEventRecord{}}
+	res := &CQOverflowResult{Probe: newProbe(CQOverflow), CQEAsked: 1, RetryCnt: rcRetryCnt, Events: []AsyncEventRecord{}}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
 	if r.blocked(&res.Probe, resourcesFailed) {

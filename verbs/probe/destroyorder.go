@@ -21,7 +21,7 @@ var countedResources = []string{"ctx", "pd", "mr", "cq", "qp"}
 // error, and the right order must free everything (the device's RDMA
 // netlink resource counts back where they were).
 func (r *runner) destroyOrder(resourcesFailed string) *DestroyOrderResult {
-	res := &DestroyOrderResult{Probe: Probe{Name: DestroyOrder}}
+	res := &DestroyOrderResult{Probe: newProbe(DestroyOrder)}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
 	if r.blocked(&res.Probe, resourcesFailed) {

@@ -13,13 +13,14 @@ import (
 )
 
 // enumerate is the child side of Enumerate: what ibv_devices would show.
-func enumerate(library string) *Enumeration {
+func enumerate(em *emitter, library string) *Enumeration {
 	t0 := time.Now()
 	en := &Enumeration{Library: library, Devices: []EnumDevice{}}
 	if en.Library == "" {
 		en.Library = verbs.DefaultLibrary
 	}
 	defer func() { en.Millis = millis(time.Since(t0)) }()
+	em.emit(event{Kind: "begin", Step: "dlopen " + en.Library})
 	lib, err := verbs.Open(library)
 	if err != nil {
 		var le *verbs.LoadError
@@ -36,6 +37,7 @@ func enumerate(library string) *Enumeration {
 		return en
 	}
 	_, before := mappedLibraries()
+	em.emit(event{Kind: "begin", Step: "ibv_get_device_list"})
 	dl, err := lib.GetDeviceList()
 	var after []string
 	en.LoadedFrom, after = mappedLibraries()

@@ -243,7 +243,10 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 			mu.Lock()
 			switch ev.Kind {
 			case "begin":
-				inProgress = ev.Probe + ": " + ev.Step
+				inProgress = ev.Step
+				if ev.Probe != "" {
+					inProgress = ev.Probe + ": " + ev.Step
+				}
 				if ev.Port != 0 {
 					inProgress = fmt.Sprintf("port %d %s", ev.Port, inProgress)
 				}
@@ -362,15 +365,22 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("signal %d", int(s))
 }
 
-var crashRE = regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`)
+// A Go program does not die of a fault in C code: its runtime catches the
+// signal, prints "[signal SIGSEGV: segmentation violation ...]" (or
+// "SIGABRT: abort" for signals it does not handle otherwise) and exits
+// with status 2.
+var (
+	crashFaultRE  = regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`)
+	crashSignalRE = regexp.MustCompile(`(?m)^(SIG[A-Z0-9]+): `)
+)
 
 // crashSignal finds the signal in a Go runtime crash report.
 func crashSignal(stderr string) string {
-	if m := crashRE.FindStringSubmatch(stderr); m != nil {
+	if m := crashFaultRE.FindStringSubmatch(stderr); m != nil {
 		return m[1]
 	}
-	if strings.Contains(stderr, "SIGSEGV") && strings.Contains(stderr, "fatal error") {
-		return "SIGSEGV"
+	if m := crashSignalRE.FindStringSubmatch(stderr); m != nil {
+		return m[1]
 	}
 	return ""
 }
@@ -398,30 +408,41 @@ func libraryWarnings(stderr string) []string {
 	return out
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the first head bytes written to it (where a Go crash
+// report names the signal) and the last max bytes (where a library's
+// last words are).
 type tailBuffer struct {
 	mu      sync.Mutex
+	head    []byte
 	buf     []byte
 	max     int
 	dropped bool
 }
 
+const headKeep = 2 << 10
+
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(p)
+	if room := headKeep - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 		t.dropped = true
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.dropped {
-		return "…" + string(t.buf)
+		return string(t.head) + "\n…\n" + string(t.buf)
 	}
-	return string(t.buf)
+	return string(t.head) + string(t.buf)
 }

@@ -11,7 +11,7 @@ import (
 // two RC QPs walk RESET→INIT→RTR→RTS toward each other, read back after
 // each step; RTS→ERR→RESET→INIT must recover one of them.
 func (r *runner) qpState(resourcesFailed string) *QPStateResult {
-	res := &QPStateResult{Probe: Probe{Name: QPState}}
+	res := &QPStateResult{Probe: newProbe(QPState)}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
 	if r.blocked(&res.Probe, resourcesFailed) {

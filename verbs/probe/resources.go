@@ -15,7 +15,7 @@ const (
 // resources is verbs.resources: each layer an application builds, in
 // order, with the errno and its meaning where one fails.
 func (r *runner) resources() *ResourcesResult {
-	res := &ResourcesResult{Probe: Probe{Name: Resources}, Software: r.software, MemlockBytes: r.info.MemlockBytes}
+	res := &ResourcesResult{Probe: newProbe(Resources), Software: r.software, MemlockBytes: r.info.MemlockBytes}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
 	if r.blocked(&res.Probe, "") {

@@ -17,7 +17,7 @@ import (
 // full (status, byte count, payload), then timed round trips, with the
 // port's data counters read around the traffic.
 func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
-	res := &SendPollResult{Probe: Probe{Name: SendPoll}, Software: r.software, Size: r.opts.Size,
+	res := &SendPollResult{Probe: newProbe(SendPoll), Software: r.software, Size: r.opts.Size,
 		IterationsAsked: r.opts.Iterations}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()

@@ -350,3 +350,5 @@ type Enumeration struct {
 	Warnings []string `json:"warnings,omitempty"`
 	Millis   float64  `json:"duration_ms"`
 }
+
+func newProbe(name string) Probe { return Probe{Name: name, Steps: []Step{}} }
