@@ -38,6 +38,7 @@ func main() {
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline per port")
 	size := fs.Int("size", 1024, "bytes per SEND")
 	iters := fs.Int("iterations", 1000, "timed round trips")
+	budget := fs.Duration("budget", time.Second, "time budget of the timed round trips")
 	probes := fs.String("probes", "", "probes to run, comma separated (default all)")
 	fs.Parse(os.Args[2:])
 	enc := json.NewEncoder(os.Stdout)
@@ -62,7 +63,7 @@ func main() {
 			}
 			ps = append(ps, n)
 		}
-		opts := probe.Options{Library: *lib, Timeout: *timeout, Size: *size, Iterations: *iters}
+		opts := probe.Options{Library: *lib, Timeout: *timeout, Size: *size, Iterations: *iters, IterationBudget: *budget}
 		if *probes != "" {
 			opts.Probes = strings.Split(*probes, ",")
 		}
