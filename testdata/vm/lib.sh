@@ -287,7 +287,7 @@ close_libraries() {
 					added=1
 				fi
 			done < <(LD_LIBRARY_PATH=$ldpath ldd "$f" 2>/dev/null || true)
-		done < <(find "$root/usr/bin" "$root/usr/sbin" "$root/$LIBDIR" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
+		done < <(find "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/$LIBDIR" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
 		[ "$added" = 0 ] && return 0
 	done
 }
@@ -319,6 +319,11 @@ rdtest:x:1000:1000:unprivileged test user:/home/rdtest:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 EOF
 	printf 'root:x:0:\nrdtest:x:1000:\nnogroup:x:65534:\n' >"$root/etc/group"
+	# A provisioned RDMA host lets logins lock memory for registration; the
+	# unprivileged scenario lowers its own limit below this.
+	mkdir -p "$root/etc/security/limits.d"
+	printf '# memory registration pins pages\n*\tsoft\tmemlock\tunlimited\n*\thard\tmemlock\tunlimited\n' \
+		>"$root/etc/security/limits.d/rdma.conf"
 	echo rdvm >"$root/etc/hostname"
 	printf '127.0.0.1\tlocalhost\n192.0.2.1\trdvm\n' >"$root/etc/hosts"
 	mkdir -p "$root/root" "$root/home/rdtest" "$root/tmp" "$root/proc" "$root/sys" "$root/dev" "$root/run" "$root/var/tmp"

@@ -7,7 +7,8 @@
 #   bash testdata/vm/suite.sh [--only NAME[,NAME]] [--strict] [--timeout S]
 #   bash testdata/vm/suite.sh --shell-cmd 'CMD'    (= run-in-guest.sh 'CMD')
 #
-# --strict (or RDVM_STRICT=1) counts a PENDING scenario as a failure.
+# --strict (or RDVM_STRICT=1) counts a PENDING scenario, and a timing ratio
+# over RDVM_MAX_RATIO (default 3), as a failure.
 # Exit status 0 only when the guest ran to its end and no scenario failed.
 set -euo pipefail
 VM_SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
 		exec bash "$VM_SELF_DIR/run-in-guest.sh" "$@"
 		;;
 	-h | --help)
-		sed -n '2,12p' "$0"
+		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
@@ -69,6 +70,7 @@ rm -rf "$res"
 "$BIN_DIR/rdvm" collect "$console" "$res" || die "could not read the console log"
 vrc=0
 "$BIN_DIR/rdvm" verify --strict="$strict" ${only:+--only "$only"} --scenarios "$VM_DIR/scenarios.sh" \
+	--max-ratio "${RDVM_MAX_RATIO:-3}" \
 	--timing-md "$VM_DIR/TIMING.md" "$res" || vrc=$?
 t_end=$(now_ms)
 log "wall time $(((t_end - t_start) / 1000)) s: prepare $(((t_prep - t_start) / 1000)) s, guest $(((t_boot - t_prep) / 1000)) s, verify $(((t_end - t_boot) / 1000)) s; results in ${res#"$REPO_ROOT"/}"

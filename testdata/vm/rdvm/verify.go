@@ -135,6 +135,8 @@ type verifier struct {
 	catalog  map[string]catalogEntry
 	timingMD string
 	maxRatio float64
+	strict   bool
+	warnings []string // printed before the summary; failures only with --strict
 }
 
 func cmdVerify(args []string) (int, error) {
@@ -150,7 +152,7 @@ func cmdVerify(args []string) (int, error) {
 	if fs.NArg() != 1 {
 		return 2, fmt.Errorf("usage: rdvm verify [flags] RESULTS-DIR")
 	}
-	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio}
+	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio, strict: *strict}
 	problems := 0
 
 	listOut, listErr := os.ReadFile(filepath.Join(v.dir, "list", "stdout"))
@@ -201,6 +203,9 @@ func cmdVerify(args []string) (int, error) {
 	}
 	if pend > 0 {
 		fmt.Printf("vm: %d PENDING (their checks are not in `rdmadoctor list` yet; nothing about them was proven): %s\n", pend, strings.Join(pendNames, ", "))
+	}
+	for _, w := range v.warnings {
+		fmt.Printf("vm: WARNING: %s\n", w)
 	}
 	if problems > 0 {
 		fmt.Printf("vm: %d problem(s) outside the scenarios (see above)\n", problems)
