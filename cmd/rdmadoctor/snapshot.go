@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+// snapshotFlags are the flags of `rdmadoctor snapshot`.
+type snapshotFlags struct {
+	output     string
+	redact     bool
+	root       string
+	timeout    time.Duration
+	libibverbs string
+}
+
+func newSnapshotFlagSet(f *snapshotFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("rdmadoctor snapshot", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	fs.StringVarP(&f.output, "output", "o", "", "write the snapshot here: FILE.tar.gz (or .tgz), or a directory (default: rdmadoctor-snapshot-HOST-TIME.tar.gz)")
+	fs.BoolVar(&f.redact, "redact", false, "replace hostnames, IP addresses, MAC addresses and GUIDs, consistently")
+	fs.StringVar(&f.root, "root", "/", "capture this host directory or snapshot instead of the live host (e.g. to redact a snapshot)")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for the whole capture")
+	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	return fs
+}
+
+// cmdSnapshot is `rdmadoctor snapshot [-o FILE.tar.gz|DIR] [--redact]`: run
+// the level-1 checks on a recording host, copy what they read, and write it
+// with the facts and a manifest. Exit 0 when the snapshot is complete, 1
+// when it could not be written or the deadline cut it short, 2 on a usage
+// error.
+func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
+	f := &snapshotFlags{}
+	fs := newSnapshotFlagSet(f)
+	if err := fs.Parse(args); err != nil {
+		msg := err.Error()
+		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
+		}
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: %s\n", msg)
+		return report.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: unexpected argument %q; valid flags: %s\n", fs.Arg(0), flagNames(fs))
+		return report.ExitUsage
+	}
+	if f.timeout <= 0 {
+		fmt.Fprintln(stderr, "rdmadoctor snapshot: --timeout must be positive")
+		return report.ExitUsage
+	}
+
+	host, cleanup, err := openRoot(f.root)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: --root: %v\n", err)
+		return report.ExitUsage
+	}
+	defer cleanup()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+
+	exe, _ := os.Executable()
+	memlock, _ := parseSize("64MiB")
+	opts := checks.Options{Level: 1, MinMemlock: memlock, Libibverbs: f.libibverbs, Executable: exe}
+	snap, capErr := snapshot.Capture(ctx, host, snapshot.Options{
+		Exercise: exerciseLevel1(opts),
+		Verbs:    liveVerbs(exe, f.libibverbs),
+		Redact:   f.redact,
+		Version:  version,
+	})
+	if snap == nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: %v\n", capErr)
+		return report.ExitInternal
+	}
+
+	out := f.output
+	if out == "" {
+		out = defaultSnapshotName(snap.Manifest.Hostname, snap.Manifest.CapturedAt)
+	}
+	var size int64
+	if snapshot.IsArchiveName(out) {
+		size, err = snap.WriteTarGzFile(out)
+	} else {
+		err = snap.WriteDir(out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: %v\n", err)
+		return report.ExitInternal
+	}
+
+	m := snap.Manifest
+	fmt.Fprintf(stdout, "wrote %s: %d files, %d symlinks, %d directories", out, m.Counts.Files, m.Counts.Symlinks, m.Counts.Dirs)
+	if size > 0 {
+		fmt.Fprintf(stdout, ", %s compressed", humanBytes(size))
+	}
+	if m.Redacted {
+		fmt.Fprint(stdout, ", redacted")
+	}
+	fmt.Fprintln(stdout)
+	if n := len(m.Unreadable); n > 0 {
+		fmt.Fprintf(stdout, "%d path(s) could not be read (listed in %s), e.g. %s: %s\n", n, snapshot.ManifestFile, m.Unreadable[0].Path, m.Unreadable[0].Reason)
+	}
+	if n := len(m.FactsUnavailable); n > 0 {
+		fmt.Fprintf(stdout, "%d fact(s) could not be gathered (listed in %s under \"unavailable\")\n", n, sysfs.FactsFile)
+	}
+	fmt.Fprintf(stdout, "replay it anywhere with: rdmadoctor --root %s --level 1\n", out)
+	if capErr != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: incomplete snapshot: %v\n", capErr)
+		return report.ExitInternal
+	}
+	return 0
+}
+
+// exerciseLevel1 runs what a level-1 diagnosis runs — the level-1 checks,
+// the inventory, the kernel release and host name of the report header — so
+// that the recording host sees every read a replay will make.
+func exerciseLevel1(opts checks.Options) snapshot.Exercise {
+	return func(ctx context.Context, h *sysfs.Host) ([]snapshot.CheckStatus, int) {
+		all, _ := checks.Select(nil)
+		var sel []*checks.Check
+		for _, c := range all {
+			if c.Level <= 1 {
+				sel = append(sel, c)
+			}
+		}
+		env := checks.NewEnv(h, opts)
+		rep := &report.Report{Level: 1}
+		rep.Host.Hostname = h.Hostname()
+		rep.Host.Kernel, _ = h.KernelRelease()
+		rep.Checks = checks.Run(ctx, env, sel)
+		rep.Inventory = checks.Inventory(env)
+		rep.Finish(false)
+		out := make([]snapshot.CheckStatus, 0, len(rep.Checks))
+		for _, c := range rep.Checks {
+			out = append(out, snapshot.CheckStatus{ID: c.ID, Status: string(c.Status)})
+		}
+		return out, rep.ExitCode
+	}
+}
+
+// liveVerbs asks the real libibverbs for its device list in the verbs child,
+// in the form the facts file records it.
+func liveVerbs(exe, lib string) snapshot.VerbsEnumerator {
+	return func(ctx context.Context) (*sysfs.VerbsEnumeration, error) {
+		if exe == "" {
+			return nil, errors.New("cannot find this program's executable to start the verbs child")
+		}
+		en, err := probe.Enumerate(ctx, exe, lib, 10*time.Second)
+		if en == nil {
+			if err == nil {
+				err = errors.New("the verbs child gave no answer")
+			}
+			return nil, err
+		}
+		return verbsFacts(en), nil
+	}
+}
+
+// verbsFacts turns the verbs child's answer into the facts file's form.
+func verbsFacts(en *probe.Enumeration) *sysfs.VerbsEnumeration {
+	v := &sysfs.VerbsEnumeration{
+		LibraryPath: en.LoadedFrom, LoadError: en.LoadError, Errno: en.ListErrnoName,
+		Devices: []sysfs.VerbsDevice{},
+	}
+	if v.LoadError == "" && len(en.MissingSymbols) > 0 {
+		v.LoadError = "the library lacks " + strings.Join(en.MissingSymbols, ", ")
+	}
+	for _, d := range en.Devices {
+		v.Devices = append(v.Devices, sysfs.VerbsDevice{Name: d.Name, NodeGUID: d.NodeGUID})
+	}
+	return v
+}
+
+// openRoot opens what --root names: a host directory (a fixture or an
+// unpacked snapshot), "/" for the live host, or a snapshot archive
+// (.tar.gz or .tar), which is checked and unpacked into a private
+// temporary directory that cleanup removes. cleanup is never nil on success
+// and closes the host too.
+func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
+	fi, err := os.Stat(root)
+	if err == nil && fi.Mode().IsRegular() {
+		dir, remove, err := snapshot.UnpackFile(root, snapshot.DefaultLimits)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := sysfs.Open(dir)
+		if err != nil {
+			remove()
+			return nil, nil, fmt.Errorf("snapshot %s: %w", root, err)
+		}
+		return h, func() { h.Close(); remove() }, nil
+	}
+	h, err := sysfs.Open(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, func() { h.Close() }, nil
+}
+
+// defaultSnapshotName is rdmadoctor-snapshot-HOST-20060102T150405Z.tar.gz.
+func defaultSnapshotName(host string, t time.Time) string {
+	host = strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, host)
+	if host == "" {
+		host = "host"
+	}
+	return filepath.Clean(fmt.Sprintf("rdmadoctor-snapshot-%s-%s.tar.gz", host, t.UTC().Format("20060102T150405Z")))
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,164 @@
+// Package snapshot captures a host's RDMA state into one directory or
+// .tar.gz, and unpacks such an archive safely for `--root`.
+//
+// What a snapshot holds is decided by the checks themselves: the capture
+// runs them on a recording sysfs.Host, then copies exactly the paths they
+// read — with every symlink met on the way, so sysfs's relative links
+// resolve the same — plus the host's non-file facts (sysfs.FactsFile) and a
+// manifest (ManifestFile). Replaying a snapshot is opening it as a host
+// root: the same checks, the same code, the same report.
+//
+// Capture is read-only and bounded: a deadline (the context), a size per
+// file and in total, a number of entries. A path it cannot read is written
+// down in the manifest, not fatal. Unpack refuses hostile archives.
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// Limits bound a capture and an unpack.
+type Limits struct {
+	MaxFileBytes        int64 // one file's content
+	MaxPlaceholderBytes int64 // a looked-at file kept as zeros of its size
+	MaxTotalBytes       int64 // all file contents
+	MaxEntries          int   // files, directories and symlinks
+	MaxListEntries      int   // names kept from one listed directory
+}
+
+// DefaultLimits are generous for any real host (a dual-port NIC snapshot is
+// a few hundred entries and well under a megabyte) and small enough that a
+// hostile archive cannot fill a disk.
+var DefaultLimits = Limits{
+	MaxFileBytes:        8 << 20, // the host reader's own limit
+	MaxPlaceholderBytes: 1 << 20,
+	MaxTotalBytes:       256 << 20,
+	MaxEntries:          50000,
+	MaxListEntries:      4096,
+}
+
+// Exercise runs the checks whose reads define the snapshot, on the
+// recording host h, and says what they found.
+type Exercise func(ctx context.Context, h *sysfs.Host) (checks []CheckStatus, exitCode int)
+
+// VerbsEnumerator asks the real libibverbs for its device list (in the
+// verbs child process) on the live host.
+type VerbsEnumerator func(ctx context.Context) (*sysfs.VerbsEnumeration, error)
+
+// Options configure a capture.
+type Options struct {
+	Exercise Exercise        // required
+	Verbs    VerbsEnumerator // live host only; nil records the enumeration as unavailable
+	Redact   bool
+	Version  string // the tool's version, for the manifest
+	Level    int    // the level of the exercised checks, for the manifest (default 1)
+	Limits   Limits // zero: DefaultLimits
+	Now      func() time.Time
+}
+
+// Snapshot is a captured host: the copied tree, the facts and the manifest.
+type Snapshot struct {
+	Tree     *Tree
+	Facts    *sysfs.Facts
+	Manifest *Manifest
+}
+
+// Capture runs opts.Exercise on h with recording on, then copies every path
+// it read from h's root, gathers the facts, and (with opts.Redact) rewrites
+// hostnames, addresses and GUIDs. The context's deadline bounds the whole
+// capture; when it passes during the copy the snapshot is returned with
+// Manifest.Complete false and the error.
+func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error) {
+	if opts.Exercise == nil {
+		return nil, fmt.Errorf("capture: no checks to exercise")
+	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	start := opts.Now()
+	uid, euid := processIDs()
+	man := &Manifest{
+		Schema: ManifestSchema, Tool: "rdmadoctor", Version: opts.Version, CapturedAt: start.UTC(),
+		Source: h.Root(), Live: h.Live(), UID: uid, EUID: euid, Redacted: opts.Redact,
+		Level: opts.Level, Complete: true,
+	}
+
+	h.Record()
+	man.Checks, man.ExitCode = opts.Exercise(ctx, h)
+	recorded := h.Recorded()
+
+	facts := h.GatherFacts()
+	if h.Live() {
+		gatherVerbs(ctx, facts, opts.Verbs)
+	}
+	man.Hostname = facts.Hostname
+	if man.Hostname == "" {
+		man.Hostname = h.Hostname()
+	}
+
+	c := &collector{ctx: ctx, src: h.Root(), lim: opts.Limits, tree: newTree(), man: man}
+	err := c.collect(recorded)
+	if err != nil {
+		man.Complete = false
+	}
+	if c.tree.Len() > opts.Limits.MaxEntries {
+		return nil, fmt.Errorf("capture: %d entries, more than the limit of %d", c.tree.Len(), opts.Limits.MaxEntries)
+	}
+	if len(facts.Unavailable) > 0 {
+		man.FactsUnavailable = facts.Unavailable
+	} else {
+		facts.Unavailable = nil
+	}
+	s := &Snapshot{Tree: c.tree, Facts: facts, Manifest: man}
+	if opts.Redact {
+		redactSnapshot(s)
+	}
+	man.count(s.Tree, len(recorded))
+	man.Duration = float64(opts.Now().Sub(start).Microseconds()) / 1000
+	return s, err
+}
+
+// gatherVerbs adds the libibverbs enumeration to the facts, or says why not.
+func gatherVerbs(ctx context.Context, f *sysfs.Facts, enum VerbsEnumerator) {
+	if f.Unavailable == nil {
+		f.Unavailable = map[string]string{}
+	}
+	if enum == nil {
+		f.Unavailable["libibverbs"] = "this build does not enumerate libibverbs devices during a capture"
+		return
+	}
+	v, err := enum(ctx)
+	if err != nil {
+		f.Unavailable["libibverbs"] = err.Error()
+		return
+	}
+	f.Libibverbs = v
+}
+
+// factsJSON and manifestJSON are the two files written at the top of a snapshot.
+func (s *Snapshot) factsJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(s.Facts, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", sysfs.FactsFile, err)
+	}
+	return append(b, '\n'), nil
+}
+
+func (s *Snapshot) manifestJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(s.Manifest, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", ManifestFile, err)
+	}
+	return append(b, '\n'), nil
+}
