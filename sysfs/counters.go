@@ -3,7 +3,10 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,19 +48,36 @@ func ParseCounter(s string) (uint64, error) {
 // maxCountersPerDir bounds how many files one counters directory may hold.
 const maxCountersPerDir = 512
 
-// PortCounters reads every file of ports/<port>/counters and hw_counters of
-// an RDMA device. Each file stands alone: one unreadable or malformed file
-// is an unknown counter, never an error for the rest. The returned errors
-// are directories that exist but could not be listed.
-func (h *Host) PortCounters(dev string, port int) ([]Counter, []error) {
+// PortCounters reads the files of ports/<port>/counters and hw_counters
+// under an RDMA device directory (the resolved /sys/devices path, or
+// /sys/class/infiniband/<dev>) whose names want accepts (nil: every file).
+// Each file stands alone: one unreadable or malformed file is an unknown
+// counter, never an error for the rest. The returned errors are directories
+// that exist but could not be listed.
+//
+// The port directory is opened once and every file read relative to it:
+// a host with a thousand VFs has tens of thousands of counter files, and a
+// path walk per file would cost more than the rest of level 1.
+func (h *Host) PortCounters(devDir string, port int, want func(name string) bool) ([]Counter, []error) {
+	portDir := path.Join(devDir, "ports", strconv.Itoa(port))
 	var out []Counter
 	var probs []error
+	pr, err := h.openDirRoot(portDir)
+	if err != nil {
+		if !IsNotExist(err) {
+			probs = append(probs, h.pathErr("open", portDir, err))
+		}
+		return nil, probs
+	}
+	defer pr.Close()
+	buf := make([]byte, attrReadSize)
 	for _, g := range []string{"counters", "hw_counters"} {
-		dir := path.Join(InfinibandClass, dev, "ports", strconv.Itoa(port), g)
-		names, err := h.ReadDir(dir)
+		dir := path.Join(portDir, g)
+		h.note(dir, AccessList)
+		names, gr, err := listRoot(pr, g)
 		if err != nil {
 			if !IsNotExist(err) {
-				probs = append(probs, err)
+				probs = append(probs, h.pathErr("list", dir, err))
 			}
 			continue
 		}
@@ -66,19 +86,18 @@ func (h *Host) PortCounters(dev string, port int) ([]Counter, []error) {
 			names = names[:maxCountersPerDir]
 		}
 		for _, n := range names {
+			if want != nil && !want(n) {
+				continue
+			}
 			p := path.Join(dir, n)
+			h.note(p, AccessRead)
 			c := Counter{Name: n, Group: g, Path: h.Display(p)}
-			s, err := h.ReadAttr(p)
+			s, err := readAttrIn(gr, n, buf)
 			switch {
 			case errors.Is(err, syscall.EINVAL):
 				c.Unknown = "EINVAL: the driver refused the read"
 			case err != nil:
-				var pe *PathError
-				if errors.As(err, &pe) {
-					c.Unknown = describeErr(pe.Err)
-				} else {
-					c.Unknown = err.Error()
-				}
+				c.Unknown = describeErr(unwrapPathError(err))
 			default:
 				v, perr := ParseCounter(s)
 				if perr != nil {
@@ -89,6 +108,53 @@ func (h *Host) PortCounters(dev string, port int) ([]Counter, []error) {
 			}
 			out = append(out, c)
 		}
+		gr.Close()
 	}
 	return out, probs
+}
+
+// openDirRoot opens a host directory as an os.Root: inside the fixture
+// root (so nothing escapes it), or directly on a live host.
+func (h *Host) openDirRoot(dir string) (*os.Root, error) {
+	if h.root == nil {
+		r, err := os.OpenRoot(path.Clean("/" + dir))
+		return r, unwrapPathError(err)
+	}
+	r, err := h.root.OpenRoot(rel(dir))
+	return r, unwrapPathError(err)
+}
+
+// listRoot opens the directory name below r and lists it, sorted.
+func listRoot(r *os.Root, name string) ([]string, *os.Root, error) {
+	sub, err := r.OpenRoot(name)
+	if err != nil {
+		return nil, nil, unwrapPathError(err)
+	}
+	f, err := sub.Open(".")
+	if err != nil {
+		sub.Close()
+		return nil, nil, unwrapPathError(err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		sub.Close()
+		return nil, nil, unwrapPathError(err)
+	}
+	sort.Strings(names)
+	return names, sub, nil
+}
+
+// readAttrIn reads a small attribute below r with one read(2), as ReadAttr does.
+func readAttrIn(r *os.Root, name string, buf []byte) (string, error) {
+	f, err := r.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(string(buf[:n]), "\n"), nil
 }

@@ -18,6 +18,10 @@ type Host struct {
 	Soft       []SoftDevice
 	Memlock    string // "unlimited" or bytes, soft and hard
 	CapIPCLock bool
+	// UserMemlock is the memlock default users' sessions get from
+	// /etc/security/limits.d/rdma.conf, in KiB or "unlimited" ("" = unlimited);
+	// "none" writes no file.
+	UserMemlock string
 	// Providers are the rdma-core providers installed ("mlx5", "rxe", …);
 	// nil means rdma-core is not installed at all.
 	Providers []string
@@ -109,7 +113,7 @@ func Build(h Host) *Tree {
 		for _, p := range n.Ports {
 			if p.Netdev != "" {
 				netdevs = append(netdevs, writeNetdev(t, path.Join(fnDir, "net"), p, len(netdevs)+1))
-				t.Facts.DCB[p.Netdev] = sysfs.DCB{Err: "EOPNOTSUPP"}
+				writeQoS(t, path.Join(fnDir, "net", p.Netdev), n, p) // net.go
 			}
 		}
 		if n.IBDev != "" {
@@ -421,6 +425,7 @@ Max nice priority         0                    0
 Max realtime priority     0                    0                    
 Max realtime timeout      unlimited            unlimited            us        
 `, ml, ml))
+	writeUserMemlock(t, h.UserMemlock) // net.go
 	capEff := "0000000000000000"
 	if h.CapIPCLock {
 		capEff = "000001ffffffffff"

@@ -1,0 +1,80 @@
+package checks_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+func TestCountersErrors(t *testing.T) {
+	cx5 := func(tree func(tr *sysfstest.Tree)) string {
+		tr := sysfstest.Build(sysfstest.CX5RoCE())
+		tree(tr)
+		return netTree(t, tr)
+	}
+	runNetCases(t, "counters.errors", []netCase{
+		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, contains: []string{"zero on 2 port(s)", "24 error counters read, all zero"}},
+		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Pass},
+		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass},
+		{name: "counters-saturated", dir: netFixture("counters-saturated"), status: report.Warn,
+			contains: []string{"link_downed = 255, saturated", "symbol_error = 65535, saturated", "port_rcv_errors = 12: packets received with errors", "--interval"}},
+		{name: "counters-na-no-pma", dir: netFixture("counters-na-no-pma"), status: report.Pass,
+			contains: []string{"unknown (N/A (no PMA)): excessive_buffer_overrun_errors", "mlx5_1 port 1: 13 error counters read"}},
+		{name: "every counter unknown", dir: cx5(func(tr *sysfstest.Tree) {
+			for _, d := range []string{"mlx5_0", "mlx5_1"} {
+				sysfstest.SetAllCounters(tr, d, 1, "counters", "N/A (no PMA)")
+				sysfstest.SetAllCounters(tr, d, 1, "hw_counters", "N/A (no PMA)")
+			}
+		}), status: report.Warn, contains: []string{"no error counter could be read"}},
+		{name: "malformed and binary counters are unknown", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "lots")
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "hw_counters", "out_of_buffer", "\x00\xff\x01")
+		}), status: report.Pass, contains: []string{`"lots": not a counter value`, "out_of_buffer"}},
+		{name: "hw counter nonzero", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_1", 1, "hw_counters", "out_of_sequence", "42")
+		}), status: report.Warn, contains: []string{"mlx5_1 port 1 out_of_sequence = 42: packets received out of sequence"}},
+		{name: "a 32-bit legacy counter at its maximum", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "port_rcv_errors", "65535")
+		}), status: report.Warn, contains: []string{"port_rcv_errors = 65535, saturated"}},
+	})
+}
+
+// A counter that rises between the two samples of --interval fails; one
+// that stays put does not.
+func TestCountersErrorsInterval(t *testing.T) {
+	dir := netTree(t, sysfstest.Build(sysfstest.CX6IB()))
+	still := netRun(t, dir, checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
+	if c := netResult(t, still, "counters.errors"); c.Status != report.Pass || !strings.Contains(c.Summary, "none rose in 100ms") {
+		t.Fatalf("steady counters: %s %q", c.Status, c.Summary)
+	}
+
+	f := filepath.Join(dir, "sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error")
+	if err := os.WriteFile(f, []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(150 * time.Millisecond) // after the first sample
+		os.WriteFile(f, []byte("19\n"), 0o644)
+	}()
+	r := netRun(t, dir, checks.Options{Interval: 600 * time.Millisecond}, "counters.errors")
+	<-done
+	c := netResult(t, r, "counters.errors")
+	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 12") {
+		t.Fatalf("rising counter: %s exit %d %q", c.Status, r.ExitCode, c.Summary)
+	}
+
+	// An interval longer than the check's deadline is shortened, not an error.
+	r = netRun(t, dir, checks.Options{Interval: time.Minute, CheckTimeout: 500 * time.Millisecond}, "counters.errors")
+	c = netResult(t, r, "counters.errors")
+	if c.Status == report.Error || !strings.Contains(strings.Join(c.Details, "\n"), "longer than the check's deadline") {
+		t.Fatalf("long interval: %s %q %v", c.Status, c.Summary, c.Details)
+	}
+}

@@ -1,0 +1,113 @@
+package checks_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// netCase is one expectation on one check of one host.
+type netCase struct {
+	name      string
+	dir       string // a host directory
+	opts      checks.Options
+	status    report.Status
+	exit      int    // exit code of the whole level-1 run (all checks)
+	rootCause string // "" = none
+	contains  []string
+}
+
+// netRun runs the level-1 checks (the named ones and their prerequisites,
+// or all) on a host directory and finishes the report as the command does.
+func netRun(tb testing.TB, dir string, opts checks.Options, ids ...string) *report.Report {
+	tb.Helper()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer h.Close()
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	sel, err := checks.Select(ids)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := checks.NewEnv(h, opts)
+	r := &report.Report{Checks: checks.Run(context.Background(), env, sel)}
+	r.Finish(false)
+	return r
+}
+
+func netResult(tb testing.TB, r *report.Report, id string) report.CheckResult {
+	tb.Helper()
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	tb.Fatalf("no result for %s", id)
+	return report.CheckResult{}
+}
+
+// netFixture is a committed fixture's directory.
+func netFixture(name string) string { return filepath.Join(hostsDir, name) }
+
+// netTree writes a generated tree to a temporary directory.
+func netTree(tb testing.TB, t *sysfstest.Tree) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "host")
+	if err := t.Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// runNetCases runs every case through the whole level-1 catalog and checks
+// the named check's status and text, the run's exit code and root cause.
+func runNetCases(t *testing.T, id string, cases []netCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := netRun(t, tc.dir, tc.opts)
+			c := netResult(t, r, id)
+			text := c.Summary + "\n" + c.Observed + "\n" + c.Expected + "\n" + strings.Join(c.Details, "\n") + "\n" + c.Remedy
+			if c.Status != tc.status {
+				t.Fatalf("%s status %s, want %s\n%s", id, c.Status, tc.status, text)
+			}
+			if r.ExitCode != tc.exit {
+				t.Errorf("exit %d, want %d (root cause %v)", r.ExitCode, tc.exit, deref(r.RootCause))
+			}
+			if deref(r.RootCause) != tc.rootCause {
+				t.Errorf("root cause %q, want %q", deref(r.RootCause), tc.rootCause)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(text, s) {
+					t.Errorf("%s result lacks %q:\n%s", id, s, text)
+				}
+			}
+			if c.Status != report.Skip && c.Expected == "" {
+				t.Errorf("%s %s: no expected value", id, c.Status)
+			}
+			if c.Status != report.Skip && c.Status != report.Error && c.Evidence == nil {
+				t.Errorf("%s %s: no evidence", id, c.Status)
+			}
+			if (c.Status == report.Fail || c.Status == report.Warn) && c.Remedy == "" {
+				t.Errorf("%s %s without a remedy", id, c.Status)
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,52 @@
+package checks_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+func TestRoCEConfig(t *testing.T) {
+	cx5 := func(edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
+		h := sysfstest.CX5RoCE()
+		if edit != nil {
+			edit(&h)
+		}
+		tr := sysfstest.Build(h)
+		if tree != nil {
+			tree(tr)
+		}
+		return netTree(t, tr)
+	}
+	runNetCases(t, "roce.config", []netCase{
+		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass,
+			contains: []string{"ens1f0np0: up, MTU 9000, 192.0.2.10/24 (RoCE active MTU 4096)", "2 RoCE v2", "default_roce_mode unknown (no rdma_cm configfs entry), judged from GID types"}},
+		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass, contains: []string{"rxe0 port 1 → enp0s3", "RoCE active MTU 1024"}},
+		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Skip, contains: []string{"no Ethernet ports"}},
+		{name: "roce-no-ip", dir: netFixture("roce-no-ip"), status: report.Fail, exit: 20, rootCause: "roce.config",
+			contains: []string{"netdev ens1f0np0 has no IP address", "ip addr add"}},
+		{name: "roce-v1-default", dir: netFixture("roce-v1-default"), status: report.Fail, exit: 20, rootCause: "roce.config",
+			contains: []string{`default_roce_mode is "IB/RoCE v1"`, "mlx5_1 port 1 → ens1f1np1", "default_roce_mode RoCE v2",
+				`echo "RoCE v2" > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode`}},
+		{name: "netdev down", dir: cx5(nil, func(tr *sysfstest.Tree) {
+			tr.Facts.Netdevs[2].AdminUp, tr.Facts.Netdevs[2].OperState = false, "down"
+		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"is down", "ip link set"}},
+		{name: "only RoCE v1 GIDs", dir: cx5(nil, func(tr *sysfstest.Tree) {
+			for p := range tr.Files {
+				if strings.Contains(p, "mlx5_1/ports/1/gid_attrs/types/") {
+					tr.Files[p] = "IB/RoCE v1\n"
+				}
+			}
+		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"only RoCE v1 GIDs", "0 RoCE v2, 4 v1"}},
+		{name: "small MTU warns", dir: cx5(func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), status: report.Warn,
+			contains: []string{"MTU 1000 allows a RoCE MTU of only 512"}},
+		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: 20,
+			rootCause: "roce.config", contains: []string{"netdevs unknown"}},
+	})
+	if got := checks.RoCEActiveMTU(1500); got != 1024 {
+		t.Errorf("RoCEActiveMTU(1500) = %d", got)
+	}
+}

@@ -1,0 +1,114 @@
+package sysfstest
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// RoCEPriority is the priority the fixtures make lossless: DSCP 26, the
+// RoCE default traffic class, maps to it (26 >> 3).
+const RoCEPriority = 3
+
+// mellanoxVFs are the ConnectX VF device IDs: VF netdevs have no DCB.
+var mellanoxVFs = map[uint16]bool{0x1014: true, 0x1016: true, 0x1018: true, 0x101a: true, 0x101c: true, 0x101e: true}
+
+// writeQoS records what a hardware netdev answers about lossless Ethernet.
+// An mlx5 physical function is configured the way a RoCE fabric wants it
+// (PFC on priority 3, trust dscp, ECN on): the DCB netlink answer in the
+// facts and MLNX_OFED's qos/trust and ecn files in sysfs. Every other
+// driver, and VFs, have no DCB: the kernel answers EOPNOTSUPP.
+func writeQoS(t *Tree, netdevDir string, n NIC, p Port) {
+	if n.Driver != "mlx5_core" || mellanoxVFs[n.Device] || p.LinkLayer != "Ethernet" {
+		t.Facts.DCB[p.Netdev] = sysfs.DCB{Err: sysfs.ErrNoDCB}
+		return
+	}
+	t.Facts.DCB[p.Netdev] = sysfs.DCB{PFCCap: 8, PFCEn: 1 << RoCEPriority, App: []sysfs.DCBApp{
+		{Selector: "dscp", Protocol: 26, Priority: RoCEPriority},
+		{Selector: "dscp", Protocol: 48, Priority: 6},
+	}}
+	t.Attr(path.Join(netdevDir, "qos", "trust"), "dscp")
+	for prio := 0; prio < 8; prio++ {
+		for _, point := range []string{"roce_np", "roce_rp"} {
+			t.Attr(path.Join(netdevDir, "ecn", point, "enable", fmt.Sprint(prio)), "1")
+		}
+	}
+}
+
+// writeUserMemlock writes the memlock default of users' sessions.
+func writeUserMemlock(t *Tree, v string) {
+	switch v {
+	case "none":
+		return
+	case "":
+		v = "unlimited"
+	}
+	t.File("/etc/security/limits.d/rdma.conf",
+		"# Let RDMA applications register (pin) as much memory as they need.\n"+
+			fmt.Sprintf("* soft memlock %s\n* hard memlock %s\n", v, v))
+}
+
+// NetDir is the /sys/devices directory of a netdev in the tree, found
+// through its /sys/class/net link ("" when there is none).
+func NetDir(t *Tree, ifname string) string {
+	l := path.Join("/sys/class/net", ifname)
+	target, ok := t.Links[l]
+	if !ok {
+		return ""
+	}
+	if path.IsAbs(target) {
+		return path.Clean(target)
+	}
+	return path.Join(path.Dir(l), target)
+}
+
+// SetPFC sets the PFC bitmap a netdev's DCB answer reports.
+func SetPFC(t *Tree, ifname string, bitmap uint8) {
+	d := t.Facts.DCB[ifname]
+	d.PFCEn = bitmap
+	t.Facts.DCB[ifname] = d
+}
+
+// SetECN switches MLNX_OFED's ECN enable file of one priority, for the
+// notification point ("roce_np") and/or the reaction point ("roce_rp").
+func SetECN(t *Tree, ifname string, prio int, on bool, points ...string) {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	for _, point := range points {
+		t.Attr(path.Join(NetDir(t, ifname), "ecn", point, "enable", fmt.Sprint(prio)), v)
+	}
+}
+
+// SetTrust writes MLNX_OFED's qos/trust of a netdev.
+func SetTrust(t *Tree, ifname, trust string) {
+	t.Attr(path.Join(NetDir(t, ifname), "qos", "trust"), trust)
+}
+
+// PortDir is ports/<n> of an RDMA device in the tree.
+func PortDir(t *Tree, dev string, port int) string {
+	l := path.Join("/sys/class/infiniband", dev)
+	target, ok := t.Links[l]
+	if !ok {
+		return ""
+	}
+	return path.Join(path.Dir(l), target, "ports", fmt.Sprint(port))
+}
+
+// SetCounter writes one counter file ("counters" or "hw_counters") of a port.
+func SetCounter(t *Tree, dev string, port int, group, name, value string) {
+	t.Attr(path.Join(PortDir(t, dev, port), group, name), value)
+}
+
+// SetAllCounters overwrites every file of a port's counter group.
+func SetAllCounters(t *Tree, dev string, port int, group, value string) {
+	dir := path.Join(PortDir(t, dev, port), group) + "/"
+	for p := range t.Files {
+		if strings.HasPrefix(p, dir) {
+			t.Files[p] = value + "\n"
+		}
+	}
+}
