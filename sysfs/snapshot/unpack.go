@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -172,7 +173,7 @@ func streamErr(name, after string, err error) error {
 		why = err.Error()
 	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
 		why = "the archive is corrupt (" + err.Error() + ")"
-	case errors.Is(err, tar.ErrHeader):
+	case errors.Is(err, tar.ErrHeader) || errors.As(err, new(flate.CorruptInputError)):
 		why = "the archive is corrupt (" + err.Error() + ")"
 	}
 	if after == "" {
@@ -210,12 +211,12 @@ func scan(open func() (io.ReadCloser, error), name string, lim Limits) ([]planne
 			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: err.Error()}
 		}
 		if len(plan) >= lim.MaxEntries {
-			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive, refused", lim.MaxEntries)}
+			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive", lim.MaxEntries)}
 		}
 		if p.kind == tar.TypeReg {
 			total += p.size
 			if total > lim.MaxTotalBytes {
-				return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("the files add up to more than %d bytes, refused", lim.MaxTotalBytes)}
+				return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("the files add up to more than %d bytes", lim.MaxTotalBytes)}
 			}
 			// Read the content through: a truncated archive must fail here.
 			if n, err := io.Copy(io.Discard, tr); err != nil || n != p.size {
@@ -253,13 +254,15 @@ func judge(h *tar.Header, kinds map[string]byte, lim Limits) (planned, error) {
 	}
 	p := planned{name: name, perm: fs.FileMode(h.Mode).Perm()}
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+		// A sparse file is judged by its full size, holes included: that is
+		// what it takes on disk once written.
 		p.kind = tar.TypeReg
 		if h.Size < 0 {
 			return planned{}, fmt.Errorf("negative size %d", h.Size)
 		}
 		if h.Size > lim.MaxFileBytes {
-			return planned{}, fmt.Errorf("declares %d bytes, more than the per-file limit of %d bytes, refused", h.Size, lim.MaxFileBytes)
+			return planned{}, fmt.Errorf("declares %d bytes, more than the per-file limit of %d bytes", h.Size, lim.MaxFileBytes)
 		}
 		p.size = h.Size
 	case tar.TypeDir:
@@ -277,31 +280,31 @@ func judge(h *tar.Header, kinds map[string]byte, lim Limits) (planned, error) {
 			return planned{}, fmt.Errorf("hard link to %q: %v", h.Linkname, err)
 		}
 		if kinds[src] != tar.TypeReg {
-			return planned{}, fmt.Errorf("hard link to %q, which is not a file earlier in the archive, refused", h.Linkname)
+			return planned{}, fmt.Errorf("hard link to %q, which is not a file earlier in the archive", h.Linkname)
 		}
 		p.link = src
 	case tar.TypeChar, tar.TypeBlock:
-		return planned{}, errors.New("device file, refused (a snapshot holds only files, directories and symlinks)")
+		return planned{}, errors.New("device file (a snapshot holds only files, directories and symlinks)")
 	case tar.TypeFifo:
-		return planned{}, errors.New("FIFO, refused (a snapshot holds only files, directories and symlinks)")
+		return planned{}, errors.New("FIFO (a snapshot holds only files, directories and symlinks)")
 	default:
-		return planned{}, fmt.Errorf("unsupported entry type %q, refused", string(h.Typeflag))
+		return planned{}, fmt.Errorf("unsupported entry type %q", string(h.Typeflag))
 	}
 	// Every parent must be a directory: never write through a symlink or
 	// below a file.
 	for d := path.Dir(name); d != "."; d = path.Dir(d) {
 		switch kinds[d] {
 		case tar.TypeSymlink:
-			return planned{}, fmt.Errorf("lies under the symlink %q, refused", d)
+			return planned{}, fmt.Errorf("lies under the symlink %q", d)
 		case tar.TypeReg, tar.TypeLink:
-			return planned{}, fmt.Errorf("lies under the file %q, refused", d)
+			return planned{}, fmt.Errorf("lies under the file %q", d)
 		}
 	}
 	if old, ok := kinds[name]; ok {
 		if old == tar.TypeDir && p.kind == tar.TypeDir {
 			return planned{}, nil
 		}
-		return planned{}, errors.New("appears twice in the archive, refused")
+		return planned{}, errors.New("appears twice in the archive")
 	}
 	kinds[name] = p.kind
 	for d := path.Dir(name); d != "."; d = path.Dir(d) {
@@ -322,11 +325,11 @@ func cleanName(n string) (string, error) {
 	case strings.ContainsRune(n, 0):
 		return "", errors.New("name holds a NUL byte")
 	case strings.HasPrefix(n, "/"):
-		return "", errors.New("absolute path, refused (entries must be relative to the snapshot root)")
+		return "", errors.New("absolute path (entries must be relative to the snapshot root)")
 	}
 	for _, el := range strings.Split(n, "/") {
 		if el == ".." {
-			return "", errors.New("path climbs out with \"..\", refused")
+			return "", errors.New("path climbs out with \"..\"")
 		}
 	}
 	c := path.Clean(n)
@@ -350,9 +353,9 @@ func checkSymlinkTarget(name, target string) error {
 	case strings.ContainsRune(target, 0):
 		return errors.New("symlink target holds a NUL byte")
 	case strings.HasPrefix(target, "/"):
-		return fmt.Errorf("symlink to the absolute path %q, outside the snapshot, refused", target)
+		return fmt.Errorf("symlink to the absolute path %q, outside the snapshot", target)
 	case escapesLexically(name, target):
-		return fmt.Errorf("symlink to %q leads outside the snapshot root, refused", target)
+		return fmt.Errorf("symlink to %q leads outside the snapshot root", target)
 	}
 	return nil
 }
@@ -375,7 +378,7 @@ func checkLinks(plan []planned, kinds map[string]byte) *linkError {
 			continue
 		}
 		if !resolvesInside(path.Dir(p.name), p.link, links) {
-			return &linkError{entry: p.name, reason: fmt.Sprintf("symlink to %q leads outside the snapshot root through other links, refused", p.link)}
+			return &linkError{entry: p.name, reason: fmt.Sprintf("symlink to %q leads outside the snapshot root through other links", p.link)}
 		}
 	}
 	return nil
@@ -431,7 +434,7 @@ func extract(open func() (io.ReadCloser, error), name, dest string, plan []plann
 	}
 	defer closer.Close()
 	changed := func(entry string) error {
-		return &UnpackError{Archive: name, Entry: entry, Reason: "the archive changed while it was being read, refused"}
+		return &UnpackError{Archive: name, Entry: entry, Reason: "the archive changed while it was being read"}
 	}
 	kinds := map[string]byte{}
 	w := &writer{root: root, made: map[string]bool{}}
