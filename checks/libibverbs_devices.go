@@ -1,0 +1,278 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "libibverbs.devices", Code: 17, Level: 1,
+		Title: "the real libibverbs lists every RDMA device the kernel has (ibv_devices)",
+		Needs: []string{"libibverbs.install", "uverbs.nodes"},
+		Explain: Explanation{
+			Judges: "Loads libibverbs.so.1 (or --libibverbs) in a child process with a deadline and calls ibv_get_device_list, as ibv_devices " +
+				"does, then compares the names (and node GUIDs) with /sys/class/infiniband. In a fixture or snapshot the answer comes from " +
+				"the facts file. No verbs resources are created.",
+			Why: "This is the first thing every RDMA application does. The library lists only devices whose provider it could load and whose " +
+				"uverbs node it could open; a device the kernel has but the library does not list is invisible to every application " +
+				"(\"No IB devices found\").",
+			Failures: []Failure{
+				{report.Fail, "the library does not load (the loader's message is shown)", "Install rdma-core's libibverbs for the distribution (`apt-get install libibverbs1 ibverbs-providers`, `dnf install libibverbs`, `zypper install libibverbs1 rdma-core`)."},
+				{report.Fail, "the file loaded as libibverbs.so.1 lacks verbs", "Remove the foreign or ancient libibverbs.so.1 the loader finds first (`ldconfig -p | grep libibverbs`, LD_LIBRARY_PATH)."},
+				{report.Fail, "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs", noUverbsFix},
+				{report.Fail, "the library lists fewer devices than the kernel: the provider of their driver did not load", "Install the provider package (`ibverbs-providers` on Debian/Ubuntu, `libibverbs` on RHEL/SUSE) or reinstall MLNX_OFED/DOCA-OFED."},
+				{report.Warn, "the library lists a device the kernel does not show, or another node GUID", "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`."},
+				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider with `strace -f ibv_devices`; update or remove it."},
+			},
+		},
+		Run: runLibibverbsDevices,
+	})
+}
+
+const noUverbsFix = "`modprobe ib_uverbs` (and the driver's RDMA module, e.g. mlx5_ib); add them to /etc/modules-load.d/rdma.conf. A kernel built " +
+	"without CONFIG_INFINIBAND_USER_ACCESS cannot run verbs applications at all."
+
+// verbsList is the library's device list, from the live child or from a
+// snapshot's facts file: the judgement is the same.
+type verbsList struct {
+	Library    string
+	LoadedFrom string
+	LoadError  string
+	Missing    []string // symbols the library lacks
+	ListErrno  string   // "ENOSYS" when ibv_get_device_list returned NULL
+	ListError  string
+	Devices    []listedDevice
+	Warnings   []string // what the library printed
+	Providers  []string
+}
+
+type listedDevice struct {
+	Name, GUID, Uverbs string
+}
+
+func listFromProbe(en *probe.Enumeration) verbsList {
+	l := verbsList{Library: en.Library, LoadedFrom: en.LoadedFrom, LoadError: en.LoadError, Missing: en.MissingSymbols,
+		ListErrno: en.ListErrnoName, ListError: en.ListError, Warnings: en.Warnings, Providers: en.Providers}
+	if l.ListErrno == "" && en.ListErrno != 0 {
+		l.ListErrno = fmt.Sprintf("errno %d", en.ListErrno)
+	}
+	for _, d := range en.Devices {
+		l.Devices = append(l.Devices, listedDevice{Name: d.Name, GUID: d.NodeGUID, Uverbs: d.UverbsDev})
+	}
+	return l
+}
+
+func listFromFacts(f *sysfs.VerbsEnumeration) verbsList {
+	l := verbsList{Library: f.LibraryPath, LoadedFrom: f.LibraryPath, LoadError: f.LoadError, ListErrno: f.Errno}
+	if l.ListErrno != "" {
+		l.ListError = "ibv_get_device_list: " + f.Errno
+	}
+	for _, d := range f.Devices {
+		l.Devices = append(l.Devices, listedDevice{Name: d.Name, GUID: d.NodeGUID})
+	}
+	return l
+}
+
+func runLibibverbsDevices(ctx context.Context, env *Env) Result {
+	h := env.Host
+	var list verbsList
+	if h.Live() {
+		en, err := env.verbsEnumeration(ctx)
+		if err != nil {
+			r := errorf("could not enumerate through libibverbs: %v", err)
+			r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run `strace -f ibv_devices` " +
+				"to see which provider library it loads last, and update or remove that provider."
+			if en != nil && len(en.Warnings) > 0 {
+				r.Details = append(r.Details, en.Warnings...)
+			}
+			return r
+		}
+		list = listFromProbe(en)
+	} else {
+		f, err := h.RecordedVerbs()
+		if err != nil {
+			return errorf("no libibverbs enumeration in the snapshot: %v", err)
+		}
+		list = listFromFacts(f)
+	}
+	s := env.Survey()
+	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
+		return errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+	}
+	family, pretty := "", ""
+	if osr, err := h.OSRelease(); err == nil {
+		family, pretty = osr.Family(), osr.PrettyName
+	}
+	netns := ""
+	if m, err := h.RDMASystem(); err == nil {
+		netns = m.NetnsMode
+	}
+	mods, _ := h.ReadModules()
+	loaded := func(m string) bool {
+		if mods == nil {
+			return false
+		}
+		st := mods.State(m)
+		return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
+	}
+	driverOf := func(d sysfs.RDMADevice) *Driver {
+		if d.Software || d.PCIAddr == "" {
+			return softwareDriver(d.Name, loaded)
+		}
+		return DriverByPCI(d.Driver)
+	}
+	return judgeVerbsDevices(s.Devices, list, family, pretty, netns, driverOf)
+}
+
+// judgeVerbsDevices compares the library's list with the kernel's devices.
+func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, netns string, driverOf func(sysfs.RDMADevice) *Driver) Result {
+	lib := firstOr([]string{l.LoadedFrom}, "")
+	if lib == "" {
+		lib = firstOr([]string{l.Library}, LibibverbsSoname)
+	}
+	ev := map[string]any{
+		"library": l.Library, "loaded_from": l.LoadedFrom, "devices": nonNilListed(l.Devices),
+	}
+	if len(l.Warnings) > 0 {
+		ev["library_messages"] = l.Warnings
+	}
+	if len(l.Providers) > 0 {
+		ev["providers_loaded"] = l.Providers
+	}
+	expected := "ibv_get_device_list lists every device in /sys/class/infiniband"
+	switch {
+	case l.LoadError != "":
+		ev["load_error"] = l.LoadError
+		r := fail(fmt.Sprintf("%s could not be loaded: %s", firstOr([]string{l.Library}, LibibverbsSoname), l.LoadError))
+		r.Observed, r.Expected, r.Evidence = "not loadable", expected, ev
+		r.Remedy = installLibRemedy(family, pretty)
+		return r
+	case len(l.Missing) > 0:
+		ev["missing_symbols"] = l.Missing
+		r := fail(fmt.Sprintf("%s is not a usable libibverbs: it lacks %d verb(s): %s", lib, len(l.Missing), strings.Join(l.Missing, ", ")))
+		r.Observed, r.Expected, r.Evidence = "wrong library", expected, ev
+		r.Remedy = "The file the loader finds first as " + LibibverbsSoname + " is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
+			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibRemedy(family, pretty)
+		return r
+	case l.ListErrno != "":
+		ev["list_errno"] = l.ListErrno
+		r := fail(fmt.Sprintf("ibv_get_device_list returned NULL with %s", l.ListErrno))
+		r.Observed, r.Expected, r.Evidence = "NULL, "+l.ListErrno, expected, ev
+		if l.ListErrno == "ENOSYS" {
+			r.Summary += ": the kernel has no uverbs (no InfiniBand user access)"
+			r.Remedy = noUverbsFix
+		} else {
+			r.Remedy = genericVerbsFix
+		}
+		r.Details = l.Warnings
+		return r
+	}
+
+	listed := map[string]listedDevice{}
+	for _, d := range l.Devices {
+		listed[d.Name] = d
+	}
+	inKernel := map[string]bool{}
+	var (
+		missing, mismatched, details []string
+		remedies                     []string
+	)
+	details = append(details, fmt.Sprintf("%-16s %-20s %s", "device", "node GUID", "library"))
+	for _, k := range kernel {
+		inKernel[k.Name] = true
+		d, ok := listed[k.Name]
+		if !ok {
+			what := fmt.Sprintf("%s: in the kernel, not listed by the library", k.Name)
+			if drv := driverOf(k); drv != nil {
+				drvName := drv.PCIDriver
+				if drvName == "" {
+					drvName = drv.RDMAModule()
+				}
+				what = fmt.Sprintf("%s (driver %s): the library did not load its provider lib%s-rdmav*.so", k.Name, drvName, drv.Provider)
+				for _, w := range l.Warnings {
+					if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
+						what += " — the library said: " + w
+						break
+					}
+				}
+				remedies = appendUnique(remedies, installProviderRemedy(family))
+			} else {
+				what += fmt.Sprintf(" (driver %q has no known provider)", k.Driver)
+			}
+			missing = append(missing, what)
+			details = append(details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
+			continue
+		}
+		details = append(details, fmt.Sprintf("%-16s %-20s %s", k.Name, firstOr([]string{d.GUID}, k.NodeGUID), "listed"))
+		if d.GUID != "" && k.NodeGUID != "" && normGUID(d.GUID) != normGUID(k.NodeGUID) {
+			mismatched = append(mismatched, fmt.Sprintf("%s: node GUID %s in the library, %s in sysfs", k.Name, d.GUID, k.NodeGUID))
+		}
+	}
+	var extra []string
+	for _, d := range l.Devices {
+		if !inKernel[d.Name] {
+			extra = append(extra, d.Name)
+			details = append(details, fmt.Sprintf("%-16s %-20s %s", d.Name, d.GUID, "listed, not in the kernel"))
+		}
+	}
+	sort.Strings(extra)
+	ev["missing"] = nonNil(missing)
+	details = append(details, l.Warnings...)
+	observed := fmt.Sprintf("%d of %d kernel device(s) listed", len(kernel)-len(missing), len(kernel))
+
+	var r Result
+	switch {
+	case len(kernel) == 0 && len(l.Devices) == 0:
+		r = skip("the kernel has no RDMA device, and the library lists none")
+	case len(missing) > 0:
+		r = fail(fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", len(kernel)-len(missing), len(kernel), strings.Join(missing, "; ")))
+		if len(l.Devices) == 0 && netns == "exclusive" {
+			details = append(details, "RDMA netns mode is exclusive: a device is visible only in its own network namespace")
+		}
+		r.Remedy = strings.Join(remedies, "\n")
+		if r.Remedy == "" {
+			r.Remedy = installProviderRemedy(family)
+		}
+	case len(extra) > 0 || len(mismatched) > 0:
+		var parts []string
+		if len(extra) > 0 {
+			parts = append(parts, "the library lists device(s) the kernel does not show: "+strings.Join(extra, ", "))
+		}
+		parts = append(parts, mismatched...)
+		r = warn(strings.Join(parts, "; "))
+		r.Remedy = "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`, and keep one libibverbs."
+	default:
+		var names []string
+		for _, k := range kernel {
+			names = append(names, fmt.Sprintf("%s (%s)", k.Name, firstOr([]string{listed[k.Name].GUID}, k.NodeGUID)))
+		}
+		r = pass(fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(kernel), strings.Join(names, ", ")))
+	}
+	r.Observed, r.Expected = observed, expected
+	r.Details = details
+	r.Evidence = ev
+	return r
+}
+
+func normGUID(g string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(g, "0x"), ":", ""))
+}
+
+func nonNilListed(d []listedDevice) []map[string]string {
+	out := []map[string]string{}
+	for _, x := range d {
+		m := map[string]string{"name": x.Name, "node_guid": x.GUID}
+		if x.Uverbs != "" {
+			m["uverbs"] = x.Uverbs
+		}
+		out = append(out, m)
+	}
+	return out
+}

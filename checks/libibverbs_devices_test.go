@@ -1,0 +1,183 @@
+package checks
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func TestJudgeVerbsDevices(t *testing.T) {
+	mlx := sysfs.RDMADevice{Name: "mlx5_0", PCIAddr: "0000:3b:00.0", Driver: "mlx5_core", NodeGUID: "0c42:a103:0065:d4e2"}
+	mlx1 := sysfs.RDMADevice{Name: "mlx5_1", PCIAddr: "0000:3b:00.1", Driver: "mlx5_core", NodeGUID: "0c42:a103:0065:d4e3"}
+	rxe := sysfs.RDMADevice{Name: "rxe0", Software: true, NodeGUID: "ccbe:95ff:fe70:d640"}
+	listed := func(ds ...sysfs.RDMADevice) []listedDevice {
+		var out []listedDevice
+		for _, d := range ds {
+			out = append(out, listedDevice{Name: d.Name, GUID: d.NodeGUID})
+		}
+		return out
+	}
+	driverOf := func(d sysfs.RDMADevice) *Driver {
+		if d.Software {
+			return softwareDriver(d.Name, nil)
+		}
+		return DriverByPCI(d.Driver)
+	}
+	cases := []struct {
+		name     string
+		kernel   []sysfs.RDMADevice
+		list     verbsList
+		family   string
+		netns    string
+		status   report.Status
+		contains []string
+		remedy   string
+	}{
+		{name: "all listed", kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
+			status: report.Pass, contains: []string{"lists all 2 kernel device(s)", "mlx5_0 (0c42:a103:0065:d4e2)", "rxe0 (ccbe:95ff:fe70:d640)"}},
+		{name: "library absent", kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+			list:   verbsList{Library: "libibverbs.so.1", LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory"},
+			status: report.Fail, contains: []string{"could not be loaded", "cannot open shared object file"}, remedy: "apt-get install libibverbs1"},
+		{name: "library absent on RHEL", kernel: []sysfs.RDMADevice{mlx}, family: "rhel",
+			list:   verbsList{LoadError: "libibverbs.so.1: cannot open shared object file"},
+			status: report.Fail, remedy: "dnf install libibverbs"},
+		{name: "wrong library", kernel: []sysfs.RDMADevice{mlx},
+			list:   verbsList{Library: "libibverbs.so.1", LoadedFrom: "/opt/x/libibverbs.so.1", Missing: []string{"ibv_get_device_list", "ibv_open_device"}},
+			status: report.Fail, contains: []string{"/opt/x/libibverbs.so.1 is not a usable libibverbs", "lacks 2 verb(s)", "ibv_open_device"}, remedy: "ldconfig -p"},
+		{name: "ENOSYS", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOSYS"},
+			status: report.Fail, contains: []string{"NULL with ENOSYS", "the kernel has no uverbs"}, remedy: "modprobe ib_uverbs"},
+		{name: "other errno", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
+			status: report.Fail, contains: []string{"NULL with ENOMEM"}},
+		{name: "provider missing for one driver", kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
+			list: verbsList{Devices: listed(rxe), Warnings: []string{
+				"libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: cannot open shared object file"}},
+			status: report.Fail, contains: []string{"lists 1 of the kernel's 3", "mlx5_0 (driver mlx5_core): the library did not load its provider libmlx5-rdmav*.so",
+				"the library said: libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'"}, remedy: "apt-get install ibverbs-providers"},
+		{name: "empty list in exclusive netns", kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{},
+			status: report.Fail, contains: []string{"netns mode is exclusive"}},
+		{name: "software device without provider", kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
+			status: report.Fail, contains: []string{"rxe0 (driver rdma_rxe): the library did not load its provider librxe-rdmav*.so"}},
+		{name: "unknown driver", kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
+			status: report.Fail, contains: []string{`driver "foo" has no known provider`}},
+		{name: "extra device", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: append(listed(mlx), listedDevice{Name: "mlx5_7"})},
+			status: report.Warn, contains: []string{"does not show: mlx5_7"}},
+		{name: "GUID differs", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0c42:a103:0065:0000"}}},
+			status: report.Warn, contains: []string{"node GUID 0c42:a103:0065:0000 in the library, 0c42:a103:0065:d4e2 in sysfs"}},
+		{name: "GUID formats compare equal", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0C42A1030065D4E2"}}},
+			status: report.Pass},
+		{name: "nothing anywhere", list: verbsList{}, status: report.Skip},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := judgeVerbsDevices(c.kernel, c.list, c.family, "", c.netns, driverOf)
+			if r.Status != c.status {
+				t.Fatalf("status %s, want %s: %s", r.Status, c.status, r.Summary)
+			}
+			text := r.Summary + "\n" + strings.Join(r.Details, "\n")
+			for _, w := range c.contains {
+				if !strings.Contains(text, w) {
+					t.Errorf("result does not say %q:\n%s", w, text)
+				}
+			}
+			if c.remedy != "" && !strings.Contains(r.Remedy, c.remedy) {
+				t.Errorf("remedy %q does not say %q", r.Remedy, c.remedy)
+			}
+			if r.Status != report.Pass && r.Status != report.Skip && r.Remedy == "" {
+				t.Errorf("a %s without a remedy", r.Status)
+			}
+		})
+	}
+}
+
+func TestListFromProbe(t *testing.T) {
+	l := listFromProbe(&probe.Enumeration{Library: "libibverbs.so.1", ListErrno: 38,
+		Devices: []probe.EnumDevice{{Name: "rxe0", NodeGUID: "ccbe:95ff:fe70:d640", UverbsDev: "uverbs0"}}})
+	if l.ListErrno != "errno 38" || len(l.Devices) != 1 || l.Devices[0].Uverbs != "uverbs0" {
+		t.Fatalf("%+v", l)
+	}
+	f := listFromFacts(&sysfs.VerbsEnumeration{Errno: "ENOSYS"})
+	if f.ListErrno != "ENOSYS" || !strings.Contains(f.ListError, "ENOSYS") {
+		t.Fatalf("%+v", f)
+	}
+}
+
+// On a snapshot the answer is the facts file's.
+func TestLibibverbsDevicesFromFacts(t *testing.T) {
+	for name, want := range map[string]report.Status{
+		"rxe-softroce":       report.Pass,
+		"cx5-roce-healthy":   report.Pass,
+		"libibverbs-missing": report.Fail,
+	} {
+		h, err := sysfs.Open(filepath.Join("..", "testdata", "hosts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := NewEnv(h, Options{Level: 1})
+		r := runLibibverbsDevices(context.Background(), env)
+		h.Close()
+		if r.Status != want {
+			t.Errorf("%s: %s, want %s: %s", name, r.Status, want, r.Summary)
+		}
+	}
+}
+
+// fakeVerbs is a VerbsRunner that answers from memory.
+type fakeVerbs struct {
+	enum    *probe.Enumeration
+	enumErr error
+	results *probe.Results
+	calls   int
+}
+
+func (f *fakeVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
+	f.calls++
+	return f.enum, f.enumErr
+}
+
+func (f *fakeVerbs) Probe(context.Context, []probe.Target) *probe.Results {
+	f.calls++
+	return f.results
+}
+
+func TestVerbsEnumerationRunsOnce(t *testing.T) {
+	env := NewEnv(sysfs.OpenLive(), Options{Level: 1})
+	f := &fakeVerbs{enum: &probe.Enumeration{Devices: []probe.EnumDevice{}}}
+	UseVerbs(env, f)
+	for i := 0; i < 3; i++ {
+		if _, err := env.verbsEnumeration(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.calls != 1 {
+		t.Fatalf("the enumeration ran %d times", f.calls)
+	}
+}
+
+func TestVerbsEnumerationWaitHonoursDeadline(t *testing.T) {
+	env := NewEnv(sysfs.OpenLive(), Options{Level: 1})
+	block := make(chan struct{})
+	defer close(block)
+	UseVerbs(env, blockingVerbs{block})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := env.verbsEnumeration(ctx); err == nil || !strings.Contains(err.Error(), "waiting for the verbs child") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+type blockingVerbs struct{ block chan struct{} }
+
+func (b blockingVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
+	<-b.block
+	return nil, nil
+}
+
+func (b blockingVerbs) Probe(context.Context, []probe.Target) *probe.Results {
+	<-b.block
+	return nil
+}

@@ -1,0 +1,98 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "probe.cq_overflow", Code: 33, Level: 2,
+		Title: "an overrun completion queue raises IBV_EVENT_CQ_ERR instead of losing completions silently",
+		Needs: []string{"verbs.qp_state"},
+		Explain: Explanation{
+			Judges: "On every ACTIVE port a send CQ is created with cqe=1 (what the provider granted is reported), its RC QP connected to a peer " +
+				"whose receive CQ is large, and more signaled SENDs than the CQ holds are posted without polling it. The context's async fd " +
+				"(non-blocking, polled with a deadline, every event acked) must report IBV_EVENT_CQ_ERR for that CQ. retry_cnt is 3 so nothing " +
+				"retries forever. Fail: completions were lost and no event came.",
+			Why: "An application whose CQ is too small loses completions; the only signal it gets is IBV_EVENT_CQ_ERR on the async fd. " +
+				"A stack that drops completions without that event turns a sizing bug into silent hangs.",
+			Failures: []Failure{
+				{report.Fail, "completions were lost and no IBV_EVENT_CQ_ERR came", cqSizingRule + " " + providerStateFix},
+				{report.Error, "the CQ could not be overrun (the SENDs did not arrive, or the provider grew the CQ)", cqSizingRule},
+				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+			},
+		},
+		Run: func(ctx context.Context, env *Env) Result {
+			return runLevel2(ctx, env, probe.CQOverflow, judgeCQOverflow)
+		},
+	})
+}
+
+// cqSizingRule is the true rule (RDMA-FACTS): only work completions go to
+// a CQ, and it must hold every one that can be outstanding.
+const cqSizingRule = "Size every CQ for all the completions that can be outstanding on it: cqe ≥ the sum, over the QPs that use it, of " +
+	"max_send_wr (signaled sends) and max_recv_wr, plus what the application leaves unpolled; read ibv_cq->cqe for what was granted, and " +
+	"watch the async fd (ibv_get_async_event) for IBV_EVENT_CQ_ERR, after which the CQ is unusable."
+
+// judgeCQOverflow judges probe.cq_overflow on one port.
+func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+	r := pr.CQOverflow
+	if r == nil {
+		return portVerdict{}, false
+	}
+	if r.Skipped != "" {
+		return skippedVerdict(label, &r.Probe), true
+	}
+	ev := map[string]any{
+		"cqe_asked": r.CQEAsked, "cqe_granted": r.CQEGranted, "sends_posted": r.SendsPosted, "retry_cnt": r.RetryCnt,
+		"cq_err_events": r.CQErrOnCQ, "events": r.Events, "completions_polled": r.Completions, "completions_lost": r.Lost,
+		"qp_state_after": r.QPStateAfter, "waited_ms": r.WaitedMS, "duration_ms": r.Millis,
+	}
+	if r.PollError != "" {
+		ev["poll_error"] = r.PollError
+	}
+	const judged = "IBV_EVENT_CQ_ERR for the overrun CQ"
+	if st := firstFailure(&r.Probe, judged); st != nil {
+		ev["failed_step"] = st
+		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {
+			v.remedy = rtrFix
+		} else {
+			v.remedy = resourcesRemedy(st)
+		}
+		return v, true
+	}
+	details := []string{fmt.Sprintf("cqe asked 1, granted %d; %d signaled SENDs posted; %d completion(s) polled, %d lost; %d IBV_EVENT_CQ_ERR; QP after: %s",
+		r.CQEGranted, r.SendsPosted, r.Completions, r.Lost, r.CQErrOnCQ, firstOr([]string{r.QPStateAfter}, "unknown"))}
+	if r.PollError != "" {
+		details = append(details, "polling the overrun CQ: "+r.PollError)
+	}
+	for _, e := range r.Events {
+		details = append(details, fmt.Sprintf("event %s on %s after %.1f ms (acked)", e.Type, e.Object, e.AfterMS))
+	}
+	var judgement *probe.Step
+	for i := range r.Steps {
+		if r.Steps[i].Name == judged {
+			judgement = &r.Steps[i]
+		}
+	}
+	switch {
+	case r.CQErrOnCQ > 0:
+		return portVerdict{status: report.Pass, evidence: ev, details: details,
+			line: fmt.Sprintf("%s: a CQ granted %d entries, overrun by %d signaled SENDs, raised IBV_EVENT_CQ_ERR (%d event(s), %d completion(s) lost)",
+				label, r.CQEGranted, r.SendsPosted, r.CQErrOnCQ, r.Lost)}, true
+	case r.Lost > 0:
+		return portVerdict{status: report.Fail, evidence: ev, details: details, remedy: cqSizingRule,
+			line: fmt.Sprintf("%s: %d of %d completions were lost and no IBV_EVENT_CQ_ERR came within %.0f ms", label, r.Lost, r.SendsPosted, r.WaitedMS)}, true
+	case judgement != nil && judgement.Error != "":
+		return portVerdict{status: report.Error, evidence: ev, details: details, remedy: cqSizingRule,
+			line: fmt.Sprintf("%s: could not overrun the CQ: %s", label, judgement.Error)}, true
+	}
+	return portVerdict{status: report.Error, evidence: ev, details: details,
+		line: fmt.Sprintf("%s: the probe did not reach its judgement", label)}, true
+}

@@ -1,0 +1,146 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "probe.destroy_order", Code: 34, Level: 2,
+		Title: "freeing verbs objects in the wrong order is refused, a stale lkey completes in error, the right order frees everything",
+		Needs: []string{"verbs.qp_state"},
+		Explain: Explanation{
+			Judges: "On every ACTIVE port, with two connected RC QPs alive: ibv_dealloc_pd must fail with EBUSY, ibv_destroy_cq of a CQ a QP " +
+				"uses must fail with EBUSY; an MR is deregistered (which succeeds: nothing ties a QP to an MR) and a SEND whose SGE uses its " +
+				"lkey must complete in error (the status is recorded: LOC_QP_OP_ERR on rxe, LOC_PROT_ERR elsewhere). Then QPs → MRs → CQs → " +
+				"PD → context are destroyed, each must succeed, and the device's RDMA netlink resource counts (`rdma resource`) must be back " +
+				"where they were before the probe opened the device.",
+			Why: "A stack that frees a PD or a CQ under a live QP lets a buggy application corrupt kernel state; one that completes a SEND " +
+				"through a deregistered key reads freed memory; one whose counts do not come back leaks kernel resources on every job.",
+			Failures: []Failure{
+				{report.Fail, "ibv_dealloc_pd or ibv_destroy_cq succeeded under a live QP", providerStateFix},
+				{report.Fail, "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", "The device did not check the memory key: update the firmware and the driver and report it to the vendor."},
+				{report.Fail, "a destroy in the right order failed, or the resource counts did not return to their baseline", leakFix},
+				{report.Warn, "a refusal came with another errno than EBUSY, or the resource counts could not be read", leakFix},
+				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+			},
+		},
+		Run: func(ctx context.Context, env *Env) Result {
+			return runLevel2(ctx, env, probe.DestroyOrder, judgeDestroyOrder)
+		},
+	})
+}
+
+const leakFix = "Destroy in the order QPs → MRs/MWs → CQs/SRQs → PD → context (`ibv_destroy_qp`, `ibv_dereg_mr`, `ibv_destroy_cq`, `ibv_dealloc_pd`, " +
+	"`ibv_close_device`); ack every async and CQ event first — every ibv_destroy_* waits for those acks. Counts that stay up after the probe closed " +
+	"its context mean the kernel driver leaks: read `rdma resource show` and `dmesg`, and update the driver."
+
+// judgeDestroyOrder judges probe.destroy_order on one port.
+func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+	r := pr.DestroyOrder
+	if r == nil {
+		return portVerdict{}, false
+	}
+	if r.Skipped != "" {
+		return skippedVerdict(label, &r.Probe), true
+	}
+	ev := map[string]any{
+		"dealloc_pd_live_qp_errno": r.DeallocPDLiveQP, "destroy_cq_live_qp_errno": r.DestroyCQLiveQP,
+		"stale_post_errno": r.StalePostErrno, "stale_status": r.StaleStatus, "stale_status_code": r.StaleStatusCode,
+		"teardown_ok": r.TeardownOK, "counts_before": r.CountsBefore, "counts_during": r.CountsDuring,
+		"counts_after": r.CountsAfter, "duration_ms": r.Millis,
+	}
+	if r.CountsError != "" {
+		ev["counts_error"] = r.CountsError
+	}
+	const (
+		pdStep = "ibv_dealloc_pd while QPs use it"
+		cqStep = "ibv_destroy_cq while QP A uses it"
+	)
+	var (
+		fails, warns, details []string
+	)
+	refusal := func(what string, errno int, ran bool) {
+		switch {
+		case !ran:
+		case errno == 0:
+			fails = append(fails, what+" succeeded under a live QP; a correct stack refuses it with EBUSY")
+		case errno != 16:
+			warns = append(warns, fmt.Sprintf("%s was refused with errno %d instead of EBUSY", what, errno))
+		}
+	}
+	refusal("ibv_dealloc_pd", r.DeallocPDLiveQP, hasStep(&r.Probe, pdStep))
+	refusal("ibv_destroy_cq", r.DestroyCQLiveQP, hasStep(&r.Probe, cqStep))
+	if st := firstFailure(&r.Probe, pdStep, cqStep); st != nil {
+		ev["failed_step"] = st
+		fails = append(fails, stepText(st))
+	}
+	switch {
+	case r.StaleStatus != "":
+		details = append(details, fmt.Sprintf("SEND through the deregistered MR's lkey completed with %s (%d)", r.StaleStatus, r.StaleStatusCode))
+	case r.StalePostErrno != 0:
+		details = append(details, fmt.Sprintf("SEND through the deregistered MR's lkey was refused at post (errno %d)", r.StalePostErrno))
+	}
+	countsOK := false
+	switch {
+	case r.CountsError != "":
+		warns = append(warns, "resource counts not verified: "+r.CountsError)
+	case r.CountsAfter != nil:
+		details = append(details, "rdma resource counts: before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
+		countsOK = true
+	}
+	v := portVerdict{evidence: ev, details: details}
+	switch {
+	case len(fails) > 0:
+		v.status = report.Fail
+		v.line = fmt.Sprintf("%s: %s", label, strings.Join(fails, "; "))
+		v.remedy = leakFix
+		if strings.Contains(v.line, "succeeded under a live QP") {
+			v.remedy = providerStateFix
+		}
+	case len(warns) > 0:
+		v.status = report.Warn
+		v.line = fmt.Sprintf("%s: %s", label, strings.Join(warns, "; "))
+		v.remedy = leakFix
+	default:
+		v.status = report.Pass
+		stale := r.StaleStatus
+		if stale == "" {
+			stale = "a refused post"
+		}
+		v.line = fmt.Sprintf("%s: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with %s; teardown in order freed everything",
+			label, stale)
+		if countsOK {
+			v.line += " (resource counts back to baseline)"
+		}
+	}
+	return v, true
+}
+
+func hasStep(p *probe.Probe, name string) bool {
+	for _, s := range p.Steps {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtCounts(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

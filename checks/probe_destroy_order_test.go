@@ -1,0 +1,58 @@
+package checks
+
+import (
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func TestJudgeDestroyOrder(t *testing.T) {
+	runVerdictCases(t, judgeDestroyOrder, []verdictCase{
+		{name: "healthy rxe", status: report.Pass,
+			contains: []string{"refused with EBUSY", "stale-lkey SEND completed with IBV_WC_LOC_QP_OP_ERR", "resource counts back to baseline",
+				"before cq 1, ctx 0, mr 0, pd 1, qp 1; during cq 3, ctx 1, mr 2, pd 2, qp 3"}},
+		{name: "PD freed under a live QP", status: report.Fail, remedy: "qp_state_table",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.DeallocPDLiveQP = 0
+				st := step(t, &r.Probe, "ibv_dealloc_pd while QPs use it")
+				st.OK, st.Errno, st.ErrnoName, st.Error = false, 0, "", "ibv_dealloc_pd while QPs use it succeeded; a correct stack refuses it with EBUSY"
+			},
+			contains: []string{"ibv_dealloc_pd succeeded under a live QP"}},
+		{name: "CQ refused with another errno", status: report.Warn, remedy: "Destroy in the order",
+			edit: func(pr *probe.PortResult) {
+				pr.DestroyOrder.DestroyCQLiveQP = 22
+				failStep(step(t, &pr.DestroyOrder.Probe, "ibv_destroy_cq while QP A uses it"), 22, "EINVAL", "ibv_destroy_cq: EINVAL", "")
+			},
+			contains: []string{"ibv_destroy_cq was refused with errno 22 instead of EBUSY"}},
+		{name: "stale key succeeds", status: report.Fail,
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.StaleStatus, r.StaleStatusCode = "IBV_WC_SUCCESS", 0
+				failStep(step(t, &r.Probe, "stale-lkey SEND completes in error"), 0, "",
+					"a SEND through a deregistered MR's lkey completed successfully: the device did not check the key", "")
+			},
+			contains: []string{"did not check the key"}},
+		{name: "leak", status: report.Fail, remedy: "rdma resource show",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.CountsAfter = map[string]uint64{"cq": 1, "ctx": 0, "mr": 1, "pd": 1, "qp": 2}
+				failStep(step(t, &r.Probe, "resource counts back to baseline"), 0, "", "resource counts after teardown differ from before: mr 0→1, qp 1→2", "")
+			},
+			contains: []string{"mr 0→1, qp 1→2"}},
+		{name: "counts unreadable", status: report.Warn, remedy: "Destroy in the order",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.CountsError, r.CountsAfter = "RDMA netlink resource dump: operation not permitted", nil
+				r.Steps = r.Steps[:len(r.Steps)-1]
+			},
+			contains: []string{"resource counts not verified"}},
+		{name: "teardown fails", status: report.Fail,
+			edit: func(pr *probe.PortResult) {
+				pr.DestroyOrder.TeardownOK = false
+				failStep(step(t, &pr.DestroyOrder.Probe, "ibv_dealloc_pd"), 16, "EBUSY", "ibv_dealloc_pd: EBUSY (device or resource busy)", "")
+			},
+			contains: []string{"ibv_dealloc_pd: EBUSY"}},
+	})
+}

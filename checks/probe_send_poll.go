@@ -1,0 +1,110 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "probe.send_poll", Code: 32, Level: 2,
+		Title: "a loopback RC SEND completes with IBV_WC_SUCCESS, the right byte count and payload; latency measured",
+		Needs: []string{"verbs.qp_state"},
+		Explain: Explanation{
+			Judges: "On every ACTIVE port two connected RC QPs: the receive is posted first, then a SEND of --probe-size bytes (default 1024); " +
+				"both CQs are polled with a deadline. Pass: both completions IBV_WC_SUCCESS, byte_len equal to the size, payload equal byte for byte. " +
+				"Then up to 1000 round trips (at most 1 s) are timed from ibv_post_send to both completions polled (min, median, p99), and, apart " +
+				"from them, the time of the ibv_post_send call alone — the CPU cost of building the WQE and ringing the doorbell, not the NIC's " +
+				"latency. port_xmit_data/port_rcv_data (×4 bytes) or the software device's packet counters are read before and after.",
+			Why: "It is the smallest real data transfer through the whole stack: if it does not complete, or completes with an error status, " +
+				"no application on this port will work. A hardware port whose data counters do not move while traffic flows is not counting.",
+			Failures: []Failure{
+				{report.Fail, "no completion within the deadline", sendTimeoutFix},
+				{report.Fail, "a completion with an error status (RETRY_EXC_ERR, LOC_PROT_ERR, ...)", sendStatusFix},
+				{report.Fail, "wrong byte_len or a payload that differs", "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."},
+				{report.Warn, "a hardware port's port_xmit_data did not move while the probe sent data", counterFix},
+				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+			},
+		},
+		Run: func(ctx context.Context, env *Env) Result {
+			return runLevel2(ctx, env, probe.SendPoll, judgeSendPoll)
+		},
+	})
+}
+
+const (
+	sendTimeoutFix = "The SEND never completed: on RoCE check that the netdev is up, the GID's address is on it and that no firewall or " +
+		"pause storm blocks UDP 4791 (`ethtool -S <if> | grep -i pause`); on InfiniBand check the port's LID and the subnet manager. " +
+		"`ibv_rc_pingpong -d <device> -g <gid index>` against this host shows the same."
+	sendStatusFix = "The completion status names the cause: RETRY_EXC_ERR — no ACK came back (path, GID, MTU, a lossy fabric without PFC); " +
+		"LOC_PROT_ERR / LOC_QP_OP_ERR — the lkey or the work request was refused; REM_* — the receiver refused it. Compare with `ibv_rc_pingpong`."
+	counterFix = "Check that the port counts traffic (`perfquery` on InfiniBand; `ethtool -S <if>` on RoCE) and that loopback traffic is not " +
+		"short-cut before the port; a firmware update fixes counters that stay frozen."
+)
+
+// judgeSendPoll judges probe.send_poll on one port.
+func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+	r := pr.SendPoll
+	if r == nil {
+		return portVerdict{}, false
+	}
+	if r.Skipped != "" {
+		return skippedVerdict(label, &r.Probe), true
+	}
+	ev := map[string]any{
+		"size": r.Size, "send_status": r.SendStatus, "recv_status": r.RecvStatus, "byte_len": r.ByteLen,
+		"payload_ok": r.PayloadOK, "latency_ns": r.Latency, "post_send_cpu_ns": r.PostSendCPU,
+		"iterations_asked": r.IterationsAsked, "bytes_sent": r.BytesSent, "counters": r.Counters,
+		"software_device": software, "duration_ms": r.Millis,
+	}
+	if r.CountersError != "" {
+		ev["counters_error"] = r.CountersError
+	}
+	if st := r.Failed(); st != nil {
+		ev["failed_step"] = st
+		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		switch {
+		case strings.Contains(st.Error, "no completion"):
+			v.remedy = sendTimeoutFix
+		case strings.Contains(st.Name, "IBV_WC_SUCCESS") || strings.Contains(st.Error, "completed with"):
+			v.remedy = sendStatusFix
+		case strings.Contains(st.Name, "payload") || strings.Contains(st.Name, "byte_len"):
+			v.remedy = "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."
+		case strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve"):
+			v.remedy = rtrFix
+		default:
+			v.remedy = resourcesRemedy(st)
+		}
+		return v, true
+	}
+	line := fmt.Sprintf("%s: %d-byte SEND completed IBV_WC_SUCCESS with the right byte count and payload; %d round trips: min %s, median %s, p99 %s; ibv_post_send CPU cost median %s",
+		label, r.Size, r.Latency.N, fmtNS(r.Latency.MinNS), fmtNS(r.Latency.MedNS), fmtNS(r.Latency.P99NS), fmtNS(r.PostSendCPU.MedNS))
+	v := portVerdict{status: report.Pass, line: line, evidence: ev}
+	if software {
+		v.details = append(v.details, "software device"+softwareNote(true))
+	}
+	var deltas []string
+	var xmit *probe.CounterDelta
+	for i, c := range r.Counters {
+		deltas = append(deltas, fmt.Sprintf("%s +%d %s", c.Name, c.Delta, c.Unit))
+		if c.Name == "port_xmit_data" {
+			xmit = &r.Counters[i]
+		}
+	}
+	switch {
+	case len(deltas) > 0:
+		v.details = append(v.details, fmt.Sprintf("port counters while %d bytes were sent: %s", r.BytesSent, strings.Join(deltas, ", ")))
+	case r.CountersError != "":
+		v.details = append(v.details, "port counters not read: "+r.CountersError)
+	}
+	if !software && xmit != nil && xmit.Delta == 0 && r.BytesSent > 0 {
+		v.status = report.Warn
+		v.line = fmt.Sprintf("%s: traffic completed but port_xmit_data did not move (%d bytes sent)", label, r.BytesSent)
+		v.remedy = counterFix
+	}
+	return v, true
+}

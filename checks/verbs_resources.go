@@ -1,0 +1,131 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "verbs.resources", Code: 30, Level: 2,
+		Title: "the verbs objects an application builds can be created on every ACTIVE port: PD, MR, CQ, RC QP",
+		Needs: []string{"libibverbs.devices"},
+		Explain: Explanation{
+			Judges: "In a child process, through the real libibverbs, on every ACTIVE port: ibv_open_device, ibv_query_device, ibv_query_port, " +
+				"ibv_alloc_pd, ibv_reg_mr on a page-aligned buffer (--probe-size, at least one page), ibv_create_cq (16 entries, within max_cqe) and " +
+				"ibv_create_qp (RC, 16 work requests and 1 SGE each way, within max_qp_wr and max_sge), then destroys them in order. " +
+				"Each step is reported with its errno and what that errno means at that step.",
+			Why: "This is the sequence every RDMA application runs first. When it breaks, the layer that breaks says why: " +
+				"EACCES at open is the device node's permissions, ENOMEM at reg_mr is the locked-memory limit, EINVAL at create_qp is " +
+				"caps beyond the device's limits or a library that does not match the kernel.",
+			Failures: []Failure{
+				{report.Fail, "ibv_open_device fails with EACCES/EPERM", uverbsPermFix},
+				{report.Fail, "ibv_reg_mr fails with ENOMEM", memlockFix},
+				{report.Fail, "ibv_create_cq or ibv_create_qp fails with ENOMEM", "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix},
+				{report.Fail, "ibv_create_qp fails with EINVAL although the caps are within ibv_query_device's limits", createQPFix},
+				{report.Fail, "another step fails", genericVerbsFix},
+				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+			},
+		},
+		Run: func(ctx context.Context, env *Env) Result {
+			return runLevel2(ctx, env, probe.Resources, judgeResources)
+		},
+	})
+}
+
+const (
+	uverbsPermFix = "Let the user open /dev/infiniband/uverbsN: a udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (rdma-core's default), or a group " +
+		"the user is in, in /etc/udev/rules.d/, then `udevadm control --reload && udevadm trigger`; in a container pass the node in " +
+		"(`--device=/dev/infiniband/uverbsN`)."
+	uverbsMissingFix = "`modprobe ib_uverbs` on the host; in a container pass the node in (`--device=/dev/infiniband/uverbsN`)."
+	createQPFix      = "The probe asked for caps within the device's limits, so the refusal is the library's or the kernel's: make rdma-core (or MLNX_OFED/DOCA-OFED) " +
+		"match the kernel driver, and compare with `ibv_devinfo -v -d <device>` and `ibv_rc_pingpong -d <device>`."
+	genericVerbsFix = "Read `dmesg` for the driver's message at the time of the failure and compare with `ibv_devinfo -v -d <device>`; " +
+		"the same call from `ibv_rc_pingpong -d <device> -g <gid index>` fails the same way if the stack is broken."
+)
+
+// judgeResources judges verbs.resources on one port.
+func judgeResources(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+	r := pr.Resources
+	if r == nil {
+		return portVerdict{}, false
+	}
+	if r.Skipped != "" {
+		return skippedVerdict(label, &r.Probe), true
+	}
+	ev := map[string]any{
+		"mr_bytes": r.MRBytes, "cqe_asked": r.CQEAsked, "cqe_granted": r.CQEGranted,
+		"qp_caps_asked": r.QPAsked, "qp_caps_granted": r.QPGranted, "memlock_bytes": r.MemlockBytes,
+		"software_device": software, "duration_ms": r.Millis,
+	}
+	if r.Device != nil {
+		ev["device"] = r.Device
+	}
+	if r.Port != nil {
+		ev["port"] = r.Port
+	}
+	st := r.Failed()
+	if st == nil {
+		line := fmt.Sprintf("%s: PD, MR (%s, page aligned), CQ (%d asked, %d granted), RC QP (send/recv %d/%d work requests granted) created and destroyed",
+			label, fmtBytes(r.MRBytes), r.CQEAsked, r.CQEGranted, r.QPGranted.MaxSendWR, r.QPGranted.MaxRecvWR)
+		v := portVerdict{status: report.Pass, line: line, evidence: ev}
+		if r.Port != nil {
+			v.details = append(v.details, fmt.Sprintf("port %s, %s, active MTU %d", r.Port.State, r.Port.LinkLayer, r.Port.ActiveMTU))
+		}
+		if software {
+			v.details = append(v.details, "software device"+softwareNote(true))
+		}
+		return v, true
+	}
+	ev["failed_step"] = st
+	v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st)}
+	v.details = append(v.details, stepsDone(&r.Probe))
+	return v, true
+}
+
+// resourcesRemedy picks the fix for a failed step by the verb and errno.
+func resourcesRemedy(st *probe.Step) string {
+	verb := strings.Fields(st.Name)[0]
+	switch {
+	case verb == "ibv_open_device" && (st.ErrnoName == "EACCES" || st.ErrnoName == "EPERM"):
+		return uverbsPermFix
+	case verb == "ibv_open_device" && (st.ErrnoName == "ENOENT" || st.ErrnoName == "ENODEV" || st.ErrnoName == "ENXIO"):
+		return uverbsMissingFix
+	case verb == "ibv_reg_mr" && st.ErrnoName == "ENOMEM":
+		return memlockFix
+	case (verb == "ibv_create_cq" || verb == "ibv_create_qp") && st.ErrnoName == "ENOMEM":
+		return "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix
+	case verb == "ibv_create_qp" && st.ErrnoName == "EINVAL":
+		return createQPFix
+	}
+	return genericVerbsFix
+}
+
+// stepsDone lists the steps that worked before the failure.
+func stepsDone(p *probe.Probe) string {
+	var ok []string
+	for _, s := range p.Steps {
+		if !s.OK {
+			break
+		}
+		ok = append(ok, s.Name)
+	}
+	if len(ok) == 0 {
+		return "no step succeeded before it"
+	}
+	return "succeeded before it: " + strings.Join(ok, ", ")
+}
+
+func fmtBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,62 @@
+package checks
+
+import (
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func TestJudgeResources(t *testing.T) {
+	runVerdictCases(t, judgeResources, []verdictCase{
+		{name: "healthy rxe", software: true, status: report.Pass,
+			contains: []string{"PD, MR (4 KiB, page aligned), CQ (16 asked, 31 granted), RC QP", "software RoCE"}},
+		{name: "memlock", status: report.Fail, remedy: "LimitMEMLOCK=infinity",
+			edit: func(pr *probe.PortResult) {
+				*pr = *recordedPort(t, "rxe0-memlock64k.json")
+			},
+			contains: []string{"ibv_reg_mr: ENOMEM (cannot allocate memory) — pinning 262144 bytes exceeds RLIMIT_MEMLOCK (max locked memory is 64 KiB",
+				"succeeded before it: ibv_open_device, ibv_query_device, ibv_query_port 1, ibv_alloc_pd, mmap page-aligned buffer"}},
+		{name: "device node permissions", status: report.Fail, remedy: "MODE=\"0666\"",
+			edit: func(pr *probe.PortResult) {
+				p := &pr.Resources.Probe
+				failStep(step(t, p, "ibv_open_device"), 13, "EACCES", "ibv_open_device: EACCES (permission denied)", "no permission to open /dev/infiniband/uverbs0")
+				p.Steps = p.Steps[:1]
+			},
+			contains: []string{"EACCES", "/dev/infiniband/uverbs0", "no step succeeded before it"}},
+		{name: "caps beyond limits", status: report.Fail, remedy: "match the kernel driver",
+			edit: func(pr *probe.PortResult) {
+				failStep(step(t, &pr.Resources.Probe, "ibv_create_qp RC"), 22, "EINVAL", "ibv_create_qp: EINVAL (invalid argument)",
+					"the QP's caps against the device limits: asked max_send_wr 16")
+			},
+			contains: []string{"ibv_create_qp RC: EINVAL (invalid argument)", "asked max_send_wr 16"}},
+		{name: "CQ memory", status: report.Fail, remedy: "pins the queues' memory",
+			edit: func(pr *probe.PortResult) {
+				failStep(step(t, &pr.Resources.Probe, "ibv_create_cq"), 12, "ENOMEM", "ibv_create_cq: ENOMEM (cannot allocate memory)", "")
+			}},
+		{name: "a destroy fails", status: report.Fail, remedy: "dmesg",
+			edit: func(pr *probe.PortResult) {
+				failStep(step(t, &pr.Resources.Probe, "ibv_destroy_qp RC"), 16, "EBUSY", "ibv_destroy_qp: EBUSY (device or resource busy)", "")
+			},
+			contains: []string{"ibv_destroy_qp RC: EBUSY"}},
+		{name: "blocked", status: report.Skip,
+			edit: func(pr *probe.PortResult) { pr.Resources.Skipped = "blocked by something" }},
+	})
+	if _, ok := judgeResources("x", false, &probe.PortResult{}); ok {
+		t.Fatal("a verdict without a result")
+	}
+}
+
+func TestStepText(t *testing.T) {
+	st := &probe.Step{Name: "ibv_reg_mr", Error: "ibv_reg_mr: ENOMEM (cannot allocate memory)", Cause: "memlock"}
+	if s := stepText(st); s != "ibv_reg_mr: ENOMEM (cannot allocate memory) — memlock" {
+		t.Fatal(s)
+	}
+	st = &probe.Step{Name: "resolve loopback address", Error: "port 1 has LID 0"}
+	if s := stepText(st); s != "resolve loopback address: port 1 has LID 0" {
+		t.Fatal(s)
+	}
+	if s := stepText(&probe.Step{Name: "x"}); s != "x failed" {
+		t.Fatal(s)
+	}
+}

@@ -1,0 +1,367 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+// VerbsRunner runs libibverbs in child processes: the level-1 device
+// enumeration and the level-2 probes. ChildVerbs is the real one; tests
+// substitute their own with UseVerbs.
+type VerbsRunner interface {
+	Enumerate(ctx context.Context) (*probe.Enumeration, error)
+	Probe(ctx context.Context, targets []probe.Target) *probe.Results
+}
+
+// ChildVerbs re-executes Executable as the probe child. The command's main
+// must hand `<exe> __verbs-child ...` (probe.ChildArg) to probe.ChildMain.
+type ChildVerbs struct {
+	Executable string
+	Library    string        // --libibverbs; "" = the loader's libibverbs.so.1
+	Timeout    time.Duration // --probe-timeout, per port
+	Size       int           // --probe-size
+}
+
+// Enumerate implements VerbsRunner.
+func (c ChildVerbs) Enumerate(ctx context.Context) (*probe.Enumeration, error) {
+	if c.Executable == "" {
+		return nil, fmt.Errorf("internal error: no executable to run the verbs child")
+	}
+	return probe.Enumerate(ctx, c.Executable, c.Library, c.Timeout)
+}
+
+// Probe implements VerbsRunner.
+func (c ChildVerbs) Probe(ctx context.Context, targets []probe.Target) *probe.Results {
+	if c.Executable == "" {
+		res := &probe.Results{Devices: map[string]*probe.DeviceResult{}}
+		for _, t := range targets {
+			res.Devices[t.Device] = &probe.DeviceResult{Device: t.Device,
+				Failure: &probe.ChildFailure{Error: "internal error: no executable to run the verbs child"}}
+		}
+		return res
+	}
+	return probe.Run(ctx, c.Executable, targets, probe.Options{Library: c.Library, Timeout: c.Timeout, Size: c.Size})
+}
+
+// verbsState is one run's verbs work, done once and shared by the checks
+// that judge it.
+type verbsState struct {
+	mu     sync.Mutex
+	runner VerbsRunner
+
+	enumStarted bool
+	enumDone    chan struct{}
+	enum        *probe.Enumeration
+	enumErr     error
+
+	probeStarted bool
+	probeDone    chan struct{}
+	probes       *probe.Results
+	plan         probePlan
+}
+
+// The verbs work of a run belongs to its Env. It is kept beside the Env
+// rather than in it so the catalog's core types stay free of the child
+// process machinery.
+var verbsStates sync.Map // *Env → *verbsState
+
+func verbsOf(env *Env) *verbsState {
+	if v, ok := verbsStates.Load(env); ok {
+		return v.(*verbsState)
+	}
+	v, _ := verbsStates.LoadOrStore(env, &verbsState{})
+	return v.(*verbsState)
+}
+
+// UseVerbs makes env's verbs checks use r instead of a ChildVerbs built
+// from env.Opts (Executable, Libibverbs, ProbeTimeout, ProbeSize).
+func UseVerbs(env *Env, r VerbsRunner) {
+	s := verbsOf(env)
+	s.mu.Lock()
+	s.runner = r
+	s.mu.Unlock()
+}
+
+func (s *verbsState) runnerFor(env *Env) VerbsRunner {
+	if s.runner == nil {
+		s.runner = ChildVerbs{Executable: env.Opts.Executable, Library: env.Opts.Libibverbs,
+			Timeout: env.Opts.ProbeTimeout, Size: env.Opts.ProbeSize}
+	}
+	return s.runner
+}
+
+// enumeration runs the library's device enumeration once per run. The
+// child has its own deadline; ctx only bounds how long this check waits.
+func (env *Env) verbsEnumeration(ctx context.Context) (*probe.Enumeration, error) {
+	s := verbsOf(env)
+	s.mu.Lock()
+	if !s.enumStarted {
+		s.enumStarted = true
+		s.enumDone = make(chan struct{})
+		r := s.runnerFor(env)
+		go func() {
+			defer close(s.enumDone)
+			s.enum, s.enumErr = r.Enumerate(context.WithoutCancel(ctx))
+		}()
+	}
+	done := s.enumDone
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return s.enum, s.enumErr
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the verbs child: %w", ctx.Err())
+	}
+}
+
+// probePlan is what the level-2 probes run on: every RDMA device with its
+// ACTIVE ports, and the ports left out.
+type probePlan struct {
+	targets  []probe.Target
+	software map[string]bool
+	skipped  []string // "mlx5_1 port 1: DOWN"
+	err      error    // the device list could not be read
+}
+
+func planProbes(env *Env) probePlan {
+	s := env.Survey()
+	p := probePlan{software: map[string]bool{}}
+	if s.DevicesErr != nil {
+		p.err = s.DevicesErr
+		return p
+	}
+	for _, d := range s.Devices {
+		p.software[d.Name] = d.Software || d.PCIAddr == ""
+		var ports []int
+		for _, pt := range d.Ports {
+			if pt.State.Code == 4 {
+				ports = append(ports, pt.Num)
+			} else {
+				p.skipped = append(p.skipped, fmt.Sprintf("%s port %d: %s, not probed", d.Name, pt.Num, pt.State))
+			}
+		}
+		if len(ports) > 0 {
+			p.targets = append(p.targets, probe.Target{Device: d.Name, Ports: ports})
+		}
+	}
+	sort.Slice(p.targets, func(i, j int) bool { return p.targets[i].Device < p.targets[j].Device })
+	return p
+}
+
+// probeResults runs the level-2 probes once per run, on every device in
+// parallel, and waits for them.
+func (env *Env) probeResults(ctx context.Context) (*probe.Results, probePlan, error) {
+	s := verbsOf(env)
+	s.mu.Lock()
+	if !s.probeStarted {
+		s.probeStarted = true
+		s.probeDone = make(chan struct{})
+		s.plan = planProbes(env)
+		r, targets := s.runnerFor(env), s.plan.targets
+		go func() {
+			defer close(s.probeDone)
+			if len(targets) > 0 {
+				s.probes = r.Probe(context.WithoutCancel(ctx), targets)
+			}
+		}()
+	}
+	done := s.probeDone
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return s.probes, s.plan, nil
+	case <-ctx.Done():
+		return nil, s.plan, fmt.Errorf("waiting for the verbs probes: %w", ctx.Err())
+	}
+}
+
+// portVerdict is one port's judgement by a level-2 check.
+type portVerdict struct {
+	status   report.Status
+	line     string // "rxe0 port 1: ..." for Details and the summary
+	details  []string
+	remedy   string
+	evidence any
+}
+
+// probeJudge judges one port's result of one probe; nil means the child
+// sent no result for that probe on that port.
+type probeJudge func(label string, software bool, pr *probe.PortResult) (portVerdict, bool)
+
+// runLevel2 is the frame of every level-2 check: no probes on a snapshot,
+// the probes run once, each probed port judged, the verdicts combined
+// (the worst wins: fail, error, warn, pass).
+func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Result {
+	if !env.Host.Live() {
+		r := skip("no live device in a snapshot: the verbs probes run only on the host itself")
+		r.Details = []string{"root: " + env.Host.Root()}
+		return r
+	}
+	res, plan, err := env.probeResults(ctx)
+	if plan.err != nil {
+		return errorf("could not list the RDMA devices to probe: %v", plan.err)
+	}
+	if len(plan.targets) == 0 {
+		r := skip("no ACTIVE port to probe")
+		r.Details = plan.skipped
+		return r
+	}
+	if err != nil {
+		return errorf("%v", err)
+	}
+	var (
+		verdicts []portVerdict
+		ev       = map[string]any{}
+	)
+	for _, t := range plan.targets {
+		dr := res.Devices[t.Device]
+		for _, port := range t.Ports {
+			label := fmt.Sprintf("%s port %d", t.Device, port)
+			var pr *probe.PortResult
+			if dr != nil {
+				pr = dr.Port(port)
+			}
+			v, ok := portVerdict{}, false
+			if pr != nil {
+				v, ok = judge(label, plan.software[t.Device], pr)
+			}
+			if !ok {
+				v = childFailureVerdict(label, name, dr)
+			}
+			verdicts = append(verdicts, v)
+			if v.evidence != nil {
+				ev[fmt.Sprintf("%s/%d", t.Device, port)] = v.evidence
+			}
+		}
+		if dr != nil && dr.Millis > 0 {
+			ev[t.Device+"/duration_ms"] = dr.Millis
+		}
+	}
+	r := combine(verdicts)
+	r.Details = append(r.Details, plan.skipped...)
+	r.Evidence = ev
+	return r
+}
+
+// childFailureVerdict explains a missing result: the child died (timeout,
+// crash, signal) before it reached this probe, or never ran.
+func childFailureVerdict(label, name string, dr *probe.DeviceResult) portVerdict {
+	v := portVerdict{status: report.Error}
+	switch {
+	case dr == nil:
+		v.line = fmt.Sprintf("%s: the verbs child reported nothing", label)
+	case dr.Failure != nil:
+		f := dr.Failure
+		v.line = fmt.Sprintf("%s: %s", label, f.Error)
+		if f.InProgress != "" && !strings.Contains(f.InProgress, name) {
+			v.line = fmt.Sprintf("%s: not run: %s", label, f.Error)
+		}
+		if f.TimedOut {
+			v.remedy = "A verb did not return within --probe-timeout: the provider or the device hangs. Look at `dmesg` for the driver's errors " +
+				"and at the firmware; a larger --probe-timeout tells a slow device from a hung one."
+		} else if f.Signal != "" {
+			v.remedy = "The provider library crashed the process inside a verb: check that rdma-core (or MLNX_OFED) matches the kernel driver " +
+				"and the firmware, and report the crash to the provider's maintainers with `ibv_devinfo -v` output."
+		}
+		v.evidence = map[string]any{"failure": f}
+	default:
+		v.line = fmt.Sprintf("%s: the verbs child sent no %s result", label, name)
+	}
+	if dr != nil && dr.Stderr != "" {
+		v.details = append(v.details, "child's stderr: "+lastLines(dr.Stderr, 5))
+	}
+	return v
+}
+
+// combine folds per-port verdicts into one result: the worst status
+// decides; its first port's line is the summary.
+func combine(vs []portVerdict) Result {
+	rank := map[report.Status]int{report.Skip: -1, report.Pass: 0, report.Warn: 1, report.Error: 2, report.Fail: 3}
+	worst := 0
+	for i, v := range vs {
+		if rank[v.status] > rank[vs[worst].status] {
+			worst = i
+		}
+	}
+	w := vs[worst]
+	var r Result
+	r.Status = w.status
+	bad := 0
+	for _, v := range vs {
+		if v.status == w.status {
+			bad++
+		}
+	}
+	r.Summary = w.line
+	if len(vs) > 1 && w.status != report.Pass && w.status != report.Skip {
+		r.Summary = fmt.Sprintf("%d of %d ports: %s", bad, len(vs), w.line)
+	} else if len(vs) > 1 {
+		r.Summary = fmt.Sprintf("all %d ports: %s", len(vs), w.line)
+	}
+	var remedies []string
+	for _, v := range vs {
+		r.Details = append(r.Details, v.line)
+		for _, d := range v.details {
+			r.Details = append(r.Details, "  "+d)
+		}
+		if v.remedy != "" && v.status != report.Pass {
+			remedies = appendUnique(remedies, v.remedy)
+		}
+	}
+	r.Remedy = strings.Join(remedies, "\n")
+	return r
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// stepText is a failed step as an operator reads it: the call, the errno
+// and what that errno means there.
+func stepText(st *probe.Step) string {
+	s := st.Name + " failed"
+	verb := strings.Fields(st.Name + " ")[0]
+	switch {
+	case st.Error == "":
+	case strings.HasPrefix(st.Error, st.Name):
+		s = st.Error
+	case strings.HasPrefix(st.Error, verb+": "):
+		// "ibv_modify_qp: EINVAL ..." under "ibv_modify_qp A INIT→RTR".
+		s = st.Name + ": " + st.Error[len(verb)+2:]
+	default:
+		s = st.Name + ": " + st.Error
+	}
+	if st.Cause != "" {
+		s += " — " + st.Cause
+	}
+	return s
+}
+
+// softwareNote marks numbers from a software device.
+func softwareNote(software bool) string {
+	if software {
+		return " (software RoCE: the kernel's verbs semantics, not a NIC's timing)"
+	}
+	return ""
+}
+
+// fmtNS prints a duration in nanoseconds with a readable unit.
+func fmtNS(ns float64) string {
+	return time.Duration(ns).Round(100 * time.Nanosecond).String()
+}
+
+// skippedVerdict is a probe the child did not run on a port, and why.
+func skippedVerdict(label string, p *probe.Probe) portVerdict {
+	return portVerdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
+}

@@ -1,0 +1,176 @@
+package checks
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+// recordedPort loads a port result recorded from a real run on rxe0
+// (SoftRoCE in the test VM); each test mutates its own copy.
+func recordedPort(t *testing.T, file string) *probe.PortResult {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "verbs", "probe", "testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res probe.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	d := res.Devices["rxe0"]
+	if d == nil || d.Port(1) == nil {
+		t.Fatalf("%s has no rxe0 port 1", file)
+	}
+	return d.Port(1)
+}
+
+func healthyPort(t *testing.T) *probe.PortResult { return recordedPort(t, "rxe0-level2.json") }
+
+// verdictCase is one judgement expectation.
+type verdictCase struct {
+	name     string
+	software bool
+	edit     func(pr *probe.PortResult)
+	status   report.Status
+	contains []string
+	remedy   string
+}
+
+func runVerdictCases(t *testing.T, judge probeJudge, cases []verdictCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pr := healthyPort(t)
+			if c.edit != nil {
+				c.edit(pr)
+			}
+			v, ok := judge("rxe0 port 1", c.software, pr)
+			if !ok {
+				t.Fatal("no verdict")
+			}
+			if v.status != c.status {
+				t.Fatalf("status %s, want %s: %s", v.status, c.status, v.line)
+			}
+			text := v.line + "\n" + strings.Join(v.details, "\n")
+			for _, w := range c.contains {
+				if !strings.Contains(text, w) {
+					t.Errorf("verdict does not say %q:\n%s", w, text)
+				}
+			}
+			if c.remedy != "" && !strings.Contains(v.remedy, c.remedy) {
+				t.Errorf("remedy %q does not say %q", v.remedy, c.remedy)
+			}
+			if (v.status == report.Fail || v.status == report.Warn) && v.remedy == "" {
+				t.Errorf("a %s without a remedy", v.status)
+			}
+			if _, err := json.Marshal(v.evidence); err != nil {
+				t.Errorf("evidence does not marshal: %v", err)
+			}
+		})
+	}
+}
+
+// step returns the named step of p for editing.
+func step(t *testing.T, p *probe.Probe, name string) *probe.Step {
+	t.Helper()
+	for i := range p.Steps {
+		if p.Steps[i].Name == name {
+			return &p.Steps[i]
+		}
+	}
+	t.Fatalf("no step %q in %s", name, p.Name)
+	return nil
+}
+
+func failStep(st *probe.Step, errno int, name, msg, cause string) {
+	st.OK, st.Errno, st.ErrnoName, st.Error, st.Cause = false, errno, name, msg, cause
+}
+
+func TestCombine(t *testing.T) {
+	r := combine([]portVerdict{
+		{status: report.Pass, line: "a port 1: fine"},
+		{status: report.Fail, line: "a port 2: broken", remedy: "fix it"},
+		{status: report.Error, line: "b port 1: child died", remedy: "look"},
+		{status: report.Fail, line: "b port 2: broken too", remedy: "fix it"},
+	})
+	if r.Status != report.Fail || r.Summary != "2 of 4 ports: a port 2: broken" || r.Remedy != "fix it\nlook" || len(r.Details) != 4 {
+		t.Fatalf("%+v", r)
+	}
+	r = combine([]portVerdict{{status: report.Pass, line: "x"}, {status: report.Pass, line: "y"}})
+	if r.Status != report.Pass || r.Summary != "all 2 ports: x" || r.Remedy != "" {
+		t.Fatalf("%+v", r)
+	}
+	r = combine([]portVerdict{{status: report.Skip, line: "s"}, {status: report.Pass, line: "p"}})
+	if r.Status != report.Pass {
+		t.Fatalf("a skipped port outranks a passed one: %+v", r)
+	}
+	r = combine([]portVerdict{{status: report.Skip, line: "rxe0 port 1: blocked"}})
+	if r.Status != report.Skip || r.Summary != "rxe0 port 1: blocked" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestChildFailureVerdict(t *testing.T) {
+	dr := &probe.DeviceResult{Device: "mlx5_0", Stderr: "a\nb\nSIGSEGV: segmentation violation",
+		Failure: &probe.ChildFailure{Error: "the verbs child crashed with SIGSEGV in port 1 verbs.qp_state: ibv_modify_qp A INIT→RTR",
+			Signal: "SIGSEGV", InProgress: "port 1 verbs.qp_state: ibv_modify_qp A INIT→RTR"}}
+	v := childFailureVerdict("mlx5_0 port 1", probe.QPState, dr)
+	if v.status != report.Error || !strings.Contains(v.line, "crashed with SIGSEGV") || strings.Contains(v.line, "not run") ||
+		!strings.Contains(v.remedy, "crashed") || !strings.Contains(strings.Join(v.details, ""), "SIGSEGV: segmentation") {
+		t.Fatalf("%+v", v)
+	}
+	// A later probe never ran: it says so.
+	v = childFailureVerdict("mlx5_0 port 1", probe.SendPoll, dr)
+	if !strings.Contains(v.line, "not run: the verbs child crashed") {
+		t.Fatalf("%+v", v)
+	}
+	dr.Failure = &probe.ChildFailure{Error: "did not finish within 8s", TimedOut: true, InProgress: "port 1 verbs.resources: ibv_open_device"}
+	if v := childFailureVerdict("x", probe.Resources, dr); !strings.Contains(v.remedy, "--probe-timeout") {
+		t.Fatalf("%+v", v)
+	}
+	if v := childFailureVerdict("x", probe.Resources, nil); v.status != report.Error {
+		t.Fatalf("%+v", v)
+	}
+}
+
+// Level-2 checks never run on a snapshot, and say why.
+func TestLevel2SkipsOnSnapshot(t *testing.T) {
+	h, err := sysfs.Open(filepath.Join("..", "testdata", "hosts", "rxe-softroce"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	env := NewEnv(h, Options{Level: 2})
+	f := &fakeVerbs{}
+	UseVerbs(env, f)
+	for _, id := range []string{"verbs.resources", "verbs.qp_state", "probe.send_poll", "probe.cq_overflow", "probe.destroy_order"} {
+		c, _ := Lookup(id)
+		r := c.Run(context.Background(), env)
+		if r.Status != report.Skip || !strings.Contains(r.Summary, "no live device in a snapshot") {
+			t.Errorf("%s: %s %s", id, r.Status, r.Summary)
+		}
+	}
+	if f.calls != 0 {
+		t.Fatal("the probes ran on a snapshot")
+	}
+}
+
+func TestRecordedResultsDecode(t *testing.T) {
+	pr := healthyPort(t)
+	if pr.Resources == nil || pr.QPState == nil || pr.SendPoll == nil || pr.CQOverflow == nil || pr.DestroyOrder == nil {
+		t.Fatalf("recorded run lacks a probe: %+v", pr)
+	}
+	for _, p := range []*probe.Probe{&pr.Resources.Probe, &pr.QPState.Probe, &pr.SendPoll.Probe, &pr.CQOverflow.Probe, &pr.DestroyOrder.Probe} {
+		if p.Skipped != "" || len(p.Steps) == 0 {
+			t.Errorf("%s: skipped %q, %d steps", p.Name, p.Skipped, len(p.Steps))
+		}
+	}
+}
