@@ -30,6 +30,9 @@ type Facts struct {
 	RDMAResources []RDMAResource `json:"rdma_resources,omitempty"`
 	// Libibverbs is what the real library's ibv_get_device_list returned.
 	Libibverbs *VerbsEnumeration `json:"libibverbs,omitempty"`
+	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
+	// them: a directory of files cannot hold a character device.
+	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`
 	// Unavailable lists facts a capture could not gather, with the reason.
 	Unavailable map[string]string `json:"unavailable,omitempty"`
 }

@@ -149,6 +149,7 @@ func Build(h Host) *Tree {
 	} else {
 		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
 	}
+	finishHardware(t) // loader cache and /dev nodes (hw.go)
 	return t
 }
 
