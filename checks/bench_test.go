@@ -1,0 +1,173 @@
+package checks_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// hwRun runs the named checks (all of level 1 when none) with their
+// prerequisites on a host directory and finishes the report, as the command
+// does.
+func hwRun(tb testing.TB, dir string, opts checks.Options, ids ...string) *report.Report {
+	tb.Helper()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer h.Close()
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	sel, err := checks.Select(ids)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := checks.NewEnv(h, opts)
+	r := &report.Report{Checks: checks.Run(context.Background(), env, sel)}
+	r.Inventory = checks.Inventory(env)
+	r.Finish(false)
+	return r
+}
+
+// hwResult finds one check's result in a report.
+func hwResult(tb testing.TB, r *report.Report, id string) report.CheckResult {
+	tb.Helper()
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	tb.Fatalf("no result for %s", id)
+	return report.CheckResult{}
+}
+
+// hwRunOne runs one check's own judgement on a host directory, without its
+// prerequisites: to test a finding that an earlier check would otherwise
+// block (a module missing, say).
+func hwRunOne(tb testing.TB, dir, id string, opts checks.Options) checks.Result {
+	tb.Helper()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer h.Close()
+	c, ok := checks.Lookup(id)
+	if !ok {
+		tb.Fatalf("no check %s", id)
+	}
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	return c.Run(context.Background(), checks.NewEnv(h, opts))
+}
+
+// hwWrite writes a generated tree to a temporary directory.
+func hwWrite(tb testing.TB, t *sysfstest.Tree) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "host")
+	if err := t.Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// level1 runs every level-1 check and the inventory once, as
+// `rdmadoctor --level 1` does.
+func level1(b *testing.B, dir string) {
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	sel, err := checks.Select(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := checks.NewEnv(h, checks.Options{Level: 1})
+	r := &report.Report{Checks: checks.Run(context.Background(), env, sel)}
+	r.Inventory = checks.Inventory(env)
+	r.Finish(false)
+	if r.ExitCode != 0 {
+		b.Fatalf("level 1 on %s: exit %d (root cause %v)", dir, r.ExitCode, *r.RootCause)
+	}
+}
+
+// BenchmarkLevel1Healthy is level 1 on the healthy dual-port ConnectX-5 fixture.
+func BenchmarkLevel1Healthy(b *testing.B) {
+	dir := filepath.Join(hostsDir, "cx5-roce-healthy")
+	b.ReportAllocs()
+	for b.Loop() {
+		level1(b, dir)
+	}
+}
+
+var (
+	largeOnce sync.Once
+	largeDir  string
+	largeErr  error
+)
+
+// largeHostDir writes the generated large host once per test binary: 8
+// dual-function cards (16 PFs with 2 ports each) and 64 SR-IOV VFs per PF,
+// each VF with its own RDMA device — 1040 RDMA devices in all.
+func largeHostDir(b *testing.B) string {
+	largeOnce.Do(func() {
+		d, err := os.MkdirTemp("", "rdmadoctor-large-host-")
+		if err != nil {
+			largeErr = err
+			return
+		}
+		largeDir = filepath.Join(d, "host")
+		largeErr = sysfstest.LargeHost(8, 2, 64).Write(largeDir)
+	})
+	if largeErr != nil {
+		b.Fatal(largeErr)
+	}
+	return largeDir
+}
+
+// BenchmarkLevel1LargeHostVFs is level 1 on the generated large host
+// (16 PFs × 2 ports + 1024 VFs, each with its RDMA device and netdev).
+func BenchmarkLevel1LargeHostVFs(b *testing.B) {
+	dir := largeHostDir(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		level1(b, dir)
+	}
+}
+
+// TestLargeHostPassesLevel1 keeps the generated large host a healthy host,
+// so the benchmark measures the full pipeline rather than a short cut.
+func TestLargeHostPassesLevel1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large host; skipped with -short")
+	}
+	dir := hwWrite(t, sysfstest.LargeHost(1, 2, 8))
+	r := hwRun(t, dir, checks.Options{})
+	for _, c := range r.Checks {
+		if c.Status != report.Pass && c.Status != report.Skip {
+			t.Errorf("%s: %s: %s", c.ID, c.Status, c.Summary)
+		}
+	}
+	if got := len(r.Inventory.RDMADevices); got != 2+16 {
+		t.Errorf("inventory has %d RDMA devices, want 18", got)
+	}
+	vfs := 0
+	for _, p := range r.Inventory.PCIFunctions {
+		if p.PhysFn != "" {
+			vfs++
+		}
+	}
+	if vfs != 16 {
+		t.Errorf("inventory has %d VFs, want 16", vfs)
+	}
+}

@@ -1,0 +1,158 @@
+package checks_test
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+func TestPCILinkFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		fixture   string
+		status    report.Status
+		exit      int
+		rootCause string
+		says      []string
+	}{
+		{"cx5-roce-healthy", report.Pass, 0, "", []string{"8.0 GT/s x16"}},
+		{"cx6-ib-healthy", report.Pass, 0, "", []string{"16.0 GT/s x16"}},
+		{"gen5-card-gen4-slot", report.Pass, 0, "", []string{"16.0 GT/s x16"}},
+		{"pcie-degraded", report.Fail, 11, "pci.link", []string{"x8", "expected 8.0 GT/s x16"}},
+		{"rxe-softroce", report.Skip, 0, "", []string{"software RDMA"}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			r := hwRun(t, filepath.Join(hostsDir, tc.fixture), checks.Options{}, "pci.link")
+			c := hwResult(t, r, "pci.link")
+			if c.Status != tc.status {
+				t.Fatalf("status %s (%s), want %s", c.Status, c.Summary, tc.status)
+			}
+			if r.ExitCode != tc.exit {
+				t.Errorf("exit %d, want %d", r.ExitCode, tc.exit)
+			}
+			if tc.rootCause != "" && (r.RootCause == nil || *r.RootCause != tc.rootCause) {
+				t.Errorf("root cause %v, want %s", r.RootCause, tc.rootCause)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(c.Summary, s) {
+					t.Errorf("summary %q does not say %q", c.Summary, s)
+				}
+			}
+			if c.Status == report.Fail && (c.Remedy == "" || c.Observed == "" || c.Expected == "") {
+				t.Errorf("a failure needs observed, expected and a remedy: %+v", c)
+			}
+		})
+	}
+}
+
+func TestPCILinkGen5CardInGen4SlotIsLimitedByTheSlot(t *testing.T) {
+	r := hwRun(t, filepath.Join(hostsDir, "gen5-card-gen4-slot"), checks.Options{}, "pci.link")
+	c := hwResult(t, r, "pci.link")
+	fns := c.Evidence["functions"].([]map[string]any)
+	lim := fns[0]["limited_by"].(map[string]string)
+	if fns[0]["max_speed"] != "32.0 GT/s" || fns[0]["expected_speed"] != "16.0 GT/s" || !strings.HasPrefix(lim["speed"], "bridge ") {
+		t.Errorf("evidence = %v", fns[0])
+	}
+	if !strings.Contains(strings.Join(c.Details, "\n"), "speed limited by bridge 0000:c0:01.1") {
+		t.Errorf("details do not name the slot's bridge: %v", c.Details)
+	}
+}
+
+func TestPCILinkVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mut    func(*sysfstest.Host)
+		status report.Status
+		says   string
+	}{
+		{"speed below the card's and the slot's", func(h *sysfstest.Host) { h.NICs[0].Speed = "2.5 GT/s PCIe" }, report.Fail, "trained at 2.5 GT/s x16, expected 8.0 GT/s x16"},
+		{"x16 card in an x8 slot", func(h *sysfstest.Host) {
+			for i := range h.NICs {
+				h.NICs[i].Width, h.NICs[i].BridgeWidth = 8, 8
+			}
+		}, report.Pass, "8.0 GT/s x8"},
+		{"mlx4 without link files", func(h *sysfstest.Host) {
+			for i := range h.NICs {
+				h.NICs[i].Speed = ""
+			}
+		}, report.Skip, "no RDMA function exposes"},
+		{"one function without link files", func(h *sysfstest.Host) { h.NICs[1].Speed = "" }, report.Pass, "1 without link status"},
+		{"unknown current speed", func(h *sysfstest.Host) { h.NICs[0].Speed = "Unknown" }, report.Pass, "without link status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sysfstest.CX5RoCE()
+			tc.mut(&h)
+			res := hwRunOne(t, hwWrite(t, sysfstest.Build(h)), "pci.link", checks.Options{})
+			if res.Status != tc.status || !strings.Contains(res.Summary, tc.says) {
+				t.Errorf("%s: %s, want %s saying %q", res.Status, res.Summary, tc.status, tc.says)
+			}
+		})
+	}
+}
+
+func TestPCILinkBadAttributesAreErrors(t *testing.T) {
+	tr := sysfstest.Build(sysfstest.CX5RoCE())
+	for _, fn := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
+		tr.Attr("/sys/devices/pci0000:3a/0000:3a:00.0/"+fn+"/current_link_speed", "\x00\x01garbage")
+	}
+	res := hwRunOne(t, hwWrite(t, tr), "pci.link", checks.Options{})
+	if res.Status != report.Error || !strings.Contains(strings.Join(res.Details, " "), "current_link_speed") {
+		t.Errorf("%s: %s %v; want error naming the file", res.Status, res.Summary, res.Details)
+	}
+}
+
+// switchedHost is a ConnectX-5 behind a PCIe switch whose uplink to the
+// root port trained at uplinkWidth lanes.
+func switchedHost(uplinkWidth string) *sysfstest.Tree {
+	t := sysfstest.NewTree()
+	root := "/sys/devices/pci0000:00/0000:00:01.0"
+	up := root + "/0000:01:00.0"
+	down := up + "/0000:02:08.0"
+	ep := down + "/0000:03:00.0"
+	node := func(dir, class, cs, cw string) {
+		t.Attr(dir+"/vendor", "0x8086")
+		t.Attr(dir+"/device", "0x347a")
+		t.Attr(dir+"/class", class)
+		t.Attr(dir+"/current_link_speed", cs)
+		t.Attr(dir+"/current_link_width", cw)
+		t.Attr(dir+"/max_link_speed", "16.0 GT/s PCIe")
+		t.Attr(dir+"/max_link_width", "16")
+		t.RelLink(path.Join("/sys/bus/pci/devices", path.Base(dir)), dir)
+	}
+	node(root, "0x060400", "16.0 GT/s PCIe", uplinkWidth)
+	node(up, "0x060400", "16.0 GT/s PCIe", uplinkWidth)
+	node(down, "0x060400", "16.0 GT/s PCIe", "16")
+	node(ep, "0x020000", "16.0 GT/s PCIe", "16")
+	t.Attr(ep+"/vendor", "0x15b3")
+	t.Attr(ep+"/device", "0x1017")
+	t.Dir("/sys/bus/pci/drivers/mlx5_core")
+	t.RelLink(ep+"/driver", "/sys/bus/pci/drivers/mlx5_core")
+	return t
+}
+
+func TestPCILinkJudgesTheWholePath(t *testing.T) {
+	for _, tc := range []struct {
+		uplink string
+		status report.Status
+		says   string
+	}{
+		{"16", report.Pass, "16.0 GT/s x16"},
+		{"8", report.Fail, "bridge 0000:01:00.0 link trained at 16.0 GT/s x8"},
+	} {
+		res := hwRunOne(t, hwWrite(t, switchedHost(tc.uplink)), "pci.link", checks.Options{})
+		if res.Status != tc.status || !strings.Contains(res.Summary, tc.says) {
+			t.Errorf("uplink x%s: %s: %s; want %s saying %q", tc.uplink, res.Status, res.Summary, tc.status, tc.says)
+		}
+	}
+}
+
+func TestPCILinkSkipsVFs(t *testing.T) {
+	res := hwRunOne(t, hwWrite(t, sysfstest.LargeHost(1, 1, 4)), "pci.link", checks.Options{})
+	if res.Status != report.Pass || res.Evidence["vfs_skipped"] != 8 || len(res.Evidence["functions"].([]map[string]any)) != 2 {
+		t.Errorf("%s: %s; evidence %v", res.Status, res.Summary, res.Evidence)
+	}
+}
