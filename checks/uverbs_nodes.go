@@ -1,0 +1,293 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// UverbsClass lists the user-verbs devices the kernel created (ib_uverbs).
+const UverbsClass = "/sys/class/infiniband_verbs"
+
+func init() {
+	register(Check{
+		ID: "uverbs.nodes", Code: 15, Level: 1,
+		Title: "each RDMA device has its uverbs device and a /dev/infiniband node this user can open",
+		Needs: []string{"rdma.devices"},
+		Explain: Explanation{
+			Judges: "For every RDMA device finds its /sys/class/infiniband_verbs/uverbsN (the one whose ibdev names it), then checks " +
+				"/dev/infiniband/uverbsN: it exists, is a character device, carries the device number the kernel gave uverbsN (its \"dev\" " +
+				"attribute), and opens read-write for the running user (opened and closed at once; no verbs resources are created). " +
+				"In a fixture or snapshot the node facts come from the facts file's dev_nodes. /dev/infiniband/rdma_cm is checked the same way when rdma_ucm is loaded (warn only).",
+			Why: "libibverbs talks to the kernel only through /dev/infiniband/uverbsN. Without the node — the common case in a container " +
+				"the device was not passed into — or without permission to open it, ibv_get_device_list returns an empty list and every " +
+				"application reports \"no RDMA devices\" although the kernel has them.",
+			Failures: []Failure{
+				{report.Fail, "an RDMA device has no uverbs device (ib_uverbs not loaded)", "`modprobe ib_uverbs`; add it to /etc/modules-load.d/rdma.conf."},
+				{report.Fail, "/dev/infiniband/uverbsN is missing in a container",
+					"Pass the nodes in: `docker run --device=/dev/infiniband/uverbs0 --device=/dev/infiniband/rdma_cm …` (or `--device=/dev/infiniband`), " +
+						"with `--cap-add=IPC_LOCK --ulimit memlock=-1`; on Kubernetes request them through an RDMA device plugin."},
+				{report.Fail, "/dev/infiniband/uverbsN is missing on the host", "`udevadm trigger --subsystem-match=infiniband_verbs` (is systemd-udevd running?), or `modprobe -r ib_uverbs && modprobe ib_uverbs`."},
+				{report.Fail, "the node is not a character device, or has another device number than the kernel's uverbsN (a stale node)", "Remove it and let udev recreate it (`udevadm trigger`); in a container, pass the host's node."},
+				{report.Fail, "the node does not open for this user (permission denied)",
+					"A udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (or a GROUP the user is in) in /etc/udev/rules.d/, then `udevadm control --reload && udevadm trigger`."},
+				{report.Warn, "rdma_ucm is loaded but /dev/infiniband/rdma_cm is missing or does not open", "Same fixes as for uverbsN; librdmacm needs it."},
+				{report.Error, "the class or the node facts could not be read", "Run where /sys and /dev are readable; a snapshot must record dev_nodes."},
+			},
+		},
+		Run: runUverbsNodes,
+	})
+}
+
+// Remedy keys for missing nodes: the text, which names every missing node,
+// is written once after all devices are judged.
+const (
+	fixContainer = "\x00container"
+	fixUdev      = "\x00udev"
+)
+
+// uverbsEntry is one /sys/class/infiniband_verbs/uverbsN.
+type uverbsEntry struct {
+	name, ibdev, dev string
+}
+
+func runUverbsNodes(_ context.Context, env *Env) Result {
+	s := env.Survey()
+	h := env.Host
+	if len(s.Devices) == 0 {
+		r := fail("no RDMA device, so no uverbs device to open")
+		r.Observed, r.Expected = "none", "a uverbs node per RDMA device"
+		r.Remedy = "See rdma.devices."
+		return r
+	}
+	mods, _ := h.ReadModules()
+	modState := func(m string) sysfs.ModuleState {
+		if mods == nil {
+			return sysfs.ModuleUnknown
+		}
+		return mods.State(m)
+	}
+	names, err := h.ReadDir(UverbsClass)
+	if err != nil && !sysfs.IsNotExist(err) {
+		r := errorf("could not list the uverbs devices: %v", err)
+		r.Remedy = "Run where /sys is mounted and readable."
+		return r
+	}
+	byDev := map[string][]uverbsEntry{}
+	var classProblems []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, "uverbs") {
+			continue
+		}
+		dir := path.Join(UverbsClass, n)
+		e := uverbsEntry{name: n}
+		if v, err := h.ReadAttr(path.Join(dir, "ibdev")); err == nil {
+			e.ibdev = strings.TrimSpace(v)
+		} else {
+			classProblems = append(classProblems, err.Error())
+			continue
+		}
+		if v, err := h.ReadAttr(path.Join(dir, "dev")); err == nil {
+			e.dev = strings.TrimSpace(v)
+		} else {
+			classProblems = append(classProblems, err.Error())
+		}
+		byDev[e.ibdev] = append(byDev[e.ibdev], e)
+	}
+	container := h.Container()
+	user := h.DevNodeUser()
+	if h.Live() {
+		user = sysfs.CurrentUser()
+	}
+
+	var (
+		details, fails, errs []string
+		remedies             []string
+		devEv                []map[string]any
+	)
+	var missingNodes, mknods []string
+	addRemedy := func(r string) { remedies = appendUnique(remedies, r) }
+	for _, d := range s.Devices {
+		ents := byDev[d.Name]
+		ev := map[string]any{"device": d.Name}
+		devEv = append(devEv, ev)
+		if len(ents) == 0 {
+			why := "no uverbs device in " + h.Display(UverbsClass)
+			switch modState("ib_uverbs") {
+			case sysfs.ModuleAbsent:
+				why += ": ib_uverbs is not loaded"
+				addRemedy("`modprobe ib_uverbs` and add ib_uverbs to /etc/modules-load.d/rdma.conf so it loads at boot.")
+			default:
+				why += " although ib_uverbs is loaded (the driver offers no user verbs for it, or the device is still registering)"
+				addRemedy("Read `dmesg | grep -i uverbs`; reload with `modprobe -r ib_uverbs && modprobe ib_uverbs`.")
+			}
+			ev["problem"] = why
+			fails = append(fails, d.Name+": "+why)
+			details = append(details, d.Name+": "+why)
+			continue
+		}
+		var nodes []map[string]any
+		for _, e := range ents {
+			nev, problem, isErr, fix := judgeUverbsNode(h, e, container, user)
+			nodes = append(nodes, nev)
+			line := fmt.Sprintf("%s: %s → %s", d.Name, path.Join(UverbsClass, e.name), nev["path"])
+			switch {
+			case isErr:
+				errs = append(errs, d.Name+": "+problem)
+				details = append(details, line+": "+problem)
+			case problem != "":
+				fails = append(fails, d.Name+": "+problem)
+				details = append(details, line+": "+problem)
+				addRemedy(fix)
+				if fix == fixContainer || fix == fixUdev {
+					missingNodes = append(missingNodes, path.Join(sysfs.DevInfiniband, e.name))
+					if e.dev != "" {
+						mknods = append(mknods, fmt.Sprintf("mknod -m 0666 %s c %s", path.Join(sysfs.DevInfiniband, e.name), strings.Replace(e.dev, ":", " ", 1)))
+					}
+				}
+			default:
+				details = append(details, fmt.Sprintf("%s: char %s, mode %s, opens for %s", line, e.dev, nev["mode"], orUnknown(user)))
+			}
+		}
+		ev["uverbs"] = nodes
+	}
+	details = append(details, classProblems...)
+
+	// rdma_cm: librdmacm's node, needed only when rdma_ucm is loaded.
+	var cmWarn string
+	if st := modState("rdma_ucm"); st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin {
+		p := path.Join(sysfs.DevInfiniband, "rdma_cm")
+		n, err := h.DevNode(p)
+		switch {
+		case sysfs.IsNotExist(err):
+			cmWarn = p + " is missing (rdma_ucm is loaded): librdmacm connections fail"
+		case err != nil:
+			details = append(details, p+": "+err.Error())
+		case n.Type != sysfs.DevChar:
+			cmWarn = fmt.Sprintf("%s is a %s, not a character device", p, n.Type)
+		case n.Open != sysfs.DevOpenOK:
+			cmWarn = fmt.Sprintf("%s does not open for %s: %s", p, orUnknown(user), n.Open)
+		default:
+			details = append(details, fmt.Sprintf("%s: char %s, mode %s, opens", p, n.DevNumber(), n.Mode))
+		}
+		if cmWarn != "" {
+			details = append(details, cmWarn)
+		}
+	}
+	ev := map[string]any{"devices": devEv}
+	if container != "" {
+		ev["container"] = container
+	}
+	if user != "" {
+		ev["user"] = user
+	}
+	if v, err := h.ReadAttr(path.Join(UverbsClass, "abi_version")); err == nil {
+		ev["abi_version"] = strings.TrimSpace(v)
+	}
+	expected := "/dev/infiniband/uverbsN for every RDMA device: a character device with the kernel's number, openable read-write"
+	var r Result
+	switch {
+	case len(fails) > 0:
+		r = fail(strings.Join(fails, "; "))
+		r.Observed = fmt.Sprintf("%d problem(s)", len(fails))
+		for i, rm := range remedies {
+			switch rm {
+			case fixContainer:
+				var devs []string
+				for _, n := range missingNodes {
+					devs = append(devs, "--device="+n)
+				}
+				remedies[i] = "This runs in a container without the RDMA device nodes. Pass them in: `docker run " + strings.Join(devs, " ") +
+					" --device=/dev/infiniband/rdma_cm …` (or `--device=/dev/infiniband` for all), together with `--cap-add=IPC_LOCK --ulimit memlock=-1` " +
+					"for memory registration; on Kubernetes request the devices through an RDMA device plugin (e.g. k8s-rdma-shared-dev-plugin) " +
+					"or mount /dev/infiniband into a privileged pod."
+			case fixUdev:
+				remedies[i] = "udev did not create the node(s): `udevadm trigger --subsystem-match=infiniband_verbs` (check that systemd-udevd runs), " +
+					"or reload ib_uverbs (`modprobe -r ib_uverbs && modprobe ib_uverbs`)."
+				if len(mknods) > 0 {
+					remedies[i] += " By hand: `mkdir -p /dev/infiniband && " + strings.Join(mknods, " && ") + "`."
+				}
+			}
+		}
+		r.Remedy = strings.Join(remedies, "\n")
+	case len(errs) > 0:
+		r = errorf("%s", strings.Join(errs, "; "))
+		r.Remedy = "Run where /dev and /sys are readable; a snapshot must record dev_nodes for /dev/infiniband."
+	case cmWarn != "":
+		r = warn(cmWarn)
+		r.Observed = "rdma_cm unusable"
+		r.Remedy = "librdmacm needs /dev/infiniband/rdma_cm: let udev create it (`udevadm trigger`), pass it into a container (`--device=/dev/infiniband/rdma_cm`), or give the user access (udev rule `KERNEL==\"rdma_cm\", MODE=\"0666\"`)."
+	default:
+		var ns []string
+		for _, d := range s.Devices {
+			for _, e := range byDev[d.Name] {
+				ns = append(ns, e.name)
+			}
+		}
+		sort.Strings(ns)
+		r = pass(fmt.Sprintf("%d uverbs node(s) present and openable: %s", len(ns), strings.Join(ns, ", ")))
+		r.Observed = fmt.Sprintf("%d openable", len(ns))
+	}
+	r.Expected, r.Details, r.Evidence = expected, details, ev
+	return r
+}
+
+// judgeUverbsNode checks one /dev/infiniband/uverbsN against its class entry.
+// It returns the node's evidence, the problem ("" when fine), whether the
+// problem is "could not look", and the fix.
+func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, container, user string) (map[string]any, string, bool, string) {
+	p := path.Join(sysfs.DevInfiniband, e.name)
+	ev := map[string]any{"name": e.name, "path": p, "sysfs_dev": e.dev}
+	n, err := h.DevNode(p)
+	if err != nil {
+		if !sysfs.IsNotExist(err) {
+			ev["error"] = err.Error()
+			return ev, "could not look at the node: " + err.Error(), true, ""
+		}
+		ev["exists"] = false
+		if container != "" {
+			return ev, fmt.Sprintf("%s is missing: this runs in a container (%s) the device was not passed into", p, container), false, fixContainer
+		}
+		return ev, p + " is missing although the kernel has " + e.name + " (" + e.dev + ")", false, fixUdev
+	}
+	ev["exists"], ev["type"], ev["mode"], ev["uid"], ev["gid"], ev["open"] = true, n.Type, n.Mode, n.UID, n.GID, n.Open
+	if n.Type == sysfs.DevChar {
+		ev["dev"] = n.DevNumber()
+	}
+	if n.Type != sysfs.DevChar {
+		return ev, fmt.Sprintf("%s is a %s, not a character device", p, n.Type), false,
+			"Remove " + p + " and let udev recreate it (`udevadm trigger --subsystem-match=infiniband_verbs`); in a container pass the host's node with `--device`."
+	}
+	if e.dev != "" && n.DevNumber() != e.dev {
+		return ev, fmt.Sprintf("%s is char %s but the kernel's %s is %s: a stale node, it reaches another device or none", p, n.DevNumber(), e.name, e.dev), false,
+			"Remove the stale node and let udev recreate it (`udevadm trigger --subsystem-match=infiniband_verbs`); in a container, pass the host's current node instead of a copied /dev."
+	}
+	if n.Open != sysfs.DevOpenOK {
+		who := orUnknown(user)
+		switch n.Open {
+		case "EACCES", "EPERM":
+			return ev, fmt.Sprintf("%s does not open for %s: permission denied (mode %s, owner %d:%d)", p, who, n.Mode, n.UID, n.GID), false,
+				"Give the user read-write access: a udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (or `GROUP=\"rdma\", MODE=\"0660\"` with the user in that group) " +
+					"in /etc/udev/rules.d/90-rdma-uverbs.rules, then `udevadm control --reload && udevadm trigger --subsystem-match=infiniband_verbs`. " +
+					"In a container the node's permissions come from the host (and from the device cgroup: `--device` grants rw)."
+		case "ENXIO", "ENODEV":
+			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false,
+				"The device behind the node went away (driver reload, firmware reset): reload the driver's RDMA module and let udev recreate the node."
+		}
+		return ev, fmt.Sprintf("%s does not open for %s: %s", p, who, n.Open), false,
+			"Read `dmesg` for uverbs errors; check the node's permissions and, in a container, its device cgroup (`--device`)."
+	}
+	return ev, "", false, ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "this user"
+	}
+	return s
+}

@@ -1,0 +1,108 @@
+package checks_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+func TestUverbsNodesFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		fixture   string
+		status    report.Status
+		exit      int
+		rootCause string
+		says      string
+	}{
+		{"cx5-roce-healthy", report.Pass, 0, "", "2 uverbs node(s) present and openable: uverbs0, uverbs1"},
+		{"cx6-ib-healthy", report.Pass, 0, "", "uverbs0"},
+		{"rxe-softroce", report.Pass, 0, "", "uverbs0"},
+		{"uverbs-node-missing", report.Fail, 15, "uverbs.nodes", "container (docker: /.dockerenv exists)"},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			r := hwRun(t, filepath.Join(hostsDir, tc.fixture), checks.Options{}, "uverbs.nodes")
+			c := hwResult(t, r, "uverbs.nodes")
+			if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) {
+				t.Fatalf("%s: %s; want %s saying %q", c.Status, c.Summary, tc.status, tc.says)
+			}
+			if r.ExitCode != tc.exit || (tc.rootCause != "" && *r.RootCause != tc.rootCause) {
+				t.Errorf("exit %d root cause %v, want %d %s", r.ExitCode, r.RootCause, tc.exit, tc.rootCause)
+			}
+		})
+	}
+	r := hwRun(t, filepath.Join(hostsDir, "uverbs-node-missing"), checks.Options{}, "uverbs.nodes")
+	c := hwResult(t, r, "uverbs.nodes")
+	for _, s := range []string{"--device=/dev/infiniband/uverbs0", "--device=/dev/infiniband/uverbs1", "IPC_LOCK", "device plugin"} {
+		if !strings.Contains(c.Remedy, s) {
+			t.Errorf("remedy does not mention %q: %s", s, c.Remedy)
+		}
+	}
+}
+
+// uverbsVariant builds the healthy ConnectX-5 host, changes it and runs
+// uverbs.nodes on it.
+func uverbsVariant(t *testing.T, mut func(*sysfstest.Tree)) checks.Result {
+	t.Helper()
+	tr := sysfstest.Build(sysfstest.CX5RoCE())
+	mut(tr)
+	return hwRunOne(t, hwWrite(t, tr), "uverbs.nodes", checks.Options{})
+}
+
+func TestUverbsNodesFindings(t *testing.T) {
+	uv0 := "/dev/infiniband/uverbs0"
+	for _, tc := range []struct {
+		name         string
+		mut          func(*sysfstest.Tree)
+		status       report.Status
+		says, remedy string
+	}{
+		{"missing on a host", func(tr *sysfstest.Tree) { sysfstest.RemoveDevNode(tr, uv0) }, report.Fail,
+			uv0 + " is missing although the kernel has uverbs0 (231:192)", "mknod -m 0666 /dev/infiniband/uverbs0 c 231 192"},
+		{"permission denied", func(tr *sysfstest.Tree) {
+			tr.Facts.DevNodes.User = "uid=1000 gid=1000"
+			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: sysfs.DevChar, Major: 231, Minor: 192, Mode: "0600", Open: "EACCES"})
+		}, report.Fail, "does not open for uid=1000 gid=1000: permission denied (mode 0600, owner 0:0)", `KERNEL=="uverbs*", MODE="0666"`},
+		{"regular file", func(tr *sysfstest.Tree) {
+			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: "file", Mode: "0644"})
+		}, report.Fail, "is a file, not a character device", "udevadm trigger"},
+		{"stale device number", func(tr *sysfstest.Tree) {
+			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: sysfs.DevChar, Major: 231, Minor: 193, Mode: "0666", Open: "ok"})
+		}, report.Fail, "is char 231:193 but the kernel's uverbs0 is 231:192", "stale node"},
+		{"no device behind the node", func(tr *sysfstest.Tree) {
+			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: sysfs.DevChar, Major: 231, Minor: 192, Mode: "0666", Open: "ENXIO"})
+		}, report.Fail, "ENXIO", "reload"},
+		{"rdma_cm missing", func(tr *sysfstest.Tree) { sysfstest.RemoveDevNode(tr, "/dev/infiniband/rdma_cm") }, report.Warn,
+			"rdma_cm is missing (rdma_ucm is loaded)", "librdmacm"},
+		{"dev nodes not recorded", func(tr *sysfstest.Tree) { tr.Facts.DevNodes = nil }, report.Error, "dev_nodes", "snapshot"},
+		{"ib_uverbs not loaded", func(tr *sysfstest.Tree) {
+			tr.Remove("/sys/class/infiniband_verbs")
+			tr.File(sysfs.ProcModules, strings.ReplaceAll(tr.Files[sysfs.ProcModules], "ib_uverbs ", "xx_gone "))
+		}, report.Fail, "ib_uverbs is not loaded", "modprobe ib_uverbs"},
+		{"kubernetes pod", func(tr *sysfstest.Tree) {
+			tr.File("/proc/1/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/cri-containerd-1234.scope\n")
+			sysfstest.RemoveDevNode(tr, "/dev/infiniband")
+		}, report.Fail, "container (kubepods: /proc/1/cgroup names it)", "device plugin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := uverbsVariant(t, tc.mut)
+			if res.Status != tc.status || !strings.Contains(res.Summary, tc.says) {
+				t.Fatalf("%s: %s; want %s saying %q", res.Status, res.Summary, tc.status, tc.says)
+			}
+			if !strings.Contains(res.Remedy, tc.remedy) {
+				t.Errorf("remedy %q does not say %q", res.Remedy, tc.remedy)
+			}
+		})
+	}
+}
+
+func TestUverbsNodesManyDevices(t *testing.T) {
+	res := hwRunOne(t, hwWrite(t, sysfstest.LargeHost(1, 1, 6)), "uverbs.nodes", checks.Options{})
+	if res.Status != report.Pass || !strings.HasPrefix(res.Summary, "14 uverbs node(s)") {
+		t.Errorf("%s: %s", res.Status, res.Summary)
+	}
+}
