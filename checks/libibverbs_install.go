@@ -1,0 +1,445 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// LibibverbsSoname is the library every verbs application loads.
+const LibibverbsSoname = "libibverbs.so.1"
+
+func init() {
+	register(Check{
+		ID: "libibverbs.install", Code: 16, Level: 1,
+		Title: "libibverbs.so.1 resolves through the loader, once, with a provider for every device's driver",
+		Needs: []string{"rdma.devices"},
+		Explain: Explanation{
+			Judges: "Finds libibverbs.so.1 as the dynamic loader would: LD_LIBRARY_PATH (live runs), then /etc/ld.so.cache (parsed natively, " +
+				"glibc's format and the old one), then the standard directories (/lib64, /usr/lib64, /lib/<multiarch>, /usr/lib/<multiarch>, /lib, /usr/lib). " +
+				"Follows each hit's symlink chain to a 64-bit ELF file. Fails on a dangling link, on two different copies (an inbox rdma-core beside " +
+				"MLNX_OFED's, or a hand-built one in /usr/local or /opt), and on a device whose driver has no provider: " +
+				"/etc/libibverbs.d/<name>.driver naming it and lib<name>-rdmav*.so in the provider directory next to the library (<libdir>/libibverbs/).",
+			Why: "Every RDMA application loads libibverbs.so.1 and, through it, one provider per device. A missing provider makes the library list " +
+				"zero devices while the kernel shows them; two copies mean applications and providers from different builds meet at run time " +
+				"(\"couldn't load driver\", ABI warnings, crashes); a dangling link is a half-removed package.",
+			Failures: []Failure{
+				{report.Fail, "libibverbs.so.1 is not installed",
+					"Debian/Ubuntu: `apt-get install libibverbs1 ibverbs-providers`; RHEL family: `dnf install libibverbs`; SUSE: `zypper install libibverbs1 rdma-core`. " +
+						"With MLNX_OFED/DOCA-OFED, reinstall that stack instead."},
+				{report.Fail, "a symlink in the chain is dangling (or loops)", "Reinstall the package that owns the library (`dpkg -S` / `rpm -qf` on the link), then run `ldconfig`."},
+				{report.Fail, "two different copies of libibverbs.so.1 are reachable",
+					"Keep one stack: remove the other copy's package (or the hand-built files in /usr/local or /opt and its /etc/ld.so.conf.d entry), then run `ldconfig`."},
+				{report.Fail, "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing)",
+					"Install the providers: Debian/Ubuntu `apt-get install ibverbs-providers`; RHEL family `dnf install libibverbs` (it carries them); " +
+						"SUSE `zypper install libibverbs`; or reinstall MLNX_OFED/DOCA-OFED."},
+				{report.Warn, "the library is found only in a standard directory, not in the loader cache (or the cache lists a file that is gone)", "Run `ldconfig`."},
+				{report.Error, "/etc/ld.so.cache or the provider configuration could not be read or parsed", "Run `ldconfig` to rebuild the cache; run where /etc is readable."},
+			},
+		},
+		Run: runLibibverbsInstall,
+	})
+}
+
+// libCandidate is one place the loader would look for the library.
+type libCandidate struct {
+	path   string
+	source string
+	chain  sysfs.LinkChain
+}
+
+func runLibibverbsInstall(_ context.Context, env *Env) Result {
+	h := env.Host
+	s := env.Survey()
+	abi := sysfs.NativeLDFlags()
+	var details, warns []string
+	ev := map[string]any{}
+
+	cache, cacheErr := h.ReadLDCache()
+	switch {
+	case cacheErr == nil:
+		ev["ld_cache"] = map[string]any{"format": cache.Format, "entries": len(cache.Entries), "generator": cache.Generator}
+		if cache.ABIs()[abi] == 0 {
+			// A snapshot of another architecture: judge by the ABI its libc has.
+			for _, e := range cache.Entries {
+				if e.Name == "libc.so.6" && e.Flags&sysfs.LDFlagRequiredMask != 0 {
+					abi = e.Flags & sysfs.LDFlagRequiredMask
+					break
+				}
+			}
+		}
+	case sysfs.IsNotExist(cacheErr):
+		details = append(details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
+		warns = append(warns, "no loader cache ("+h.Display(sysfs.LDSOCache)+"): run `ldconfig`")
+	default:
+		r := errorf("could not read the loader cache: %v", cacheErr)
+		r.Remedy = "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories)."
+		r.Evidence = map[string]any{"ld_cache": h.Display(sysfs.LDSOCache), "error": cacheErr.Error()}
+		return r
+	}
+	ev["abi"] = sysfs.LDArchName(abi)
+
+	// The loader's order: an explicit path, LD_LIBRARY_PATH, the cache, the default directories.
+	var cands []libCandidate
+	seenPath := map[string]bool{}
+	add := func(p, src string, mustExist bool) {
+		p = path.Clean(p)
+		if seenPath[p] {
+			return
+		}
+		if mustExist {
+			if _, err := h.Lstat(p); err != nil {
+				return
+			}
+		}
+		seenPath[p] = true
+		cands = append(cands, libCandidate{path: p, source: src, chain: h.FollowLinks(p)})
+	}
+	if env.Opts.Libibverbs != "" {
+		add(env.Opts.Libibverbs, "--libibverbs", false)
+	}
+	if h.Live() {
+		for _, d := range strings.Split(os.Getenv("LD_LIBRARY_PATH"), ":") {
+			if d != "" && path.IsAbs(d) {
+				add(path.Join(d, LibibverbsSoname), "LD_LIBRARY_PATH", true)
+			}
+		}
+	}
+	if cache != nil {
+		for _, e := range cache.Lookup(LibibverbsSoname, abi) {
+			if e.HWCapsDir != "" {
+				details = append(details, fmt.Sprintf("%s: a glibc-hwcaps (%s) variant in the cache", e.Path, e.HWCapsDir))
+			}
+			add(e.Path, sysfs.LDSOCache, false)
+		}
+	}
+	for _, d := range sysfs.StandardLibDirs(abi) {
+		add(path.Join(d, LibibverbsSoname), "standard directory", true)
+	}
+
+	// Judge every candidate; group the good ones by the file they reach.
+	var (
+		fails   []string
+		picked  *libCandidate
+		copies  []*libCandidate // one per distinct file, loader order
+		candEv  []map[string]any
+		remedy  []string
+		missing = true
+	)
+	for i := range cands {
+		c := &cands[i]
+		cev := map[string]any{"path": c.path, "source": c.source, "chain": c.chain.Hops}
+		candEv = append(candEv, cev)
+		switch {
+		case c.chain.Absent && c.source == sysfs.LDSOCache:
+			cev["status"] = "stale"
+			details = append(details, fmt.Sprintf("%s (from %s): listed but does not exist", h.Display(c.path), c.source))
+			warns = append(warns, "the loader cache lists "+c.path+", which does not exist: run `ldconfig`")
+			continue
+		case c.chain.Absent:
+			cev["status"] = "absent"
+			details = append(details, fmt.Sprintf("%s (from %s): does not exist", h.Display(c.path), c.source))
+			if c.source == "--libibverbs" {
+				fails = append(fails, "--libibverbs "+c.path+" does not exist")
+			}
+			continue
+		case c.chain.Dangling:
+			missing = false
+			cev["status"] = "dangling"
+			fails = append(fails, fmt.Sprintf("dangling symlink: %s (the last target does not exist)", c.chain))
+			details = append(details, fmt.Sprintf("%s (from %s): DANGLING %s", c.path, c.source, c.chain))
+			remedy = appendUnique(remedy, fmt.Sprintf("The link chain %s ends at a file that is gone: reinstall the package that owns %s "+
+				"(`dpkg -S %s` or `rpm -qf %s`), then run `ldconfig`.", c.chain, c.path, c.path, c.path))
+			continue
+		case !c.chain.OK():
+			missing = false
+			cev["status"] = "broken"
+			fails = append(fails, fmt.Sprintf("%s: %v", c.chain, c.chain.Err))
+			details = append(details, fmt.Sprintf("%s (from %s): %v", c.path, c.source, c.chain.Err))
+			remedy = appendUnique(remedy, "Reinstall the package that owns "+c.path+", then run `ldconfig`.")
+			continue
+		}
+		missing = false
+		class, err := h.ELFClass(c.chain.Final)
+		if err != nil || (class != 64 && abi != 0) {
+			why := fmt.Sprintf("%v", err)
+			if err == nil {
+				why = fmt.Sprintf("a %d-bit library where a 64-bit one is loaded", class)
+			}
+			cev["status"] = "not_loadable"
+			fails = append(fails, fmt.Sprintf("%s: %s", c.chain, why))
+			details = append(details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, why))
+			remedy = appendUnique(remedy, "Replace "+c.chain.Final+" with the real library from its package, then run `ldconfig`.")
+			continue
+		}
+		cev["status"], cev["file"] = "ok", c.chain.Final
+		if picked == nil {
+			picked = c
+		}
+		dup := false
+		for _, o := range copies {
+			if sysfs.SameFile(o.chain, c.chain) {
+				dup = true
+			}
+		}
+		if !dup {
+			copies = append(copies, c)
+		}
+		details = append(details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, c.chain))
+	}
+	ev["candidates"] = candEv
+	osr, osErr := h.OSRelease()
+	family := ""
+	if osErr == nil {
+		family = osr.Family()
+		ev["distribution"] = map[string]string{"id": osr.ID, "family": family}
+	}
+
+	if missing {
+		if cache != nil {
+			details = append(details, fmt.Sprintf("%s: %d entries, none for %s (%s)", h.Display(sysfs.LDSOCache), len(cache.Entries), LibibverbsSoname, sysfs.LDArchName(abi)))
+		}
+		details = append(details, "searched: "+strings.Join(sysfs.StandardLibDirs(abi), ", "))
+		r := fail(fmt.Sprintf("%s not found in the loader cache or the standard directories", LibibverbsSoname))
+		r.Observed, r.Expected = "not installed", LibibverbsSoname+" resolvable by the loader"
+		r.Details = details
+		r.Remedy = installLibRemedy(family, osr.PrettyName)
+		r.Evidence = ev
+		return r
+	}
+	if len(copies) > 1 {
+		var list []string
+		for i, c := range copies {
+			who := ""
+			if i == 0 {
+				who = " — the loader picks this one"
+			}
+			list = append(list, fmt.Sprintf("%s (%s, via %s)%s", c.chain.Final, c.path, c.source, who))
+		}
+		fails = append(fails, fmt.Sprintf("%d different copies of %s: %s", len(copies), LibibverbsSoname, strings.Join(list, "; ")))
+		remedy = appendUnique(remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
+			"meet this one at run time. Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
+			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.", copies[0].chain.Final))
+	}
+	var files []string
+	for _, c := range copies {
+		files = append(files, c.chain.Final)
+	}
+	ev["library_files"] = nonNil(files)
+	if picked != nil {
+		ev["library"] = map[string]any{"path": picked.path, "file": picked.chain.Final, "source": picked.source}
+		pf, pd, pe, perr := judgeProviders(h, s, picked)
+		details = append(details, pd...)
+		ev["providers"] = pe
+		if perr != "" && len(fails) == 0 && len(pf) == 0 {
+			r := errorf("%s", perr)
+			r.Details, r.Evidence = details, ev
+			r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable."
+			return r
+		}
+		if len(pf) > 0 {
+			fails = append(fails, pf...)
+			remedy = appendUnique(remedy, installProviderRemedy(family))
+		}
+	}
+	expected := "one " + LibibverbsSoname + " reached by the loader, an intact link chain, a provider for every device"
+	switch {
+	case len(fails) > 0:
+		r := fail(strings.Join(fails, "; "))
+		r.Observed, r.Expected = fmt.Sprintf("%d problem(s)", len(fails)), expected
+		r.Details, r.Remedy, r.Evidence = details, strings.Join(remedy, "\n"), ev
+		return r
+	case picked == nil:
+		r := errorf("no usable %s was found", LibibverbsSoname)
+		r.Details, r.Evidence = details, ev
+		return r
+	case len(warns) > 0 || picked.source == "standard directory" && cache != nil:
+		if picked.source == "standard directory" && cache != nil {
+			warns = append(warns, fmt.Sprintf("%s is not in the loader cache; found in %s, which the loader searches only if it is one of its built-in directories: run `ldconfig`",
+				LibibverbsSoname, path.Dir(picked.path)))
+		}
+		r := warn(strings.Join(warns, "; "))
+		r.Observed, r.Expected = picked.chain.Final, expected
+		r.Details, r.Evidence = details, ev
+		r.Remedy = "Run `ldconfig` so the loader cache matches the installed libraries."
+		return r
+	}
+	r := pass(fmt.Sprintf("%s → %s; providers present for every device", picked.path, picked.chain.Final))
+	r.Observed, r.Expected = picked.chain.Final, expected
+	r.Details, r.Evidence = details, ev
+	return r
+}
+
+// judgeProviders checks that each device's driver has a provider that the
+// picked library will load: its .driver file and the provider object.
+// It returns the failures, detail lines, evidence, and a could-not-look reason.
+func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []string, map[string]any, string) {
+	var fails, details []string
+	ev := map[string]any{}
+	// Which provider each device needs.
+	need := map[string][]string{}
+	var order []string
+	mods, _ := h.ReadModules()
+	loaded := func(m string) bool {
+		if mods == nil {
+			return false
+		}
+		st := mods.State(m)
+		return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
+	}
+	for _, d := range s.Devices {
+		var drv *Driver
+		if d.Software || d.PCIAddr == "" {
+			drv = softwareDriver(d.Name, loaded)
+		} else {
+			drv = DriverByPCI(d.Driver)
+		}
+		if drv == nil {
+			details = append(details, fmt.Sprintf("%s: driver %q has no known provider; not judged", d.Name, d.Driver))
+			continue
+		}
+		if _, ok := need[drv.Provider]; !ok {
+			order = append(order, drv.Provider)
+		}
+		need[drv.Provider] = append(need[drv.Provider], d.Name)
+	}
+	if len(order) == 0 {
+		return nil, details, ev, ""
+	}
+	conf, confProblems, confErr := h.ConfiguredProviders()
+	for _, p := range confProblems {
+		details = append(details, p.Error())
+	}
+	if confErr != nil && !sysfs.IsNotExist(confErr) {
+		return nil, details, ev, "could not read the provider configuration: " + confErr.Error()
+	}
+	// A .driver line may name an absolute path prefix instead of a name.
+	byName := map[string]struct{ file, prefix string }{}
+	for name, file := range conf {
+		if strings.Contains(name, "/") {
+			byName[strings.TrimPrefix(path.Base(name), "lib")] = struct{ file, prefix string }{file, name}
+		} else {
+			byName[name] = struct{ file, prefix string }{file, ""}
+		}
+	}
+	// The provider directory sits next to the library (rdma-core's
+	// VERBS_PROVIDER_DIR is <libdir>/libibverbs).
+	var provDirs []string
+	for _, d := range []string{path.Dir(lib.path), path.Dir(lib.chain.Final)} {
+		provDirs = appendUnique(provDirs, path.Join(d, sysfs.ProviderSubdir))
+	}
+	provDir := ""
+	for _, d := range provDirs {
+		if ok, _ := h.Exists(d); ok {
+			provDir = d
+			break
+		}
+	}
+	ev["directory"] = provDir
+	ev["config_dir"] = h.Display(sysfs.LibibverbsConfDir)
+	var evList []map[string]any
+	for _, name := range order {
+		devs := need[name]
+		pe := map[string]any{"provider": name, "devices": devs}
+		evList = append(evList, pe)
+		var problems []string
+		c, configured := byName[name]
+		driverFile := path.Join(sysfs.LibibverbsConfDir, name+".driver")
+		if configured {
+			pe["driver_file"] = c.file
+		} else {
+			problems = append(problems, fmt.Sprintf("%s is missing (no .driver file names %q)", driverFile, name))
+		}
+		var files []string
+		searchDirs := []string{}
+		if c.prefix != "" {
+			searchDirs = append(searchDirs, path.Dir(c.prefix))
+		}
+		if provDir != "" {
+			searchDirs = append(searchDirs, provDir)
+		}
+		// The historical layout: providers in the library directory itself.
+		searchDirs = appendUnique(searchDirs, path.Dir(lib.path))
+		for _, d := range searchDirs {
+			fs, err := h.ProviderFiles(d, name)
+			if err == nil && len(fs) > 0 {
+				files = fs
+				break
+			}
+		}
+		good := ""
+		for _, f := range files {
+			ch := h.FollowLinks(f)
+			if ch.OK() {
+				if good == "" {
+					good = ch.String()
+				}
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s: %v", ch, ch.Err))
+		}
+		want := path.Join(firstOr(provDirs, "<libdir>/libibverbs"), "lib"+name+"-rdmav*.so")
+		if provDir != "" {
+			want = path.Join(provDir, "lib"+name+"-rdmav*.so")
+		}
+		if len(files) == 0 {
+			where := want
+			if provDir == "" {
+				where += " (no provider directory " + strings.Join(provDirs, " or ") + ")"
+			}
+			problems = append(problems, "no "+where)
+		} else if good == "" && len(problems) == 0 {
+			problems = append(problems, "no loadable lib"+name+"-rdmav*.so")
+		}
+		pe["files"] = nonNil(files)
+		if len(problems) > 0 {
+			pe["status"] = "missing"
+			fails = append(fails, fmt.Sprintf("no provider for %s (%s): %s — the library lists zero of these devices while the kernel shows them",
+				name, strings.Join(devs, ", "), strings.Join(problems, "; ")))
+			details = append(details, fmt.Sprintf("provider %s for %s: MISSING — %s", name, strings.Join(devs, ", "), strings.Join(problems, "; ")))
+			continue
+		}
+		pe["status"] = "ok"
+		details = append(details, fmt.Sprintf("provider %s for %s: %s, %s", name, strings.Join(devs, ", "), c.file, good))
+	}
+	sort.SliceStable(evList, func(i, j int) bool { return evList[i]["provider"].(string) < evList[j]["provider"].(string) })
+	ev["needed"] = evList
+	return fails, details, ev, ""
+}
+
+// installLibRemedy names the packages that provide libibverbs.so.1.
+func installLibRemedy(family, pretty string) string {
+	on := ""
+	if pretty != "" {
+		on = " on " + pretty
+	}
+	switch family {
+	case "debian":
+		return "Install rdma-core's library and providers" + on + ": `apt-get install libibverbs1 ibverbs-providers`. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+	case "rhel":
+		return "Install rdma-core's library and providers" + on + ": `dnf install libibverbs` (yum on older releases). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+	case "suse":
+		return "Install rdma-core's library" + on + ": `zypper install libibverbs1 rdma-core` (and `libibverbs`, which carries the providers). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+	}
+	return "Install libibverbs and its providers from the distribution's rdma-core packages " +
+		"(Debian/Ubuntu: libibverbs1 ibverbs-providers; RHEL family: libibverbs; SUSE: libibverbs1 rdma-core), or MLNX_OFED/DOCA-OFED."
+}
+
+// installProviderRemedy names the packages that carry the providers.
+func installProviderRemedy(family string) string {
+	switch family {
+	case "debian":
+		return "Install the providers: `apt-get install ibverbs-providers` (it ships /etc/libibverbs.d/*.driver and <libdir>/libibverbs/lib*-rdmav*.so). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+	case "rhel":
+		return "Install the providers: `dnf reinstall libibverbs` (rdma-core's libibverbs carries /etc/libibverbs.d/*.driver and /usr/lib64/libibverbs/). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+	case "suse":
+		return "Install the providers: `zypper install libibverbs`. With MLNX_OFED/DOCA-OFED, reinstall that stack."
+	}
+	return "Install rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs), or reinstall MLNX_OFED/DOCA-OFED."
+}

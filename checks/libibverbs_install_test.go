@@ -1,0 +1,170 @@
+package checks_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+const debLib = "/usr/lib/x86_64-linux-gnu"
+
+func TestLibibverbsInstallFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		fixture   string
+		status    report.Status
+		exit      int
+		rootCause string
+		says      []string
+	}{
+		{"cx5-roce-healthy", report.Pass, 0, "", []string{debLib + "/libibverbs.so.1 → " + debLib + "/libibverbs.so.1.14.44.0"}},
+		{"cx6-ib-healthy", report.Pass, 0, "", []string{"providers present"}},
+		{"rxe-softroce", report.Pass, 0, "", []string{"providers present"}},
+		{"libibverbs-dangling-link", report.Fail, 16, "libibverbs.install",
+			[]string{"dangling symlink", debLib + "/libibverbs.so.1 -> " + debLib + "/libibverbs.so.1.14.44.0"}},
+		{"libibverbs-two-copies", report.Fail, 16, "libibverbs.install",
+			[]string{"2 different copies", "/usr/lib64/libibverbs.so.1.14.56.0", debLib + "/libibverbs.so.1.14.44.0", "the loader picks this one"}},
+		{"provider-missing", report.Fail, 16, "libibverbs.install",
+			[]string{"no provider for mlx5 (mlx5_0, mlx5_1)", "/etc/libibverbs.d/mlx5.driver", debLib + "/libibverbs/libmlx5-rdmav*.so"}},
+		{"libibverbs-missing", report.Fail, 16, "libibverbs.install", []string{"libibverbs.so.1 not found"}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			r := hwRun(t, filepath.Join(hostsDir, tc.fixture), checks.Options{}, "libibverbs.install")
+			c := hwResult(t, r, "libibverbs.install")
+			if c.Status != tc.status {
+				t.Fatalf("%s: %s; want %s", c.Status, c.Summary, tc.status)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(c.Summary, s) {
+					t.Errorf("summary %q does not say %q", c.Summary, s)
+				}
+			}
+			if r.ExitCode != tc.exit || (tc.rootCause != "" && *r.RootCause != tc.rootCause) {
+				t.Errorf("exit %d root cause %v, want %d %s", r.ExitCode, r.RootCause, tc.exit, tc.rootCause)
+			}
+			if c.Status == report.Fail && c.Remedy == "" {
+				t.Error("a failure without a remedy")
+			}
+		})
+	}
+}
+
+func TestLibibverbsInstallRemedies(t *testing.T) {
+	for fixture, want := range map[string]string{
+		"libibverbs-missing":       "apt-get install libibverbs1 ibverbs-providers",
+		"provider-missing":         "apt-get install ibverbs-providers",
+		"libibverbs-dangling-link": "dpkg -S " + debLib + "/libibverbs.so.1",
+		"libibverbs-two-copies":    "The loader uses /usr/lib64/libibverbs.so.1.14.56.0",
+	} {
+		res := hwRunOne(t, filepath.Join(hostsDir, fixture), "libibverbs.install", checks.Options{})
+		if !strings.Contains(res.Remedy, want) {
+			t.Errorf("%s: remedy %q does not say %q", fixture, res.Remedy, want)
+		}
+	}
+}
+
+// libVariant builds the healthy ConnectX-5 host, changes it and runs the check.
+func libVariant(t *testing.T, mut func(*sysfstest.Tree), opts checks.Options) checks.Result {
+	t.Helper()
+	tr := sysfstest.Build(sysfstest.CX5RoCE())
+	mut(tr)
+	return hwRunOne(t, hwWrite(t, tr), "libibverbs.install", opts)
+}
+
+func TestLibibverbsInstallFindings(t *testing.T) {
+	rocky := "NAME=\"Rocky Linux\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\nPRETTY_NAME=\"Rocky Linux 9.3 (Blue Onyx)\"\n"
+	sles := "NAME=\"SLES\"\nID=\"sles\"\nID_LIKE=\"suse\"\nPRETTY_NAME=\"SUSE Linux Enterprise Server 15 SP5\"\n"
+	dropLib := func(tr *sysfstest.Tree) {
+		for p := range tr.Files {
+			if strings.Contains(p, "libibverbs") {
+				tr.Remove(p)
+			}
+		}
+		for p := range tr.Links {
+			if strings.Contains(p, "libibverbs") {
+				tr.Remove(p)
+			}
+		}
+		sysfstest.WriteLDCache(tr)
+	}
+	for _, tc := range []struct {
+		name         string
+		mut          func(*sysfstest.Tree)
+		opts         checks.Options
+		status       report.Status
+		says, remedy string
+	}{
+		{"RHEL family without the library", func(tr *sysfstest.Tree) {
+			dropLib(tr)
+			tr.File("/etc/os-release", rocky)
+		}, checks.Options{}, report.Fail, "not found", "dnf install libibverbs"},
+		{"SUSE without the library", func(tr *sysfstest.Tree) {
+			dropLib(tr)
+			tr.File("/etc/os-release", sles)
+		}, checks.Options{}, report.Fail, "not found", "zypper install libibverbs1 rdma-core"},
+		{"no os-release", func(tr *sysfstest.Tree) {
+			dropLib(tr)
+			tr.Remove("/etc/os-release")
+		}, checks.Options{}, report.Fail, "not found", "RHEL family: libibverbs; SUSE: libibverbs1 rdma-core"},
+		{"corrupt loader cache", func(tr *sysfstest.Tree) { tr.File(sysfs.LDSOCache, "glibc-ld.so.cache1.1\x00\x00") },
+			checks.Options{}, report.Error, "etc/ld.so.cache", "ldconfig"},
+		{"no loader cache", func(tr *sysfstest.Tree) { tr.Remove(sysfs.LDSOCache) }, checks.Options{}, report.Warn,
+			"no loader cache", "ldconfig"},
+		{"library only in a standard directory", func(tr *sysfstest.Tree) {
+			tr.File(sysfs.LDSOCache, string(sysfstest.EncodeLDCache(nil, "")))
+		}, checks.Options{}, report.Warn, "not in the loader cache", "ldconfig"},
+		{"stale cache entry", func(tr *sysfstest.Tree) {
+			tr.File("/usr/local/lib/libibverbs.so.1", "\x7fELF\x02")
+			sysfstest.WriteLDCache(tr)
+			tr.Remove("/usr/local/lib/libibverbs.so.1")
+		}, checks.Options{}, report.Warn, "lists /usr/local/lib/libibverbs.so.1, which does not exist", "ldconfig"},
+		{"a hand-built copy in /usr/local", func(tr *sysfstest.Tree) {
+			tr.File("/usr/local/lib/libibverbs.so.1.14.57.0", "\x7fELF\x02")
+			tr.Link("/usr/local/lib/libibverbs.so.1", "libibverbs.so.1.14.57.0")
+			sysfstest.WriteLDCache(tr)
+		}, checks.Options{}, report.Fail, "/usr/local/lib/libibverbs.so.1.14.57.0 (/usr/local/lib/libibverbs.so.1, via /etc/ld.so.cache) — the loader picks this one", "ld.so.conf.d"},
+		{"merged /usr is one copy", func(tr *sysfstest.Tree) {
+			tr.Link("/lib", "usr/lib")
+			sysfstest.WriteLDCache(tr) // ldconfig lists /lib/x86_64-linux-gnu paths now
+		}, checks.Options{}, report.Pass, "/lib/x86_64-linux-gnu/libibverbs.so.1 → /lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", ""},
+		{"provider link dangling", func(tr *sysfstest.Tree) { tr.Remove(debLib + "/libmlx5.so.1.24.44.0") }, checks.Options{}, report.Fail,
+			"libmlx5-rdmav34.so -> " + debLib + "/libmlx5.so.1.24.44.0", "ibverbs-providers"},
+		{"driver file names an absolute prefix", func(tr *sysfstest.Tree) {
+			tr.Attr("/etc/libibverbs.d/mlx5.driver", "driver /opt/vendor/lib/libmlx5")
+			tr.File("/opt/vendor/lib/libmlx5-rdmav34.so", "\x7fELF\x02")
+		}, checks.Options{}, report.Pass, "providers present", ""},
+		{"a 32-bit library", func(tr *sysfstest.Tree) { tr.File(debLib+"/libibverbs.so.1.14.44.0", "\x7fELF\x01") }, checks.Options{}, report.Fail,
+			"32-bit", "real library"},
+		{"not an ELF file", func(tr *sysfstest.Tree) { tr.File(debLib+"/libibverbs.so.1.14.44.0", "garbage") }, checks.Options{}, report.Fail,
+			"not an ELF shared object", "real library"},
+		{"--libibverbs names a missing file", func(*sysfstest.Tree) {}, checks.Options{Libibverbs: "/opt/nothing/libibverbs.so.1"}, report.Fail,
+			"--libibverbs /opt/nothing/libibverbs.so.1 does not exist", ""},
+		{"provider for a software device", func(tr *sysfstest.Tree) {
+			tr.Remove(debLib + "/libibverbs/librxe-rdmav34.so")
+		}, checks.Options{}, report.Pass, "providers present", ""}, // no rxe device on this host: not needed
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := libVariant(t, tc.mut, tc.opts)
+			if res.Status != tc.status || !strings.Contains(res.Summary, tc.says) {
+				t.Fatalf("%s: %s; want %s saying %q\n%s", res.Status, res.Summary, tc.status, tc.says, strings.Join(res.Details, "\n"))
+			}
+			if !strings.Contains(res.Remedy, tc.remedy) {
+				t.Errorf("remedy %q does not say %q", res.Remedy, tc.remedy)
+			}
+		})
+	}
+}
+
+func TestLibibverbsInstallSoftwareProvider(t *testing.T) {
+	tr := sysfstest.Build(sysfstest.RXE())
+	tr.Remove(debLib + "/libibverbs/librxe-rdmav34.so")
+	tr.Remove("/etc/libibverbs.d/rxe.driver")
+	res := hwRunOne(t, hwWrite(t, tr), "libibverbs.install", checks.Options{})
+	if res.Status != report.Fail || !strings.Contains(res.Summary, "no provider for rxe (rxe0)") {
+		t.Errorf("%s: %s", res.Status, res.Summary)
+	}
+}
