@@ -31,6 +31,7 @@ type Redactor struct {
 	v6pfx  map[[8]byte][8]byte
 	macs   map[[6]byte][6]byte
 	guids  map[[8]byte][8]byte
+	nguid  int // GUIDs given a sequence number (not derived from a MAC)
 	// registerOnly makes Text learn MACs without rewriting (the first pass,
 	// so that a GUID derived from a MAC finds that MAC already known).
 	registerOnly bool
@@ -298,7 +299,10 @@ func (r *Redactor) iid(g [8]byte) [8]byte {
 		m := r.mac([6]byte{g[0], g[1], g[2], g[5], g[6], g[7]})
 		rep = [8]byte{m[0], m[1], m[2], 0x03, 0x00, m[3], m[4], m[5]}
 	default:
-		binary.BigEndian.PutUint64(rep[:], 0x02005e1000000000|uint64(len(r.guids)+1))
+		binary.BigEndian.PutUint64(rep[:], 0x02005e1000000000|uint64(r.nguid+1))
+		if !r.registerOnly {
+			r.nguid++
+		}
 	}
 	if !r.registerOnly {
 		r.guids[g] = rep
