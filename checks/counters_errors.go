@@ -70,10 +70,13 @@ func saturated(c sysfs.Counter) bool {
 	if !c.Known {
 		return false
 	}
+	if c.Group != "counters" {
+		return false // driver counters are 64-bit
+	}
 	if m, ok := errorCounters[c.Name]; ok && m.bits > 0 {
 		return c.Value == 1<<m.bits-1
 	}
-	return c.Group == "counters" && c.Value == legacySaturation
+	return c.Value == legacySaturation
 }
 
 func init() {
@@ -207,7 +210,6 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 				continue
 			}
 			readable++
-			values[c.Name] = c.Value
 			if l, ok := later[c.Group+"/"+c.Name]; ok && l.Known && l.Value > c.Value {
 				f := fmt.Sprintf("%s %s rose by %d in %v (%d → %d): %s", label, c.Name, l.Value-c.Value, window.Round(time.Millisecond), c.Value, l.Value, m.meaning)
 				rising = append(rising, f)
@@ -218,6 +220,7 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 			if c.Value == 0 {
 				continue
 			}
+			values[c.Name] = c.Value
 			if saturated(c) {
 				f := fmt.Sprintf("%s %s = %d, saturated (the real count is higher): %s", label, c.Name, c.Value, m.meaning)
 				satList = append(satList, f)
@@ -228,7 +231,8 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 			nonzero = append(nonzero, fmt.Sprintf("%s %s = %d: %s", label, c.Name, c.Value, m.meaning))
 			portFindings = append(portFindings, fmt.Sprintf("%s %d", c.Name, c.Value))
 		}
-		portsEv[key] = values
+		// Evidence keeps what is not zero (a thousand VFs of zeros say nothing).
+		portsEv[key] = map[string]any{"readable": readable, "nonzero_or_unknown": values}
 		line := fmt.Sprintf("%s: %d error counters read", label, readable)
 		if len(portFindings) > 0 {
 			line += ", " + strings.Join(portFindings, ", ")

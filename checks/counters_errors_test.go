@@ -78,3 +78,15 @@ func TestCountersErrorsInterval(t *testing.T) {
 		t.Fatalf("long interval: %s %q %v", c.Status, c.Summary, c.Details)
 	}
 }
+
+// Driver counters are 64-bit: a rxe link_downed of 255 is a count, not a
+// saturated 8-bit PMA counter.
+func TestCountersSaturationIsPerWidth(t *testing.T) {
+	tr := sysfstest.Build(sysfstest.RXE())
+	sysfstest.SetCounter(tr, "rxe0", 1, "hw_counters", "link_downed", "255")
+	r := netRun(t, netTree(t, tr), checks.Options{}, "counters.errors")
+	c := netResult(t, r, "counters.errors")
+	if c.Status != report.Warn || strings.Contains(c.Summary, "saturated") || !strings.Contains(c.Summary, "link_downed = 255") {
+		t.Fatalf("%s %q", c.Status, c.Summary)
+	}
+}

@@ -193,11 +193,16 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 			switch {
 			case err == nil:
 				ev["default_roce_mode"] = mode
-				line += "; default_roce_mode " + mode
-				if mode != gidTypeV2 {
+				line += fmt.Sprintf("; default_roce_mode %q", mode)
+				switch mode {
+				case gidTypeV2:
+				case gidTypeV1:
 					find = append(find, fmt.Sprintf("rdma_cm default_roce_mode is %q", mode))
 					addRemedy(fmt.Sprintf("`echo \"RoCE v2\" > %s` (configfs, rdma_cm loaded); it does not survive a reboot, so set it from a boot unit.",
 						sysfs.RoCEModePath(d.Name, p.Num)))
+				default:
+					ev["default_roce_mode"] = "unknown"
+					line += " (not a mode rdma_cm writes: unknown)"
 				}
 			case sysfs.IsNotExist(err):
 				ev["default_roce_mode"] = "unknown"

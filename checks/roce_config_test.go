@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -29,7 +30,7 @@ func TestRoCEConfig(t *testing.T) {
 		{name: "roce-no-ip", dir: netFixture("roce-no-ip"), status: report.Fail, exit: 20, rootCause: "roce.config",
 			contains: []string{"netdev ens1f0np0 has no IP address", "ip addr add"}},
 		{name: "roce-v1-default", dir: netFixture("roce-v1-default"), status: report.Fail, exit: 20, rootCause: "roce.config",
-			contains: []string{`default_roce_mode is "IB/RoCE v1"`, "mlx5_1 port 1 → ens1f1np1", "default_roce_mode RoCE v2",
+			contains: []string{`default_roce_mode is "IB/RoCE v1"`, "mlx5_1 port 1 → ens1f1np1", `default_roce_mode "RoCE v2"`,
 				`echo "RoCE v2" > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode`}},
 		{name: "netdev down", dir: cx5(nil, func(tr *sysfstest.Tree) {
 			tr.Facts.Netdevs[2].AdminUp, tr.Facts.Netdevs[2].OperState = false, "down"
@@ -43,6 +44,9 @@ func TestRoCEConfig(t *testing.T) {
 		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"only RoCE v1 GIDs", "0 RoCE v2, 4 v1"}},
 		{name: "small MTU warns", dir: cx5(func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), status: report.Warn,
 			contains: []string{"MTU 1000 allows a RoCE MTU of only 512"}},
+		{name: "garbage default_roce_mode is unknown", dir: cx5(nil, func(tr *sysfstest.Tree) {
+			tr.Attr(sysfs.RoCEModePath("mlx5_0", 1), "\x00\xff")
+		}), status: report.Pass, contains: []string{"not a mode rdma_cm writes: unknown"}},
 		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: 20,
 			rootCause: "roce.config", contains: []string{"netdevs unknown"}},
 	})
