@@ -14,6 +14,8 @@ IPV4_GID=0000:0000:0000:0000:0000:ffff:c000:0201
 KVER=$(uname -r)
 STASH=/rdvm/stash
 RESULTS=/tmp/rdvm
+# Seconds one rdmadoctor run may take before it is killed (exit 143).
+RDVM_RUN_LIMIT=90
 
 say() { echo "rdvm: $*"; }
 
@@ -193,6 +195,7 @@ scenario() {
 		shift 2
 	done
 	printf 'args %s\n' "$*" >>"$d/meta"
+	echo "run_limit $RDVM_RUN_LIMIT" >>"$d/meta"
 	say "scenario $name: $kind rdmadoctor $* ${brk:+(break: $brk)}"
 	t0=$(uptime_s)
 	if [ -n "$brk" ]; then
@@ -210,12 +213,13 @@ scenario() {
 	else
 		case $kind in
 		run)
-			"$@" >"$d/stdout" 2>"$d/stderr"
+			# A hung run costs this scenario, not the whole boot.
+			timeout "$RDVM_RUN_LIMIT" "$@" >"$d/stdout" 2>"$d/stderr"
 			echo $? >"$d/exit"
 			;;
 		killprobe)
 			rdma -j resource >"$d/resource.before.json" 2>&1
-			rdvm killprobe --out "$d" -- "$@" >"$d/killprobe.log" 2>&1
+			rdvm killprobe --out "$d" --timeout "${RDVM_RUN_LIMIT}s" -- "$@" >"$d/killprobe.log" 2>&1
 			echo $? >"$d/killprobe.exit"
 			rdma -j resource >"$d/resource.after.json" 2>&1
 			;;
@@ -224,11 +228,11 @@ scenario() {
 				echo "kernel $(uname -r)"
 				echo "$(basename "$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)")"
 			} >"$d/env"
-			rdvm time -n "$runs" -o "$d/timing.rdmadoctor" -- "$@" >"$d/stderr" 2>&1
+			rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.rdmadoctor" -- "$@" >"$d/stderr" 2>&1
 			echo $? >"$d/exit"
 			if [ -n "$ref" ]; then
 				# shellcheck disable=SC2086 # the reference command's words
-				rdvm time -n "$runs" -o "$d/timing.ref" -- $ref >>"$d/stderr" 2>&1
+				rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.ref" -- $ref >>"$d/stderr" 2>&1
 			fi
 			;;
 		*)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ func cmdTime(args []string) error {
 	fs := flag.NewFlagSet("time", flag.ContinueOnError)
 	n := fs.Int("n", 20, "runs")
 	out := fs.String("o", "", "file to write one line per run to")
+	limit := fs.Duration("limit", 90*time.Second, "kill a run after this long")
 	if err := fs.Parse(fl); err != nil {
 		return err
 	}
@@ -33,10 +35,12 @@ func cmdTime(args []string) error {
 	}
 	var b strings.Builder
 	for i := -1; i < *n; i++ {
-		c := exec.Command(cmd[0], cmd[1:]...)
+		ctx, cancel := context.WithTimeout(context.Background(), *limit)
+		c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
 		start := time.Now()
 		err := c.Run()
 		d := time.Since(start)
+		cancel()
 		code := 0
 		var ee *exec.ExitError
 		switch {

@@ -296,6 +296,10 @@ func (v *verifier) scenario(name string) *outcome {
 	}
 	obs := readTrim(filepath.Join(dir, "exit"))
 	o.ObsExit = obs
+	if obs == "143" {
+		lim, _ := m.get("run_limit")
+		o.fail("rdmadoctor was killed after the guest's limit of %s s (hung?)", lim)
+	}
 	if obs == "127" {
 		o.fail("rdmadoctor is not in the guest: %s", readTrim(filepath.Join(dir, "stderr")))
 	}
