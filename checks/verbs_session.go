@@ -307,9 +307,14 @@ func combine(vs []portVerdict) Result {
 	}
 	var remedies []string
 	for _, v := range vs {
-		r.Details = append(r.Details, v.line)
-		for _, d := range v.details {
-			r.Details = append(r.Details, "  "+d)
+		if len(vs) == 1 {
+			// The summary already is the port's line.
+			r.Details = append(r.Details, v.details...)
+		} else {
+			r.Details = append(r.Details, v.line)
+			for _, d := range v.details {
+				r.Details = append(r.Details, "  "+d)
+			}
 		}
 		if v.remedy != "" && v.status != report.Pass {
 			remedies = appendUnique(remedies, v.remedy)

@@ -116,6 +116,10 @@ func TestCombine(t *testing.T) {
 	if r.Status != report.Skip || r.Summary != "rxe0 port 1: blocked" {
 		t.Fatalf("%+v", r)
 	}
+	r = combine([]portVerdict{{status: report.Fail, line: "rxe0 port 1: broken", details: []string{"why"}, remedy: "fix"}})
+	if r.Summary != "rxe0 port 1: broken" || len(r.Details) != 1 || r.Details[0] != "why" {
+		t.Fatalf("one port repeats its line in the details: %+v", r)
+	}
 }
 
 func TestChildFailureVerdict(t *testing.T) {
