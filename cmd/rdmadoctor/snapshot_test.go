@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+// TestMain lets this test binary be the verbs child the live checks and the
+// live capture start (they re-execute os.Executable()); without it the
+// child would run the whole test suite again.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
+		os.Exit(probe.ChildMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runSnapshot(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code := cmdSnapshot(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// level1JSON is `rdmadoctor --root DIR --level 1 --format json` with the
+// fields that differ by nature (times, the root's path) blanked.
+func level1JSON(t *testing.T, root string) (int, string) {
+	t.Helper()
+	code, out, errOut := runCLI(t, "--root", root, "--level", "1", "--format", "json")
+	if code == 1 || code == 2 {
+		t.Fatalf("rdmadoctor --root %s: exit %d: %s", root, code, errOut)
+	}
+	// Paths in messages are shown under the root directory: blank it.
+	out = strings.ReplaceAll(out, root+"/", "ROOT/")
+	var m map[string]any
+	if err := json.Unmarshal(normalizeJSON(t, out, root), &m); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := m["host"].(map[string]any); ok {
+		h["root"] = "ROOT"
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	return code, string(b)
+}
+
+// TestSnapshotCommandRoundTrip: `rdmadoctor snapshot --root FIXTURE -o
+// FILE.tar.gz`, then openRoot(FILE) gives the report the fixture gives.
+func TestSnapshotCommandRoundTrip(t *testing.T) {
+	for _, name := range []string{"cx5-roce-healthy", "cx6-ib-healthy", "rxe-softroce", "mlx5-ib-module-missing"} {
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join(hostsDir, name)
+			file := filepath.Join(t.TempDir(), "node.tar.gz")
+			code, out, errOut := runSnapshot(t, "--root", src, "-o", file)
+			if code != 0 {
+				t.Fatalf("snapshot: exit %d: %s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, "wrote "+file) || !strings.Contains(out, "rdmadoctor --root "+file) {
+				t.Errorf("output does not say what was written and how to replay it:\n%s", out)
+			}
+			host, cleanup, err := openRoot(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := host.Root()
+			wantCode, want := level1JSON(t, src)
+			gotCode, got := level1JSON(t, root)
+			cleanup()
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Errorf("cleanup left %s", root)
+			}
+			if wantCode != gotCode || want != got {
+				t.Errorf("replay differs from the source (exit %d vs %d):\n%s\n----\n%s", wantCode, gotCode, want, got)
+			}
+		})
+	}
+}
+
+// TestSnapshotCommandDirAndRedact: -o DIR writes a host directory, and
+// --redact hides the fixture's host name and MACs there.
+func TestSnapshotCommandDirAndRedact(t *testing.T) {
+	src := filepath.Join(hostsDir, "cx5-roce-healthy")
+	dir := filepath.Join(t.TempDir(), "snap")
+	code, out, errOut := runSnapshot(t, "--root", src, "-o", dir, "--redact")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	var m snapshot.Manifest
+	data, err := os.ReadFile(filepath.Join(dir, snapshot.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Redacted || m.Hostname != "redacted-host" || m.Version != version || m.Counts.Files == 0 {
+		t.Errorf("manifest %+v", m)
+	}
+	facts, _ := os.ReadFile(filepath.Join(dir, sysfs.FactsFile))
+	for _, s := range []string{"cx5-node01", "0c:42:a1:2b:3c:4c"} {
+		if bytes.Contains(facts, []byte(s)) {
+			t.Errorf("redacted facts still hold %s", s)
+		}
+	}
+	wantCode, _ := level1JSON(t, src)
+	if gotCode, _ := level1JSON(t, dir); gotCode != wantCode {
+		t.Errorf("redacted snapshot exits %d, the source %d", gotCode, wantCode)
+	}
+}
+
+// TestSnapshotCommandLive captures this machine, which has no RDMA at all:
+// the capture still works (what it cannot read is recorded, not fatal) and
+// the replay judges as the live run does.
+func TestSnapshotCommandLive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	code, out, errOut := runSnapshot(t, "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, snapshot.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m snapshot.Manifest
+	json.Unmarshal(data, &m)
+	if !m.Live || m.Source != "/" || len(m.Checks) == 0 {
+		t.Errorf("manifest of a live capture: %+v", m)
+	}
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Facts() == nil || (h.Facts().Netdevs == nil && h.Facts().Unavailable["netdevs"] == "") {
+		t.Errorf("no netdevs and no reason in the facts: %+v", h.Facts())
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "proc/self")); err != nil {
+		t.Errorf("proc/self not captured: %v", err)
+	}
+
+	// The replay judges as the live run does (same process, same boot).
+	code, live, _ := runCLI(t, "--level", "1", "--format", "json")
+	replayCode, replay := level1JSON(t, dir)
+	live = string(normalizeJSON(t, live, "/"))
+	var lm, rm map[string]any
+	json.Unmarshal([]byte(live), &lm)
+	// A live report shows host paths; a replay shows them under its root.
+	json.Unmarshal([]byte(strings.ReplaceAll(replay, "ROOT/", "/")), &rm)
+	delete(lm, "host")
+	delete(rm, "host")
+	lb, _ := json.MarshalIndent(lm, "", "  ")
+	rb, _ := json.MarshalIndent(rm, "", "  ")
+	if code != replayCode || string(lb) != string(rb) {
+		t.Errorf("replay of the live snapshot differs from the live run (exit %d vs %d):\n%s\n----\n%s", code, replayCode, lb, rb)
+	}
+}
+
+func TestSnapshotCommandUsage(t *testing.T) {
+	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--timeout", "0s"}, {"--root", "/nonexistent/dir"}} {
+		if code, _, errOut := runSnapshot(t, args...); code != 2 || !strings.HasPrefix(errOut, "rdmadoctor snapshot: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	// A hostile archive as --root is refused with its reason.
+	file := filepath.Join(t.TempDir(), "bad.tar.gz")
+	os.WriteFile(file, []byte("not an archive"), 0o644)
+	if _, _, err := openRoot(file); err == nil || !strings.Contains(err.Error(), "not a .tar.gz") {
+		t.Errorf("openRoot(garbage) = %v", err)
+	}
+}
