@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"sort"
+	"strings"
 )
 
 // maxDCBQueries bounds the DCB questions one capture asks: a host with
@@ -13,13 +15,15 @@ const maxDCBQueries = 256
 
 // GatherFacts collects every non-file fact this Host can answer into one
 // Facts value, the content of a snapshot's facts file. On a live host it asks
-// the kernel (netlink) for each fact; on a fixture or snapshot root it copies
-// the facts file. What cannot be gathered is named in Unavailable with the
-// reason, never dropped silently. The libibverbs enumeration is not made
-// here (it runs in the verbs child process): the caller adds it.
+// the kernel (netlink) for each fact, and stats the /dev nodes in the
+// directories of the recorded /dev paths (recorded is Recorded()'s answer);
+// on a fixture or snapshot root it copies the facts file. What cannot be
+// gathered is named in Unavailable with the reason, never dropped silently.
+// The libibverbs enumeration is not made here (it runs in the verbs child
+// process): the caller adds it.
 //
 // When a field is added to Facts, its live answer belongs here too.
-func (h *Host) GatherFacts() *Facts {
+func (h *Host) GatherFacts(recorded map[string]Access) *Facts {
 	if !h.Live() {
 		return h.copyFacts()
 	}
@@ -58,7 +62,34 @@ func (h *Host) GatherFacts() *Facts {
 	} else {
 		f.RDMAResources = res
 	}
+	if dirs := devDirs(recorded); len(dirs) > 0 {
+		f.DevNodes = CaptureDevNodes(dirs...)
+	}
 	return f
+}
+
+// devDirs are the /dev directories a check looked in: a listed directory,
+// or the directory of a node looked at.
+func devDirs(recorded map[string]Access) []string {
+	seen := map[string]bool{}
+	for p, a := range recorded {
+		if p != "/dev" && !strings.HasPrefix(p, "/dev/") {
+			continue
+		}
+		d := p
+		if a&AccessList == 0 {
+			d = path.Dir(p)
+		}
+		if d != "/" {
+			seen[d] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // copyFacts deep-copies the facts file of a fixture or snapshot root (a JSON
@@ -67,7 +98,7 @@ func (h *Host) copyFacts() *Facts {
 	out := &Facts{Schema: FactsSchema}
 	if h.facts == nil {
 		out.Unavailable = map[string]string{}
-		for _, k := range []string{"netdevs", "dcb", "rdma_system", "rdma_resources", "libibverbs"} {
+		for _, k := range []string{"netdevs", "dcb", "rdma_system", "rdma_resources", "libibverbs", "dev_nodes"} {
 			out.Unavailable[k] = "the source root has no " + FactsFile
 		}
 		return out

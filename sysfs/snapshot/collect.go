@@ -104,7 +104,7 @@ func (c *collector) walk(p string, acc sysfs.Access, hops int) {
 			}
 			return
 		default:
-			c.man.skipped(next, "not a regular file, directory or symlink ("+typeName(mode)+"); a snapshot holds none")
+			c.skipSpecial(next, mode)
 			return
 		}
 		cur = next
@@ -149,9 +149,19 @@ func (c *collector) list(dir string) {
 		case mode.IsRegular():
 			c.putPlaceholder(p, fi, false)
 		default:
-			c.man.skipped(p, "not a regular file, directory or symlink ("+typeName(mode)+"); a snapshot holds none")
+			c.skipSpecial(p, mode)
 		}
 	}
+}
+
+// skipSpecial notes a device, FIFO or socket, which a snapshot never holds.
+// Device nodes under /dev travel in the facts file instead (dev_nodes).
+func (c *collector) skipSpecial(p string, mode fs.FileMode) {
+	why := "not a regular file, directory or symlink (" + typeName(mode) + "); a snapshot holds none"
+	if strings.HasPrefix(p, "dev/") && mode&fs.ModeDevice != 0 {
+		why = typeName(mode) + ": recorded in " + sysfs.FactsFile + " (dev_nodes) instead"
+	}
+	c.man.skipped(p, why)
 }
 
 // putLink stores the symlink at p and returns the absolute host path it

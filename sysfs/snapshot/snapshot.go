@@ -98,7 +98,7 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	man.Checks, man.ExitCode = opts.Exercise(ctx, h)
 	recorded := h.Recorded()
 
-	facts := h.GatherFacts()
+	facts := h.GatherFacts(recorded)
 	if h.Live() {
 		gatherVerbs(ctx, facts, opts.Verbs)
 	}
