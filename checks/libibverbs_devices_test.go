@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,4 +181,15 @@ func (b blockingVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
 func (b blockingVerbs) Probe(context.Context, []probe.Target) *probe.Results {
 	<-b.block
 	return nil
+}
+
+// A child that hangs or crashes in ibv_get_device_list is an error of this
+// check, naming what happened, not of the run.
+func TestLibibverbsDevicesChildFailure(t *testing.T) {
+	env := NewEnv(sysfs.OpenLive(), Options{Level: 1})
+	UseVerbs(env, &fakeVerbs{enumErr: errors.New("the verbs child crashed with SIGSEGV in ibv_get_device_list")})
+	r := runLibibverbsDevices(context.Background(), env)
+	if r.Status != report.Error || !strings.Contains(r.Summary, "crashed with SIGSEGV in ibv_get_device_list") || !strings.Contains(r.Remedy, "strace") {
+		t.Fatalf("%+v", r)
+	}
 }
