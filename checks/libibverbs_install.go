@@ -270,7 +270,11 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 		r.Remedy = "Run `ldconfig` so the loader cache matches the installed libraries."
 		return r
 	}
-	r := pass(fmt.Sprintf("%s → %s; providers present for every device", picked.path, picked.chain.Final))
+	provs := "providers present for every device"
+	if len(s.Devices) == 0 {
+		provs = "no RDMA device needs a provider"
+	}
+	r := pass(fmt.Sprintf("%s → %s; %s", picked.path, picked.chain.Final, provs))
 	r.Observed, r.Expected = picked.chain.Final, expected
 	r.Details, r.Evidence = details, ev
 	return r

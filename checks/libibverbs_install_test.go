@@ -1,7 +1,9 @@
 package checks_test
 
 import (
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -167,4 +169,28 @@ func TestLibibverbsInstallSoftwareProvider(t *testing.T) {
 	if res.Status != report.Fail || !strings.Contains(res.Summary, "no provider for rxe (rxe0)") {
 		t.Errorf("%s: %s", res.Status, res.Summary)
 	}
+}
+
+// TestLibibverbsInstallLive judges this machine's own installation and
+// compares the finding with what the system's ldconfig says.
+func TestLibibverbsInstallLive(t *testing.T) {
+	out, err := exec.Command("ldconfig", "-p").Output()
+	if err != nil {
+		t.Skipf("ldconfig -p: %v", err)
+	}
+	arch := map[string]string{"amd64": "x86-64", "arm64": "AArch64"}[runtime.GOARCH]
+	listed := false
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "libibverbs.so.1 (") && (arch == "" || strings.Contains(l, arch)) {
+			listed = true
+		}
+	}
+	res := hwRunOne(t, "/", "libibverbs.install", checks.Options{})
+	switch {
+	case listed && res.Status != report.Pass && res.Status != report.Warn && !strings.Contains(res.Summary, "copies") && !strings.Contains(res.Summary, "provider"):
+		t.Errorf("ldconfig lists libibverbs.so.1 but the check says %s: %s", res.Status, res.Summary)
+	case !listed && res.Status == report.Pass:
+		t.Errorf("ldconfig does not list libibverbs.so.1 but the check passes: %s", res.Summary)
+	}
+	t.Logf("%s: %s", res.Status, res.Summary)
 }

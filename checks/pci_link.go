@@ -79,7 +79,10 @@ func runPCILink(_ context.Context, env *Env) Result {
 	if len(judged) == 0 {
 		var r Result
 		if len(s.NICs) == 0 {
-			r = skip("no RDMA PCI function to judge (software RDMA only)")
+			r = skip("no RDMA NIC function to judge")
+			if len(s.SoftwareDevices()) > 0 {
+				r.Summary += " (software RDMA only)"
+			}
 		} else {
 			r = skip("only SR-IOV VFs: their link is the PF's, which this host does not show")
 		}

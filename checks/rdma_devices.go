@@ -51,6 +51,12 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 		netns = m.NetnsMode
 	}
 
+	byAddr := map[string][]string{} // PCI function → its devices, by the device link
+	for _, d := range s.Devices {
+		if d.PCIAddr != "" {
+			byAddr[d.PCIAddr] = append(byAddr[d.PCIAddr], d.Name)
+		}
+	}
 	claimed := map[string]bool{} // device names owned by a NIC
 	var (
 		details, missing, missingAddrs []string
@@ -59,8 +65,8 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 	)
 	for _, n := range s.NICs {
 		devs := append([]string(nil), n.Fn.RDMADevs...)
-		for _, d := range s.DevicesOf(n.Fn.Address) {
-			devs = appendUnique(devs, d.Name)
+		for _, d := range byAddr[n.Fn.Address] {
+			devs = appendUnique(devs, d)
 		}
 		sort.Strings(devs)
 		for _, d := range devs {

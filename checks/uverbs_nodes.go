@@ -116,6 +116,13 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		ents := byDev[d.Name]
 		ev := map[string]any{"device": d.Name}
 		devEv = append(devEv, ev)
+		if len(ents) == 0 && len(classProblems) > 0 {
+			why := "its uverbs device cannot be told: " + strings.Join(classProblems, "; ")
+			ev["problem"] = why
+			errs = append(errs, d.Name+": "+why)
+			details = append(details, d.Name+": "+why)
+			continue
+		}
 		if len(ents) == 0 {
 			why := "no uverbs device in " + h.Display(UverbsClass)
 			switch modState("ib_uverbs") {

@@ -106,3 +106,17 @@ func TestUverbsNodesManyDevices(t *testing.T) {
 		t.Errorf("%s: %s", res.Status, res.Summary)
 	}
 }
+
+func TestUverbsNodesUnreadableClassIsAnError(t *testing.T) {
+	res := uverbsVariant(t, func(tr *sysfstest.Tree) {
+		for p := range tr.Files {
+			if strings.HasSuffix(p, "/infiniband_verbs/uverbs1/ibdev") {
+				tr.Remove(p)
+				tr.Dirs[p] = true // a directory where the attribute should be
+			}
+		}
+	})
+	if res.Status != report.Error || !strings.Contains(res.Summary, "uverbs1/ibdev") {
+		t.Errorf("%s: %s; want error naming the file", res.Status, res.Summary)
+	}
+}
