@@ -75,6 +75,8 @@ type Env struct {
 
 	surveyOnce sync.Once
 	survey     *Survey
+
+	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }
 
 // NewEnv prepares an environment for one run.

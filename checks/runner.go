@@ -64,7 +64,6 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 		if by := blocker(c, blockedBy); by != "" {
 			blockedBy[c.ID] = by
 			r = skip("blocked by " + by)
-			r.Details = []string{fmt.Sprintf("%s must pass first; fix it and run again", by)}
 		} else if c.Level > env.Opts.Level {
 			r = skip(fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level))
 		} else if err := ctx.Err(); err != nil {

@@ -67,18 +67,8 @@ type verbsState struct {
 	plan         probePlan
 }
 
-// The verbs work of a run belongs to its Env. It is kept beside the Env
-// rather than in it so the catalog's core types stay free of the child
-// process machinery.
-var verbsStates sync.Map // *Env → *verbsState
-
-func verbsOf(env *Env) *verbsState {
-	if v, ok := verbsStates.Load(env); ok {
-		return v.(*verbsState)
-	}
-	v, _ := verbsStates.LoadOrStore(env, &verbsState{})
-	return v.(*verbsState)
-}
+// verbsOf returns the run's verbs work, kept in its Env.
+func verbsOf(env *Env) *verbsState { return &env.verbs }
 
 // UseVerbs makes env's verbs checks use r instead of a ChildVerbs built
 // from env.Opts (Executable, Libibverbs, ProbeTimeout, ProbeSize).

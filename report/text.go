@@ -75,7 +75,20 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	for _, c := range r.Checks {
 		width = max(width, len(c.ID))
 	}
-	for _, c := range r.Checks {
+	for i := 0; i < len(r.Checks); i++ {
+		c := r.Checks[i]
+		// A run of checks blocked by the same failure is one line: the
+		// cause is already on the screen, its echoes need not be.
+		if n := blockedRun(r.Checks[i:]); n >= 3 {
+			var ids []string
+			for _, b := range r.Checks[i : i+n] {
+				ids = append(ids, b.ID)
+			}
+			fmt.Fprintf(&b, "%s %3d %-*s  %s\n", p.skip.Sprint(marks[Skip]), c.Code, width, fmt.Sprintf("… %d", r.Checks[i+n-1].Code),
+				p.skip.Sprintf("%d checks %s: %s", n, c.Summary, strings.Join(ids, ", ")))
+			i += n - 1
+			continue
+		}
 		col := p.status(c.Status)
 		line := c.Summary
 		if c.Expected != "" && c.Status != Skip {
@@ -106,6 +119,18 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// blockedRun counts the leading checks skipped as blocked by the same check.
+func blockedRun(cs []CheckResult) int {
+	if len(cs) == 0 || cs[0].Status != Skip || !strings.HasPrefix(cs[0].Summary, "blocked by ") {
+		return 0
+	}
+	n := 1
+	for n < len(cs) && cs[n].Status == Skip && cs[n].Summary == cs[0].Summary {
+		n++
+	}
+	return n
 }
 
 func orQ(s string) string {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,13 +21,19 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
-	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
 func main() {
+	// The same binary, re-executed, is the verbs child: every call into
+	// libibverbs runs there, under a deadline, so a provider that hangs or
+	// crashes costs one check an error, never the whole run.
+	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
+		os.Exit(probe.ChildMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -42,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdList(args[1:], stdout, stderr)
 		case "explain":
 			return cmdExplain(args[1:], stdout, stderr)
+		case "snapshot":
+			return cmdSnapshot(args[1:], stdout, stderr)
 		}
 	}
 	code, err := cmdDiagnose(args, stdout)
@@ -112,7 +121,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -173,16 +182,24 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, usageError{err.Error()}
 	}
-	host, err := sysfs.Open(f.root)
+	host, cleanup, err := openRoot(f.root)
 	if err != nil {
 		return report.ExitUsage, fmt.Errorf("--root: %w", err)
 	}
-	defer host.Close()
+	defer cleanup()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
+	var caught atomic.Value // os.Signal
+	go func() {
+		if s, ok := <-sigs; ok {
+			caught.Store(s)
+			cancel() // the verbs children get the signal passed on and are reaped
+		}
+	}()
 
 	memlock, _ := parseSize(f.minMemlock)
 	exe, _ := os.Executable()
@@ -191,6 +208,14 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
 		Libibverbs: f.libibverbs, Executable: exe,
 	})
+	// One check's deadline must cover its work: the counter sampling window,
+	// and for the verbs checks one probe child per device whose ports are
+	// probed one after another.
+	maxPorts := 1
+	for _, d := range env.Survey().Devices {
+		maxPorts = max(maxPorts, len(d.Ports))
+	}
+	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
 	started := time.Now()
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
 	rep.Host.Root = f.root
@@ -214,6 +239,9 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	}
 	if err != nil {
 		return report.ExitInternal, fmt.Errorf("write report: %w", err)
+	}
+	if sig, ok := caught.Load().(syscall.Signal); ok {
+		return 128 + int(sig), fmt.Errorf("interrupted by %v; the report above is partial", sig)
 	}
 	return rep.ExitCode, nil
 }

@@ -92,7 +92,18 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		t.Fatalf("golden %s missing: run `go test ./cmd/rdmadoctor -update` (%v)", name, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden report; if the change is intended run `go test ./cmd/rdmadoctor -update` and review the diff.\n--- got ---\n%s", name, got)
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		i := 0
+		for i < len(gl) && i < len(wl) && gl[i] == wl[i] {
+			i++
+		}
+		line := func(ls []string) string {
+			if i < len(ls) {
+				return ls[i]
+			}
+			return "<end>"
+		}
+		t.Errorf("%s differs from the golden report at line %d:\n  got:  %s\n  want: %s\nif the change is intended run `go test ./cmd/rdmadoctor -update` and review the diff", name, i+1, line(gl), line(wl))
 	}
 }
 
@@ -275,7 +286,7 @@ func TestBadRoots(t *testing.T) {
 		says string
 	}{
 		{filepath.Join(tmp, "missing"), "no such file"},
-		{file, "not a directory"},
+		{file, "not a snapshot archive"},
 		{garbage, "could not list PCI functions"},
 		{hostile, "symlink leads outside the root"},
 		{badFacts, "rdmadoctor.facts.json"},
