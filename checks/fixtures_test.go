@@ -25,13 +25,13 @@ func TestFixtures(t *testing.T) {
 			}
 			dir := filepath.Join(hostsDir, name)
 			if *update {
-				if err := tree.Write(dir); err != nil {
+				if err := tree.WriteFixture(dir); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
 			tmp := t.TempDir()
-			if err := tree.Write(tmp); err != nil {
+			if err := tree.WriteFixture(tmp); err != nil {
 				t.Fatal(err)
 			}
 			want, err := sysfstest.Digest(tmp)

@@ -98,8 +98,16 @@ func (t *Tree) Clone() *Tree {
 	return c
 }
 
-// Write replaces dir with the tree.
-func (t *Tree) Write(dir string) error {
+// Write replaces dir with the tree, empty directories included.
+func (t *Tree) Write(dir string) error { return t.write(dir, true) }
+
+// WriteFixture writes the tree as it is committed under testdata/hosts:
+// without empty directories, which git cannot keep, so a fixture reads the
+// same from a fresh clone as from the generator. Fixture checks therefore
+// treat an absent directory and an empty one alike.
+func (t *Tree) WriteFixture(dir string) error { return t.write(dir, false) }
+
+func (t *Tree) write(dir string, keepEmpty bool) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -108,6 +116,9 @@ func (t *Tree) Write(dir string) error {
 	}
 	host := func(p string) string { return filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
 	for _, p := range sortedKeys(t.Dirs) {
+		if !keepEmpty && !t.hasChildren(p) {
+			continue
+		}
 		if err := os.MkdirAll(host(p), 0o755); err != nil {
 			return err
 		}
@@ -143,6 +154,22 @@ func (t *Tree) Write(dir string) error {
 		}
 	}
 	return nil
+}
+
+// hasChildren reports whether a file or link lies below dir.
+func (t *Tree) hasChildren(dir string) bool {
+	prefix := dir + "/"
+	for k := range t.Files {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	for k := range t.Links {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {
