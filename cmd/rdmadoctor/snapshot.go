@@ -200,7 +200,7 @@ func verbsFacts(en *probe.Enumeration) *sysfs.VerbsEnumeration {
 func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
 	fi, err := os.Stat(root)
 	if err == nil && fi.Mode().IsRegular() {
-		dir, remove, err := snapshot.UnpackFile(root, snapshot.DefaultLimits)
+		dir, remove, err := snapshot.UnpackFile(root, snapshot.DefaultLimits())
 		if err != nil {
 			return nil, nil, err
 		}

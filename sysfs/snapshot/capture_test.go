@@ -123,7 +123,7 @@ func TestRoundTripArchive(t *testing.T) {
 			if _, err := s.WriteTarGzFile(file); err != nil {
 				t.Fatal(err)
 			}
-			root, cleanup, err := snapshot.UnpackFile(file, snapshot.DefaultLimits)
+			root, cleanup, err := snapshot.UnpackFile(file, snapshot.DefaultLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +326,7 @@ func TestCaptureDeadline(t *testing.T) {
 
 func TestCaptureBudget(t *testing.T) {
 	full := capture(t, filepath.Join(hostsDir, "cx5-roce-healthy"), false)
-	lim := snapshot.DefaultLimits
+	lim := snapshot.DefaultLimits()
 	lim.MaxTotalBytes = full.Tree.Bytes() / 2
 	s, err := snapshot.Capture(context.Background(), openHost(t, filepath.Join(hostsDir, "cx5-roce-healthy")),
 		snapshot.Options{Exercise: exercise, Limits: lim})

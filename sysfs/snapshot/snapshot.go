@@ -34,12 +34,14 @@ type Limits struct {
 // DefaultLimits are generous for any real host (a dual-port NIC snapshot is
 // a few hundred entries and well under a megabyte) and small enough that a
 // hostile archive cannot fill a disk.
-var DefaultLimits = Limits{
-	MaxFileBytes:        8 << 20, // the host reader's own limit
-	MaxPlaceholderBytes: 1 << 20,
-	MaxTotalBytes:       256 << 20,
-	MaxEntries:          50000,
-	MaxListEntries:      4096,
+func DefaultLimits() Limits {
+	return Limits{
+		MaxFileBytes:        8 << 20, // the host reader's own limit
+		MaxPlaceholderBytes: 1 << 20,
+		MaxTotalBytes:       256 << 20,
+		MaxEntries:          50000,
+		MaxListEntries:      4096,
+	}
 }
 
 // Exercise runs the checks whose reads define the snapshot, on the
@@ -57,7 +59,7 @@ type Options struct {
 	Redact   bool
 	Version  string // the tool's version, for the manifest
 	Level    int    // the level of the exercised checks, for the manifest (default 1)
-	Limits   Limits // zero: DefaultLimits
+	Limits   Limits // zero: DefaultLimits()
 	Now      func() time.Time
 }
 
@@ -78,7 +80,7 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 		return nil, fmt.Errorf("capture: no checks to exercise")
 	}
 	if opts.Limits == (Limits{}) {
-		opts.Limits = DefaultLimits
+		opts.Limits = DefaultLimits()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -99,7 +99,7 @@ type planned struct {
 // messages. It returns the host root relative to dest ("" for dest itself).
 func Unpack(open func() (io.ReadCloser, error), name, dest string, lim Limits) (string, error) {
 	if lim == (Limits{}) {
-		lim = DefaultLimits
+		lim = DefaultLimits()
 	}
 	plan, err := scan(open, name, lim)
 	if err != nil {
