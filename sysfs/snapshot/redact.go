@@ -360,10 +360,21 @@ func (r *Redactor) replaceHosts(s []byte) []byte {
 		}
 	}
 	for _, n := range names {
+		if len(n) < minHostWord {
+			// A name this short ("vm") is also a word of ordinary text: it
+			// is replaced only where it is the whole content (the hostname file).
+			if string(bytes.TrimSpace(s)) == n {
+				s = bytes.Replace(s, []byte(n), []byte(r.hosts[n]), 1)
+			}
+			continue
+		}
 		s = replaceWord(s, n, r.hosts[n])
 	}
 	return s
 }
+
+// minHostWord is the shortest host name replaced wherever it stands.
+const minHostWord = 3
 
 func isHostByte(c byte) bool { return isWordByte(c) || c == '-' }
 

@@ -55,6 +55,13 @@ func TestRedactorText(t *testing.T) {
 			t.Errorf("%q → %q, want %q", c.in, got, c.want)
 		}
 	}
+	short := snapshot.NewRedactor()
+	short.Hostname("vm")
+	for in, want := range map[string]string{"vm\n": "redacted-host\n", "vm.overcommit_memory vm mlx5_0": "vm.overcommit_memory vm mlx5_0"} {
+		if got, _ := short.Text([]byte(in)); string(got) != want {
+			t.Errorf("short host name: %q → %q, want %q", in, got, want)
+		}
+	}
 	if _, ok := r.Text([]byte("\x7fELF\x00\x01")); ok {
 		t.Error("binary content redacted")
 	}
