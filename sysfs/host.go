@@ -34,6 +34,7 @@ const (
 // Host reads one machine's RDMA state, live or from a directory.
 type Host struct {
 	rootDir string   // as given by the user ("/" when live)
+	display string   // how paths are shown: rootDir, or the archive it was unpacked from
 	root    *os.Root // nil when live
 	facts   *Facts   // loaded from the facts file (fixture) or built live
 	live    LiveSource
@@ -125,12 +126,25 @@ func Open(dir string) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", dir, unwrapPathError(err))
 	}
-	h := &Host{rootDir: dir, root: r}
+	h := &Host{rootDir: dir, display: dir, root: r}
 	h.facts, err = loadFacts(h)
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
+	return h, nil
+}
+
+// OpenSnapshot is Open for a snapshot unpacked into a private temporary
+// directory: messages then name paths as the captured host knew them
+// ("/proc/self/limits"), so the replayed report reads exactly as the broken
+// host's own would, and no temporary path leaks into it.
+func OpenSnapshot(dir string) (*Host, error) {
+	h, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	h.display = ""
 	return h, nil
 }
 
@@ -208,12 +222,12 @@ func rel(p string) string {
 }
 
 // Display returns the path as the user should see it in a message: the
-// host path on a live host, root-joined in a fixture.
+// host path on a live host or a snapshot, root-joined in a fixture directory.
 func (h *Host) Display(p string) string {
-	if h.Live() {
+	if h.Live() || h.display == "" {
 		return path.Clean("/" + p)
 	}
-	return filepath.Join(h.rootDir, rel(p))
+	return filepath.Join(h.display, rel(p))
 }
 
 func (h *Host) open(p string) (*os.File, error) {

@@ -204,7 +204,7 @@ func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		h, err := sysfs.Open(dir)
+		h, err := sysfs.OpenSnapshot(dir)
 		if err != nil {
 			remove()
 			return nil, nil, fmt.Errorf("snapshot %s: %w", root, err)
