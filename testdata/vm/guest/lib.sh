@@ -228,12 +228,9 @@ scenario() {
 				echo "kernel $(uname -r)"
 				echo "$(basename "$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)")"
 			} >"$d/env"
-			rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.rdmadoctor" -- "$@" >"$d/stderr" 2>&1
+			rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.rdmadoctor" \
+				${ref:+-ref "$ref" -ref-o "$d/timing.ref"} -- "$@" >"$d/stderr" 2>&1
 			echo $? >"$d/exit"
-			if [ -n "$ref" ]; then
-				# shellcheck disable=SC2086 # the reference command's words
-				rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.ref" -- $ref >>"$d/stderr" 2>&1
-			fi
 			;;
 		*)
 			echo "meta_error unknown kind $kind" >>"$d/meta"

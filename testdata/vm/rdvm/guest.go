@@ -17,7 +17,10 @@ import (
 
 // cmdTime runs a command N times (after one unrecorded warm-up run) with its
 // output discarded and writes "<nanoseconds> <exit code>" per run to a file.
-// busybox has no clock finer than a second, hence this.
+// With -ref it runs the reference command too, alternating the two, so that
+// a burst of load on the host (TCG guests feel every one) lands on both
+// sides of the ratio alike. busybox has no clock finer than a second,
+// hence this.
 func cmdTime(args []string) error {
 	fl, cmd, err := splitDashDash(args)
 	if err != nil {
@@ -25,38 +28,59 @@ func cmdTime(args []string) error {
 	}
 	fs := flag.NewFlagSet("time", flag.ContinueOnError)
 	n := fs.Int("n", 20, "runs")
-	out := fs.String("o", "", "file to write one line per run to")
+	out := fs.String("o", "", "file to write one line per run of CMD to")
+	ref := fs.String("ref", "", "reference command (words split on spaces) to alternate with CMD")
+	refOut := fs.String("ref-o", "", "file to write one line per run of the reference command to")
 	limit := fs.Duration("limit", 90*time.Second, "kill a run after this long")
 	if err := fs.Parse(fl); err != nil {
 		return err
 	}
-	if *out == "" || *n < 1 {
-		return errors.New("need -o FILE and -n >= 1")
+	if *out == "" || *n < 1 || (*ref != "") != (*refOut != "") {
+		return errors.New("need -o FILE, -n >= 1, and -ref with -ref-o")
 	}
-	var b strings.Builder
+	type series struct {
+		cmd  []string
+		path string
+		b    strings.Builder
+	}
+	all := []*series{{cmd: cmd, path: *out}}
+	if *ref != "" {
+		all = append(all, &series{cmd: strings.Fields(*ref), path: *refOut})
+	}
 	for i := -1; i < *n; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), *limit)
-		c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
-		start := time.Now()
-		err := c.Run()
-		d := time.Since(start)
-		cancel()
-		code := 0
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee):
-			code = ee.ExitCode()
-		case err != nil:
-			return fmt.Errorf("run %s: %w", cmd[0], err)
-		}
-		if i >= 0 {
-			fmt.Fprintf(&b, "%d %d\n", d.Nanoseconds(), code)
+		for _, s := range all {
+			d, code, err := timeOnce(s.cmd, *limit)
+			if err != nil {
+				return err
+			}
+			if i >= 0 {
+				fmt.Fprintf(&s.b, "%d %d\n", d.Nanoseconds(), code)
+			}
 		}
 	}
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", *out, err)
+	for _, s := range all {
+		if err := os.WriteFile(s.path, []byte(s.b.String()), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", s.path, err)
+		}
 	}
 	return nil
+}
+
+func timeOnce(cmd []string, limit time.Duration) (time.Duration, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	start := time.Now()
+	err := c.Run()
+	d := time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return d, ee.ExitCode(), nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("run %s: %w", cmd[0], err)
+	}
+	return d, 0, nil
 }
 
 // rlimitMemlock is RLIMIT_MEMLOCK on Linux; package syscall does not name it.

@@ -162,7 +162,10 @@ func cmdVerify(args []string) (int, error) {
 		fmt.Println("vm: FAIL: no `rdmadoctor list` record came back")
 		problems++
 	case len(v.catalog) == 0:
-		fmt.Printf("vm: `rdmadoctor list` names no check (exit %s): every scenario is PENDING\n", readTrim(filepath.Join(v.dir, "list", "exit")))
+		// Everything would be PENDING: a suite that proves nothing must not pass.
+		fmt.Printf("vm: FAIL: `rdmadoctor list` names no check (exit %s: %s)\n", readTrim(filepath.Join(v.dir, "list", "exit")),
+			firstLines(readTrim(filepath.Join(v.dir, "list", "stderr")), 3))
+		problems++
 	default:
 		ids := make([]string, 0, len(v.catalog))
 		for id := range v.catalog {
