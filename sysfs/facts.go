@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
+	"syscall"
 )
 
 // FactsFile is the name, at the top of a fixture or snapshot root, of the
@@ -33,6 +35,11 @@ type Facts struct {
 	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
 	// them: a directory of files cannot hold a character device.
 	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`
+	// ReadErrors are files that exist on the host but whose read failed,
+	// by path, with the errno name ("EINVAL" for a counter the driver
+	// refuses, "EACCES"): reading them from the root fails the same way, so a
+	// replay judges them as the live host did.
+	ReadErrors map[string]string `json:"read_errors,omitempty"`
 	// Unavailable lists facts a capture could not gather, with the reason.
 	Unavailable map[string]string `json:"unavailable,omitempty"`
 }
@@ -201,4 +208,26 @@ func (h *Host) RecordedVerbs() (*VerbsEnumeration, error) {
 		return nil, h.noFacts("libibverbs")
 	}
 	return h.facts.Libibverbs, nil
+}
+
+// errnoByName maps the errno names a facts file may record to errnos.
+var errnoByName = map[string]syscall.Errno{
+	"EACCES": syscall.EACCES, "EPERM": syscall.EPERM, "EINVAL": syscall.EINVAL, "EAGAIN": syscall.EAGAIN,
+	"EIO": syscall.EIO, "ENODEV": syscall.ENODEV, "EOPNOTSUPP": syscall.EOPNOTSUPP, "ENXIO": syscall.ENXIO,
+	"EBUSY": syscall.EBUSY, "ENODATA": syscall.ENODATA,
+}
+
+// recordedReadError returns the errno the facts file records for p, if any.
+func (h *Host) recordedReadError(p string) error {
+	if h.facts == nil || len(h.facts.ReadErrors) == 0 {
+		return nil
+	}
+	name, ok := h.facts.ReadErrors[path.Clean("/"+p)]
+	if !ok {
+		return nil
+	}
+	if e, ok := errnoByName[name]; ok {
+		return e
+	}
+	return fmt.Errorf("read failed on the captured host: %s", name)
 }

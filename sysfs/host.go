@@ -234,6 +234,9 @@ func (h *Host) open(p string) (*os.File, error) {
 	if h.root == nil {
 		return os.Open(path.Clean("/" + p))
 	}
+	if err := h.recordedReadError(p); err != nil {
+		return nil, err
+	}
 	if sub, base := h.inDir(p); sub != nil {
 		f, err := sub.Open(base)
 		if !isEscape(err) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -208,4 +209,19 @@ func FuzzParseHex(f *testing.F) {
 			t.Fatalf("%q gave %d beyond 16 bits", s, v)
 		}
 	})
+}
+
+func TestRecordedReadErrorsFailLikeTheHost(t *testing.T) {
+	dir := writeRoot(t, map[string]string{
+		"sys/class/infiniband/mlx5_0/ports/1/counters/VL15_dropped": "",
+		FactsFile: `{"schema":"rdmadoctor.facts/v1","read_errors":{"/sys/class/infiniband/mlx5_0/ports/1/counters/VL15_dropped":"EINVAL"}}`,
+	}, nil)
+	h, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.ReadAttr("/sys/class/infiniband/mlx5_0/ports/1/counters/VL15_dropped")
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "VL15_dropped") {
+		t.Errorf("recorded EINVAL: %v", err)
+	}
 }

@@ -117,6 +117,16 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	if c.tree.Len() > opts.Limits.MaxEntries {
 		return nil, fmt.Errorf("capture: %d entries, more than the limit of %d", c.tree.Len(), opts.Limits.MaxEntries)
 	}
+	// A file that exists but failed to read (EINVAL counters, EACCES) fails
+	// the same way on replay; one that was absent stays absent.
+	for _, u := range man.Unreadable {
+		if u.Errno != "" && u.Errno != "ENOENT" {
+			if facts.ReadErrors == nil {
+				facts.ReadErrors = map[string]string{}
+			}
+			facts.ReadErrors[u.Path] = u.Errno
+		}
+	}
 	if len(facts.Unavailable) > 0 {
 		man.FactsUnavailable = facts.Unavailable
 	} else {
