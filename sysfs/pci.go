@@ -39,10 +39,8 @@ func (h *Host) PCIFunctions() ([]PCIFunction, error) {
 	if err != nil {
 		return nil, err
 	}
-	fns := make([]PCIFunction, 0, len(names))
-	for _, addr := range names {
-		fns = append(fns, h.PCIFunction(addr))
-	}
+	fns := make([]PCIFunction, len(names))
+	parallel(len(names), func(i int) { fns[i] = h.PCIFunction(names[i]) })
 	return fns, nil
 }
 

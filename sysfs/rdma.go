@@ -96,10 +96,8 @@ func (h *Host) RDMADevices() ([]RDMADevice, error) {
 	if err != nil {
 		return nil, err
 	}
-	devs := make([]RDMADevice, 0, len(names))
-	for _, n := range names {
-		devs = append(devs, h.RDMADevice(n))
-	}
+	devs := make([]RDMADevice, len(names))
+	parallel(len(names), func(i int) { devs[i] = h.RDMADevice(names[i]) })
 	return devs, nil
 }
 
