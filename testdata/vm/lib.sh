@@ -263,11 +263,13 @@ copy_host_file() {
 	done
 }
 
-# close_libraries ROOT copies into ROOT every shared library that ROOT's
+# close_libraries ROOT [PATH...] copies into ROOT every shared library that ROOT's
 # programs and libraries need and ROOT does not have yet (glibc, libgcc_s...),
 # taking them from the host, which runs the same Debian release.
 close_libraries() {
 	local root=$1 f line lib pass
+	shift
+	local extra=("$@")
 	local ldpath=$root/$LIBDIR:$root/$LIBDIR/libibverbs
 	for pass in 1 2 3; do
 		local added=0
@@ -287,7 +289,7 @@ close_libraries() {
 					added=1
 				fi
 			done < <(LD_LIBRARY_PATH=$ldpath ldd "$f" 2>/dev/null || true)
-		done < <(find "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/$LIBDIR" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
+		done < <(find "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/$LIBDIR" "${extra[@]}" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
 		[ "$added" = 0 ] && return 0
 	done
 }

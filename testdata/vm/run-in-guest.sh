@@ -48,6 +48,7 @@ cmd=$1
 trap 'rc=$?; [ $rc -eq 0 ] || [ -n "${CMD_DONE:-}" ] || exit 125' EXIT
 
 prepare 1
+added=()
 for a in "${adds[@]}"; do
 	src=${a%%:*}
 	dst=/opt/$(basename "$src")
@@ -55,7 +56,13 @@ for a in "${adds[@]}"; do
 	[ -e "$src" ] || die "--add: no $src"
 	mkdir -p "$CACHE/root/$(dirname "$dst")"
 	cp -a "$src" "$CACHE/root/$dst"
+	added+=("$CACHE/root/$dst")
 done
+# What the added programs link against comes along (from the host).
+if [ "${#added[@]}" -gt 0 ]; then
+	close_libraries "$CACHE/root" "${added[@]}"
+	ldconfig -r "$CACHE/root"
+fi
 
 job=$CACHE/job.shell.sh
 # Single-quoted for the guest's ash, each ' written as '\''.

@@ -78,7 +78,10 @@ scenario unprivileged-memlock-64k --needs limits.memlock --user rdtest --memlock
 
 # SIGKILL the level-2 child while it holds verbs objects: nothing may leak
 # (`rdma -j resource` back to its counts from before the run).
+# The run must say so: a level-2 check is the root cause (error), not exit 0.
 scenario probe-child-killed --needs verbs.resources --kind killprobe \
+	--exit 30,31,32,33,34 \
+	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order \
 	-- --level 2 --format json
 
 scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \

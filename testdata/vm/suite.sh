@@ -68,12 +68,13 @@ fi
 res=$CACHE/results.suite
 rm -rf "$res"
 "$BIN_DIR/rdvm" collect "$console" "$res" || die "could not read the console log"
+# The wall time goes first: verify's closing "vm: N passed, N failed, N
+# skipped" stays the last line a CI log reader sees.
+log "wall time $((($(now_ms) - t_start) / 1000)) s: prepare $(((t_prep - t_start) / 1000)) s, guest $(((t_boot - t_prep) / 1000)) s; results in ${res#"$REPO_ROOT"/}"
 vrc=0
 "$BIN_DIR/rdvm" verify --strict="$strict" ${only:+--only "$only"} --scenarios "$VM_DIR/scenarios.sh" \
 	--max-ratio "${RDVM_MAX_RATIO:-3}" \
 	--timing-md "$VM_DIR/TIMING.md" "$res" || vrc=$?
-t_end=$(now_ms)
-log "wall time $(((t_end - t_start) / 1000)) s: prepare $(((t_prep - t_start) / 1000)) s, guest $(((t_boot - t_prep) / 1000)) s, verify $(((t_end - t_boot) / 1000)) s; results in ${res#"$REPO_ROOT"/}"
 if [ "$vrc" != 0 ] || [ "$brc" != 0 ]; then
 	console_tail "$console"
 	[ "$vrc" != 0 ] || die "qemu ended with status $brc"
