@@ -17,7 +17,9 @@
 #   --refs 1            compare the JSON inventory with ibv_devices, ibv_devinfo -v,
 #                       rdma -j link/dev and ip -j addr, run in the same guest
 # What the guest acts on:
-#   --break 'SHELL'     helpers: hide PATH... (a file "removed", restored after)
+#   --break 'SHELL'     helpers: hide PATH... (a file "removed", restored after),
+#                       wait_ready (rxe0 ACTIVE again), wait_active DEV [GID];
+#                       added rdma links and netdevs are deleted afterwards
 #   --user U --memlock KiB   run rdmadoctor as U with RLIMIT_MEMLOCK KiB
 #   --kind run|killprobe|timing   (timing: --runs N --ref 'CMD')
 # Every JSON run is also checked for: exit_code == the process's status, and
@@ -32,6 +34,17 @@ scenario healthy-l1-json --needs pci.device --exit 0 --root none --refs 1 \
 	-- --level 1 --format json
 
 scenario healthy-l1-text --needs pci.device --exit 0 -- --level 1 --no-color
+
+# Jumbo frames: the RoCE active MTU follows the netdev's (4096 at 9000).
+scenario jumbo-mtu --needs pci.device --break '/usr/bin/ip link set dummy0 mtu 9000 && wait_ready' \
+	--exit 0 --root none --refs 1 -- --level 1 --format json
+
+# Two devices: each is judged and inventoried, field by field.
+scenario two-rxe-devices --needs pci.device \
+	--break '/usr/bin/ip link add dummy1 type dummy && /usr/bin/ip link set dummy1 up &&
+		/usr/bin/ip addr add 198.51.100.1/24 dev dummy1 && rdma link add rxe1 type rxe netdev dummy1 &&
+		wait_active rxe1 0000:0000:0000:0000:0000:ffff:c633:6401' \
+	--exit 0 --root none --refs 1 -- --level 1 --format json
 
 scenario healthy-l2 --needs pci.device --exit 0 --root none \
 	--status verbs.resources=pass --status verbs.qp_state=pass --status probe.send_poll=pass \

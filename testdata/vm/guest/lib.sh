@@ -61,25 +61,32 @@ uverbs_nodes() {
 	return 0
 }
 
-# wait_ready [SECONDS]: rxe0's port 1 ACTIVE and its RoCE v2 GID of IPV4 there.
-wait_ready() {
-	local i=0 lim
-	lim=$((${1:-20} * 10))
+# wait_active DEV [GID] [SECONDS]: DEV's port 1 ACTIVE (and GID, as sysfs
+# prints it, in its table: the GIDs follow the port a moment later).
+wait_active() {
+	local dev=$1 gid=${2:-} i=0 lim
+	lim=$((${3:-20} * 10))
 	while [ $i -lt $lim ]; do
-		if grep -q ACTIVE /sys/class/infiniband/$RXE/ports/1/state 2>/dev/null &&
-			grep -qx "$IPV4_GID" /sys/class/infiniband/$RXE/ports/1/gids/* 2>/dev/null; then
+		if grep -q ACTIVE /sys/class/infiniband/$dev/ports/1/state 2>/dev/null &&
+			{ [ -z "$gid" ] || grep -qx "$gid" /sys/class/infiniband/$dev/ports/1/gids/* 2>/dev/null; }; then
 			return 0
 		fi
 		sleep 0.1
 		i=$((i + 1))
 	done
-	say "not ready after ${1:-20} s: $(rxe_state)"
+	say "$dev not ready after ${3:-20} s"
 	return 1
+}
+
+# wait_ready [SECONDS]: rxe0's port 1 ACTIVE with the RoCE v2 GID of IPV4.
+wait_ready() {
+	wait_active $RXE $IPV4_GID "${1:-20}" || { say "$(rxe_state)"; return 1; }
 }
 
 net_up() {
 	/usr/bin/ip link set lo up
 	/usr/bin/ip link show $NETDEV >/dev/null 2>&1 || /usr/bin/ip link add $NETDEV type dummy
+	[ "$(cat /sys/class/net/$NETDEV/mtu)" = 1500 ] || /usr/bin/ip link set $NETDEV mtu 1500
 	/usr/bin/ip link set $NETDEV up
 	/usr/bin/ip -4 addr show dev $NETDEV | grep -q "inet $IPV4/" ||
 		/usr/bin/ip addr add $IPV4/24 dev $NETDEV
@@ -123,7 +130,19 @@ unhide_all() {
 
 # baseline restores the healthy state; it prints what it had to do.
 baseline() {
+	local p n
 	unhide_all
+	# Devices and netdevs a scenario added go again.
+	for p in /sys/class/infiniband/*; do
+		[ -e "$p" ] || continue
+		n=${p##*/}
+		[ "$n" = $RXE ] || rdma link delete "$n"
+	done
+	for p in /sys/class/net/*; do
+		[ -d "$p" ] || continue
+		n=${p##*/}
+		case $n in lo | $NETDEV) ;; *) /usr/bin/ip link delete "$n" ;; esac
+	done
 	mods_load_all || return 1
 	net_up || return 1
 	[ -e /sys/class/infiniband/$RXE ] || rdma link add $RXE type rxe netdev $NETDEV || return 1
@@ -191,7 +210,8 @@ scenario() {
 		--ref) ref=$2 ;;
 		--refs) wantrefs=$2 ;;
 		esac
-		printf '%s %s\n' "${1#--}" "$2" >>"$d/meta"
+		# One line per key: a --break may span lines.
+		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
 		shift 2
 	done
 	printf 'args %s\n' "$*" >>"$d/meta"

@@ -349,7 +349,44 @@ func compareInventory(raw json.RawMessage, dir string) comparison {
 	}
 
 	compareNetdevs(&c, inv, dir)
+	compareGIDNetdevs(&c, inv, dir)
 	return c
+}
+
+// compareGIDNetdevs checks each GID's netdev against the interface that `ip
+// addr` shows holding the GID's address (an IPv4-mapped GID is its IPv4
+// address). GIDs whose address no interface holds (the default GID made
+// from the MAC when the link-local address is gone) are not compared.
+func compareGIDNetdevs(c *comparison, inv inventory, dir string) {
+	text, err := readRef(dir, "ref.ip_addr.json")
+	if err != nil {
+		return
+	}
+	var links []ipAddr
+	if json.Unmarshal([]byte(text), &links) != nil {
+		return
+	}
+	owner := map[string]string{}
+	for _, l := range links {
+		for _, ai := range l.AddrInfo {
+			if ip := net.ParseIP(ai.Local); ip != nil {
+				owner[ip.To16().String()] = l.IfName
+			}
+		}
+	}
+	for _, d := range inv.RDMADevices {
+		for _, p := range d.Ports {
+			for _, g := range p.GIDs {
+				ip := net.ParseIP(g.GID)
+				if ip == nil || g.Netdev == "" {
+					continue
+				}
+				if want, ok := owner[ip.To16().String()]; ok {
+					c.eq(fmt.Sprintf("%s port %d GID[%d] netdev", d.Name, p.Port, g.Index), g.Netdev, want, "ip addr")
+				}
+			}
+		}
+	}
 }
 
 func compareDevinfo(c *comparison, d invDevice, rd devinfoDevice) {
@@ -358,6 +395,18 @@ func compareDevinfo(c *comparison, d invDevice, rd devinfoDevice) {
 	c.both(d.Name+" sys_image_guid", normGUID(d.SysGUID), normGUID(rd.Attrs["sys_image_guid"]), tool)
 	c.both(d.Name+" fw_ver", d.FWVer, rd.Attrs["fw_ver"], tool)
 	c.both(d.Name+" board_id", d.BoardID, rd.Attrs["board_id"], tool)
+	// transport: InfiniBand (0) is a CA (or switch), iWARP (1) an RNIC.
+	if t := rd.Attrs["transport"]; t != "" && d.NodeType != "" {
+		nt := normNodeType(d.NodeType)
+		ok := (strings.HasPrefix(t, "InfiniBand") && (nt == "ca" || nt == "switch")) ||
+			(strings.HasPrefix(t, "iWARP") && nt == "rnic") ||
+			(strings.HasPrefix(t, "usNIC") && strings.HasPrefix(nt, "usnic"))
+		if ok {
+			c.agree++
+		} else {
+			c.failf("%s node_type %q does not fit ibv_devinfo's transport %q", d.Name, d.NodeType, t)
+		}
+	}
 	if n := rd.Attrs["phys_port_cnt"]; n != "" {
 		c.eq(d.Name+" port count", strconv.Itoa(len(d.Ports)), n, tool)
 	}

@@ -98,6 +98,12 @@ func TestCompareInventoryCatchesEachField(t *testing.T) {
 			inv["netdevs"].([]any)[0].(map[string]any)["addresses"] = []any{"192.0.2.1/24"}
 		}, "addresses"},
 		"netdev missing": {func(inv map[string]any) { inv["netdevs"] = []any{} }, "inventory.netdevs"},
+		"gid netdev": {func(inv map[string]any) {
+			port1(inv)["gids"].([]any)[1].(map[string]any)["netdev"] = "lo"
+		}, "GID[1] netdev"},
+		"node type": {func(inv map[string]any) {
+			inv["rdma_devices"].([]any)[0].(map[string]any)["node_type"] = "4: RNIC"
+		}, "node_type"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
