@@ -4,7 +4,7 @@
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench golden
+.PHONY: build check deps test vet vm bench fuzz golden
 
 build:
 	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
@@ -25,6 +25,15 @@ check: deps vet test vm
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Run every fuzz target for FUZZTIME each (seed corpora live in testdata/fuzz/).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in ./sysfs ./sysfs/snapshot; do \
+	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 # Regenerate the host fixtures and the golden reports after an intended change.
 golden:
