@@ -360,3 +360,27 @@ func fmtNS(ns float64) string {
 func skippedVerdict(label string, p *probe.Probe) portVerdict {
 	return portVerdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
 }
+
+// StartEarly begins the libibverbs enumeration in its child process before
+// the pipeline reaches libibverbs.devices, so the child's start-up (exec,
+// dlopen, every provider's init) overlaps the file-reading checks instead
+// of adding to them. It does nothing on a snapshot, when that check is not
+// selected, or when the host has no RDMA device (the check would be
+// blocked and the child would be wasted work).
+func StartEarly(ctx context.Context, env *Env, sel []*Check) {
+	if !env.Host.Live() || len(env.Survey().Devices) == 0 {
+		return
+	}
+	for _, c := range sel {
+		if c.ID == "libibverbs.devices" {
+			s := verbsOf(env)
+			s.mu.Lock()
+			started := s.enumStarted
+			s.mu.Unlock()
+			if !started {
+				go func() { _, _ = env.verbsEnumeration(ctx) }() // the check reads the result
+			}
+			return
+		}
+	}
+}

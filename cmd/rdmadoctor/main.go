@@ -216,6 +216,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		maxPorts = max(maxPorts, len(d.Ports))
 	}
 	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
+	checks.StartEarly(ctx, env, sel)
 	started := time.Now()
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
 	rep.Host.Root = f.root
