@@ -534,18 +534,21 @@ func countsText(c map[string]int64) string {
 }
 
 func printTable(outs []*outcome) {
-	w := 8
+	w, we, wr := 8, len("exit exp/obs"), len("root cause expected / observed")
 	for _, o := range outs {
 		w = max(w, len(o.Name))
+		we = max(we, len(o.ExpExit+" / "+o.ObsExit))
+		wr = max(wr, len(o.ExpRoot+" / "+o.ObsRoot))
 	}
-	fmt.Printf("vm: %-*s  %-7s  %-13s  %-50s  %s\n", w, "scenario", "result", "exit exp/obs", "root cause expected / observed", "time")
+	wr = min(wr, 64) // a long list of allowed root causes overflows its row only
+	fmt.Printf("vm: %-*s  %-7s  %-*s  %-*s  %s\n", w, "scenario", "result", we, "exit exp/obs", wr, "root cause expected / observed", "time")
 	for _, o := range outs {
 		sec := ""
 		if o.Seconds != "" {
 			sec = o.Seconds + " s"
 		}
-		fmt.Printf("vm: %-*s  %-7s  %-13s  %-50s  %s\n", w, o.Name, o.Verdict,
-			o.ExpExit+" / "+o.ObsExit, o.ExpRoot+" / "+o.ObsRoot, sec)
+		fmt.Printf("vm: %-*s  %-7s  %-*s  %-*s  %s\n", w, o.Name, o.Verdict,
+			we, o.ExpExit+" / "+o.ObsExit, wr, o.ExpRoot+" / "+o.ObsRoot, sec)
 		for _, f := range o.Failures {
 			fmt.Printf("vm:     FAIL: %s\n", f)
 		}
