@@ -368,7 +368,12 @@ func skippedVerdict(label string, p *probe.Probe) portVerdict {
 // selected, or when the host has no RDMA device (the check would be
 // blocked and the child would be wasted work).
 func StartEarly(ctx context.Context, env *Env, sel []*Check) {
-	if !env.Host.Live() || len(env.Survey().Devices) == 0 {
+	if !env.Host.Live() {
+		return
+	}
+	// One directory listing, not the survey: the child should start before
+	// the survey's thousands of reads, not after them.
+	if names, err := env.Host.RDMADeviceNames(); err != nil || len(names) == 0 {
 		return
 	}
 	for _, c := range sel {

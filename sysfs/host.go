@@ -292,6 +292,9 @@ func (h *Host) open(p string) (*os.File, error) {
 // answer EAGAIN to a second read and a read loop would spin forever.
 func (h *Host) ReadAttr(p string) (string, error) {
 	h.note(p, AccessRead)
+	if h.root == nil {
+		return h.readAttrLive(p)
+	}
 	f, err := h.open(p)
 	if err != nil {
 		return "", h.pathErr("read", p, err)
@@ -309,6 +312,43 @@ func (h *Host) ReadAttr(p string) (string, error) {
 		return "", h.pathErr("read", p, err)
 	}
 	return strings.TrimRight(string(buf[:n]), "\n"), nil
+}
+
+// readAttrLive is ReadAttr on the live host with bare open/read/close: an
+// os.File costs several more syscalls (poller registration, flag checks),
+// and a host reads thousands of attributes — a SoftRoCE port alone has a
+// 1024-entry GID table.
+func (h *Host) readAttrLive(p string) (string, error) {
+	name := path.Clean("/" + p)
+	var (
+		fd  int
+		err error
+	)
+	for {
+		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return "", h.pathErr("read", p, err)
+	}
+	defer syscall.Close(fd)
+	var buf [attrReadSize]byte
+	var n int
+	for {
+		n, err = syscall.Read(fd, buf[:])
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == syscall.EISDIR {
+		return "", fmt.Errorf("read %s: is a directory", h.Display(p))
+	}
+	if err != nil {
+		return "", h.pathErr("read", p, err)
+	}
+	return strings.TrimRight(string(buf[:max(n, 0)]), "\n"), nil
 }
 
 // ReadFile reads a whole file of at most 8 MiB (procfs tables, the loader

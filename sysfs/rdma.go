@@ -215,16 +215,19 @@ func (h *Host) readGIDs(portDir string, p *RDMAPort) []GID {
 		}
 	}
 	sort.Ints(idx)
-	var gids []GID
-	for _, i := range idx {
+	// A table has 16 to 1024 (rxe) entries, most of them unused; read
+	// them on a few goroutines and keep the populated ones in index order.
+	all := make([]GID, len(idx))
+	parallel(len(idx), func(k int) {
+		i := idx[k]
 		is := strconv.Itoa(i)
 		s, err := h.ReadAttr(path.Join(portDir, "gids", is))
 		if err != nil {
-			continue // unused entries of some drivers answer EINVAL
+			return // unused entries of some drivers answer EINVAL
 		}
 		s = strings.TrimSpace(s)
 		if s == "" || s == ZeroGID {
-			continue
+			return
 		}
 		g := GID{Index: i, GID: s}
 		if t, err := h.ReadAttr(path.Join(portDir, "gid_attrs", "types", is)); err == nil {
@@ -233,7 +236,13 @@ func (h *Host) readGIDs(portDir string, p *RDMAPort) []GID {
 		if nd, err := h.ReadAttr(path.Join(portDir, "gid_attrs", "ndevs", is)); err == nil {
 			g.Netdev = strings.TrimSpace(nd)
 		}
-		gids = append(gids, g)
+		all[k] = g
+	})
+	var gids []GID
+	for _, g := range all {
+		if g.GID != "" {
+			gids = append(gids, g)
+		}
 	}
 	return gids
 }

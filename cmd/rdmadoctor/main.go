@@ -212,8 +212,10 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	// and for the verbs checks one probe child per device whose ports are
 	// probed one after another.
 	maxPorts := 1
-	for _, d := range env.Survey().Devices {
-		maxPorts = max(maxPorts, len(d.Ports))
+	if f.level >= 2 {
+		for _, d := range env.Survey().Devices {
+			maxPorts = max(maxPorts, len(d.Ports))
+		}
 	}
 	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
 	checks.StartEarly(ctx, env, sel)
