@@ -86,3 +86,16 @@ func TestPrometheusHasOneSeriesPerCheckAndStatus(t *testing.T) {
 		t.Errorf("%d status series, want 10", n)
 	}
 }
+
+func TestFinishAskedIgnoresWarningsOfPrerequisites(t *testing.T) {
+	r := &Report{Checks: []CheckResult{{ID: "pre.req", Code: 10, Status: Warn}, {ID: "asked.one", Code: 13, Status: Warn}}}
+	r.FinishAsked(true, func(id string) bool { return id == "asked.one" })
+	if r.ExitCode != 13 || *r.RootCause != "asked.one" {
+		t.Errorf("exit %d root %v, want 13 asked.one", r.ExitCode, *r.RootCause)
+	}
+	r.Checks[0].Status = Fail
+	r.FinishAsked(true, func(id string) bool { return id == "asked.one" })
+	if r.ExitCode != 10 {
+		t.Errorf("a failed prerequisite is still the root cause: exit %d", r.ExitCode)
+	}
+}

@@ -81,7 +81,14 @@ type Report struct {
 // failed; otherwise the code of the first check, in catalog order, whose
 // status is fail or error (a check that could not look has not shown the
 // host healthy); with failOnWarn, warnings count as well.
-func (r *Report) Finish(failOnWarn bool) {
+func (r *Report) Finish(failOnWarn bool) { r.FinishAsked(failOnWarn, nil) }
+
+// FinishAsked is Finish for a run of selected checks (--check): asked tells
+// which checks the user named; the others ran only as prerequisites. A
+// prerequisite that fails or errors is still the root cause (it blocked the
+// rest), but its warning does not count under failOnWarn: the user asked
+// whether the named checks warn. asked == nil means every check was asked.
+func (r *Report) FinishAsked(failOnWarn bool, asked func(id string) bool) {
 	r.Summary = Summary{}
 	r.ExitCode, r.RootCause = ExitOK, nil
 	for i := range r.Checks {
@@ -98,7 +105,8 @@ func (r *Report) Finish(failOnWarn bool) {
 		case Error:
 			r.Summary.Error++
 		}
-		if r.RootCause == nil && counts(c.Status, failOnWarn) {
+		warnCounts := failOnWarn && (asked == nil || asked(c.ID))
+		if r.RootCause == nil && counts(c.Status, warnCounts) {
 			id := c.ID
 			r.RootCause, r.ExitCode = &id, c.Code
 		}

@@ -230,7 +230,17 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	rep.Checks = checks.Run(ctx, env, sel)
 	rep.Inventory = checks.Inventory(env)
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
-	rep.Finish(f.failOn == "warn")
+	var asked func(string) bool
+	if len(f.checkIDs) > 0 {
+		named := map[string]bool{}
+		for _, id := range f.checkIDs {
+			if c, ok := checks.Lookup(id); ok {
+				named[c.ID] = true
+			}
+		}
+		asked = func(id string) bool { return named[id] }
+	}
+	rep.FinishAsked(f.failOn == "warn", asked)
 
 	switch f.format {
 	case "json":
