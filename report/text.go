@@ -77,15 +77,16 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	}
 	for i := 0; i < len(r.Checks); i++ {
 		c := r.Checks[i]
-		// A run of checks blocked by the same failure is one line: the
-		// cause is already on the screen, its echoes need not be.
-		if n := blockedRun(r.Checks[i:]); n >= 3 {
+		// A run of checks skipped for the same reason (blocked by the same
+		// failure, a level not asked for, a snapshot) is one line: the cause
+		// is already on the screen, its echoes need not be.
+		if n := skipRun(r.Checks[i:]); n >= 3 {
 			var ids []string
 			for _, b := range r.Checks[i : i+n] {
 				ids = append(ids, b.ID)
 			}
 			fmt.Fprintf(&b, "%s %3d %-*s  %s\n", p.skip.Sprint(marks[Skip]), c.Code, width, fmt.Sprintf("… %d", r.Checks[i+n-1].Code),
-				p.skip.Sprintf("%d checks %s: %s", n, c.Summary, strings.Join(ids, ", ")))
+				p.skip.Sprintf("%s — %d checks: %s", c.Summary, n, strings.Join(ids, ", ")))
 			i += n - 1
 			continue
 		}
@@ -121,9 +122,9 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	return err
 }
 
-// blockedRun counts the leading checks skipped as blocked by the same check.
-func blockedRun(cs []CheckResult) int {
-	if len(cs) == 0 || cs[0].Status != Skip || !strings.HasPrefix(cs[0].Summary, "blocked by ") {
+// skipRun counts the leading checks skipped for the same reason.
+func skipRun(cs []CheckResult) int {
+	if len(cs) == 0 || cs[0].Status != Skip {
 		return 0
 	}
 	n := 1
