@@ -24,7 +24,7 @@ func init() {
 			Failures: []Failure{
 				{report.Fail, "completions were lost and no IBV_EVENT_CQ_ERR came", cqSizingRule + " " + providerStateFix},
 				{report.Error, "the CQ could not be overrun (the SENDs did not arrive, or the provider grew the CQ)", cqSizingRule},
-				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+				childFailure,
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {

@@ -28,7 +28,7 @@ func init() {
 				{report.Fail, "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", "The device did not check the memory key: update the firmware and the driver and report it to the vendor."},
 				{report.Fail, "a destroy in the right order failed, or the resource counts did not return to their baseline", leakFix},
 				{report.Warn, "a refusal came with another errno than EBUSY, or the resource counts could not be read", leakFix},
-				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+				childFailure,
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {

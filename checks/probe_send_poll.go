@@ -27,7 +27,7 @@ func init() {
 				{report.Fail, "a completion with an error status (RETRY_EXC_ERR, LOC_PROT_ERR, ...)", sendStatusFix},
 				{report.Fail, "wrong byte_len or a payload that differs", "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."},
 				{report.Warn, "a hardware port's port_xmit_data did not move while the probe sent data", counterFix},
-				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+				childFailure,
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {

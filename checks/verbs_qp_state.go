@@ -29,7 +29,7 @@ func init() {
 				{report.Fail, "the provider accepted RESET→RTS", providerStateFix},
 				{report.Warn, "RESET→RTS was refused, but with another errno than EINVAL", providerStateFix},
 				{report.Fail, "RTS→ERR→RESET→INIT does not recover the QP", providerStateFix},
-				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+				childFailure,
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {

@@ -28,7 +28,7 @@ func init() {
 				{report.Fail, "ibv_create_cq or ibv_create_qp fails with ENOMEM", "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix},
 				{report.Fail, "ibv_create_qp fails with EINVAL although the caps are within ibv_query_device's limits", createQPFix},
 				{report.Fail, "another step fails", genericVerbsFix},
-				{report.Error, "the verbs child timed out or crashed", "See the step it was in; `dmesg` shows the driver's side."},
+				childFailure,
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
@@ -36,6 +36,11 @@ func init() {
 		},
 	})
 }
+
+// childFailure is the finding every level-2 check shares: the child that
+// ran its probe hit its deadline or died.
+var childFailure = Failure{report.Error, "the verbs child timed out or crashed",
+	"The report names the step it was in and the signal; `dmesg` shows the driver's side of the failure."}
 
 const (
 	uverbsPermFix = "Let the user open /dev/infiniband/uverbsN: a udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (rdma-core's default), or a group " +
