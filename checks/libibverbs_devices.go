@@ -57,51 +57,69 @@ type listedDevice struct {
 	Name, GUID, Uverbs string
 }
 
-func listFromProbe(en *probe.Enumeration) verbsList {
-	l := verbsList{Library: en.Library, LoadedFrom: en.LoadedFrom, LoadError: en.LoadError, Missing: en.MissingSymbols,
-		ListErrno: en.ListErrnoName, ListError: en.ListError, Warnings: en.Warnings, Providers: en.Providers}
-	if l.ListErrno == "" && en.ListErrno != 0 {
-		l.ListErrno = fmt.Sprintf("errno %d", en.ListErrno)
+// VerbsFacts is the verbs child's answer (or its failure, err) in the
+// facts file's form. The live check judges this form too, so a snapshot
+// that records it replays to the same verdict, word for word.
+func VerbsFacts(en *probe.Enumeration, err error) *sysfs.VerbsEnumeration {
+	f := &sysfs.VerbsEnumeration{Devices: []sysfs.VerbsDevice{}}
+	if err != nil {
+		f.ChildError = err.Error()
 	}
+	if en == nil {
+		if f.ChildError == "" {
+			f.ChildError = "the verbs child gave no answer"
+		}
+		return f
+	}
+	f.Library, f.LibraryPath, f.LoadError = en.Library, en.LoadedFrom, en.LoadError
+	f.MissingSymbols, f.Errno, f.ListError = en.MissingSymbols, en.ListErrnoName, en.ListError
+	if f.Errno == "" && en.ListErrno != 0 {
+		f.Errno = fmt.Sprintf("errno %d", en.ListErrno)
+	}
+	f.Providers, f.Warnings = en.Providers, en.Warnings
 	for _, d := range en.Devices {
-		l.Devices = append(l.Devices, listedDevice{Name: d.Name, GUID: d.NodeGUID, Uverbs: d.UverbsDev})
+		f.Devices = append(f.Devices, sysfs.VerbsDevice{Name: d.Name, NodeGUID: d.NodeGUID, Uverbs: d.UverbsDev})
 	}
-	return l
+	return f
 }
 
 func listFromFacts(f *sysfs.VerbsEnumeration) verbsList {
-	l := verbsList{Library: f.LibraryPath, LoadedFrom: f.LibraryPath, LoadError: f.LoadError, ListErrno: f.Errno}
-	if l.ListErrno != "" {
+	l := verbsList{Library: f.Library, LoadedFrom: f.LibraryPath, LoadError: f.LoadError, Missing: f.MissingSymbols,
+		ListErrno: f.Errno, ListError: f.ListError, Warnings: f.Warnings, Providers: f.Providers}
+	if l.Library == "" {
+		// An older facts file names only the file that was loaded.
+		l.Library = f.LibraryPath
+	}
+	if l.ListError == "" && l.ListErrno != "" {
 		l.ListError = "ibv_get_device_list: " + f.Errno
 	}
 	for _, d := range f.Devices {
-		l.Devices = append(l.Devices, listedDevice{Name: d.Name, GUID: d.NodeGUID})
+		l.Devices = append(l.Devices, listedDevice{Name: d.Name, GUID: d.NodeGUID, Uverbs: d.Uverbs})
 	}
 	return l
 }
 
 func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	h := env.Host
-	var list verbsList
+	var f *sysfs.VerbsEnumeration
 	if h.Live() {
-		en, err := env.verbsEnumeration(ctx)
-		if err != nil {
-			r := errorf("could not enumerate through libibverbs: %v", err)
-			r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run `strace -f ibv_devices` " +
-				"to see which provider library it loads last, and update or remove that provider."
-			if en != nil && len(en.Warnings) > 0 {
-				r.Details = append(r.Details, en.Warnings...)
-			}
-			return r
-		}
-		list = listFromProbe(en)
+		f = VerbsFacts(env.verbsEnumeration(ctx))
+		env.noteJudgedVerbs(f)
 	} else {
-		f, err := h.RecordedVerbs()
+		rec, err := h.RecordedVerbs()
 		if err != nil {
 			return errorf("no libibverbs enumeration in the snapshot: %v", err)
 		}
-		list = listFromFacts(f)
+		f = rec
 	}
+	if f.ChildError != "" {
+		r := errorf("could not enumerate through libibverbs: %s", f.ChildError)
+		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run `strace -f ibv_devices` " +
+			"to see which provider library it loads last, and update or remove that provider."
+		r.Details = append(r.Details, f.Warnings...)
+		return r
+	}
+	list := listFromFacts(f)
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
 		return errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)

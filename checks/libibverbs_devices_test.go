@@ -2,7 +2,9 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,15 +97,81 @@ func TestJudgeVerbsDevices(t *testing.T) {
 	}
 }
 
-func TestListFromProbe(t *testing.T) {
-	l := listFromProbe(&probe.Enumeration{Library: "libibverbs.so.1", ListErrno: 38,
-		Devices: []probe.EnumDevice{{Name: "rxe0", NodeGUID: "ccbe:95ff:fe70:d640", UverbsDev: "uverbs0"}}})
-	if l.ListErrno != "errno 38" || len(l.Devices) != 1 || l.Devices[0].Uverbs != "uverbs0" {
+func TestVerbsFacts(t *testing.T) {
+	f := VerbsFacts(&probe.Enumeration{Library: "libibverbs.so.1", ListErrno: 38,
+		Devices: []probe.EnumDevice{{Name: "rxe0", NodeGUID: "ccbe:95ff:fe70:d640", UverbsDev: "uverbs0"}}}, nil)
+	l := listFromFacts(f)
+	if l.ListErrno != "errno 38" || len(l.Devices) != 1 || l.Devices[0].Uverbs != "uverbs0" || l.Library != "libibverbs.so.1" {
 		t.Fatalf("%+v", l)
 	}
-	f := listFromFacts(&sysfs.VerbsEnumeration{Errno: "ENOSYS"})
-	if f.ListErrno != "ENOSYS" || !strings.Contains(f.ListError, "ENOSYS") {
-		t.Fatalf("%+v", f)
+	l = listFromFacts(&sysfs.VerbsEnumeration{Errno: "ENOSYS"})
+	if l.ListErrno != "ENOSYS" || !strings.Contains(l.ListError, "ENOSYS") {
+		t.Fatalf("%+v", l)
+	}
+	// An older facts file names only the loaded file: it stands for the name.
+	if l := listFromFacts(&sysfs.VerbsEnumeration{LibraryPath: "/usr/lib/libibverbs.so.1"}); l.Library != "/usr/lib/libibverbs.so.1" {
+		t.Fatalf("%+v", l)
+	}
+	if f := VerbsFacts(nil, nil); f.ChildError == "" || f.Devices == nil {
+		t.Fatalf("no answer and no error: %+v", f)
+	}
+}
+
+// The facts form keeps every part of the child's answer the check judges:
+// a replay of it gives the live verdict, evidence and details.
+func TestLibibverbsDevicesFactsReplayLive(t *testing.T) {
+	cases := map[string]struct {
+		en  *probe.Enumeration
+		err error
+	}{
+		"listed": {en: &probe.Enumeration{Library: "libibverbs.so.1", LoadedFrom: "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0",
+			Devices:   []probe.EnumDevice{{Name: "rxe0", NodeGUID: "5054:00ff:fe12:3456", UverbsDev: "uverbs0"}},
+			Providers: []string{"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"},
+			Warnings:  []string{"libibverbs: Warning: couldn't load driver 'libfoo-rdmav34.so'"}}},
+		"wrong library": {en: &probe.Enumeration{Library: "libibverbs.so.1", LoadedFrom: "/opt/x/libibverbs.so.1",
+			MissingSymbols: []string{"ibv_get_device_list"}, Devices: []probe.EnumDevice{}}},
+		"NULL list": {en: &probe.Enumeration{Library: "libibverbs.so.1", ListErrno: 38, ListErrnoName: "ENOSYS",
+			ListError: "ibv_get_device_list: Function not implemented", Devices: []probe.EnumDevice{}}},
+		"child crashed": {en: &probe.Enumeration{Warnings: []string{"libibverbs: Warning: x"}},
+			err: errors.New("the verbs child crashed with SIGSEGV in ibv_get_device_list")},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			live := NewEnv(sysfs.OpenLive(), Options{Level: 1})
+			UseVerbs(live, &fakeVerbs{enum: c.en, enumErr: c.err})
+			want := runLibibverbsDevices(context.Background(), live)
+			judged, ok := JudgedVerbs(context.Background(), live)
+			if !ok {
+				t.Fatal("JudgedVerbs: the check judged nothing")
+			}
+			// Through the facts file, as a snapshot stores it.
+			dir := t.TempDir()
+			data, err := json.Marshal(&sysfs.Facts{Schema: sysfs.FactsSchema, Libibverbs: judged})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, sysfs.FactsFile), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The remedy names this machine's distribution: the replay reads the same.
+			if osr, err := os.ReadFile("/etc/os-release"); err == nil {
+				os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
+				if err := os.WriteFile(filepath.Join(dir, "etc", "os-release"), osr, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := sysfs.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			got := runLibibverbsDevices(context.Background(), NewEnv(h, Options{Level: 1}))
+			wj, _ := json.Marshal(want)
+			gj, _ := json.Marshal(got)
+			if string(wj) != string(gj) {
+				t.Fatalf("replay differs from the live verdict:\nlive:   %s\nreplay: %s", wj, gj)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
@@ -60,6 +61,9 @@ type verbsState struct {
 	enumDone    chan struct{}
 	enum        *probe.Enumeration
 	enumErr     error
+	// judged is the enumeration libibverbs.devices judged, in the facts
+	// file's form: what a snapshot of this run records.
+	judged *sysfs.VerbsEnumeration
 
 	probeStarted bool
 	probeDone    chan struct{}
@@ -109,6 +113,35 @@ func (env *Env) verbsEnumeration(ctx context.Context) (*probe.Enumeration, error
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the verbs child: %w", ctx.Err())
 	}
+}
+
+// noteJudgedVerbs keeps the enumeration libibverbs.devices judged.
+func (env *Env) noteJudgedVerbs(f *sysfs.VerbsEnumeration) {
+	s := verbsOf(env)
+	s.mu.Lock()
+	s.judged = f
+	s.mu.Unlock()
+}
+
+// JudgedVerbs returns the libibverbs enumeration of this run in the facts
+// file's form: the one libibverbs.devices judged, or — when that check did
+// not judge one (blocked by a prerequisite) but the enumeration was started
+// early — that enumeration, waited for within ctx. A snapshot records it, so
+// its replay judges the answer the live run judged, without a second child.
+// ok is false when the run made no enumeration (a snapshot root, or the
+// check neither ran nor was started).
+func JudgedVerbs(ctx context.Context, env *Env) (f *sysfs.VerbsEnumeration, ok bool) {
+	s := verbsOf(env)
+	s.mu.Lock()
+	judged, started := s.judged, s.enumStarted
+	s.mu.Unlock()
+	switch {
+	case judged != nil:
+		return judged, true
+	case started && env.Host.Live():
+		return VerbsFacts(env.verbsEnumeration(ctx)), true
+	}
+	return nil, false
 }
 
 // probePlan is what the level-2 probes run on: every RDMA device with its

@@ -84,21 +84,41 @@ type RDMAResource struct {
 	Counts map[string]int `json:"counts"` // "pd", "cq", "qp", "mr", "cm_id", "ctx", "srq"
 }
 
-// VerbsEnumeration is the answer of libibverbs' ibv_get_device_list.
+// VerbsEnumeration is the answer of libibverbs' ibv_get_device_list, as the
+// verbs child gave it: every part libibverbs.devices judges, so a replay
+// judges the answer the live host gave, not a summary of it.
 type VerbsEnumeration struct {
+	// Library is the name the library was opened by ("libibverbs.so.1", or
+	// the --libibverbs path). An older facts file has only LibraryPath.
+	Library string `json:"library,omitempty"`
 	// LibraryPath is the file the loader opened, or "" when it failed.
 	LibraryPath string `json:"library_path,omitempty"`
 	// LoadError is the dynamic loader's message when the library did not open.
 	LoadError string `json:"load_error,omitempty"`
+	// MissingSymbols are the verbs the opened library lacks (a foreign or
+	// very old libibverbs.so.1).
+	MissingSymbols []string `json:"missing_symbols,omitempty"`
 	// Errno is the errno set by a NULL ibv_get_device_list ("ENOSYS"), or "".
-	Errno   string        `json:"errno,omitempty"`
-	Devices []VerbsDevice `json:"devices"`
+	Errno string `json:"errno,omitempty"`
+	// ListError is the child's message for a NULL ibv_get_device_list.
+	ListError string        `json:"list_error,omitempty"`
+	Devices   []VerbsDevice `json:"devices"`
+	// Providers are the provider libraries the library loaded, as mapped.
+	Providers []string `json:"providers,omitempty"`
+	// Warnings are the lines the library printed on stderr ("couldn't load
+	// driver ...").
+	Warnings []string `json:"warnings,omitempty"`
+	// ChildError is set when the verbs child gave no full answer (it timed
+	// out, crashed, or the run stopped waiting for it): the check's error.
+	ChildError string `json:"child_error,omitempty"`
 }
 
 // VerbsDevice is one entry of the library's device list.
 type VerbsDevice struct {
 	Name     string `json:"name"`
 	NodeGUID string `json:"node_guid"`
+	// Uverbs is the device's uverbs node as the library found it ("uverbs0").
+	Uverbs string `json:"uverbs,omitempty"`
 }
 
 // ErrNoFacts says a fixture root has no facts file, so non-file facts are unknown.

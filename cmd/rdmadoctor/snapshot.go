@@ -82,10 +82,11 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 
 	exe, _ := os.Executable()
 	memlock, _ := parseSize("64MiB")
-	opts := checks.Options{Level: 1, MinMemlock: memlock, Libibverbs: f.libibverbs, Executable: exe}
+	opts := checks.Options{Level: 1, MinMemlock: memlock, Libibverbs: f.libibverbs, Executable: exe, ProbeTimeout: 10 * time.Second}
+	lv := &level1Capture{opts: opts}
 	snap, capErr := snapshot.Capture(ctx, host, snapshot.Options{
-		Exercise: exerciseLevel1(opts),
-		Verbs:    liveVerbs(exe, f.libibverbs),
+		Exercise: lv.exercise,
+		Verbs:    lv.verbs,
 		Redact:   f.redact,
 		Version:  version,
 	})
@@ -132,64 +133,55 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// exerciseLevel1 runs what a level-1 diagnosis runs — the level-1 checks,
-// the inventory, the kernel release and host name of the report header — so
+// level1Capture is what a capture runs: the level-1 diagnosis on the
+// recording host, and then the libibverbs enumeration that diagnosis judged.
+type level1Capture struct {
+	opts checks.Options
+	env  *checks.Env // the exercise's, for its enumeration
+}
+
+// exercise runs what a level-1 diagnosis runs — the level-1 checks, the
+// inventory, the kernel release and host name of the report header — so
 // that the recording host sees every read a replay will make.
-func exerciseLevel1(opts checks.Options) snapshot.Exercise {
-	return func(ctx context.Context, h *sysfs.Host) ([]snapshot.CheckStatus, int) {
-		all, _ := checks.Select(nil)
-		var sel []*checks.Check
-		for _, c := range all {
-			if c.Level <= 1 {
-				sel = append(sel, c)
-			}
+func (c *level1Capture) exercise(ctx context.Context, h *sysfs.Host) ([]snapshot.CheckStatus, int) {
+	all, _ := checks.Select(nil)
+	var sel []*checks.Check
+	for _, ch := range all {
+		if ch.Level <= 1 {
+			sel = append(sel, ch)
 		}
-		env := checks.NewEnv(h, opts)
-		rep := &report.Report{Level: 1}
-		rep.Host.Hostname = h.Hostname()
-		rep.Host.Kernel, _ = h.KernelRelease()
-		rep.Checks = checks.Run(ctx, env, sel)
-		rep.Inventory = checks.Inventory(env)
-		rep.Finish(false)
-		out := make([]snapshot.CheckStatus, 0, len(rep.Checks))
-		for _, c := range rep.Checks {
-			out = append(out, snapshot.CheckStatus{ID: c.ID, Status: string(c.Status)})
-		}
-		return out, rep.ExitCode
 	}
+	env := checks.NewEnv(h, c.opts)
+	c.env = env
+	checks.StartEarly(ctx, env, sel)
+	rep := &report.Report{Level: 1}
+	rep.Host.Hostname = h.Hostname()
+	rep.Host.Kernel, _ = h.KernelRelease()
+	rep.Checks = checks.Run(ctx, env, sel)
+	rep.Inventory = checks.Inventory(env)
+	rep.Finish(false)
+	out := make([]snapshot.CheckStatus, 0, len(rep.Checks))
+	for _, ch := range rep.Checks {
+		out = append(out, snapshot.CheckStatus{ID: ch.ID, Status: string(ch.Status)})
+	}
+	return out, rep.ExitCode
 }
 
-// liveVerbs asks the real libibverbs for its device list in the verbs child,
-// in the form the facts file records it.
-func liveVerbs(exe, lib string) snapshot.VerbsEnumerator {
-	return func(ctx context.Context) (*sysfs.VerbsEnumeration, error) {
-		if exe == "" {
-			return nil, errors.New("cannot find this program's executable to start the verbs child")
+// verbs is the libibverbs enumeration for the facts file: the very answer
+// libibverbs.devices judged during the exercise, so the replay judges it
+// too. Only when the exercise made none (the check was blocked before the
+// child started) does a child run now, so the snapshot still shows what
+// the library lists.
+func (c *level1Capture) verbs(ctx context.Context) (*sysfs.VerbsEnumeration, error) {
+	if c.env != nil {
+		if f, ok := checks.JudgedVerbs(ctx, c.env); ok {
+			return f, nil
 		}
-		en, err := probe.Enumerate(ctx, exe, lib, 10*time.Second)
-		if en == nil {
-			if err == nil {
-				err = errors.New("the verbs child gave no answer")
-			}
-			return nil, err
-		}
-		return verbsFacts(en), nil
 	}
-}
-
-// verbsFacts turns the verbs child's answer into the facts file's form.
-func verbsFacts(en *probe.Enumeration) *sysfs.VerbsEnumeration {
-	v := &sysfs.VerbsEnumeration{
-		LibraryPath: en.LoadedFrom, LoadError: en.LoadError, Errno: en.ListErrnoName,
-		Devices: []sysfs.VerbsDevice{},
+	if c.opts.Executable == "" {
+		return nil, errors.New("cannot find this program's executable to start the verbs child")
 	}
-	if v.LoadError == "" && len(en.MissingSymbols) > 0 {
-		v.LoadError = "the library lacks " + strings.Join(en.MissingSymbols, ", ")
-	}
-	for _, d := range en.Devices {
-		v.Devices = append(v.Devices, sysfs.VerbsDevice{Name: d.Name, NodeGUID: d.NodeGUID})
-	}
-	return v
+	return checks.VerbsFacts(probe.Enumerate(ctx, c.opts.Executable, c.opts.Libibverbs, c.opts.ProbeTimeout)), nil
 }
 
 // openRoot opens what --root names: a host directory (a fixture or an

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -173,5 +175,56 @@ func TestSnapshotCommandUsage(t *testing.T) {
 	os.WriteFile(file, []byte("not an archive"), 0o644)
 	if _, _, err := openRoot(file); err == nil || !strings.Contains(err.Error(), "not a .tar.gz") {
 		t.Errorf("openRoot(garbage) = %v", err)
+	}
+}
+
+// countingVerbs answers the enumeration from memory and counts the children
+// it would have started.
+type countingVerbs struct {
+	en    *probe.Enumeration
+	calls int
+}
+
+func (c *countingVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
+	c.calls++
+	return c.en, nil
+}
+
+func (c *countingVerbs) Probe(context.Context, []probe.Target) *probe.Results { return nil }
+
+// The capture records the enumeration libibverbs.devices judged — every
+// part of it — and starts no second verbs child for it.
+func TestCaptureRecordsJudgedVerbs(t *testing.T) {
+	en := &probe.Enumeration{Library: "libibverbs.so.1", LoadedFrom: "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0",
+		Devices:   []probe.EnumDevice{{Name: "rxe0", NodeGUID: "5054:00ff:fe12:3456", UverbsDev: "uverbs0"}},
+		Providers: []string{"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"},
+		Warnings:  []string{"libibverbs: Warning: couldn't load driver 'libfoo-rdmav34.so'"}}
+	runner := &countingVerbs{en: en}
+	c := &level1Capture{opts: checks.Options{Level: 1, Executable: "/nonexistent/rdmadoctor"}}
+	c.env = checks.NewEnv(sysfs.OpenLive(), c.opts)
+	checks.UseVerbs(c.env, runner)
+	chk, _ := checks.Lookup("libibverbs.devices")
+	checks.Run(context.Background(), c.env, []*checks.Check{chk})
+	got, err := c.verbs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runner.calls != 1 {
+		t.Errorf("%d enumerations for one capture, want 1", runner.calls)
+	}
+	want := checks.VerbsFacts(en, nil)
+	wj, _ := json.Marshal(want)
+	gj, _ := json.Marshal(got)
+	if string(wj) != string(gj) || got.Devices[0].Uverbs != "uverbs0" || len(got.Providers) != 1 || len(got.Warnings) != 1 {
+		t.Errorf("recorded %s, want %s", gj, wj)
+	}
+
+	// When the check judged nothing and nothing was started, a child runs
+	// (here it cannot start: the facts say why, not a silent gap).
+	c2 := &level1Capture{opts: checks.Options{Level: 1, Executable: "/nonexistent/rdmadoctor"}}
+	c2.env = checks.NewEnv(sysfs.OpenLive(), c2.opts)
+	f, err := c2.verbs(context.Background())
+	if err != nil || f == nil || f.ChildError == "" {
+		t.Errorf("fallback child: %+v, %v", f, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -122,7 +123,7 @@ func Build(h Host) *Tree {
 			t.RelLink(path.Join(devDir, "device"), fnDir)
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
-			enum = append(enum, sysfs.VerbsDevice{Name: n.IBDev, NodeGUID: n.NodeGUID})
+			enum = append(enum, sysfs.VerbsDevice{Name: n.IBDev, NodeGUID: n.NodeGUID, Uverbs: fmt.Sprintf("uverbs%d", n.Uverbs)})
 			t.Facts.RDMAResources = append(t.Facts.RDMAResources, zeroResources(n.IBDev))
 		}
 	}
@@ -135,19 +136,24 @@ func Build(h Host) *Tree {
 		t.Attr(path.Join(devDir, "parent"), s.Port.Netdev)
 		t.RelLink(path.Join("/sys/class/infiniband", s.Name), devDir)
 		writeUverbs(t, "/sys/devices/virtual/infiniband_verbs", s.Uverbs, s.Name)
-		enum = append(enum, sysfs.VerbsDevice{Name: s.Name, NodeGUID: s.NodeGUID})
+		enum = append(enum, sysfs.VerbsDevice{Name: s.Name, NodeGUID: s.NodeGUID, Uverbs: fmt.Sprintf("uverbs%d", s.Uverbs)})
 		t.Facts.RDMAResources = append(t.Facts.RDMAResources, zeroResources(s.Name))
 		t.Facts.DCB[s.Port.Netdev] = sysfs.DCB{Err: "EOPNOTSUPP"}
 	}
 	t.Facts.Netdevs = netdevs
 	if h.Providers != nil {
 		writeLibibverbs(t, h.Providers)
-		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{LibraryPath: libDir + "/libibverbs.so.1", Devices: enum}
+		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
+			LibraryPath: path.Join(libDir, "libibverbs.so.1.14.44.0"), Devices: enum} // the mapped file, as the child reads it
 		if enum == nil {
 			t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
+		} else {
+			// libibverbs loads its providers only once the kernel shows a device.
+			t.Facts.Libibverbs.Providers = loadedProviders(h.Providers)
 		}
 	} else {
-		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
+		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
+			LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
 	}
 	finishHardware(t) // loader cache and /dev nodes (hw.go)
 	return t
@@ -455,6 +461,22 @@ func writeLibibverbs(t *Tree, providers []string) {
 			t.File(prov, elfStub(path.Base(prov)))
 		}
 	}
+}
+
+// loadedProviders are the files libibverbs maps for the installed providers
+// (a provider's symlink resolved to its library), sorted, as the verbs child
+// reports them.
+func loadedProviders(providers []string) []string {
+	var out []string
+	for _, p := range providers {
+		if lib := providerLibs[p]; lib != "" {
+			out = append(out, path.Join(libDir, lib))
+		} else {
+			out = append(out, path.Join(providerDir, "lib"+p+"-rdmav34.so"))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // elfStub stands in for a shared object: the ELF magic and the soname, not
