@@ -53,6 +53,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdSnapshot(args[1:], stdout, stderr)
 		}
 	}
+	for _, a := range args {
+		if a == "--help" || a == "-h" {
+			printUsage(stdout)
+			return 0
+		}
+		if a == "--" {
+			break
+		}
+	}
 	code, err := cmdDiagnose(args, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor: %v\n", err)
@@ -86,7 +95,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.IntVar(&f.level, "level", 2, "1: read-only checks; 2: also drive the verbs API (creates and destroys its own resources)")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, or prometheus (node_exporter textfile)")
-	fs.StringVar(&f.root, "root", "/", "read this host directory (a fixture or snapshot) instead of the live host")
+	fs.StringVar(&f.root, "root", "/", "read this host directory or snapshot .tar.gz instead of the live host")
 	fs.StringArrayVar(&f.checkIDs, "check", nil, "run only this check (ID or code) and its prerequisites; repeatable")
 	fs.StringVar(&f.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn (warnings count too)")
 	fs.BoolVar(&f.noColor, "no-color", false, "never colour the text report (NO_COLOR does the same)")
@@ -101,6 +110,20 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
 	return fs
+}
+
+func printUsage(w io.Writer) {
+	fs := newFlagSet(&flags{})
+	fmt.Fprintf(w, `rdmadoctor %s — does this host's RDMA stack work, what is broken first, and how to fix it
+
+usage:
+  rdmadoctor [flags]           run the checks (exit 0 healthy, else the root cause's code; 1 internal, 2 usage)
+  rdmadoctor list              the catalog: code, id, level, title
+  rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
+  rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
+
+flags:
+%s`, version, fs.FlagUsages())
 }
 
 func flagNames(fs *pflag.FlagSet) string {

@@ -17,7 +17,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
-	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden reports in testdata/golden")
@@ -112,7 +111,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 // the golden files.
 func TestGoldenReports(t *testing.T) {
 	schema := compileSchema(t)
-	for _, name := range sysfstest.Fixtures() {
+	for _, name := range allFixtures(t) {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(hostsDir, name)
 			code, out, errOut := runCLI(t, "--root", root, "--level", "1", "--format", "json")
@@ -236,6 +235,10 @@ func TestListAndExplain(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "mlx5_ib") || !strings.Contains(out, "fix:") {
 			t.Fatalf("explain %s: exit %d\n%s", arg, code, out)
 		}
+	}
+	code, out, _ = runCLI(t, "--help")
+	if code != 0 || !strings.Contains(out, "rdmadoctor explain") || !strings.Contains(out, "--probe-timeout") {
+		t.Fatalf("--help: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "rdmadoctor ") {
