@@ -187,8 +187,11 @@ func (c *level1Capture) verbs(ctx context.Context) (*sysfs.VerbsEnumeration, err
 // openRoot opens what --root names: a host directory (a fixture or an
 // unpacked snapshot), "/" for the live host, or a snapshot archive
 // (.tar.gz or .tar), which is checked and unpacked into a private
-// temporary directory that cleanup removes. cleanup is never nil on success
-// and closes the host too.
+// temporary directory that cleanup removes. A snapshot, archive or
+// directory (it holds a manifest), names paths as the captured host knew
+// them, so its report reads as that host's own; a hand-made fixture names
+// them under the directory. cleanup is never nil on success and closes the
+// host too.
 func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
 	fi, err := os.Stat(root)
 	if err == nil && fi.Mode().IsRegular() {
@@ -203,7 +206,13 @@ func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
 		}
 		return h, func() { h.Close(); remove() }, nil
 	}
-	h, err := sysfs.Open(root)
+	open := sysfs.Open
+	if err == nil && fi.IsDir() && root != "/" {
+		if _, err := os.Lstat(filepath.Join(root, snapshot.ManifestFile)); err == nil {
+			open = sysfs.OpenSnapshot
+		}
+	}
+	h, err := open(root)
 	if err != nil {
 		return nil, nil, err
 	}
