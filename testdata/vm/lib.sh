@@ -444,6 +444,37 @@ console_tail() {
 	echo "---- end of console ----" >&2
 }
 
+# update_captured_fixture RECORD makes the committed fixture
+# testdata/hosts/rxe-vm-captured the snapshot a snapshot-roundtrip record
+# holds (healthy rxe0, not redacted), keeps that run's live report as
+# testdata/golden/rxe-vm-captured.live.json (a Go test asserts the replay
+# equals it), and rewrites the fixture's golden reports.
+update_captured_fixture() {
+	local rec=$1 name=rxe-vm-captured dst tmp top ignored
+	dst=$REPO_ROOT/testdata/hosts/$name
+	[ -s "$rec/snap.tar.gz" ] || die "--update-captured: no snap.tar.gz in ${rec#"$REPO_ROOT"/}"
+	[ "$(cat "$rec/live.exit" 2>/dev/null)" = 0 ] || die "--update-captured: the live run of ${rec##*/} did not exit 0"
+	! grep -q '^redact 1' "$rec/meta" || die "--update-captured: ${rec##*/} is a redacted snapshot"
+	tmp=$(mktemp -d)
+	tar -xzf "$rec/snap.tar.gz" -C "$tmp" --no-same-owner || die "--update-captured: unpacking snap.tar.gz failed"
+	top=$(find "$tmp" -mindepth 1 -maxdepth 1)
+	[ -f "$top/rdmadoctor.manifest.json" ] || die "--update-captured: snap.tar.gz has no single top directory with a manifest"
+	# git keeps no empty directory: drop them now, so the working tree reads
+	# as a fresh clone does (the Go tests then prove the replay unchanged).
+	find "$top" -mindepth 1 -type d -empty -delete
+	chmod -R u+rwX,go+rX "$top"
+	rm -rf "$dst"
+	mv "$top" "$dst"
+	rmdir "$tmp"
+	cp "$rec/live.json" "$REPO_ROOT/testdata/golden/$name.live.json"
+	ignored=$(cd "$REPO_ROOT" && git ls-files --others --ignored --exclude-standard -- "testdata/hosts/$name" | head -n 5)
+	[ -z "$ignored" ] || die "--update-captured: .gitignore would leave out fixture files: $ignored"
+	log "updated testdata/hosts/$name ($(find "$dst" -type f | wc -l) files) and testdata/golden/$name.live.json; rewriting its golden reports"
+	(cd "$REPO_ROOT" && go test -count=1 ./cmd/rdmadoctor -run "TestGoldenReports/^$name\$" -update >&2 &&
+		go test -count=1 ./cmd/rdmadoctor -run 'TestGoldenReports|TestCapturedFixture' >&2) ||
+		die "--update-captured: the fixture's Go tests fail (see above)"
+}
+
 # prepare BIN_ALLOW_MISSING: everything up to a packed root, ready to boot.
 # Sets KDIR.
 prepare() {

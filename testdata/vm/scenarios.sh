@@ -16,12 +16,17 @@
 #   --mentions WORD     the root-cause check's text names WORD
 #   --refs 1            compare the JSON inventory with ibv_devices, ibv_devinfo -v,
 #                       rdma -j link/dev and ip -j addr, run in the same guest
+#   --kind snapshot     live run, `rdmadoctor snapshot [--redact]`, replay of the
+#                       snapshot: --exit holds for both, the replayed JSON equals
+#                       the live one but for started, duration_ms and host.root
+#                       (with --redact 1: statuses, exit code, root cause)
 # What the guest acts on:
 #   --break 'SHELL'     helpers: hide PATH... (a file "removed", restored after),
 #                       wait_ready (rxe0 ACTIVE again), wait_active DEV [GID];
 #                       added rdma links and netdevs are deleted afterwards
 #   --user U --memlock KiB   run rdmadoctor as U with RLIMIT_MEMLOCK KiB
-#   --kind run|killprobe|timing   (timing: --runs N --ref 'CMD')
+#   --kind run|killprobe|timing|snapshot   (timing: --runs N --ref 'CMD';
+#                       snapshot: --redact 1 captures with --redact)
 # Every JSON run is also checked for: exit_code == the process's status, and
 # every level<=N check of `rdmadoctor list` present in checks[].
 
@@ -55,13 +60,11 @@ scenario healthy-l2 --needs pci.device --exit 0 --root none \
 scenario no-rdma-cm --needs kernel.modules --break 'rmmod rdma_ucm rdma_cm' \
 	--exit 0 --root none --status kernel.modules=warn -- --level 1 --format json
 
-# --fail-on warn: on a NIC host this exits 13. Here pci.device (10) warns
-# first — a host with only software RDMA says so — and is a prerequisite of
-# kernel.modules, so even `--check kernel.modules` exits 10. What must hold:
-# kernel.modules warns, and the warning counts (non-zero exit, rule-conform).
+# --fail-on warn counts only the named checks' warnings: pci.device, a
+# prerequisite, still warns "only software RDMA" here, but does not count.
 scenario no-rdma-cm-fail-on-warn --needs kernel.modules --break 'rmmod rdma_ucm rdma_cm' \
-	--exit 10 --root pci.device --status kernel.modules=warn --status pci.device=warn \
-	-- --level 1 --format json --fail-on warn
+	--exit 13 --root kernel.modules --status kernel.modules=warn --status pci.device=warn --mentions rdma_cm \
+	-- --level 1 --format json --check kernel.modules --fail-on warn
 
 scenario no-uverbs-node --needs uverbs.nodes --break 'rm /dev/infiniband/uverbs0' \
 	--exit 15 --root uverbs.nodes -- --level 1 --format json
@@ -88,6 +91,19 @@ scenario dummy0-no-ip --needs roce.config --break '/usr/bin/ip addr flush dev du
 # Root holds CAP_IPC_LOCK, which lifts the limit: run as a plain user.
 scenario unprivileged-memlock-64k --needs limits.memlock --user rdtest --memlock 64 \
 	--exit 18 --root limits.memlock -- --level 1 --format json
+
+# Snapshots (issue 6): the live level-1 run, `rdmadoctor snapshot` and
+# `rdmadoctor --root snap.tar.gz` in the same state; the replay must equal
+# the live report (except started, duration_ms, host.root). Redacted: the
+# same statuses, exit code and root cause.
+scenario snapshot-roundtrip --needs pci.device --kind snapshot \
+	--exit 0 --root none -- --level 1 --format json
+
+scenario snapshot-roundtrip-redacted --needs pci.device --kind snapshot --redact 1 \
+	--exit 0 --root none -- --level 1 --format json
+
+scenario snapshot-dummy0-down --needs port.state --kind snapshot --break '/usr/bin/ip link set dummy0 down' \
+	--exit 19 --root port.state -- --level 1 --format json
 
 # SIGKILL the level-2 child while it holds verbs objects: nothing may leak
 # (`rdma -j resource` back to its counts from before the run).

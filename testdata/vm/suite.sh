@@ -5,15 +5,21 @@
 # each one's exit code, root cause and inventory on the host.
 #
 #   bash testdata/vm/suite.sh [--only NAME[,NAME]] [--strict] [--timeout S]
+#                             [--update-timing] [--update-captured]
 #   bash testdata/vm/suite.sh --shell-cmd 'CMD'    (= run-in-guest.sh 'CMD')
 #
 # --strict (or RDVM_STRICT=1) counts a PENDING scenario, and a timing ratio
 # over RDVM_MAX_RATIO (default 3), as a failure.
+# The timing table is always in the log; --update-timing also writes it to
+# testdata/vm/TIMING.md (a plain run leaves the tree as it was).
+# --update-captured replaces the committed fixture testdata/hosts/rxe-vm-captured
+# with the snapshot the snapshot-roundtrip scenario took (and its live report,
+# testdata/golden/rxe-vm-captured.live.json), then rewrites its golden reports.
 # Exit status 0 only when the guest ran to its end and no scenario failed.
 set -euo pipefail
 VM_SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-only="" strict=${RDVM_STRICT:-0} limit=${RDVM_TIMEOUT:-270}
+only="" strict=${RDVM_STRICT:-0} limit=${RDVM_TIMEOUT:-270} update_timing=0 update_captured=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only)
@@ -27,6 +33,14 @@ while [ $# -gt 0 ]; do
 	--timeout)
 		limit=$2
 		shift 2
+		;;
+	--update-timing)
+		update_timing=1
+		shift
+		;;
+	--update-captured)
+		update_captured=1
+		shift
 		;;
 	--shell-cmd)
 		shift
@@ -44,6 +58,10 @@ while [ $# -gt 0 ]; do
 done
 
 . "$VM_SELF_DIR/lib.sh"
+
+if [ "$update_captured" = 1 ] && [ -n "$only" ]; then
+	case ",$only," in *,snapshot-roundtrip,*) ;; *) only="$only,snapshot-roundtrip" ;; esac
+fi
 
 t_start=$(now_ms)
 log "SoftRoCE VM suite: Debian kernel + rdma_rxe under qemu ($(nproc) host cpus, accel ${RDVM_ACCEL:-tcg})"
@@ -72,11 +90,19 @@ rm -rf "$res"
 # skipped" stays the last line a CI log reader sees.
 log "wall time $((($(now_ms) - t_start) / 1000)) s: prepare $(((t_prep - t_start) / 1000)) s, guest $(((t_boot - t_prep) / 1000)) s; results in ${res#"$REPO_ROOT"/}"
 vrc=0
+timing_md=()
+[ "$update_timing" = 1 ] && timing_md=(--timing-md "$VM_DIR/TIMING.md")
 "$BIN_DIR/rdvm" verify --strict="$strict" ${only:+--only "$only"} --scenarios "$VM_DIR/scenarios.sh" \
 	--max-ratio "${RDVM_MAX_RATIO:-3}" \
-	--timing-md "$VM_DIR/TIMING.md" "$res" || vrc=$?
+	"${timing_md[@]}" "$res" || vrc=$?
 if [ "$vrc" != 0 ] || [ "$brc" != 0 ]; then
 	console_tail "$console"
 	[ "$vrc" != 0 ] || die "qemu ended with status $brc"
 	exit 1
+fi
+if [ "$update_timing" = 1 ]; then
+	log "wrote ${VM_DIR#"$REPO_ROOT"/}/TIMING.md"
+fi
+if [ "$update_captured" = 1 ]; then
+	update_captured_fixture "$res/snapshot-roundtrip"
 fi

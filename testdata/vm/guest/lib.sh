@@ -174,10 +174,11 @@ refs() {
 # given arguments (as --user with --memlock KiB when given), then baseline.
 # Every --key value goes to the record's meta file for the host to assert
 # (--exit, --root, --needs, --status, --mentions ...); the guest itself acts on
-# --break, --user, --memlock, --kind (run | killprobe | timing), --runs, --ref
-# and --refs (1: save the reference tools' answers). Records go to the console as they finish.
+# --break, --user, --memlock, --kind (run | killprobe | timing | snapshot),
+# --runs, --ref, --refs (1: save the reference tools' answers) and --redact
+# (1: snapshot --redact). Records go to the console as they finish.
 scenario() {
-	local name d brk user memlock kind wantrefs runs ref t0
+	local name d brk user memlock kind wantrefs runs ref redact t0
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
@@ -186,7 +187,7 @@ scenario() {
 	d=$RESULTS/$name
 	rm -rf "$d"
 	mkdir -p "$d"
-	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref=""
+	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref="" redact=0
 	: >"$d/meta"
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -209,6 +210,7 @@ scenario() {
 		--runs) runs=$2 ;;
 		--ref) ref=$2 ;;
 		--refs) wantrefs=$2 ;;
+		--redact) redact=$2 ;;
 		esac
 		# One line per key: a --break may span lines.
 		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
@@ -242,6 +244,24 @@ scenario() {
 			rdvm killprobe --out "$d" --timeout "${RDVM_RUN_LIMIT}s" -- "$@" >"$d/killprobe.log" 2>&1
 			echo $? >"$d/killprobe.exit"
 			rdma -j resource >"$d/resource.after.json" 2>&1
+			;;
+		snapshot)
+			# The live run, the capture and the replay, all on the same
+			# (broken) host before baseline; the replay is the scenario's
+			# stdout and exit, the host compares it with live.json.
+			if [ -n "$user" ]; then
+				echo "meta_error --kind snapshot runs as root (no --user)" >>"$d/meta"
+			else
+				shift # "rdmadoctor": the replay puts --root before the arguments
+				timeout "$RDVM_RUN_LIMIT" rdmadoctor "$@" >"$d/live.json" 2>"$d/live.stderr"
+				echo $? >"$d/live.exit"
+				if [ "$redact" = 1 ]; then redact=--redact; else redact=""; fi
+				timeout "$RDVM_RUN_LIMIT" rdmadoctor snapshot -o "$d/snap.tar.gz" $redact \
+					>"$d/snapshot.stdout" 2>"$d/snapshot.stderr"
+				echo $? >"$d/snapshot.exit"
+				timeout "$RDVM_RUN_LIMIT" rdmadoctor --root "$d/snap.tar.gz" "$@" >"$d/stdout" 2>"$d/stderr"
+				echo $? >"$d/exit"
+			fi
 			;;
 		timing)
 			{

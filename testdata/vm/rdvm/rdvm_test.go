@@ -298,3 +298,97 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// snapshotArchive is a minimal snapshot: one top directory with a manifest.
+func snapshotArchive(t *testing.T, manifest string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: "snap/", Mode: 0o755, Typeflag: tar.TypeDir})
+	tw.WriteHeader(&tar.Header{Name: "snap/" + manifestName, Mode: 0o644, Size: int64(len(manifest)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(manifest))
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
+
+// A snapshot record passes only when the capture worked and the replay
+// says what the live run said; each way of differing is caught.
+func TestSnapshotRoundTripVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	report := func(code int, root, status, summary, started string, dur float64, hostRoot string) string {
+		r := `null`
+		if root != "" {
+			r = `"` + root + `"`
+		}
+		return `{"started":"` + started + `","duration_ms":` + strconv.FormatFloat(dur, 'f', 1, 64) +
+			`,"host":{"hostname":"rdvm","root":"` + hostRoot + `"},"level":1,"exit_code":` + strconv.Itoa(code) + `,"root_cause":` + r +
+			`,"checks":[{"id":"port.state","code":19,"status":"` + status + `","summary":"` + summary + `","duration_ms":` +
+			strconv.FormatFloat(dur/2, 'f', 1, 64) + `}]}`
+	}
+	manifest := func(redacted bool, status string, complete bool) string {
+		return `{"redacted":` + strconv.FormatBool(redacted) + `,"complete":` + strconv.FormatBool(complete) +
+			`,"checks":[{"id":"port.state","status":"` + status + `"}],"exit_code":19,"counts":{"files":3}}`
+	}
+	type rec struct {
+		meta, live, liveExit, replay, replayExit, snapExit, manifest string
+	}
+	write := func(name string, r rec) {
+		d := filepath.Join(dir, name)
+		os.MkdirAll(d, 0o755)
+		files := map[string]string{"meta": r.meta + "\nkind snapshot\nexit 19\nroot port.state\nargs --level 1 --format json\nrepair_exit 0\n",
+			"live.json": r.live, "live.exit": r.liveExit, "stdout": r.replay, "exit": r.replayExit, "snapshot.exit": r.snapExit}
+		for f, body := range files {
+			os.WriteFile(filepath.Join(d, f), []byte(body), 0o644)
+		}
+		if r.manifest != "" {
+			os.WriteFile(filepath.Join(d, "snap.tar.gz"), snapshotArchive(t, r.manifest), 0o644)
+		}
+	}
+	live := report(19, "port.state", "fail", "rxe0 port 1 DOWN", "2026-01-01T00:00:00Z", 12.5, "/")
+	same := report(19, "port.state", "fail", "rxe0 port 1 DOWN", "2026-01-01T00:00:09Z", 3.25, "/tmp/x.tar.gz")
+	good := rec{meta: "needs port.state", live: live, liveExit: "19", replay: same, replayExit: "19", snapExit: "0", manifest: manifest(false, "fail", true)}
+	write("equal", good)
+	r := good
+	r.replay = report(19, "port.state", "fail", "rxe0 port 1 Down", "x", 1, "/tmp/x")
+	write("summary-differs", r)
+	r = good
+	r.snapExit = "1"
+	write("capture-failed", r)
+	r = good
+	r.replayExit = "0"
+	r.replay = report(0, "", "pass", "ok", "x", 1, "/tmp/x")
+	write("replay-healthy", r)
+	r = good
+	r.manifest = manifest(false, "pass", true)
+	write("manifest-disagrees", r)
+	r = good
+	r.manifest = manifest(false, "fail", false)
+	write("incomplete", r)
+	r = good
+	r.manifest = ""
+	write("no-archive", r)
+	r = good
+	r.meta = "needs port.state\nredact 1"
+	r.replay = report(19, "port.state", "fail", "redacted-host port 1 DOWN", "x", 1, "/tmp/x")
+	r.manifest = manifest(true, "fail", true)
+	write("redacted-values-differ", r)
+	r.manifest = manifest(false, "fail", true)
+	write("redacted-not-in-manifest", r)
+
+	v := &verifier{dir: dir, catalog: map[string]catalogEntry{"port.state": {19, 1}}}
+	for name, want := range map[string]string{
+		"equal": verdictPass, "summary-differs": verdictFail, "capture-failed": verdictFail, "replay-healthy": verdictFail,
+		"manifest-disagrees": verdictFail, "incomplete": verdictFail, "no-archive": verdictFail,
+		"redacted-values-differ": verdictPass, "redacted-not-in-manifest": verdictFail,
+	} {
+		o := v.scenario(name)
+		if o.Verdict != want {
+			t.Errorf("%s: %s, want %s (%v)", name, o.Verdict, want, o.Failures)
+		}
+		if name == "summary-differs" && (len(o.Failures) != 1 || !strings.Contains(o.Failures[0], "checks[port.state].summary")) {
+			t.Errorf("summary-differs: the difference is not named by its path: %v", o.Failures)
+		}
+	}
+}

@@ -126,7 +126,7 @@ func (v *verifier) timing(o *outcome, dir string, active bool) {
 		return
 	}
 	var md strings.Builder
-	md.WriteString("<!-- Written by testdata/vm/suite.sh (rdvm verify); regenerated on every run. -->\n")
+	md.WriteString("<!-- Written by `bash testdata/vm/suite.sh --update-timing` (rdvm verify --timing-md); a plain run only prints the table. -->\n")
 	md.WriteString("Level 1 against `ibv_devinfo -v` over the same device (rxe0 on dummy0), in the suite's guest")
 	if env != "" {
 		fmt.Fprintf(&md, " (%s)", strings.Join(strings.Split(env, "\n"), ", "))

@@ -342,6 +342,8 @@ func (v *verifier) scenario(name string) *outcome {
 		v.killProbe(o, dir, active)
 	case "timing":
 		v.timing(o, dir, active)
+	case "snapshot":
+		v.snapshotRoundTrip(o, dir, m, active)
 	}
 
 	if exp, ok := m.get("exit"); ok {
