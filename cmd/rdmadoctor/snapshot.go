@@ -52,6 +52,11 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	f := &snapshotFlags{}
 	fs := newSnapshotFlagSet(f)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "rdmadoctor snapshot — capture this host's RDMA state in one file, to diagnose anywhere with --root\n\n"+
+				"usage: rdmadoctor snapshot [-o FILE.tar.gz|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
+			return 0
+		}
 		msg := err.Error()
 		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
