@@ -268,6 +268,7 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 		}
 	}
 	r := combine(verdicts)
+	r.Expected = probeExpected[name]
 	r.Details = append(r.Details, plan.skipped...)
 	r.Evidence = ev
 	return r
@@ -323,10 +324,12 @@ func combine(vs []portVerdict) Result {
 		}
 	}
 	r.Summary = w.line
-	if len(vs) > 1 && w.status != report.Pass && w.status != report.Skip {
-		r.Summary = fmt.Sprintf("%d of %d ports: %s", bad, len(vs), w.line)
-	} else if len(vs) > 1 {
+	r.Observed = tally(vs)
+	switch {
+	case len(vs) > 1 && bad == len(vs):
 		r.Summary = fmt.Sprintf("all %d ports: %s", len(vs), w.line)
+	case len(vs) > 1:
+		r.Summary = fmt.Sprintf("%s — %s", w.line, r.Observed)
 	}
 	var remedies []string
 	for _, v := range vs {
@@ -345,6 +348,35 @@ func combine(vs []portVerdict) Result {
 	}
 	r.Remedy = strings.Join(remedies, "\n")
 	return r
+}
+
+// tally counts the ports by status, worst first: "2 ports: 1 fail, 1 pass".
+func tally(vs []portVerdict) string {
+	n := map[report.Status]int{}
+	for _, v := range vs {
+		n[v.status]++
+	}
+	var parts []string
+	for _, st := range []report.Status{report.Fail, report.Error, report.Warn, report.Pass, report.Skip} {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+	}
+	noun := "ports"
+	if len(vs) == 1 {
+		noun = "port"
+	}
+	return fmt.Sprintf("%d %s: %s", len(vs), noun, strings.Join(parts, ", "))
+}
+
+// probeExpected is what a healthy port shows each probe, for the report's
+// "expected" beside the observed tally.
+var probeExpected = map[string]string{
+	probe.Resources:    "open, PD, MR, CQ and RC QP created on every ACTIVE port",
+	probe.QPState:      "RESET→INIT→RTR→RTS walked, RESET→RTS refused with EINVAL, ERR→RESET recovers",
+	probe.SendPoll:     "the SEND completes IBV_WC_SUCCESS with the right byte count and payload",
+	probe.CQOverflow:   "an overrun CQ raises IBV_EVENT_CQ_ERR",
+	probe.DestroyOrder: "EBUSY for frees out of order, an error completion for a stale lkey, counts back to baseline",
 }
 
 func lastLines(s string, n int) string {

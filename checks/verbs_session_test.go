@@ -101,7 +101,8 @@ func TestCombine(t *testing.T) {
 		{status: report.Error, line: "b port 1: child died", remedy: "look"},
 		{status: report.Fail, line: "b port 2: broken too", remedy: "fix it"},
 	})
-	if r.Status != report.Fail || r.Summary != "2 of 4 ports: a port 2: broken" || r.Remedy != "fix it\nlook" || len(r.Details) != 4 {
+	if r.Status != report.Fail || r.Summary != "a port 2: broken — 4 ports: 2 fail, 1 error, 1 pass" || r.Remedy != "fix it\nlook" || len(r.Details) != 4 ||
+		r.Observed != "4 ports: 2 fail, 1 error, 1 pass" {
 		t.Fatalf("%+v", r)
 	}
 	r = combine([]portVerdict{{status: report.Pass, line: "x"}, {status: report.Pass, line: "y"}})
