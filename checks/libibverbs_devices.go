@@ -29,7 +29,7 @@ func init() {
 				{report.Fail, "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs", noUverbsFix},
 				{report.Fail, "the library lists fewer devices than the kernel: the provider of their driver did not load", "Install the provider package (`ibverbs-providers` on Debian/Ubuntu, `libibverbs` on RHEL/SUSE) or reinstall MLNX_OFED/DOCA-OFED."},
 				{report.Warn, "the library lists a device the kernel does not show, or another node GUID", "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`."},
-				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider with `strace -f ibv_devices`; update or remove it."},
+				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider: `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices`, and `strace -f -e trace=openat ibv_devices` shows the last provider opened before the hang or crash; update or remove it."},
 			},
 		},
 		Run: runLibibverbsDevices,
@@ -114,8 +114,9 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	}
 	if f.ChildError != "" {
 		r := errorf("could not enumerate through libibverbs: %s", f.ChildError)
-		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run `strace -f ibv_devices` " +
-			"to see which provider library it loads last, and update or remove that provider."
+		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run " +
+			"`strace -f -e trace=openat ibv_devices` to see which provider library it opens last (and `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` " +
+			"for the library's own messages), then update or remove that provider."
 		r.Details = append(r.Details, f.Warnings...)
 		return r
 	}
@@ -213,7 +214,8 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 				if drvName == "" {
 					drvName = drv.RDMAModule()
 				}
-				what = fmt.Sprintf("%s (driver %s): the library did not load its provider lib%s-rdmav*.so", k.Name, drvName, drv.Provider)
+				what = fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load; "+
+					"`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's reason", k.Name, drvName, drv.Provider)
 				for _, w := range l.Warnings {
 					if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
 						what += " — the library said: " + w
