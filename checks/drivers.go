@@ -1,6 +1,10 @@
 package checks
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
 
 // Driver describes one RDMA driver family: the kernel PCI driver, the
 // modules that must be loaded for its RDMA device to exist, and the
@@ -14,6 +18,26 @@ type Driver struct {
 	Family    string   // human name of the family
 	Software  bool
 	DevPrefix string // RDMA device name prefix ("mlx5_")
+	// DeviceIDs, when set, are the only device IDs (of Vendor) that are RDMA
+	// NICs under this PCI driver: i40e drives many Intel NICs, and only the
+	// X722 has an RDMA engine.
+	DeviceIDs []uint16
+}
+
+// covers reports whether a function bound to d's PCI driver is an RDMA NIC.
+func (d *Driver) covers(fn sysfs.PCIFunction) bool {
+	if len(d.DeviceIDs) == 0 {
+		return true
+	}
+	if fn.Vendor != d.Vendor {
+		return false
+	}
+	for _, id := range d.DeviceIDs {
+		if id == fn.Device {
+			return true
+		}
+	}
+	return false
 }
 
 // RDMAModule is the module that registers the RDMA device: the last one.
@@ -25,6 +49,8 @@ var drivers = []*Driver{
 	{PCIDriver: "mlx4_core", Modules: []string{"mlx4_core", "mlx4_ib"}, Provider: "mlx4", Vendor: 0x15b3, Family: "Mellanox ConnectX-3 (mlx4)", DevPrefix: "mlx4_"},
 	{PCIDriver: "bnxt_en", Modules: []string{"bnxt_en", "bnxt_re"}, Provider: "bnxt_re", Vendor: 0x14e4, Family: "Broadcom NetXtreme-E", DevPrefix: "bnxt_re"},
 	{PCIDriver: "ice", Modules: []string{"ice", "irdma"}, Provider: "irdma", Vendor: 0x8086, Family: "Intel E810 (irdma)", DevPrefix: "irdma"},
+	{PCIDriver: "i40e", Modules: []string{"i40e", "irdma"}, Provider: "irdma", Vendor: 0x8086, Family: "Intel X722 (irdma, iWARP)", DevPrefix: "irdma",
+		DeviceIDs: x722DeviceIDs},
 	{PCIDriver: "efa", Modules: []string{"efa"}, Provider: "efa", Vendor: 0x1d0f, Family: "AWS Elastic Fabric Adapter", DevPrefix: "efa"},
 	{PCIDriver: "qede", Modules: []string{"qede", "qedr"}, Provider: "qedr", Vendor: 0x1077, Family: "Marvell FastLinQ (qedr)", DevPrefix: "qedr"},
 	{PCIDriver: "hns3", Modules: []string{"hns3", "hns_roce_hw_v2"}, Provider: "hns", Vendor: 0x19e5, Family: "HiSilicon HNS RoCE", DevPrefix: "hns_"},
@@ -42,7 +68,13 @@ var CoreModules = []string{"ib_core", "ib_uverbs"}
 // (most MPI, NCCL and storage stacks); without them verbs still work.
 var CMModules = []string{"rdma_cm", "rdma_ucm"}
 
-// DriverByPCI returns the table entry for a bound PCI driver.
+// x722DeviceIDs are the X722 physical functions of the kernel's i40e
+// (i40e_devids.h: KX, QSFP, SFP, 1G BASE-T, 10G BASE-T, SFP-I, SFP-A), the
+// i40e functions whose iWARP engine irdma (i40iw before Linux 5.14) drives.
+var x722DeviceIDs = []uint16{0x37ce, 0x37cf, 0x37d0, 0x37d1, 0x37d2, 0x37d3, 0x0dda}
+
+// DriverByPCI returns the table entry for a PCI driver name, whatever the
+// device: an RDMA device that exists on an i40e function is an X722's.
 func DriverByPCI(name string) *Driver {
 	for _, d := range drivers {
 		if d.PCIDriver != "" && d.PCIDriver == name {
@@ -50,6 +82,16 @@ func DriverByPCI(name string) *Driver {
 		}
 	}
 	return nil
+}
+
+// driverForFunction returns the table entry of the driver bound to fn when
+// that driver makes fn an RDMA NIC, nil otherwise.
+func driverForFunction(fn sysfs.PCIFunction) *Driver {
+	d := DriverByPCI(fn.Driver)
+	if d == nil || !d.covers(fn) {
+		return nil
+	}
+	return d
 }
 
 // softwareDriver guesses a software device's driver from its name or the
@@ -103,6 +145,13 @@ func ProductName(vendor, device uint16, class uint32) string {
 		}
 		return fmt.Sprintf("Mellanox device 0x%04x", device)
 	}
+	if vendor == 0x8086 {
+		for _, id := range x722DeviceIDs {
+			if id == device {
+				return fmt.Sprintf("Intel X722 0x%04x", device)
+			}
+		}
+	}
 	kind := "device"
 	switch class >> 8 {
 	case 0x0200:
@@ -115,10 +164,14 @@ func ProductName(vendor, device uint16, class uint32) string {
 	return fmt.Sprintf("%s %s 0x%04x", VendorName(vendor), kind, device)
 }
 
-// knownUnboundRDMA lists vendor:device pairs that are RDMA NICs even when no
-// driver is bound (so an unbound one is a finding, not noise). Mellanox
-// network-class functions are all RDMA-capable and handled by vendor.
-var knownUnboundRDMA = map[[2]uint16]string{
+// knownRDMANICs lists vendor:device pairs that are RDMA NICs whatever driver
+// is bound, or none (so an unbound or passed-through one is a finding, not
+// noise). Mellanox network-class functions are all RDMA-capable and handled
+// by vendor.
+var knownRDMANICs = map[[2]uint16]string{
 	{0x1d0f, 0xefa0}: "efa", {0x1d0f, 0xefa1}: "efa", {0x1d0f, 0xefa2}: "efa", {0x1d0f, 0xefa3}: "efa",
 	{0x1ded, 0x107f}: "erdma", {0x1414, 0x00ba}: "mana",
+	// Intel X722 (x722DeviceIDs).
+	{0x8086, 0x37ce}: "i40e", {0x8086, 0x37cf}: "i40e", {0x8086, 0x37d0}: "i40e", {0x8086, 0x37d1}: "i40e",
+	{0x8086, 0x37d2}: "i40e", {0x8086, 0x37d3}: "i40e", {0x8086, 0x0dda}: "i40e",
 }

@@ -34,7 +34,10 @@ func init() {
 func runKernelModules(_ context.Context, env *Env) Result {
 	mods, err := env.Host.ReadModules()
 	if err != nil {
-		return errorf("could not read the module list: %v", err)
+		r := errorf("could not read the module list: %v", err)
+		r.Observed, r.Expected = "module list unreadable", "a readable "+env.Host.Display(sysfs.ProcModules)
+		r.Remedy = "Run where /proc is mounted and readable; by hand: `lsmod | grep -e ib_ -e rdma -e mlx` and `ls /sys/module`."
+		return r
 	}
 	s := env.Survey()
 	// required module → the families that need it, in a stable order
@@ -47,7 +50,9 @@ func runKernelModules(_ context.Context, env *Env) Result {
 		why[mod] = appendUnique(why[mod], who)
 	}
 	for _, n := range s.NICs {
-		if n.Driver == nil {
+		// A function a passthrough driver holds (vfio-pci) needs nothing
+		// from the host's RDMA modules.
+		if n.Driver == nil || n.Foreign != "" {
 			continue
 		}
 		for _, m := range n.Driver.Modules {
@@ -85,8 +90,11 @@ func runKernelModules(_ context.Context, env *Env) Result {
 		}
 	}
 	if len(mods.Loaded) == 0 && len(mods.ParseErrors) > 0 {
-		return errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
+		r := errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
 			env.Host.Display(sysfs.ProcModules), len(mods.ParseErrors), mods.ParseErrors[0])
+		r.Observed, r.Expected = fmt.Sprintf("%d malformed lines", len(mods.ParseErrors)), "one \"name size refcount deps state address\" line per module"
+		r.Remedy = "Read the module list by hand: `lsmod` or `cat /proc/modules`; a snapshot must carry /proc/modules as the kernel wrote it."
+		return r
 	}
 	for i, e := range mods.ParseErrors {
 		if i == 3 {
@@ -104,6 +112,8 @@ func runKernelModules(_ context.Context, env *Env) Result {
 		r.Remedy = moduleRemedy(mods, missing)
 	case len(unknown) > 0:
 		r = errorf("could not tell whether %s is loaded", strings.Join(unknown, ", "))
+		r.Remedy = fmt.Sprintf("Look by hand: `lsmod | grep -w -e %s`, `ls -d /sys/module/{%s}` and `grep -e %s /lib/modules/$(uname -r)/modules.builtin`.",
+			strings.Join(unknown, " -e "), strings.Join(unknown, ","), strings.Join(unknown, " -e "))
 	case len(cmMissing) > 0:
 		r = warn(fmt.Sprintf("%s not loaded: verbs work, librdmacm connections (rdma_cm, MPI, NCCL, NVMe-oF) do not", strings.Join(cmMissing, ", ")))
 		r.Remedy = "`modprobe rdma_ucm` (it loads rdma_cm too); add rdma_ucm to /etc/modules-load.d/rdma.conf to load it at boot."
@@ -117,9 +127,12 @@ func runKernelModules(_ context.Context, env *Env) Result {
 
 func observedModules(order []string, states map[string]string) string {
 	var parts []string
-	for _, m := range order {
-		if states[m] == sysfs.ModuleAbsent.String() {
+	for _, m := range append(append([]string(nil), order...), CMModules...) {
+		switch states[m] {
+		case sysfs.ModuleAbsent.String():
 			parts = append(parts, m+" missing")
+		case sysfs.ModuleUnknown.String():
+			parts = append(parts, m+" unknown")
 		}
 	}
 	if len(parts) == 0 {

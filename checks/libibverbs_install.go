@@ -35,7 +35,8 @@ func init() {
 						"With MLNX_OFED/DOCA-OFED, reinstall that stack instead."},
 				{report.Fail, "a symlink in the chain is dangling (or loops)", "Reinstall the package that owns the library (`dpkg -S` / `rpm -qf` on the link), then run `ldconfig`."},
 				{report.Fail, "two different copies of libibverbs.so.1 are reachable",
-					"Keep one stack: remove the other copy's package (or the hand-built files in /usr/local or /opt and its /etc/ld.so.conf.d entry), then run `ldconfig`."},
+					"Keep one stack: find each copy's package (`dpkg -S <file>` / `rpm -qf <file>`), remove the other copy's package " +
+						"(or the hand-built files in /usr/local or /opt and its /etc/ld.so.conf.d entry), then run `ldconfig`."},
 				{report.Fail, "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing)",
 					"Install the providers: Debian/Ubuntu `apt-get install ibverbs-providers`; RHEL family `dnf install libibverbs` (it carries them); " +
 						"SUSE `zypper install libibverbs`; or reinstall MLNX_OFED/DOCA-OFED."},
@@ -79,7 +80,9 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 		warns = append(warns, "no loader cache ("+h.Display(sysfs.LDSOCache)+"): run `ldconfig`")
 	default:
 		r := errorf("could not read the loader cache: %v", cacheErr)
-		r.Remedy = "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories)."
+		r.Observed, r.Expected = h.Display(sysfs.LDSOCache)+" unreadable", "a loader cache ldconfig wrote"
+		r.Remedy = "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories); " +
+			"by hand: `ldconfig -p | grep libibverbs`."
 		r.Evidence = map[string]any{"ld_cache": h.Display(sysfs.LDSOCache), "error": cacheErr.Error()}
 		return r
 	}
@@ -223,9 +226,15 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 			list = append(list, fmt.Sprintf("%s (%s, via %s)%s", c.chain.Final, c.path, c.source, who))
 		}
 		fails = append(fails, fmt.Sprintf("%d different copies of %s: %s", len(copies), LibibverbsSoname, strings.Join(list, "; ")))
+		var owners []string
+		for _, c := range copies {
+			owners = append(owners, ownerQuery(family, c.chain.Final))
+		}
 		remedy = appendUnique(remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
-			"meet this one at run time. Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
-			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.", copies[0].chain.Final))
+			"meet this one at run time. Find the package that owns each copy: %s — a file no package owns was installed by hand. "+
+			"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
+			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.",
+			copies[0].chain.Final, strings.Join(owners, "; ")))
 	}
 	var files []string
 	for _, c := range copies {
@@ -239,8 +248,10 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 		ev["providers"] = pe
 		if perr != "" && len(fails) == 0 && len(pf) == 0 {
 			r := errorf("%s", perr)
+			r.Observed, r.Expected = "provider configuration unreadable", "a readable "+sysfs.LibibverbsConfDir+" naming each device's provider"
 			r.Details, r.Evidence = details, ev
-			r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable."
+			r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d " +
+				path.Join(path.Dir(picked.chain.Final), sysfs.ProviderSubdir) + "`."
 			return r
 		}
 		if len(pf) > 0 {
@@ -257,7 +268,10 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 		return r
 	case picked == nil:
 		r := errorf("no usable %s was found", LibibverbsSoname)
+		r.Observed, r.Expected = "no usable copy", expected
 		r.Details, r.Evidence = details, ev
+		r.Remedy = "Look by hand: `ldconfig -p | grep libibverbs` and `ls -l` each path it lists (and its link chain with `readlink -f`); " +
+			"reinstall the library's package if none is a regular 64-bit ELF file."
 		return r
 	case len(warns) > 0 || picked.source == "standard directory" && cache != nil:
 		if picked.source == "standard directory" && cache != nil {
@@ -415,6 +429,17 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []st
 	sort.SliceStable(evList, func(i, j int) bool { return evList[i]["provider"].(string) < evList[j]["provider"].(string) })
 	ev["needed"] = evList
 	return fails, details, ev, ""
+}
+
+// ownerQuery is the command that names the package owning file.
+func ownerQuery(family, file string) string {
+	switch family {
+	case "debian":
+		return "`dpkg -S " + file + "`"
+	case "rhel", "suse":
+		return "`rpm -qf " + file + "`"
+	}
+	return "`dpkg -S " + file + "` or `rpm -qf " + file + "`"
 }
 
 // installLibRemedy names the packages that provide libibverbs.so.1.

@@ -56,12 +56,15 @@ func TestLibibverbsInstallFixtures(t *testing.T) {
 }
 
 func TestLibibverbsInstallRemedies(t *testing.T) {
-	for fixture, want := range map[string]string{
-		"libibverbs-missing":       "apt-get install libibverbs1 ibverbs-providers",
-		"provider-missing":         "apt-get install ibverbs-providers",
-		"libibverbs-dangling-link": "dpkg -S " + debLib + "/libibverbs.so.1",
-		"libibverbs-two-copies":    "The loader uses /usr/lib64/libibverbs.so.1.14.56.0",
+	for _, tc := range []struct{ fixture, want string }{
+		{"libibverbs-missing", "apt-get install libibverbs1 ibverbs-providers"},
+		{"provider-missing", "apt-get install ibverbs-providers"},
+		{"libibverbs-dangling-link", "dpkg -S " + debLib + "/libibverbs.so.1"},
+		{"libibverbs-two-copies", "The loader uses /usr/lib64/libibverbs.so.1.14.56.0"},
+		// Each copy's owner, with the distribution's own tool (Debian here).
+		{"libibverbs-two-copies", "`dpkg -S /usr/lib64/libibverbs.so.1.14.56.0`; `dpkg -S " + debLib + "/libibverbs.so.1.14.44.0`"},
 	} {
+		fixture, want := tc.fixture, tc.want
 		res := hwRunOne(t, filepath.Join(hostsDir, fixture), "libibverbs.install", checks.Options{})
 		if !strings.Contains(res.Remedy, want) {
 			t.Errorf("%s: remedy %q does not say %q", fixture, res.Remedy, want)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
 func init() {
@@ -14,19 +15,23 @@ func init() {
 		ID: "pci.device", Code: 10, Level: 1,
 		Title: "an RDMA-capable PCI function is present with its driver bound",
 		Explain: Explanation{
-			Judges: "Lists every PCI function under /sys/bus/pci/devices and keeps those that are RDMA NICs: " +
-				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, efa, qede, hns3, cxgb4, erdma, mana), " +
-				"or an unbound function whose IDs are an RDMA NIC (every Mellanox/NVIDIA network function, EFA, erdma, MANA). " +
+			Judges: "Lists every PCI function under /sys/bus/pci/devices and keeps those that are RDMA NICs, whatever driver holds them: " +
+				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, i40e for the X722 only, efa, qede, hns3, cxgb4, erdma, mana), " +
+				"or a function whose IDs are an RDMA NIC (every Mellanox/NVIDIA ConnectX/BlueField network function, EFA, erdma, MANA, X722) — unbound, " +
+				"or held by a driver outside the table such as vfio-pci. An SR-IOV VF held by vfio-pci is assigned to a VM and not judged. " +
 				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too.",
-			Why: "Everything else in the RDMA stack hangs off this function. When the card is missing, disabled in firmware " +
-				"or has no driver, every later error (no device, no provider, OFED 'mismatch') is an echo of this one.",
+			Why: "Everything else in the RDMA stack hangs off this function. When the card is missing, disabled in firmware, " +
+				"has no driver or is handed to a VM, every later error (no device, no provider, OFED 'mismatch') is an echo of this one.",
 			Failures: []Failure{
 				{report.Fail, "no RDMA-capable PCI function and no software RDMA device",
-					"Check the card is seated and enabled (BIOS/UEFI, `lspci -nn | grep -i -e mellanox -e infiniband -e 15b3`); in a VM pass the function through. " +
+					"Check the card is seated and enabled (BIOS/UEFI; " + lspciHint + " lists the controllers and the driver bound to each); in a VM pass the function through. " +
 						"For testing without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <if>`."},
 				{report.Fail, "an RDMA NIC has no driver bound",
-					"Load its driver (`modprobe mlx5_core`, …) and read `dmesg` for probe errors (firmware, IOMMU, unsupported card); " +
-						"check it is not bound to vfio-pci for a VM."},
+					"Load its driver (`modprobe mlx5_core`, …) and read `dmesg` for probe errors (firmware, IOMMU, unsupported card)."},
+				{report.Fail, "an RDMA NIC (a PF) is bound to vfio-pci or another driver outside the table: passed through, not usable on the host",
+					"If it is meant for a VM, run rdmadoctor inside the VM. Otherwise give it back to its driver: `driverctl unset-override <addr>`, or unbind it " +
+						"(`echo <addr> > /sys/bus/pci/devices/<addr>/driver/unbind`), clear driver_override and `echo <addr> > /sys/bus/pci/drivers_probe`; " +
+						"remove the `vfio-pci.ids=` kernel parameter or modprobe.d option that claims it at boot."},
 				{report.Warn, "only software RDMA (rxe/siw) is present",
 					"Fine for development and tests; a production host needs an RDMA NIC. SoftRoCE latencies are not a NIC's."},
 				{report.Error, "the PCI bus could not be listed", "Mount sysfs (`mount -t sysfs sysfs /sys`) or run where /sys is visible."},
@@ -41,23 +46,36 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 	soft := s.SoftwareDevices()
 	if s.PCIErr != nil {
 		r := errorf("could not list PCI functions: %v", s.PCIErr)
-		r.Remedy = "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`)."
+		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
+		r.Remedy = "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`); by hand: " + lspciHint + "."
 		return r
 	}
 	ev := map[string]any{"pci_functions_scanned": len(s.PCI)}
 	var nics []map[string]any
-	var unbound, bound []string
+	var unbound, foreign, assigned, bound []string
+	var boundNICs, foreignNICs []NIC
 	for _, n := range s.NICs {
 		desc := fmt.Sprintf("%s %s", n.Fn.Address, n.Product)
 		if n.Fn.PhysFn != "" {
 			desc += " (SR-IOV VF of " + n.Fn.PhysFn + ")"
 		}
-		nics = append(nics, map[string]any{"address": n.Fn.Address, "product": n.Product,
+		nev := map[string]any{"address": n.Fn.Address, "product": n.Product,
 			"vendor_id": fmt.Sprintf("0x%04x", n.Fn.Vendor), "device_id": fmt.Sprintf("0x%04x", n.Fn.Device),
-			"driver": n.Fn.Driver})
-		if n.Bound {
+			"driver": n.Fn.Driver}
+		if n.Foreign != "" {
+			nev["passthrough"] = true
+		}
+		nics = append(nics, nev)
+		switch {
+		case n.Bound:
 			bound = append(bound, desc+": driver "+n.Fn.Driver)
-		} else {
+			boundNICs = append(boundNICs, n)
+		case n.AssignedVF():
+			assigned = append(assigned, fmt.Sprintf("%s: bound to %s — assigned to a VM (passthrough), not judged", desc, n.Foreign))
+		case n.Foreign != "":
+			foreign = append(foreign, fmt.Sprintf("%s bound to %s (passthrough), not usable on the host", desc, n.Foreign))
+			foreignNICs = append(foreignNICs, n)
+		default:
 			unbound = append(unbound, desc)
 		}
 	}
@@ -73,24 +91,47 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 	ev["software_devices"] = softNames
 
 	switch {
-	case len(unbound) > 0:
-		r := fail(fmt.Sprintf("%d RDMA NIC function(s) without a driver: %s", len(unbound), strings.Join(unbound, ", ")))
-		r.Observed = fmt.Sprintf("%d unbound", len(unbound))
-		r.Expected = "every RDMA NIC function bound to its driver"
-		r.Details = append(bound, unboundDetails(s)...)
-		var mods []string
-		for _, n := range s.NICs {
-			if !n.Bound && n.Driver != nil {
-				mods = appendUnique(mods, n.Driver.PCIDriver)
+	case len(unbound) > 0 || len(foreign) > 0:
+		var parts, observed, remedies []string
+		if len(unbound) > 0 {
+			parts = append(parts, fmt.Sprintf("%d RDMA NIC function(s) without a driver: %s", len(unbound), strings.Join(unbound, ", ")))
+			observed = append(observed, fmt.Sprintf("%d unbound", len(unbound)))
+			var mods []string
+			for _, n := range s.NICs {
+				if !n.Bound && n.Foreign == "" && n.Driver != nil {
+					mods = appendUnique(mods, n.Driver.PCIDriver)
+				}
+			}
+			remedies = append(remedies, fmt.Sprintf("Load the driver: `modprobe %s`, then read `dmesg | grep -i %s` for probe errors (firmware, IOMMU, unsupported card).",
+				strings.Join(mods, " "), firstOr(mods, "<driver>")))
+		}
+		if len(foreign) > 0 {
+			parts = append(parts, strings.Join(foreign, "; "))
+			byDriver := map[string]int{}
+			var drvs []string
+			for _, n := range foreignNICs {
+				if byDriver[n.Foreign] == 0 {
+					drvs = append(drvs, n.Foreign)
+				}
+				byDriver[n.Foreign]++
+			}
+			for _, d := range drvs {
+				observed = append(observed, fmt.Sprintf("%d bound to %s", byDriver[d], d))
+			}
+			for _, n := range foreignNICs {
+				remedies = append(remedies, passthroughFix(n))
 			}
 		}
-		r.Remedy = fmt.Sprintf("Load the driver: `modprobe %s`, then read `dmesg | grep -i %s` for probe errors (firmware, IOMMU, unsupported card). "+
-			"If the function is meant for a VM it is bound to vfio-pci on purpose.", strings.Join(mods, " "), firstOr(mods, "<driver>"))
+		r := fail(strings.Join(parts, "; "))
+		r.Observed = strings.Join(observed, ", ")
+		r.Expected = "every RDMA NIC function bound to its RDMA driver"
+		r.Details = append(append(bound, assigned...), unboundDetails(s)...)
+		r.Remedy = strings.Join(remedies, "\n")
 		r.Evidence = ev
 		return r
-	case len(s.NICs) > 0:
+	case len(boundNICs) > 0:
 		byProduct := map[string][]string{}
-		for _, n := range s.NICs {
+		for _, n := range boundNICs {
 			k := n.Product + " (" + n.Fn.Driver + ")"
 			byProduct[k] = append(byProduct[k], n.Fn.Address)
 		}
@@ -99,17 +140,20 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 			parts = append(parts, fmt.Sprintf("%s ×%d", k, len(addrs)))
 		}
 		sort.Strings(parts)
-		r := pass(fmt.Sprintf("%d RDMA NIC function(s): %s", len(s.NICs), strings.Join(parts, ", ")))
-		r.Observed = fmt.Sprintf("%d bound", len(s.NICs))
+		r := pass(fmt.Sprintf("%d RDMA NIC function(s): %s", len(boundNICs), strings.Join(parts, ", ")))
+		if len(assigned) > 0 {
+			r.Summary += fmt.Sprintf("; %d VF(s) assigned to VMs (passthrough), not judged", len(assigned))
+		}
+		r.Observed = fmt.Sprintf("%d bound", len(boundNICs))
 		r.Expected = "an RDMA NIC with its driver bound"
-		r.Details = append(bound, softNames...)
+		r.Details = append(append(bound, assigned...), softNames...)
 		r.Evidence = ev
 		return r
 	case len(soft) > 0:
 		r := warn(fmt.Sprintf("only software RDMA: %s — no RDMA NIC", strings.Join(softNames, ", ")))
 		r.Observed = "software RDMA only"
 		r.Expected = "an RDMA NIC"
-		r.Details = []string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}
+		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, assigned...)
 		r.Remedy = "Nothing to fix for a test host; a production host needs an RDMA NIC."
 		r.Evidence = ev
 		return r
@@ -117,14 +161,32 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 	r := fail(fmt.Sprintf("no RDMA-capable PCI function and no software RDMA device on this host (%d PCI functions scanned)", len(s.PCI)))
 	r.Observed = "none"
 	r.Expected = "an RDMA NIC (or a software RDMA device)"
-	r.Details = unboundDetails(s)
+	r.Details = append(assigned, unboundDetails(s)...)
 	if mode, err := env.Host.RDMASystem(); err == nil && mode.NetnsMode == "exclusive" {
 		r.Details = append(r.Details, "RDMA netns mode is exclusive: devices are visible only in their own network namespace; a container without host networking sees none")
 	}
-	r.Remedy = "Check the card is seated and enabled in BIOS/UEFI (`lspci -nn | grep -i -e mellanox -e infiniband`); in a VM, pass the function through. " +
-		"To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."
+	r.Remedy = "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
+		"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."
 	r.Evidence = ev
 	return r
+}
+
+// lspciHint lists the InfiniBand (class 0207) and Ethernet (0200)
+// controllers with their IDs and bound driver, whatever the vendor.
+const lspciHint = "`lspci -nnk -d ::0207; lspci -nnk -d ::0200`"
+
+// passthroughFix is the way back for an RDMA NIC that a passthrough driver
+// (vfio-pci, …) holds.
+func passthroughFix(n NIC) string {
+	addr, drv := n.Fn.Address, "its RDMA driver"
+	if n.Driver != nil {
+		drv = n.Driver.PCIDriver
+	}
+	return fmt.Sprintf("%s is bound to %s: it is reserved for a VM (or a user-space driver such as DPDK) and the host cannot use it for RDMA. "+
+		"If that is intended, run rdmadoctor inside the VM instead. Otherwise give it back to %s: `driverctl unset-override %s` when driverctl set it; "+
+		"else `echo %s > /sys/bus/pci/devices/%s/driver/unbind; echo > /sys/bus/pci/devices/%s/driver_override; echo %s > /sys/bus/pci/drivers_probe`, "+
+		"and remove what binds it at boot (a `vfio-pci.ids=%04x:%04x` kernel parameter or an `options vfio-pci ids=` line in /etc/modprobe.d).",
+		addr, n.Foreign, drv, addr, addr, addr, addr, addr, n.Fn.Vendor, n.Fn.Device)
 }
 
 // unboundDetails names the network-class functions that were seen and why

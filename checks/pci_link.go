@@ -54,7 +54,10 @@ type linkJudgement struct {
 func runPCILink(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.PCIErr != nil {
-		return errorf("could not list PCI functions: %v", s.PCIErr)
+		r := errorf("could not list PCI functions: %v", s.PCIErr)
+		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
+		r.Remedy = "Run where sysfs is mounted and readable; by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta` for each RDMA NIC."
+		return r
 	}
 	var (
 		judged   []linkJudgement
@@ -86,6 +89,7 @@ func runPCILink(_ context.Context, env *Env) Result {
 		} else {
 			r = skip("only SR-IOV VFs: their link is the PF's, which this host does not show")
 		}
+		r.Observed, r.Expected = "no physical function to judge", "each RDMA PF at min(card max, path max)"
 		r.Details, r.Evidence = details, ev
 		return r
 	}
@@ -110,7 +114,15 @@ func runPCILink(_ context.Context, env *Env) Result {
 	case len(worst(report.Error)) > 0:
 		e := worst(report.Error)
 		r = errorf("%s", joinSummaries(e))
-		r.Remedy = "Run where /sys is readable (as root on a host with sysfs mounted); the details name the file."
+		r.Observed, r.Expected = "link attributes unreadable", "readable current_link_*/max_link_* of each function and bridge"
+		if e[0].observed != "" {
+			r.Observed = e[0].observed + " (a bridge unreadable)"
+		}
+		if e[0].expected != "" {
+			r.Expected = e[0].expected
+		}
+		r.Remedy = "Run where /sys is readable (as root on a host with sysfs mounted); the details name the file. By hand: `lspci -vv -s " +
+			e[0].evidence["address"].(string) + " | grep -e LnkCap -e LnkSta` and the same for each bridge above it (`lspci -tv`)."
 	case len(worst(report.Warn)) > 0:
 		w := worst(report.Warn)
 		r = warn(joinSummaries(w))
@@ -125,6 +137,8 @@ func runPCILink(_ context.Context, env *Env) Result {
 		}
 	default:
 		r = skip("no RDMA function exposes its PCIe link status (current_link_* absent, as on mlx4): cannot judge")
+		r.Observed, r.Expected = "no link status", "each RDMA PF at min(card max, path max)"
+		r.Remedy = "Read it by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta`."
 	}
 	r.Details, r.Evidence = details, ev
 	return r

@@ -61,9 +61,9 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVer
 		ev["failed_step"] = st
 		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
 		if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {
-			v.remedy = rtrFix
+			v.remedy = rtrFixFor(label)
 		} else {
-			v.remedy = resourcesRemedy(st)
+			v.remedy = resourcesRemedy(st, label, nil)
 		}
 		return v, true
 	}
@@ -93,6 +93,6 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVer
 		return portVerdict{status: report.Error, evidence: ev, details: details, remedy: cqSizingRule,
 			line: fmt.Sprintf("%s: could not overrun the CQ: %s", label, judgement.Error)}, true
 	}
-	return portVerdict{status: report.Error, evidence: ev, details: details,
+	return portVerdict{status: report.Error, evidence: ev, details: details, remedy: genericVerbsFixFor(label, nil),
 		line: fmt.Sprintf("%s: the probe did not reach its judgement", label)}, true
 }

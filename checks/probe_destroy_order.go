@@ -25,9 +25,10 @@ func init() {
 				"through a deregistered key reads freed memory; one whose counts do not come back leaks kernel resources on every job.",
 			Failures: []Failure{
 				{report.Fail, "ibv_dealloc_pd or ibv_destroy_cq succeeded under a live QP", providerStateFix},
-				{report.Fail, "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", "The device did not check the memory key: update the firmware and the driver and report it to the vendor."},
+				{report.Fail, "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", staleKeyFix},
 				{report.Fail, "a destroy in the right order failed, or the resource counts did not return to their baseline", leakFix},
-				{report.Warn, "a refusal came with another errno than EBUSY, or the resource counts could not be read", leakFix},
+				{report.Warn, "a refusal came with another errno than EBUSY", providerStateFix},
+				{report.Warn, "the resource counts could not be read", countsFix},
 				childFailure,
 			},
 		},
@@ -36,6 +37,13 @@ func init() {
 		},
 	})
 }
+
+const (
+	staleKeyFix = "The device did not check the memory key: a SEND through a deregistered MR's lkey read memory the application had given back. " +
+		"Update the firmware and the driver (and the provider), and report it to the vendor with the device, firmware and driver versions."
+	countsFix = "Look by hand: `rdma resource show` before and after an application run must give the same counts per device; " +
+		"reading them needs the RDMA netlink socket, so run as root (or with CAP_NET_ADMIN) outside a restricted network namespace."
+)
 
 const leakFix = "Destroy in the order QPs → MRs/MWs → CQs/SRQs → PD → context (`ibv_destroy_qp`, `ibv_dereg_mr`, `ibv_destroy_cq`, `ibv_dealloc_pd`, " +
 	"`ibv_close_device`); ack every async and CQ event first — every ibv_destroy_* waits for those acks. Counts that stay up after the probe closed " +
@@ -60,19 +68,25 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 		ev["counts_error"] = r.CountsError
 	}
 	const (
-		pdStep = "ibv_dealloc_pd while QPs use it"
-		cqStep = "ibv_destroy_cq while QP A uses it"
+		pdStep    = "ibv_dealloc_pd while QPs use it"
+		cqStep    = "ibv_destroy_cq while QP A uses it"
+		staleStep = "stale-lkey SEND completes in error"
 	)
+	// Each finding brings its own fix: the provider's state checks, the
+	// memory key check, a leak, or counts that could not be read.
 	var (
 		fails, warns, details []string
+		failFix, warnFix      []string
 	)
 	refusal := func(what string, errno int, ran bool) {
 		switch {
 		case !ran:
 		case errno == 0:
 			fails = append(fails, what+" succeeded under a live QP; a correct stack refuses it with EBUSY")
+			failFix = appendUnique(failFix, providerStateFix)
 		case errno != 16:
 			warns = append(warns, fmt.Sprintf("%s was refused with errno %d instead of EBUSY", what, errno))
+			warnFix = appendUnique(warnFix, providerStateFix)
 		}
 	}
 	refusal("ibv_dealloc_pd", r.DeallocPDLiveQP, hasStep(&r.Probe, pdStep))
@@ -80,6 +94,11 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 	if st := firstFailure(&r.Probe, pdStep, cqStep); st != nil {
 		ev["failed_step"] = st
 		fails = append(fails, stepText(st))
+		if st.Name == staleStep {
+			failFix = appendUnique(failFix, staleKeyFix)
+		} else {
+			failFix = appendUnique(failFix, leakFix)
+		}
 	}
 	switch {
 	case r.StaleStatus != "":
@@ -91,6 +110,7 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 	switch {
 	case r.CountsError != "":
 		warns = append(warns, "resource counts not verified: "+r.CountsError)
+		warnFix = appendUnique(warnFix, countsFix)
 	case r.CountsAfter != nil:
 		details = append(details, "rdma resource counts: before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
 		countsOK = true
@@ -100,14 +120,14 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 	case len(fails) > 0:
 		v.status = report.Fail
 		v.line = fmt.Sprintf("%s: %s", label, strings.Join(fails, "; "))
-		v.remedy = leakFix
-		if strings.Contains(v.line, "succeeded under a live QP") {
-			v.remedy = providerStateFix
+		v.remedy = strings.Join(append(failFix, warnFix...), "\n")
+		if len(warns) > 0 {
+			v.details = append(v.details, "also: "+strings.Join(warns, "; "))
 		}
 	case len(warns) > 0:
 		v.status = report.Warn
 		v.line = fmt.Sprintf("%s: %s", label, strings.Join(warns, "; "))
-		v.remedy = leakFix
+		v.remedy = strings.Join(warnFix, "\n")
 	default:
 		v.status = report.Pass
 		stale := r.StaleStatus

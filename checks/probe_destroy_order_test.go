@@ -20,13 +20,13 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				st.OK, st.Errno, st.ErrnoName, st.Error = false, 0, "", "ibv_dealloc_pd while QPs use it succeeded; a correct stack refuses it with EBUSY"
 			},
 			contains: []string{"ibv_dealloc_pd succeeded under a live QP"}},
-		{name: "CQ refused with another errno", status: report.Warn, remedy: "Destroy in the order",
+		{name: "CQ refused with another errno", status: report.Warn, remedy: "qp_state_table",
 			edit: func(pr *probe.PortResult) {
 				pr.DestroyOrder.DestroyCQLiveQP = 22
 				failStep(step(t, &pr.DestroyOrder.Probe, "ibv_destroy_cq while QP A uses it"), 22, "EINVAL", "ibv_destroy_cq: EINVAL", "")
 			},
 			contains: []string{"ibv_destroy_cq was refused with errno 22 instead of EBUSY"}},
-		{name: "stale key succeeds", status: report.Fail,
+		{name: "stale key succeeds", status: report.Fail, remedy: "did not check the memory key",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
 				r.StaleStatus, r.StaleStatusCode = "IBV_WC_SUCCESS", 0
@@ -34,6 +34,16 @@ func TestJudgeDestroyOrder(t *testing.T) {
 					"a SEND through a deregistered MR's lkey completed successfully: the device did not check the key", "")
 			},
 			contains: []string{"did not check the key"}},
+		{name: "stale key succeeds and counts unreadable", status: report.Fail, remedy: "did not check the memory key",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.StaleStatus, r.StaleStatusCode = "IBV_WC_SUCCESS", 0
+				failStep(step(t, &r.Probe, "stale-lkey SEND completes in error"), 0, "",
+					"a SEND through a deregistered MR's lkey completed successfully: the device did not check the key", "")
+				r.CountsError, r.CountsAfter = "RDMA netlink resource dump: operation not permitted", nil
+				r.Steps = r.Steps[:len(r.Steps)-1]
+			},
+			contains: []string{"did not check the key", "also: resource counts not verified"}},
 		{name: "leak", status: report.Fail, remedy: "rdma resource show",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -41,7 +51,7 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				failStep(step(t, &r.Probe, "resource counts back to baseline"), 0, "", "resource counts after teardown differ from before: mr 0→1, qp 1→2", "")
 			},
 			contains: []string{"mr 0→1, qp 1→2"}},
-		{name: "counts unreadable", status: report.Warn, remedy: "Destroy in the order",
+		{name: "counts unreadable", status: report.Warn, remedy: "`rdma resource show` before and after",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
 				r.CountsError, r.CountsAfter = "RDMA netlink resource dump: operation not permitted", nil

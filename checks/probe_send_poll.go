@@ -23,10 +23,10 @@ func init() {
 			Why: "It is the smallest real data transfer through the whole stack: if it does not complete, or completes with an error status, " +
 				"no application on this port will work. A hardware port whose data counters do not move while traffic flows is not counting.",
 			Failures: []Failure{
-				{report.Fail, "no completion within the deadline", sendTimeoutFix},
+				{report.Fail, "no completion within the deadline", sendTimeoutFix + " On rxe also check that no firewall drops UDP 4791 (rxe's RoCE v2 packets pass through the host's netfilter)."},
 				{report.Fail, "a completion with an error status (RETRY_EXC_ERR, LOC_PROT_ERR, ...)", sendStatusFix},
 				{report.Fail, "wrong byte_len or a payload that differs", "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."},
-				{report.Warn, "a hardware port's port_xmit_data did not move while the probe sent data", counterFix},
+				{report.Warn, "a hardware port's port_xmit_data did not move while the probe sent data: possibly internal loopback", counterFix},
 				childFailure,
 			},
 		},
@@ -37,13 +37,18 @@ func init() {
 }
 
 const (
-	sendTimeoutFix = "The SEND never completed: on RoCE check that the netdev is up, the GID's address is on it and that no firewall or " +
-		"pause storm blocks UDP 4791 (`ethtool -S <if> | grep -i pause`); on InfiniBand check the port's LID and the subnet manager. " +
-		"`ibv_rc_pingpong -d <device> -g <gid index>` against this host shows the same."
+	sendTimeoutFix = "The SEND never completed: on RoCE check that the netdev is up, the GID's address is on it and that no pause storm stalls the port " +
+		"(`ethtool -S <if> | grep -i pause`); on InfiniBand check the port's LID and the subnet manager. " +
+		"The same loopback by hand: " + pingpongGeneric + "."
+	// rxeFirewallNote applies to software RoCE only: hardware RoCE is
+	// offloaded and its packets never reach the host's netfilter.
+	rxeFirewallNote = " rxe sends RoCE v2 as UDP through the host's network stack: check that no firewall rule drops UDP port 4791 " +
+		"(`nft list ruleset | grep 4791`, `iptables -S | grep 4791`)."
 	sendStatusFix = "The completion status names the cause: RETRY_EXC_ERR — no ACK came back (path, GID, MTU, a lossy fabric without PFC); " +
-		"LOC_PROT_ERR / LOC_QP_OP_ERR — the lkey or the work request was refused; REM_* — the receiver refused it. Compare with `ibv_rc_pingpong`."
-	counterFix = "Check that the port counts traffic (`perfquery` on InfiniBand; `ethtool -S <if>` on RoCE) and that loopback traffic is not " +
-		"short-cut before the port; a firmware update fixes counters that stay frozen."
+		"LOC_PROT_ERR / LOC_QP_OP_ERR — the lkey or the work request was refused; REM_* — the receiver refused it. Compare with " + pingpongGeneric + "."
+	counterFix = "The NIC may have looped the traffic between its own QPs internally, so it never reached the port counters; that alone is not a fault. " +
+		"To tell, run traffic to another host — a server `<pingpong>` on the peer, `<pingpong> <peer address>` here — and watch " +
+		"`perfquery -x -C <device> -P <port>` on InfiniBand or `ethtool -S <if>` on RoCE; counters that stay frozen under real traffic need a firmware update."
 )
 
 // judgeSendPoll judges probe.send_poll on one port.
@@ -67,17 +72,21 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdi
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
 		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		pp := pingpong(label, r.Addressing)
 		switch {
 		case strings.Contains(st.Error, "no completion"):
-			v.remedy = sendTimeoutFix
+			v.remedy = strings.ReplaceAll(sendTimeoutFix, pingpongGeneric, pp)
+			if software {
+				v.remedy += rxeFirewallNote
+			}
 		case strings.Contains(st.Name, "IBV_WC_SUCCESS") || strings.Contains(st.Error, "completed with"):
-			v.remedy = sendStatusFix
+			v.remedy = strings.ReplaceAll(sendStatusFix, pingpongGeneric, pp)
 		case strings.Contains(st.Name, "payload") || strings.Contains(st.Name, "byte_len"):
 			v.remedy = "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."
 		case strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve"):
-			v.remedy = rtrFix
+			v.remedy = rtrFixFor(label)
 		default:
-			v.remedy = resourcesRemedy(st)
+			v.remedy = resourcesRemedy(st, label, r.Addressing)
 		}
 		return v, true
 	}
@@ -102,9 +111,13 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdi
 		v.details = append(v.details, "port counters not read: "+r.CountersError)
 	}
 	if !software && xmit != nil && xmit.Delta == 0 && r.BytesSent > 0 {
+		// A loopback between two QPs of one port may never leave the NIC:
+		// a frozen counter here is a hint, not a finding.
 		v.status = report.Warn
-		v.line = fmt.Sprintf("%s: traffic completed but port_xmit_data did not move (%d bytes sent)", label, r.BytesSent)
-		v.remedy = counterFix
+		v.line = fmt.Sprintf("%s: traffic completed but port_xmit_data did not move (%d bytes sent): possibly internal loopback in the NIC, or a counter that does not count",
+			label, r.BytesSent)
+		dev, port := labelParts(label)
+		v.remedy = strings.NewReplacer("<pingpong>", pingpongCmd(label, r.Addressing), "<device>", dev, "<port>", port).Replace(counterFix)
 	}
 	return v, true
 }

@@ -1,22 +1,41 @@
 package checks
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
+// Hardware RoCE is offloaded: its packets never meet the host's firewall.
+func TestSendTimeoutNoFirewallOnHardware(t *testing.T) {
+	pr := healthyPort(t)
+	failStep(step(t, &pr.SendPoll.Probe, "ibv_poll_cq B (receive completion)"), 0, "", "no completion within 2s", "")
+	v, _ := judgeSendPoll("mlx5_0 port 1", false, pr)
+	if v.status != report.Fail || strings.Contains(v.remedy, "4791") || strings.Contains(v.remedy, "firewall") {
+		t.Errorf("%s: hardware remedy mentions the firewall: %s", v.status, v.remedy)
+	}
+	if !strings.Contains(v.remedy, "ibv_rc_pingpong -d mlx5_0 -i 1 -g 1 localhost") {
+		t.Errorf("remedy lacks the client side: %s", v.remedy)
+	}
+}
+
 func TestJudgeSendPoll(t *testing.T) {
 	runVerdictCases(t, judgeSendPoll, []verdictCase{
 		{name: "healthy rxe", software: true, status: report.Pass,
 			contains: []string{"1024-byte SEND completed IBV_WC_SUCCESS", "1000 round trips: min", "ibv_post_send CPU cost median",
 				"sent_pkts +2002 packets", "software RoCE"}},
-		{name: "no completion", status: report.Fail, remedy: "UDP 4791",
+		{name: "no completion on rxe", software: true, status: report.Fail, remedy: "drops UDP port 4791",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.SendPoll.Probe, "ibv_poll_cq B (receive completion)"), 0, "", "no completion within 2s", "the work request never completed")
 			},
 			contains: []string{"no completion within 2s"}},
+		{name: "no completion names both pingpong sides", status: report.Fail,
+			remedy: "`ibv_rc_pingpong -d rxe0 -i 1 -g 1` and, in a second shell, `ibv_rc_pingpong -d rxe0 -i 1 -g 1 localhost`",
+			edit: func(pr *probe.PortResult) {
+				failStep(step(t, &pr.SendPoll.Probe, "ibv_poll_cq B (receive completion)"), 0, "", "no completion within 2s", "the work request never completed")
+			}},
 		{name: "retry exceeded", status: report.Fail, remedy: "RETRY_EXC_ERR — no ACK",
 			edit: func(pr *probe.PortResult) {
 				pr.SendPoll.SendStatus = "IBV_WC_RETRY_EXC_ERR"
@@ -34,11 +53,11 @@ func TestJudgeSendPoll(t *testing.T) {
 				failStep(step(t, &pr.SendPoll.Probe, "timed round trips"), 0, "", "round trip 17: send completed with IBV_WC_RETRY_EXC_ERR", "")
 			},
 			contains: []string{"round trip 17"}},
-		{name: "hardware port counts nothing", status: report.Warn, remedy: "perfquery",
+		{name: "hardware port counts nothing", status: report.Warn, remedy: "perfquery -x -C rxe0 -P 1",
 			edit: func(pr *probe.PortResult) {
 				pr.SendPoll.Counters = []probe.CounterDelta{{Name: "port_xmit_data", Before: 400, After: 400, Unit: "bytes"}}
 			},
-			contains: []string{"port_xmit_data did not move"}},
+			contains: []string{"port_xmit_data did not move", "possibly internal loopback"}},
 		{name: "hardware port counts", status: report.Pass,
 			edit: func(pr *probe.PortResult) {
 				pr.SendPoll.Counters = []probe.CounterDelta{{Name: "port_xmit_data", Before: 400, After: 1300400, Delta: 1300000, Unit: "bytes"}}

@@ -16,19 +16,22 @@ func init() {
 		Title: "every RDMA NIC has registered its device in /sys/class/infiniband",
 		Needs: []string{"kernel.modules"},
 		Explain: Explanation{
-			Judges: "For every RDMA NIC function (PFs and VFs bound to an RDMA driver) looks for its RDMA device: <function>/infiniband/<dev> " +
+			Judges: "For every RDMA NIC function (PFs and VFs; a VF held by vfio-pci is assigned to a VM and not judged) looks for its RDMA device: <function>/infiniband/<dev> " +
 				"or a /sys/class/infiniband entry whose device link points at the function. Software devices (rxe, siw) count for themselves. " +
-				"A NIC without a device is named with the reason that can be seen: its driver unbound, its RDMA module (mlx5_ib, bnxt_re, irdma, …) " +
+				"A NIC without a device is named with the reason that can be seen: its driver unbound or a passthrough driver bound, its RDMA module (mlx5_ib, bnxt_re, irdma, …) " +
 				"or ib_core not loaded, or the modules loaded and the device still not registered.",
 			Why: "The NIC's Ethernet or IPoIB side can work while RDMA does not: without the device there is no uverbs node, libibverbs lists " +
 				"nothing and every RDMA application fails with \"no devices found\", however healthy the rest looks.",
 			Failures: []Failure{
 				{report.Fail, "an RDMA NIC's driver is not bound", "Load and bind the driver (`modprobe mlx5_core`); see pci.device."},
+				{report.Fail, "an RDMA NIC (a PF) is bound to vfio-pci or another passthrough driver", "If it is meant for a VM, run rdmadoctor there; otherwise give it back to its driver (see pci.device)."},
 				{report.Fail, "the RDMA module of a NIC's driver, or ib_core, is not loaded", "`modprobe <module>` (mlx5_ib, bnxt_re, irdma, …); see kernel.modules."},
 				{report.Fail, "the modules are loaded but the NIC registered no RDMA device",
 					"Read `dmesg` for the driver's messages (firmware errors, a disabled capability); check the firmware " +
-						"(`devlink dev info pci/<addr>`, `mlxfwmanager --query`), the port link type set in firmware (`mlxconfig -d <addr> query LINK_TYPE_P1`), " +
-						"and for mlx5 the devlink parameters `enable_rdma` (false: no RDMA device) and `enable_roce`; on exclusive RDMA netns mode the device may live in another namespace."},
+						"(`devlink dev info pci/<addr>`, `mlxfwmanager --query`); for mlx5 the devlink parameters `enable_rdma` (false: no RDMA device) and `enable_roce`, " +
+						"and for a VF the PF's `devlink port function set <pci/PF/port> roce enable` (kernel 6.2+); for mlx4 the port types in " +
+						"/sys/bus/pci/devices/<addr>/mlx4_port<n> (ib, eth, auto). The port link type in firmware (`mlxconfig -d <addr> query | grep LINK_TYPE`) " +
+						"only decides InfiniBand or Ethernet ports, never whether the device registers. On exclusive RDMA netns mode the device may live in another namespace."},
 				{report.Fail, "no RDMA device at all", "See pci.device and kernel.modules; for tests `rdma link add rxe0 type rxe netdev <if>`."},
 				{report.Error, "/sys/class/infiniband could not be listed", "Run where sysfs is mounted and readable."},
 			},
@@ -42,7 +45,8 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 	h := env.Host
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
 		r := errorf("could not list the RDMA devices: %v", s.DevicesErr)
-		r.Remedy = "Run where /sys is mounted and readable."
+		r.Observed, r.Expected = "/sys/class/infiniband unreadable", "a readable /sys/class/infiniband"
+		r.Remedy = "Run where /sys is mounted and readable; by hand: `ls -l /sys/class/infiniband` or `rdma link show`."
 		return r
 	}
 	mods, modErr := h.ReadModules()
@@ -63,7 +67,13 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 		nicEv                          []map[string]any
 		remedies                       []string
 	)
+	judged := 0
 	for _, n := range s.NICs {
+		if n.AssignedVF() {
+			details = append(details, fmt.Sprintf("%s %s (VF of %s): bound to %s — assigned to a VM, not judged", n.Fn.Address, n.Product, n.Fn.PhysFn, n.Foreign))
+			continue
+		}
+		judged++
 		devs := append([]string(nil), n.Fn.RDMADevs...)
 		for _, d := range byAddr[n.Fn.Address] {
 			devs = appendUnique(devs, d)
@@ -128,8 +138,8 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 	expected := "an RDMA device for every RDMA NIC function"
 	switch {
 	case len(missing) > 0:
-		r := fail(fmt.Sprintf("%d of %d RDMA NIC function(s) without an RDMA device: %s", len(missing), len(s.NICs), strings.Join(missing, "; ")))
-		r.Observed = fmt.Sprintf("%d device(s) for %d NIC function(s)", len(s.NICs)-len(missing), len(s.NICs))
+		r := fail(fmt.Sprintf("%d of %d RDMA NIC function(s) without an RDMA device: %s", len(missing), judged, strings.Join(missing, "; ")))
+		r.Observed = fmt.Sprintf("%d device(s) for %d NIC function(s)", judged-len(missing), judged)
 		r.Expected = expected
 		r.Details, r.Remedy, r.Evidence = details, strings.Join(remedies, "\n"), ev
 		return r
@@ -154,6 +164,9 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 // whyNoDevice tells why a NIC has no RDMA device, and the fix for that reason.
 func whyNoDevice(h *sysfs.Host, n NIC, mods *sysfs.Modules, modErr error, netns string) (string, string) {
 	addr := n.Fn.Address
+	if n.Foreign != "" {
+		return "bound to " + n.Foreign + " (passthrough), not usable on the host", passthroughFix(n)
+	}
 	if !n.Bound {
 		drv := "its driver"
 		if n.Driver != nil {
@@ -180,15 +193,24 @@ func whyNoDevice(h *sysfs.Host, n NIC, mods *sysfs.Modules, modErr error, netns 
 	var fix strings.Builder
 	fmt.Fprintf(&fix, "%s: the RDMA module is loaded and the device still did not register. Read `dmesg | grep -i -e %s -e infiniband` for the driver's reason "+
 		"(firmware errors, a capability disabled). Check the firmware (`devlink dev info pci/%s`", addr, strings.TrimSuffix(n.Driver.DevPrefix, "_"), addr)
-	if n.Driver.Vendor == 0x15b3 {
-		fmt.Fprintf(&fix, ", `mlxfwmanager --query`) and the port link type the firmware sets (`mlxconfig -d %s query LINK_TYPE_P1`: 1 InfiniBand, 2 Ethernet). "+
+	switch {
+	case n.Driver.PCIDriver == "mlx4_core":
+		fix.WriteString(", `mlxfwmanager --query`). ")
+		fmt.Fprintf(&fix, "mlx4: each port's type is /sys/bus/pci/devices/%s/mlx4_port<n> (ib, eth or auto): `cat /sys/bus/pci/devices/%s/mlx4_port*`, "+
+			"set one with `echo ib > /sys/bus/pci/devices/%s/mlx4_port1` (or eth), or persistently with mlx4_core's port_type_array module option.", addr, addr, addr)
+	case n.Driver.Vendor == 0x15b3:
+		fmt.Fprintf(&fix, ", `mlxfwmanager --query`). "+
 			"mlx5: `devlink dev param show pci/%s name enable_rdma` — false means no RDMA device is created "+
 			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s`); "+
-			"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only).", addr, addr, addr, addr)
+			"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only).", addr, addr, addr)
 		if n.Fn.PhysFn != "" {
-			fmt.Fprintf(&fix, " For a VF, the PF's owner can have disabled its RoCE capability (`devlink port function` on %s).", n.Fn.PhysFn)
+			fmt.Fprintf(&fix, " For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF %s's VF ports (eswitch in switchdev mode), "+
+				"`devlink port function set pci/%s/<port index> roce enable` turns it back on (kernel 6.2 or newer; set it while the VF is not bound to mlx5_core).",
+				n.Fn.PhysFn, n.Fn.PhysFn)
 		}
-	} else {
+		fmt.Fprintf(&fix, " The port link type in firmware (`mlxconfig -d %s query | grep LINK_TYPE`: LINK_TYPE_P<n> 1 = InfiniBand, 2 = Ethernet) "+
+			"decides whether a port is InfiniBand or RoCE, never whether the device registers.", addr)
+	default:
 		fix.WriteString(") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration.")
 	}
 	fmt.Fprintf(&fix, " Reloading the module retries the registration: `modprobe -r %s && modprobe %s`.", mod, mod)

@@ -45,10 +45,15 @@ func TestRDMADevicesNoDeviceNamesTheWayOut(t *testing.T) {
 		t.Fatalf("kernel.modules must pass on no-ib-device: %s %s", km.Status, km.Summary)
 	}
 	c := hwResult(t, r, "rdma.devices")
-	for _, s := range []string{"dmesg", "LINK_TYPE_P1", "enable_rdma", "enable_roce", "devlink dev reload pci/0000:3b:00.1", "modprobe -r mlx5_ib"} {
+	for _, s := range []string{"dmesg", "mlxconfig -d 0000:3b:00.1 query | grep LINK_TYPE", "enable_rdma", "enable_roce", "devlink dev reload pci/0000:3b:00.1", "modprobe -r mlx5_ib"} {
 		if !strings.Contains(c.Remedy, s) {
 			t.Errorf("remedy does not mention %q: %s", s, c.Remedy)
 		}
+	}
+	// The link type never stops a device from registering: it comes after
+	// the advice that can (enable_rdma), and names no single port.
+	if strings.Index(c.Remedy, "LINK_TYPE") < strings.Index(c.Remedy, "enable_rdma") || strings.Contains(c.Remedy, "LINK_TYPE_P1") {
+		t.Errorf("link type advice first or port 1 only: %s", c.Remedy)
 	}
 	if m := c.Evidence["missing"].([]string); len(m) != 1 || m[0] != "0000:3b:00.1" {
 		t.Errorf("evidence missing = %v", m)
@@ -107,7 +112,41 @@ func TestRDMADevicesCountsVFs(t *testing.T) {
 	if res.Status != report.Fail || !strings.Contains(res.Summary, "1 of 8") {
 		t.Errorf("%s: %s", res.Status, res.Summary)
 	}
-	if !strings.Contains(res.Remedy, "For a VF") {
-		t.Errorf("a VF without its device: remedy should mention the PF's devlink port function: %s", res.Remedy)
+	for _, want := range []string{"`devlink port show`", "`devlink port function set pci/0000:11:00.0/<port index> roce enable`", "kernel 6.2"} {
+		if !strings.Contains(res.Remedy, want) {
+			t.Errorf("a VF without its device: remedy lacks %q: %s", want, res.Remedy)
+		}
+	}
+}
+
+// A ConnectX-3 (mlx4) is told about its port type files, not about mlx5's
+// devlink parameters.
+func TestRDMADevicesMLX4Advice(t *testing.T) {
+	h := sysfstest.CX5RoCE()
+	h.Modules = append(h.Modules, "mlx4_core", "mlx4_ib")
+	n := &h.NICs[1]
+	n.Device, n.Driver, n.IBDev = 0x1007, "mlx4_core", ""
+	res := hwRunOne(t, hwWrite(t, sysfstest.Build(h)), "rdma.devices", checks.Options{})
+	if res.Status != report.Fail || !strings.Contains(res.Summary, "mlx4_ib is loaded but registered no RDMA device") {
+		t.Fatalf("%s: %s", res.Status, res.Summary)
+	}
+	if !strings.Contains(res.Remedy, "/sys/bus/pci/devices/0000:3b:00.1/mlx4_port<n> (ib, eth or auto)") {
+		t.Errorf("no mlx4 port type advice: %s", res.Remedy)
+	}
+	if strings.Contains(res.Remedy, "enable_rdma") || strings.Contains(res.Remedy, "devlink dev param") {
+		t.Errorf("mlx5 advice for an mlx4 function: %s", res.Remedy)
+	}
+}
+
+// A ConnectX function held by vfio-pci has no device because the host does
+// not drive it; run alone, rdma.devices says so instead of suspecting mlx5_ib.
+func TestRDMADevicesPassthrough(t *testing.T) {
+	res := hwRunOne(t, filepath.Join(hostsDir, "mlx5-vfio-passthrough"), "rdma.devices", checks.Options{})
+	if res.Status != report.Fail || !strings.Contains(res.Summary, "0000:3b:00.0 (bound to vfio-pci (passthrough), not usable on the host)") ||
+		!strings.Contains(res.Summary, "1 of 2") {
+		t.Fatalf("%s: %s", res.Status, res.Summary)
+	}
+	if !strings.Contains(res.Remedy, "driverctl unset-override 0000:3b:00.0") || strings.Contains(res.Remedy, "enable_rdma") {
+		t.Errorf("remedy: %s", res.Remedy)
 	}
 }

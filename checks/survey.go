@@ -17,10 +17,17 @@ type Survey struct {
 // NIC is an RDMA-capable PCI function.
 type NIC struct {
 	Fn      sysfs.PCIFunction
-	Driver  *Driver // the family it belongs to (by bound driver, or by ID when unbound)
+	Driver  *Driver // the family it belongs to (by bound driver, or by ID when not bound to it)
 	Product string
-	Bound   bool // its driver is bound
+	Bound   bool // its RDMA driver (the table's) is bound
+	// Foreign is the driver outside the table that holds the function
+	// (vfio-pci, pci-stub, …): the host cannot use it for RDMA.
+	Foreign string
 }
+
+// AssignedVF reports an SR-IOV VF held by a driver outside the table: a VF
+// bound to vfio-pci is normally passed through to a VM on purpose.
+func (n NIC) AssignedVF() bool { return n.Foreign != "" && n.Fn.PhysFn != "" }
 
 func takeSurvey(h *sysfs.Host) *Survey {
 	s := &Survey{}
@@ -35,23 +42,45 @@ func takeSurvey(h *sysfs.Host) *Survey {
 }
 
 // classifyNIC decides whether a PCI function is an RDMA NIC: its bound
-// driver is in the driver table, or it is unbound but its IDs say RDMA.
+// driver is in the driver table (for that device), or its IDs say RDMA NIC
+// whatever driver holds it — a ConnectX bound to vfio-pci is still an RDMA
+// NIC, one the host cannot use.
 func classifyNIC(fn sysfs.PCIFunction) (NIC, bool) {
 	product := ProductName(fn.Vendor, fn.Device, fn.Class)
 	if fn.Driver != "" {
-		if d := DriverByPCI(fn.Driver); d != nil {
+		if d := driverForFunction(fn); d != nil {
 			return NIC{Fn: fn, Driver: d, Product: product, Bound: true}, true
 		}
+	}
+	d, ok := rdmaNICByID(fn)
+	if !ok {
 		return NIC{}, false
 	}
-	isNet := fn.Class>>16 == 0x02
-	if fn.Vendor == 0x15b3 && isNet {
-		return NIC{Fn: fn, Driver: DriverByPCI(mellanoxDriverFor(fn.Device)), Product: product}, true
+	return NIC{Fn: fn, Driver: d, Product: product, Foreign: fn.Driver}, true
+}
+
+// rdmaNICByID tells an RDMA NIC by its vendor, class and device IDs, and the
+// table driver it needs. A Mellanox network function bound to a driver
+// outside the table counts only when it is a known ConnectX/BlueField or the
+// driver is a passthrough one: Mellanox also makes switch ASICs (mlxsw).
+func rdmaNICByID(fn sysfs.PCIFunction) (*Driver, bool) {
+	if fn.Vendor == 0x15b3 && fn.Class>>16 == 0x02 {
+		_, known := mellanoxProducts[fn.Device]
+		if fn.Driver == "" || known || passthroughDrivers[fn.Driver] {
+			return DriverByPCI(mellanoxDriverFor(fn.Device)), true
+		}
+		return nil, false
 	}
-	if name, ok := knownUnboundRDMA[[2]uint16{fn.Vendor, fn.Device}]; ok {
-		return NIC{Fn: fn, Driver: DriverByPCI(name), Product: product}, true
+	if name, ok := knownRDMANICs[[2]uint16{fn.Vendor, fn.Device}]; ok {
+		return DriverByPCI(name), true
 	}
-	return NIC{}, false
+	return nil, false
+}
+
+// passthroughDrivers hand a function to a VM or to user space (DPDK) instead
+// of a kernel network driver.
+var passthroughDrivers = map[string]bool{
+	"vfio-pci": true, "pci-stub": true, "uio_pci_generic": true, "igb_uio": true, "mlx5_vfio_pci": true,
 }
 
 // mellanoxDriverFor picks mlx4 for ConnectX-3 IDs and mlx5 for the rest.

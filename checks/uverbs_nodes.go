@@ -34,15 +34,23 @@ func init() {
 						"with `--cap-add=IPC_LOCK --ulimit memlock=-1`; on Kubernetes request them through an RDMA device plugin."},
 				{report.Fail, "/dev/infiniband/uverbsN is missing on the host", "`udevadm trigger --subsystem-match=infiniband_verbs` (is systemd-udevd running?), or `modprobe -r ib_uverbs && modprobe ib_uverbs`."},
 				{report.Fail, "the node is not a character device, or has another device number than the kernel's uverbsN (a stale node)", "Remove it and let udev recreate it (`udevadm trigger`); in a container, pass the host's node."},
-				{report.Fail, "the node does not open for this user (permission denied)",
-					"A udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (or a GROUP the user is in) in /etc/udev/rules.d/, then `udevadm control --reload && udevadm trigger`."},
+				{report.Fail, "the node does not open for this user (permission denied)", uverbsModeFix},
 				{report.Warn, "rdma_ucm is loaded but /dev/infiniband/rdma_cm is missing or does not open", "Same fixes as for uverbsN; librdmacm needs it."},
-				{report.Error, "the class or the node facts could not be read", "Run where /sys and /dev are readable; a snapshot must record dev_nodes."},
+				{report.Error, "the class or the node facts could not be read",
+					"Run where /sys and /dev are readable (a snapshot must record dev_nodes); by hand: `grep . /sys/class/infiniband_verbs/uverbs*/{ibdev,dev}` and `ls -l /dev/infiniband`."},
 			},
 		},
 		Run: runUverbsNodes,
 	})
 }
+
+// uverbsModeFix is the fix for a uverbs node the user cannot open. The
+// kernel creates /dev/infiniband/uverbsN with mode 0666 (ib_uverbs'
+// uverbs_devnode), so a tighter mode is a local udev rule's doing.
+const uverbsModeFix = "The kernel creates /dev/infiniband/uverbsN with mode 0666; a tighter mode means a local udev rule overrode it: " +
+	"find the rule that tightened it (`grep -rn uverbs /etc/udev/rules.d /usr/lib/udev/rules.d`) or add " +
+	"`SUBSYSTEM==\"infiniband_verbs\", KERNEL==\"uverbs*\", MODE=\"0666\"` (or `GROUP=\"rdma\", MODE=\"0660\"` with the user in that group) " +
+	"in /etc/udev/rules.d/90-rdma-uverbs.rules, then `udevadm control --reload && udevadm trigger --subsystem-match=infiniband_verbs`."
 
 // Remedy keys for missing nodes: the text, which names every missing node,
 // is written once after all devices are judged.
@@ -61,8 +69,8 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 	h := env.Host
 	if len(s.Devices) == 0 {
 		r := fail("no RDMA device, so no uverbs device to open")
-		r.Observed, r.Expected = "none", "a uverbs node per RDMA device"
-		r.Remedy = "See rdma.devices."
+		r.Observed, r.Expected = "no RDMA device", "a uverbs node per RDMA device"
+		r.Remedy = "See rdma.devices: the RDMA device comes first; ib_uverbs then creates its uverbsN."
 		return r
 	}
 	mods, _ := h.ReadModules()
@@ -75,7 +83,8 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 	names, err := h.ReadDir(UverbsClass)
 	if err != nil && !sysfs.IsNotExist(err) {
 		r := errorf("could not list the uverbs devices: %v", err)
-		r.Remedy = "Run where /sys is mounted and readable."
+		r.Observed, r.Expected = h.Display(UverbsClass)+" unreadable", "a readable "+UverbsClass
+		r.Remedy = "Run where /sys is mounted and readable; by hand: `ls -l " + UverbsClass + "` and `ls -l /dev/infiniband`."
 		return r
 	}
 	byDev := map[string][]uverbsEntry{}
@@ -110,7 +119,7 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		remedies             []string
 		devEv                []map[string]any
 	)
-	var missingNodes, mknods []string
+	var missingNodes, mknods, containerMissing []string
 	addRemedy := func(r string) { remedies = appendUnique(remedies, r) }
 	for _, d := range s.Devices {
 		ents := byDev[d.Name]
@@ -147,11 +156,17 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 			case isErr:
 				errs = append(errs, d.Name+": "+problem)
 				details = append(details, line+": "+problem)
+			case fix == fixContainer:
+				// One sentence for all of them, after the loop.
+				containerMissing = append(containerMissing, fmt.Sprintf("%s (%s)", nev["path"], d.Name))
+				details = append(details, line+": "+problem)
+				addRemedy(fix)
+				missingNodes = append(missingNodes, path.Join(sysfs.DevInfiniband, e.name))
 			case problem != "":
 				fails = append(fails, d.Name+": "+problem)
 				details = append(details, line+": "+problem)
 				addRemedy(fix)
-				if fix == fixContainer || fix == fixUdev {
+				if fix == fixUdev {
 					missingNodes = append(missingNodes, path.Join(sysfs.DevInfiniband, e.name))
 					if e.dev != "" {
 						mknods = append(mknods, fmt.Sprintf("mknod -m 0666 %s c %s", path.Join(sysfs.DevInfiniband, e.name), strings.Replace(e.dev, ":", " ", 1)))
@@ -164,6 +179,10 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		ev["uverbs"] = nodes
 	}
 	details = append(details, classProblems...)
+	if len(containerMissing) > 0 {
+		fails = append([]string{fmt.Sprintf("this runs in a container (%s) that was not given the RDMA device nodes: %s missing",
+			container, strings.Join(containerMissing, ", "))}, fails...)
+	}
 
 	// rdma_cm: librdmacm's node, needed only when rdma_ucm is loaded.
 	var cmWarn string
@@ -224,7 +243,9 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		r.Remedy = strings.Join(remedies, "\n")
 	case len(errs) > 0:
 		r = errorf("%s", strings.Join(errs, "; "))
-		r.Remedy = "Run where /dev and /sys are readable; a snapshot must record dev_nodes for /dev/infiniband."
+		r.Observed = fmt.Sprintf("%d node(s) or class entries unreadable", len(errs))
+		r.Remedy = "Run where /dev and /sys are readable; a snapshot must record dev_nodes for /dev/infiniband. " +
+			"By hand: `grep . /sys/class/infiniband_verbs/uverbs*/{ibdev,dev}` and `ls -l /dev/infiniband` (each uverbsN a character device with the same major:minor)."
 	case cmWarn != "":
 		r = warn(cmWarn)
 		r.Observed = "rdma_cm unusable"
@@ -258,7 +279,7 @@ func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, container, user string) (map[
 		}
 		ev["exists"] = false
 		if container != "" {
-			return ev, fmt.Sprintf("%s is missing: this runs in a container (%s) the device was not passed into", p, container), false, fixContainer
+			return ev, "missing in this container", false, fixContainer
 		}
 		return ev, p + " is missing although the kernel has " + e.name + " (" + e.dev + ")", false, fixUdev
 	}
@@ -279,9 +300,7 @@ func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, container, user string) (map[
 		switch n.Open {
 		case "EACCES", "EPERM":
 			return ev, fmt.Sprintf("%s does not open for %s: permission denied (mode %s, owner %d:%d)", p, who, n.Mode, n.UID, n.GID), false,
-				"Give the user read-write access: a udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (or `GROUP=\"rdma\", MODE=\"0660\"` with the user in that group) " +
-					"in /etc/udev/rules.d/90-rdma-uverbs.rules, then `udevadm control --reload && udevadm trigger --subsystem-match=infiniband_verbs`. " +
-					"In a container the node's permissions come from the host (and from the device cgroup: `--device` grants rw)."
+				uverbsModeFix + " In a container the node's permissions come from the host (and from the device cgroup: `--device` grants rw)."
 		case "ENXIO", "ENODEV":
 			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false,
 				"The device behind the node went away (driver reload, firmware reset): reload the driver's RDMA module and let udev recreate the node."

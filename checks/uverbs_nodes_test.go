@@ -42,6 +42,14 @@ func TestUverbsNodesFixtures(t *testing.T) {
 			t.Errorf("remedy does not mention %q: %s", s, c.Remedy)
 		}
 	}
+	// The container is said once, with every missing node listed.
+	if n := strings.Count(c.Summary, "container"); n != 1 ||
+		!strings.Contains(c.Summary, "/dev/infiniband/uverbs0 (mlx5_0), /dev/infiniband/uverbs1 (mlx5_1) missing") {
+		t.Errorf("container named %d times, or nodes not listed: %s", n, c.Summary)
+	}
+	if c.Observed == "" || c.Expected == "" {
+		t.Errorf("observed %q expected %q", c.Observed, c.Expected)
+	}
 }
 
 // uverbsVariant builds the healthy ConnectX-5 host, changes it and runs
@@ -66,7 +74,8 @@ func TestUverbsNodesFindings(t *testing.T) {
 		{"permission denied", func(tr *sysfstest.Tree) {
 			tr.Facts.DevNodes.User = "uid=1000 gid=1000"
 			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: sysfs.DevChar, Major: 231, Minor: 192, Mode: "0600", Open: "EACCES"})
-		}, report.Fail, "does not open for uid=1000 gid=1000: permission denied (mode 0600, owner 0:0)", `KERNEL=="uverbs*", MODE="0666"`},
+		}, report.Fail, "does not open for uid=1000 gid=1000: permission denied (mode 0600, owner 0:0)", "a tighter mode means a local udev rule overrode it: " +
+			"find the rule that tightened it (`grep -rn uverbs /etc/udev/rules.d /usr/lib/udev/rules.d`) or add `SUBSYSTEM==\"infiniband_verbs\", KERNEL==\"uverbs*\", MODE=\"0666\"`"},
 		{"regular file", func(tr *sysfstest.Tree) {
 			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: "file", Mode: "0644"})
 		}, report.Fail, "is a file, not a character device", "udevadm trigger"},
@@ -78,7 +87,7 @@ func TestUverbsNodesFindings(t *testing.T) {
 		}, report.Fail, "ENXIO", "reload"},
 		{"rdma_cm missing", func(tr *sysfstest.Tree) { sysfstest.RemoveDevNode(tr, "/dev/infiniband/rdma_cm") }, report.Warn,
 			"rdma_cm is missing (rdma_ucm is loaded)", "librdmacm"},
-		{"dev nodes not recorded", func(tr *sysfstest.Tree) { tr.Facts.DevNodes = nil }, report.Error, "dev_nodes", "snapshot"},
+		{"dev nodes not recorded", func(tr *sysfstest.Tree) { tr.Facts.DevNodes = nil }, report.Error, "dev_nodes", "ls -l /dev/infiniband"},
 		{"ib_uverbs not loaded", func(tr *sysfstest.Tree) {
 			tr.Remove("/sys/class/infiniband_verbs")
 			tr.File(sysfs.ProcModules, strings.ReplaceAll(tr.Files[sysfs.ProcModules], "ib_uverbs ", "xx_gone "))

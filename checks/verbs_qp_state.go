@@ -39,15 +39,25 @@ func init() {
 }
 
 const (
-	rtrFix = "RoCE: use a GID index whose /sys/class/infiniband/<dev>/ports/<n>/gid_attrs/types/<i> is \"RoCE v2\" and whose netdev is up " +
-		"(`show_gids` or `rdma link`), and a path MTU not above the port's active MTU (the netdev's MTU minus RoCE headers). " +
-		"InfiniBand: dlid must be a LID the subnet manager assigned."
-	noSMFix  = "Start a subnet manager on the fabric (`systemctl start opensm` on one host, or enable the switch's SM), then wait for the port to go ACTIVE with a LID (`ibstat`)."
+	rtrFix = "RoCE: use a GID index whose type is \"RoCE v2\" and whose netdev is up — list them with `ibv_devinfo -v -d <dev> -i <port>` or " +
+		"`grep . /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/*` (and gid_attrs/ndevs/* for the netdevs) — and a path MTU not above " +
+		"the port's active MTU (the netdev's MTU minus RoCE headers). InfiniBand: dlid must be a LID the subnet manager assigned."
+	// smFix is the one wording of the subnet-manager remedy.
+	smFix = "install and start opensm on one host of the fabric (`apt install opensm` / `dnf install opensm`; `systemctl enable --now opensm`), " +
+		"or enable the switch's SM; one opensm instance serves one port: `opensm -g <port GUID>` per fabric"
+	noSMFix  = "The port has LID 0: no subnet manager has configured it. To fix: " + smFix + ". Then wait for the port to go ACTIVE with a LID (`ibstat`)."
 	noGIDFix = "RoCE GIDs come from the netdev's addresses: bring the port's netdev up and give it an IP address " +
 		"(`ip link set <if> up; ip addr add <addr> dev <if>`); the RoCE v2 GID appears in gids/ and gid_attrs/types/."
 	providerStateFix = "The provider does not follow the InfiniBand QP state machine (the kernel's qp_state_table allows only RESET→INIT from RESET). " +
 		"Update the provider (rdma-core or MLNX_OFED/DOCA-OFED) and the firmware; report it to the vendor with the failing transition."
 )
+
+// rtrFixFor is rtrFix with the port's device and number filled in; label is
+// "<device> port <n>".
+func rtrFixFor(label string) string {
+	dev, port := labelParts(label)
+	return strings.NewReplacer("<dev>", dev, "<port>", port).Replace(rtrFix)
+}
 
 // judgeQPState judges verbs.qp_state on one port.
 func judgeQPState(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
@@ -91,7 +101,7 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (portVerdic
 	case st != nil:
 		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
 		ev["failed_step"] = st
-		v.remedy = qpStateRemedy(st, r.Addressing)
+		v.remedy = qpStateRemedy(st, label, r.Addressing)
 		if walk != "" {
 			v.details = append(v.details, "states read back: "+walk)
 		}
@@ -146,16 +156,16 @@ func addressingText(a *probe.Addressing) string {
 	return fmt.Sprintf("InfiniBand, dlid 0x%x, path MTU %d", a.DLID, a.PathMTU)
 }
 
-func qpStateRemedy(st *probe.Step, a *probe.Addressing) string {
+func qpStateRemedy(st *probe.Step, label string, a *probe.Addressing) string {
 	switch {
 	case strings.Contains(st.Error, "LID 0"):
 		return noSMFix
 	case strings.Contains(st.Error, "has no GID"):
 		return noGIDFix
 	case strings.Contains(st.Name, "→RTR") || strings.Contains(st.Name, "→RTS"):
-		return rtrFix
+		return rtrFixFor(label)
 	case strings.HasPrefix(st.Name, "ibv_query_qp") || strings.Contains(st.Name, " is "):
 		return providerStateFix
 	}
-	return resourcesRemedy(st)
+	return resourcesRemedy(st, label, a)
 }

@@ -1,11 +1,28 @@
 package checks
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
+
+func TestQPStateRemediesNameNoMLNXOnlyTools(t *testing.T) {
+	for _, s := range []string{rtrFix, rtrFixFor("mlx5_0 port 2"), noSMFix} {
+		if strings.Contains(s, "show_gids") || strings.Contains(s, "rdma link") {
+			t.Errorf("remedy names a tool that shows no GIDs or is MLNX_OFED-only: %s", s)
+		}
+	}
+	if !strings.Contains(rtrFixFor("mlx5_0 port 2"), "/sys/class/infiniband/mlx5_0/ports/2/gid_attrs/types/*") {
+		t.Errorf("device and port not filled in: %s", rtrFixFor("mlx5_0 port 2"))
+	}
+	const want = "install and start opensm on one host of the fabric (`apt install opensm` / `dnf install opensm`; `systemctl enable --now opensm`), " +
+		"or enable the switch's SM; one opensm instance serves one port: `opensm -g <port GUID>` per fabric"
+	if !strings.Contains(noSMFix, want) {
+		t.Errorf("the subnet-manager remedy is not the agreed wording: %s", noSMFix)
+	}
+}
 
 func TestJudgeQPState(t *testing.T) {
 	runVerdictCases(t, judgeQPState, []verdictCase{
@@ -27,7 +44,7 @@ func TestJudgeQPState(t *testing.T) {
 				failStep(step(t, &pr.QPState.Probe, "ibv_modify_qp C RESET→RTS"), 95, "EOPNOTSUPP", "ibv_modify_qp: EOPNOTSUPP", "")
 			},
 			contains: []string{"errno 95 instead of EINVAL"}},
-		{name: "RTR refused", status: report.Fail, remedy: "RoCE v2",
+		{name: "RTR refused", status: report.Fail, remedy: "`ibv_devinfo -v -d rxe0 -i 1` or `grep . /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/*`",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "ibv_modify_qp A INIT→RTR"), 22, "EINVAL", "ibv_modify_qp: EINVAL (invalid argument)",
 					"the attributes or the attribute mask do not fit this transition")
@@ -35,7 +52,7 @@ func TestJudgeQPState(t *testing.T) {
 				pr.QPState.Recovered = false
 			},
 			contains: []string{"ibv_modify_qp A INIT→RTR: EINVAL (invalid argument)", "states read back: RESET→INIT", "addressing: RoCE"}},
-		{name: "no SM", status: report.Fail, remedy: "opensm",
+		{name: "no SM", status: report.Fail, remedy: smFix,
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "resolve loopback address"), 0, "", "port 1 has LID 0", "no subnet manager has configured the port")
 				pr.QPState.Addressing = nil

@@ -43,15 +43,62 @@ var childFailure = Failure{report.Error, "the verbs child timed out or crashed",
 	"The report names the step it was in and the signal; `dmesg` shows the driver's side of the failure."}
 
 const (
-	uverbsPermFix = "Let the user open /dev/infiniband/uverbsN: a udev rule `KERNEL==\"uverbs*\", MODE=\"0666\"` (rdma-core's default), or a group " +
-		"the user is in, in /etc/udev/rules.d/, then `udevadm control --reload && udevadm trigger`; in a container pass the node in " +
-		"(`--device=/dev/infiniband/uverbsN`)."
+	uverbsPermFix = "Let the user open /dev/infiniband/uverbsN. " + uverbsModeFix +
+		" In a container pass the node in (`--device=/dev/infiniband/uverbsN`)."
 	uverbsMissingFix = "`modprobe ib_uverbs` on the host; in a container pass the node in (`--device=/dev/infiniband/uverbsN`)."
 	createQPFix      = "The probe asked for caps within the device's limits, so the refusal is the library's or the kernel's: make rdma-core (or MLNX_OFED/DOCA-OFED) " +
-		"match the kernel driver, and compare with `ibv_devinfo -v -d <device>` and `ibv_rc_pingpong -d <device>`."
+		"match the kernel driver, and compare with `ibv_devinfo -v -d <device>` and " + pingpongGeneric + "."
 	genericVerbsFix = "Read `dmesg` for the driver's message at the time of the failure and compare with `ibv_devinfo -v -d <device>`; " +
-		"the same call from `ibv_rc_pingpong -d <device> -g <gid index>` fails the same way if the stack is broken."
+		"the same calls from " + pingpongGeneric + " fail the same way if the stack is broken."
+	// pingpongGeneric is rdma-core's loopback test on one port: a server and,
+	// in a second shell, a client that connects to it.
+	pingpongGeneric = "`ibv_rc_pingpong -d <device> -i <port> -g <gid index>` and, in a second shell, `ibv_rc_pingpong -d <device> -i <port> -g <gid index> localhost`"
 )
+
+// labelParts splits a port label "<device> port <n>" into its device and
+// port; placeholders when the label has another form.
+func labelParts(label string) (dev, port string) {
+	if i := strings.LastIndex(label, " port "); i > 0 {
+		return label[:i], label[i+len(" port "):]
+	}
+	return "<device>", "<port>"
+}
+
+// pingpongCmd is rdma-core's ibv_rc_pingpong for the port of label, with the
+// GID index the probe used; InfiniBand needs none (the LID addresses the
+// port).
+func pingpongCmd(label string, a *probe.Addressing) string {
+	dev, port := labelParts(label)
+	g := " -g <gid index>"
+	switch {
+	case a != nil && a.LinkLayer == "InfiniBand":
+		g = ""
+	case a != nil && a.GID != "":
+		g = fmt.Sprintf(" -g %d", a.GIDIndex)
+	}
+	return fmt.Sprintf("ibv_rc_pingpong -d %s -i %s%s", dev, port, g)
+}
+
+// pingpong is pingpongGeneric for one port: the server and the client.
+func pingpong(label string, a *probe.Addressing) string {
+	cmd := pingpongCmd(label, a)
+	return fmt.Sprintf("`%s` and, in a second shell, `%s localhost`", cmd, cmd)
+}
+
+// createQPFixFor and genericVerbsFixFor are createQPFix and genericVerbsFix
+// with the port's own commands.
+func createQPFixFor(label string, a *probe.Addressing) string { return forPort(createQPFix, label, a) }
+
+func genericVerbsFixFor(label string, a *probe.Addressing) string {
+	return forPort(genericVerbsFix, label, a)
+}
+
+// forPort fills a remedy's ibv_rc_pingpong and ibv_devinfo in for one port.
+func forPort(fix, label string, a *probe.Addressing) string {
+	dev, _ := labelParts(label)
+	fix = strings.ReplaceAll(fix, pingpongGeneric, pingpong(label, a))
+	return strings.ReplaceAll(fix, "ibv_devinfo -v -d <device>", "ibv_devinfo -v -d "+dev)
+}
 
 // judgeResources judges verbs.resources on one port.
 func judgeResources(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
@@ -87,13 +134,14 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (portVerd
 		return v, true
 	}
 	ev["failed_step"] = st
-	v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st)}
+	v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st, label, nil)}
 	v.details = append(v.details, stepsDone(&r.Probe))
 	return v, true
 }
 
-// resourcesRemedy picks the fix for a failed step by the verb and errno.
-func resourcesRemedy(st *probe.Step) string {
+// resourcesRemedy picks the fix for a failed step by the verb and errno;
+// label and a (may be nil) fill in the port's commands.
+func resourcesRemedy(st *probe.Step, label string, a *probe.Addressing) string {
 	verb := strings.Fields(st.Name)[0]
 	switch {
 	case verb == "ibv_open_device" && (st.ErrnoName == "EACCES" || st.ErrnoName == "EPERM"):
@@ -105,9 +153,9 @@ func resourcesRemedy(st *probe.Step) string {
 	case (verb == "ibv_create_cq" || verb == "ibv_create_qp") && st.ErrnoName == "ENOMEM":
 		return "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix
 	case verb == "ibv_create_qp" && st.ErrnoName == "EINVAL":
-		return createQPFix
+		return createQPFixFor(label, a)
 	}
-	return genericVerbsFix
+	return genericVerbsFixFor(label, a)
 }
 
 // stepsDone lists the steps that worked before the failure.

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -17,7 +18,7 @@ func TestJudgeResources(t *testing.T) {
 			},
 			contains: []string{"ibv_reg_mr: ENOMEM (cannot allocate memory) — pinning 262144 bytes exceeds RLIMIT_MEMLOCK (max locked memory is 64 KiB",
 				"succeeded before it: ibv_open_device, ibv_query_device, ibv_query_port 1, ibv_alloc_pd, mmap page-aligned buffer"}},
-		{name: "device node permissions", status: report.Fail, remedy: "MODE=\"0666\"",
+		{name: "device node permissions", status: report.Fail, remedy: "grep -rn uverbs /etc/udev/rules.d /usr/lib/udev/rules.d",
 			edit: func(pr *probe.PortResult) {
 				p := &pr.Resources.Probe
 				failStep(step(t, p, "ibv_open_device"), 13, "EACCES", "ibv_open_device: EACCES (permission denied)", "no permission to open /dev/infiniband/uverbs0")
@@ -34,7 +35,7 @@ func TestJudgeResources(t *testing.T) {
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.Resources.Probe, "ibv_create_cq"), 12, "ENOMEM", "ibv_create_cq: ENOMEM (cannot allocate memory)", "")
 			}},
-		{name: "a destroy fails", status: report.Fail, remedy: "dmesg",
+		{name: "a destroy fails", status: report.Fail, remedy: "`ibv_rc_pingpong -d rxe0 -i 1 -g <gid index>` and, in a second shell, `ibv_rc_pingpong -d rxe0 -i 1 -g <gid index> localhost`",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.Resources.Probe, "ibv_destroy_qp RC"), 16, "EBUSY", "ibv_destroy_qp: EBUSY (device or resource busy)", "")
 			},
@@ -44,6 +45,20 @@ func TestJudgeResources(t *testing.T) {
 	})
 	if _, ok := judgeResources("x", false, &probe.PortResult{}); ok {
 		t.Fatal("a verdict without a result")
+	}
+}
+
+func TestVerbsRemediesSayWhoSetTheMode(t *testing.T) {
+	if strings.Contains(uverbsPermFix, "rdma-core's default") || !strings.Contains(uverbsPermFix, "The kernel creates /dev/infiniband/uverbsN with mode 0666") ||
+		!strings.Contains(uverbsPermFix, `SUBSYSTEM=="infiniband_verbs", KERNEL=="uverbs*", MODE="0666"`) {
+		t.Errorf("permission remedy: %s", uverbsPermFix)
+	}
+	ib := pingpongCmd("mlx5_0 port 1", &probe.Addressing{LinkLayer: "InfiniBand", DLID: 3})
+	if ib != "ibv_rc_pingpong -d mlx5_0 -i 1" {
+		t.Errorf("InfiniBand pingpong: %s", ib)
+	}
+	if d, p := labelParts("odd"); d != "<device>" || p != "<port>" {
+		t.Errorf("labelParts(odd) = %s %s", d, p)
 	}
 }
 

@@ -82,6 +82,19 @@ func init() {
 		t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
 		return t
 	})
+	// The first ConnectX-5 port is handed to vfio-pci (driverctl set its
+	// driver_override) for a VM: the host has no netdev and no RDMA device for
+	// it, pci.device fails naming vfio-pci.
+	register("mlx5-vfio-passthrough", func() *Tree {
+		h := CX5RoCE()
+		h.Hostname = "cx5-vfio-host"
+		h.Modules = append([]string{"vfio_pci", "vfio_pci_core", "vfio_iommu_type1", "vfio"}, h.Modules...)
+		n := &h.NICs[0]
+		n.Driver, n.IBDev, n.Ports = "vfio-pci", "", nil
+		t := Build(h)
+		t.Attr(path.Join(pciDir(t, n.Addr), "driver_override"), "vfio-pci")
+		return t
+	})
 	// No libibverbs at all on a host whose kernel side is complete.
 	register("libibverbs-missing", func() *Tree {
 		h := CX5RoCE()
