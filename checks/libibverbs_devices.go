@@ -214,8 +214,7 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 				if drvName == "" {
 					drvName = drv.RDMAModule()
 				}
-				what = fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load; "+
-					"`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's reason", k.Name, drvName, drv.Provider)
+				what = fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load", k.Name, drvName, drv.Provider)
 				for _, w := range l.Warnings {
 					if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
 						what += " — the library said: " + w
@@ -223,6 +222,7 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 					}
 				}
 				remedies = appendUnique(remedies, installProviderRemedy(family))
+				remedies = appendUnique(remedies, "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load.")
 			} else {
 				what += fmt.Sprintf(" (driver %q has no known provider)", k.Driver)
 			}
