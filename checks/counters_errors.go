@@ -89,21 +89,51 @@ func init() {
 				"link_downed, link_error_recovery, port_rcv_errors, local_link_integrity_errors, excessive_buffer_overrun_errors, port_xmit_discards, " +
 				"out_of_buffer, out_of_sequence, packet_seq_err, local_ack_timeout_err, rnr_nak_retry_err, … . A nonzero counter warns with its value " +
 				"and meaning; a legacy counter at its maximum (link_downed 255, 16-bit 65535, 32-bit 4294967295) is said to be saturated. With " +
-				"--interval the counters are read twice and one that rises in the window fails. Files reading \"N/A (no PMA)\" or refusing the read " +
-				"(EINVAL) are unknown, never fatal.",
+				"--interval the counters are read twice and one that rises in the window fails; a saturated counter cannot rise, so whether it still " +
+				"counts is said to be unknown. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) are unknown and named in the summary, " +
+				"never fatal for the other counters; when no error counter at all can be read the result is error (could not be determined).",
 			Why: "Error counters show a bad cable, lost packets or starving receivers long before an application reports a timeout. Counters " +
 				"count since boot or the last reset: an old count is history, a rising one is a fault now.",
 			Failures: []Failure{
 				{report.Warn, "an error counter is nonzero (or saturated)",
 					"Read the meaning printed with it. Link errors (symbol_error, link_downed, port_rcv_errors): reseat or replace the cable/transceiver and check the peer port. " +
 						"Loss counters (out_of_sequence, packet_seq_err, local_ack_timeout_err): check PFC/ECN (roce.lossless) and the switches. " +
-						"out_of_buffer / rnr_nak_retry_err: the application does not post receives fast enough. Measure again with --interval to see whether it still rises."},
+						"out_of_buffer / rnr_nak_retry_err: the application does not post receives fast enough. Measure again with --interval to see whether it still rises; " +
+						"a saturated counter cannot show that: reset it first (`perfquery -C <dev> -P <port> -R` on InfiniBand)."},
 				{report.Fail, "an error counter rose during --interval", "The fault is happening now: fix the link or the fabric named by the counter's meaning, then measure again."},
-				{report.Error, "no RDMA device to read counters from, or the counters could not be listed", "Run where /sys/class/infiniband is readable."},
+				{report.Error, "no RDMA device to read counters from, the counters could not be listed, or no error counter could be read on any port (all \"N/A (no PMA)\" or EINVAL)",
+					countersByHand},
 			},
 		},
 		Run: runCountersErrors,
 	})
+}
+
+// countersByHand says how to read the same errors without these files.
+const countersByHand = "Look by hand: `grep . /sys/class/infiniband/*/ports/*/{counters,hw_counters}/*`, `perfquery -C <dev> -P <port>` (InfiniBand PMA), " +
+	"`ethtool -S <netdev>` (Ethernet), or the switch port's counters for the same link."
+
+// resetHint is how a port's PMA counters are reset: perfquery on
+// InfiniBand; RoCE ports have no PMA reset.
+func resetHint(dev string, port int, ib bool) string {
+	if ib {
+		return fmt.Sprintf("reset it (`perfquery -C %s -P %d -R`) and measure again", dev, port)
+	}
+	return "it resets only when the driver reloads: judge it by the other counters, or on the switch"
+}
+
+// resetFix is the remedy sentence on starting the counters from zero,
+// filled in for the InfiniBand ports that have findings.
+func resetFix(ib []portRef) string {
+	s := "To start from zero after a repair: "
+	if len(ib) > 0 {
+		var cmds []string
+		for _, p := range ib {
+			cmds = append(cmds, fmt.Sprintf("`perfquery -C %s -P %d -R`", p.dev, p.port))
+		}
+		s += strings.Join(cmds, ", ") + " (IB PortCounters; -a for all ports). "
+	}
+	return s + "RoCE ports have no PMA reset: compare with --interval instead. hw_counters reset only when the driver reloads."
 }
 
 func isErrorCounter(name string) bool { _, ok := errorCounters[name]; return ok }
@@ -112,6 +142,7 @@ func isErrorCounter(name string) bool { _, ok := errorCounters[name]; return ok 
 type portSample struct {
 	dev      string
 	port     int
+	ib       bool   // InfiniBand link layer: the PMA answers perfquery
 	dir      string // the device's sysfs directory
 	counters []sysfs.Counter
 	probs    []error
@@ -128,7 +159,7 @@ func sampleCounters(h *sysfs.Host, devs []sysfs.RDMADevice) []portSample {
 			if dir == "" {
 				dir = path.Join(sysfs.InfinibandClass, d.Name)
 			}
-			out = append(out, portSample{dev: d.Name, port: p.Num, dir: dir})
+			out = append(out, portSample{dev: d.Name, port: p.Num, ib: p.LinkLayer == "InfiniBand", dir: dir})
 		}
 	}
 	workers := min(max(2*runtime.GOMAXPROCS(0), 2), 8, len(out))
@@ -151,13 +182,32 @@ func sampleCounters(h *sysfs.Host, devs []sysfs.RDMADevice) []portSample {
 	return out
 }
 
+// unreadableCounters counts the counters that one reason left unknown and
+// the ports they are on.
+type unreadableCounters struct {
+	count int
+	ports []string
+}
+
+// listSome joins up to n items and says how many more there are.
+func listSome(items []string, n int, what string) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s (and %d more %s)", strings.Join(items[:n], ", "), len(items)-n, what)
+}
+
 func runCountersErrors(ctx context.Context, env *Env) Result {
 	s := env.Survey()
+	couldNot := func(r Result, observed string) Result {
+		r.Observed, r.Expected, r.Remedy = observed, "error counters zero, none rising", countersByHand
+		return r
+	}
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		return errorf("could not list RDMA devices: %v", s.DevicesErr)
+		return couldNot(errorf("could not list RDMA devices: %v", s.DevicesErr), "device list unreadable")
 	}
 	if len(s.Devices) == 0 {
-		return errorf("no RDMA device to read counters from")
+		return couldNot(errorf("no RDMA device to read counters from"), "no RDMA device")
 	}
 	first := sampleCounters(env.Host, s.Devices)
 	var second []portSample
@@ -178,12 +228,16 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return errorf("stopped while waiting %v between the two counter samples: %v", window, ctx.Err())
+			return couldNot(errorf("stopped while waiting %v between the two counter samples: %v", window, ctx.Err()), "second sample not taken")
 		}
 		second = sampleCounters(env.Host, s.Devices)
 	}
 
 	var details, nonzero, rising, satList []string
+	var satUnknown []string // saturated counters whose rise --interval cannot show
+	var findingIB []portRef // InfiniBand ports with a nonzero counter, for the reset hint
+	unreadable := map[string]*unreadableCounters{}
+	var unreadableOrder []string
 	portsEv := map[string]any{}
 	judgedPorts, blindPorts := 0, 0
 	for i, ps := range first {
@@ -224,12 +278,30 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 			if saturated(c) {
 				f := fmt.Sprintf("%s %s = %d, saturated (the real count is higher): %s", label, c.Name, c.Value, m.meaning)
 				satList = append(satList, f)
+				if second != nil {
+					// A counter at its maximum cannot rise: "none rose" would be a guess.
+					satUnknown = append(satUnknown, fmt.Sprintf("%s %s", label, c.Name))
+					f = fmt.Sprintf("%s %s = %d (%s), saturated: whether it still rises cannot be told; %s", label, c.Name, c.Value, m.meaning, resetHint(ps.dev, ps.port, ps.ib))
+				}
 				nonzero = append(nonzero, f)
 				portFindings = append(portFindings, fmt.Sprintf("%s %d (saturated)", c.Name, c.Value))
 				continue
 			}
 			nonzero = append(nonzero, fmt.Sprintf("%s %s = %d: %s", label, c.Name, c.Value, m.meaning))
 			portFindings = append(portFindings, fmt.Sprintf("%s %d", c.Name, c.Value))
+		}
+		if len(portFindings) > 0 && ps.ib {
+			findingIB = append(findingIB, portRef{dev: ps.dev, port: ps.port, label: label})
+		}
+		for r, names := range unknownBy {
+			u, ok := unreadable[r]
+			if !ok {
+				u = &unreadableCounters{}
+				unreadable[r] = u
+				unreadableOrder = append(unreadableOrder, r)
+			}
+			u.count += len(names)
+			u.ports = append(u.ports, label)
 		}
 		// Evidence keeps what is not zero (a thousand VFs of zeros say nothing).
 		portsEv[key] = map[string]any{"readable": readable, "nonzero_or_unknown": values}
@@ -261,6 +333,15 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 		details = append(details, windowNote)
 	}
 	ev := map[string]any{"ports": portsEv, "interval_ms": window.Milliseconds(), "saturated": nonNil(satList)}
+	if len(satUnknown) > 0 {
+		ev["saturated_rise_unknown"] = satUnknown
+	}
+	sort.Strings(unreadableOrder)
+	unreadableNote := ""
+	for _, reason := range unreadableOrder {
+		u := unreadable[reason]
+		unreadableNote += fmt.Sprintf("; %d counters unreadable (%s) on %s", u.count, reason, listSome(u.ports, 3, "ports"))
+	}
 	var r Result
 	switch {
 	case len(rising) > 0:
@@ -271,20 +352,26 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 			"out_of_buffer / rnr_nak_retry_err: the receiving application does not post receive buffers fast enough."
 	case len(nonzero) > 0:
 		msg := fmt.Sprintf("%d nonzero error counter(s): %s", len(nonzero), strings.Join(nonzero, "; "))
-		if window == 0 {
+		switch {
+		case window == 0:
 			msg += " — counts since boot or the last reset; run with --interval 10s to see whether they still rise"
-		} else {
-			msg += " — none rose during the window: past events"
+			if len(satList) > 0 {
+				msg += " (a saturated counter cannot show a rise: reset it first)"
+			}
+		case len(satUnknown) < len(nonzero):
+			msg += fmt.Sprintf(" — none of the others rose in %v: past events", window.Round(time.Millisecond))
+			if len(satUnknown) == 0 {
+				msg = strings.Replace(msg, "none of the others rose", "none rose", 1)
+			}
 		}
-		r = warn(msg)
+		r = warn(msg + unreadableNote)
 		r.Observed = nonzero[0]
-		r.Remedy = "Judge each counter by the meaning printed with it; if it keeps rising (--interval) fix the link or fabric it names. " +
-			"To start from zero after a repair: `perfquery -x -R` (InfiniBand PMA counters); hw_counters reset when the driver reloads."
+		r.Remedy = "Judge each counter by the meaning printed with it; if it keeps rising (--interval) fix the link or fabric it names.\n" + resetFix(findingIB)
 	case judgedPorts == 0:
-		r = warn(fmt.Sprintf("no error counter could be read on any of %d port(s): unknown", blindPorts))
-		r.Observed = "unknown"
-		r.Remedy = "The driver cannot read these counters (\"N/A (no PMA)\": typically a VF, or a port whose management agent does not answer). " +
-			"Read the same link's errors on the switch port, or `ethtool -S <netdev>` on Ethernet."
+		r = errorf("no error counter could be read on any of %d port(s): whether the links are clean could not be determined%s", blindPorts, unreadableNote)
+		r.Observed = "every error counter unknown"
+		r.Remedy = "The driver cannot read these counters (\"N/A (no PMA)\": typically a VF, or a port whose management agent does not answer; EINVAL: the driver refuses the read). " +
+			countersByHand
 	default:
 		r = pass(fmt.Sprintf("error counters zero on %d port(s)", judgedPorts))
 		if window > 0 {
@@ -293,7 +380,11 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 		if blindPorts > 0 {
 			r.Summary += fmt.Sprintf("; %d port(s) with no readable error counter", blindPorts)
 		}
+		r.Summary += unreadableNote
 		r.Observed = "all zero"
+		if unreadableNote != "" {
+			r.Observed = "all readable ones zero"
+		}
 	}
 	r.Expected = "error counters zero, none rising"
 	r.Details, r.Evidence = details, ev

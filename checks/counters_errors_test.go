@@ -23,22 +23,36 @@ func TestCountersErrors(t *testing.T) {
 		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Pass},
 		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass},
 		{name: "counters-saturated", dir: netFixture("counters-saturated"), status: report.Warn,
-			contains: []string{"link_downed = 255, saturated", "symbol_error = 65535, saturated", "port_rcv_errors = 12: packets received with errors", "--interval"}},
+			contains: []string{"link_downed = 255, saturated", "symbol_error = 65535, saturated", "port_rcv_errors = 12: packets received with errors", "--interval",
+				"a saturated counter cannot show a rise: reset it first",
+				"To start from zero after a repair: `perfquery -C mlx5_0 -P 1 -R` (IB PortCounters; -a for all ports). RoCE ports have no PMA reset: " +
+					"compare with --interval instead. hw_counters reset only when the driver reloads."},
+			lacks: []string{"perfquery -x"}},
 		{name: "counters-na-no-pma", dir: netFixture("counters-na-no-pma"), status: report.Pass,
-			contains: []string{"unknown (N/A (no PMA)): excessive_buffer_overrun_errors", "mlx5_1 port 1: 13 error counters read"}},
+			contains: []string{"unknown (N/A (no PMA)): excessive_buffer_overrun_errors", "mlx5_1 port 1: 13 error counters read",
+				"error counters zero on 2 port(s); 11 counters unreadable (N/A (no PMA)) on mlx5_1 port 1", "all readable ones zero"}},
 		{name: "every counter unknown", dir: cx5(func(tr *sysfstest.Tree) {
 			for _, d := range []string{"mlx5_0", "mlx5_1"} {
 				sysfstest.SetAllCounters(tr, d, 1, "counters", "N/A (no PMA)")
 				sysfstest.SetAllCounters(tr, d, 1, "hw_counters", "N/A (no PMA)")
 			}
-		}), status: report.Warn, contains: []string{"no error counter could be read"}},
+		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+			contains: []string{"no error counter could be read on any of 2 port(s)", "could not be determined", "48 counters unreadable (N/A (no PMA)) on mlx5_0 port 1, mlx5_1 port 1",
+				"ethtool -S"}},
+		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
+			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")
+			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "link_downed", "x")
+		}), status: report.Pass, contains: []string{"; 1 counters unreadable (\"x\": not a counter value) on mlx5_1 port 1; 2 counters unreadable (N/A (no PMA)) on mlx5_0 port 1, mlx5_1 port 1"}},
 		{name: "malformed and binary counters are unknown", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "lots")
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "hw_counters", "out_of_buffer", "\x00\xff\x01")
 		}), status: report.Pass, contains: []string{`"lots": not a counter value`, "out_of_buffer"}},
 		{name: "hw counter nonzero", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "hw_counters", "out_of_sequence", "42")
-		}), status: report.Warn, contains: []string{"mlx5_1 port 1 out_of_sequence = 42: packets received out of sequence"}},
+		}), status: report.Warn, contains: []string{"mlx5_1 port 1 out_of_sequence = 42: packets received out of sequence",
+			"To start from zero after a repair: RoCE ports have no PMA reset: compare with --interval instead."},
+			lacks: []string{"perfquery -C"}},
 		{name: "a 32-bit legacy counter at its maximum", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "port_rcv_errors", "65535")
 		}), status: report.Warn, contains: []string{"port_rcv_errors = 65535, saturated"}},
@@ -69,6 +83,15 @@ func TestCountersErrorsInterval(t *testing.T) {
 	c := netResult(t, r, "counters.errors")
 	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 12") {
 		t.Fatalf("rising counter: %s exit %d %q", c.Status, r.ExitCode, c.Summary)
+	}
+
+	// A saturated counter cannot rise: --interval does not call it a past event.
+	sat := netRun(t, netFixture("counters-saturated"), checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
+	c = netResult(t, sat, "counters.errors")
+	if c.Status != report.Warn || sat.ExitCode != 0 ||
+		!strings.Contains(c.Summary, "link_downed = 255 (the link went down: cable pulled, peer reset or training failed), saturated: whether it still rises cannot be told; reset it (`perfquery -C mlx5_0 -P 1 -R`) and measure again") ||
+		!strings.Contains(c.Summary, "none of the others rose in 100ms: past events") || strings.Contains(c.Summary, "none rose") {
+		t.Fatalf("saturated with --interval: %s exit %d %q", c.Status, sat.ExitCode, c.Summary)
 	}
 
 	// An interval longer than the check's deadline is shortened, not an error.

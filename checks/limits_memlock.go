@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -14,9 +15,16 @@ import (
 const DefaultMinMemlock = 64 << 20
 
 const memlockFix = "Raise the limit where the jobs start:\n" +
-	"- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again;\n" +
-	"- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf;\n" +
+	"- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again; " +
+	"`*` lines never apply to root (limits.conf(5)): for root add `root soft memlock unlimited` / `root hard memlock unlimited`;\n" +
+	"- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), then restart the unit; or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf, " +
+	"then `systemctl daemon-reexec` and restart the unit;\n" +
+	"- Slurm: jobs inherit slurmd's limit: `LimitMEMLOCK=infinity` in slurmd.service (`systemctl edit slurmd`), then restart slurmd;\n" +
 	"- containers: `docker run --ulimit memlock=-1:-1`, or grant the capability (`--cap-add IPC_LOCK`; Kubernetes `securityContext.capabilities.add: [IPC_LOCK]`)."
+
+// memlockByHand says how to read the limit without rdmadoctor.
+const memlockByHand = "Look by hand: `ulimit -l` and `ulimit -Hl` in the job's shell (KiB), `grep 'locked memory' /proc/<pid>/limits` of a running job, " +
+	"and `grep CapEff /proc/<pid>/status` (bit 14 is CAP_IPC_LOCK; `capsh --decode=<mask>`). Run where /proc is mounted."
 
 func init() {
 	register(Check{
@@ -26,14 +34,18 @@ func init() {
 			Judges: "RLIMIT_MEMLOCK of the running process (\"Max locked memory\" in /proc/self/limits) and whether it holds CAP_IPC_LOCK " +
 				"(bit 14 of CapEff in /proc/self/status). With the capability the limit does not apply to memory registration; without it the soft " +
 				"limit must be unlimited or at least --min-memlock (64 MiB). It also reads the default that users' jobs get — memlock lines of " +
-				"/etc/security/limits.conf and limits.d/*.conf, systemd's DefaultLimitMEMLOCK in system.conf and its drop-ins — and warns when that is below the threshold.",
+				"/etc/security/limits.conf and limits.d/*.conf, systemd's DefaultLimitMEMLOCK in system.conf and its drop-ins. It warns when the logins' " +
+				"default is below the threshold or not configured at all, and when DefaultLimitMEMLOCK is set below the threshold; an unset " +
+				"DefaultLimitMEMLOCK is reported, not judged (services then get systemd's built-in default, 8 MiB since systemd 251, and a unit that " +
+				"runs RDMA sets LimitMEMLOCK= itself). When the configuration already allows enough but this process has less, it says why that can be " +
+				"(`*` lines never apply to root; a systemd unit, a container, slurmd, or a session opened before the change).",
 			Why: "ibv_reg_mr pins the pages it registers; the kernel (ib_umem_get) refuses with ENOMEM once the pinned pages would pass RLIMIT_MEMLOCK, " +
 				"unless the process has CAP_IPC_LOCK. The kernel default (64 KiB before Linux 5.16, 8 MiB since) is far too small for RDMA buffers, " +
 				"so MPI, NCCL and storage clients fail at start-up with \"Cannot allocate memory\".",
 			Failures: []Failure{
 				{report.Fail, "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM", memlockFix},
-				{report.Warn, "the default users' jobs get (limits.conf / systemd DefaultLimitMEMLOCK) is below the threshold or not set", memlockFix},
-				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", "Run where /proc is mounted."},
+				{report.Warn, "the default users' logins get (limits.conf / limits.d) is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
+				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
 			},
 		},
 		Run: runLimitsMemlock,
@@ -57,7 +69,9 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	lim, err := h.Memlock()
 	if err != nil {
 		r := errorf("could not read RLIMIT_MEMLOCK: %v", err)
+		r.Observed = "RLIMIT_MEMLOCK unknown"
 		r.Expected = "a readable /proc/self/limits"
+		r.Remedy = memlockByHand
 		return r
 	}
 	caps, capErr := h.EffectiveCaps()
@@ -84,7 +98,7 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		details = append(details, fmt.Sprintf("CAP_IPC_LOCK: %s (CapEff %016x)", capText, caps))
 	}
 
-	users, userDetails, userLow := userMemlockDefaults(h, threshold)
+	users, userDetails, userLow, pam := userMemlockDefaults(h, threshold)
 	details = append(details, userDetails...)
 	ev["users_default"] = users
 
@@ -98,6 +112,7 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		r = pass(fmt.Sprintf("RLIMIT_MEMLOCK %s ≥ %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold)))
 	case capErr != nil:
 		r = errorf("RLIMIT_MEMLOCK %s is below %s and CAP_IPC_LOCK could not be read (%v)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), capErr)
+		r.Remedy = memlockByHand
 	default:
 		r = fail(fmt.Sprintf("RLIMIT_MEMLOCK %s is below %s and there is no CAP_IPC_LOCK: ibv_reg_mr fails with ENOMEM (\"Cannot allocate memory\") once %s is pinned",
 			sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), sysfs.FormatBytes(lim.Soft)))
@@ -105,7 +120,12 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 			details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
 				sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
 		}
+		why, whyEv := whyNotConfigured(h, pam, threshold)
+		ev["why_lower"] = whyEv
 		r.Remedy = memlockFix
+		if why != "" {
+			r.Remedy = why + "\n" + memlockFix
+		}
 	}
 	if r.Status == report.Pass && len(userLow) > 0 {
 		r = warn(fmt.Sprintf("%s; but users' jobs get less: %s", r.Summary, strings.Join(userLow, "; ")))
@@ -115,10 +135,73 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	return r
 }
 
+// pamMemlock is what pam_limits gives sessions: the soft value of the `*`
+// line and of a `root` line, each with where it was set ("" = no line).
+type pamMemlock struct {
+	star, root       uint64
+	starAt, rootAt   string
+	hasStar, hasRoot bool
+}
+
+// whyNotConfigured explains a process limit lower than the configuration
+// gives: pam_limits' `*` lines skip root, and a process not started by a
+// pam_limits login never sees limits.conf. It names the starter when the
+// process's cgroup or a container mark says which; otherwise it lists them.
+func whyNotConfigured(h *sysfs.Host, pam pamMemlock, threshold uint64) (string, map[string]any) {
+	enough := func(v uint64) bool { return v == sysfs.Unlimited || v >= threshold }
+	ev := map[string]any{}
+	uid, uidErr := h.ProcessUID()
+	if uidErr == nil {
+		ev["uid"] = uid
+	}
+	var out []string
+	configured := ""
+	switch {
+	case uidErr == nil && uid == 0 && pam.hasRoot && enough(pam.root):
+		configured = pam.rootAt
+	case uidErr == nil && uid == 0 && pam.hasStar && enough(pam.star):
+		out = append(out, fmt.Sprintf("This process runs as root, and the `*` memlock line at %s (soft %s) does not reach it: `*` lines never apply to root (limits.conf(5)): "+
+			"for root add `root soft memlock unlimited` / `root hard memlock unlimited`.", pam.starAt, sysfs.FormatBytes(pam.star)))
+		ev["reason"] = "wildcard lines do not apply to root"
+	case uidErr == nil && uid != 0 && pam.hasStar && enough(pam.star):
+		configured = pam.starAt
+	}
+	if configured == "" {
+		if len(out) == 0 {
+			return "", ev
+		}
+		return strings.Join(out, " "), ev
+	}
+	// The configuration allows enough: this process did not get it through
+	// a pam_limits login.
+	var starter string
+	cg, cgErr := h.SelfCgroup()
+	if cgErr == nil && cg != "" {
+		ev["cgroup"] = cg
+	}
+	unit := path.Base(cg)
+	switch c := h.Container(); {
+	case strings.Contains(cg, "slurm"):
+		starter = fmt.Sprintf("it was started by slurmd (cgroup %s): jobs inherit slurmd's limit, so set `LimitMEMLOCK=infinity` in slurmd.service and restart slurmd", cg)
+	case c != "":
+		starter = fmt.Sprintf("it runs in a container (%s): the runtime sets the limit (`--ulimit memlock=-1:-1`) or grants CAP_IPC_LOCK", c)
+	case strings.HasSuffix(unit, ".service"):
+		starter = fmt.Sprintf("it was started by the systemd unit %s, which pam_limits never applies to: `LimitMEMLOCK=infinity` in that unit (`systemctl edit %s`), then restart it", unit, unit)
+	case strings.HasPrefix(unit, "session-") && strings.HasSuffix(unit, ".scope"):
+		starter = "its login session may have been opened before the change: log in again"
+	default:
+		starter = "it was started by a systemd unit, in a container, by slurmd, or in a session opened before the change (limits.d applies only to new pam_limits logins)"
+	}
+	ev["reason"] = starter
+	out = append(out, fmt.Sprintf("%s already allows enough, but this process has less: %s.", configured, starter))
+	return strings.Join(out, " "), ev
+}
+
 // userMemlockDefaults reads the memlock default of users' sessions
 // (pam_limits) and of systemd services, and returns the evidence, detail
-// lines and the findings that fall below min.
-func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string) {
+// lines, the findings that fall below min and what pam_limits sets.
+func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string, pamMemlock) {
+	var pm pamMemlock
 	ev := map[string]any{}
 	var details, low []string
 	entries, read, probs := h.MemlockEntries()
@@ -129,6 +212,11 @@ func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []str
 	var others []string
 	for i := range entries {
 		e := &entries[i]
+		if e.Domain == "root" && (e.Type == "soft" || e.Type == "-") {
+			if v, err := sysfs.ParseLimitsMemlock(e.Value); err == nil {
+				pm.root, pm.rootAt, pm.hasRoot = v, fmt.Sprintf("%s:%d", e.File, e.Line), true
+			}
+		}
 		if e.Domain != "*" {
 			others = append(others, fmt.Sprintf("%s %s %s (%s:%d)", e.Domain, e.Type, e.Value, e.File, e.Line))
 			continue
@@ -155,6 +243,7 @@ func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []str
 		}
 		pam["soft"] = limitJSON(v)
 		pam["source"] = fmt.Sprintf("%s:%d", soft.File, soft.Line)
+		pm.star, pm.starAt, pm.hasStar = v, fmt.Sprintf("%s:%d", soft.File, soft.Line), true
 		line := fmt.Sprintf("users' sessions (pam_limits): soft memlock %s from %s:%d", sysfs.FormatBytes(v), soft.File, soft.Line)
 		if hard != nil {
 			if hv, err := sysfs.ParseLimitsMemlock(hard.Value); err == nil {
@@ -190,7 +279,8 @@ func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []str
 			}
 		}
 	} else {
-		details = append(details, "systemd services: DefaultLimitMEMLOCK not set; units without LimitMEMLOCK= get systemd's built-in default")
+		details = append(details, "systemd services: DefaultLimitMEMLOCK not set; units without LimitMEMLOCK= get systemd's built-in default "+
+			"(8 MiB since systemd 251): reported, not judged — a unit that runs RDMA sets LimitMEMLOCK= itself")
 	}
-	return ev, details, low
+	return ev, details, low, pm
 }

@@ -35,11 +35,14 @@ func init() {
 				"A port that trained at a lower rate (a bad cable, a 1X link) works but slowly.",
 			Failures: []Failure{
 				{report.Fail, "a port is DOWN (phys Polling: no link; Disabled: switched off)",
-					"Check the cable and transceiver and the switch port (`ethtool <netdev>` on Ethernet, `ibstat` on InfiniBand); on Ethernet `ip link set <netdev> up`; a Disabled IB port is re-enabled with `ibportstate <lid> <port> enable` or by the SM."},
+					"Check the cable and transceiver and the switch port (`ethtool <netdev>` on Ethernet, `ibstat` on InfiniBand); on Ethernet `ip link set <netdev> up`; " +
+						"a Disabled local IB port is enabled by direct route, `ibportstate -C <dev> -P <port> -D 0 <port> enable`, or enable the switch side of the link."},
 				{report.Fail, "an InfiniBand port is INIT/ARMED, or its LID or SM LID is 0: no subnet manager answered",
-					"Run a subnet manager on the fabric: enable it on a managed switch or UFM, or `systemctl enable --now opensm` on one host; `sminfo` and `ibstat` show whether one answers."},
+					"No subnet manager answered: " + smRemedy + ". `sminfo` and `ibstat` show whether one answers."},
+				{report.Fail, "a device lists no ports", "Check `dmesg` for the driver's errors while it registered the device, and reload the driver."},
 				{report.Fail, "a port's rate is below --expect-rate", "Reseat or replace the cable/transceiver; check the switch port's speed and width settings (`ibportstate`, `ethtool`) and the card's firmware."},
-				{report.Error, "a port's state, phys_state or rate could not be read", "Run where /sys/class/infiniband is readable."},
+				{report.Error, "a port's state, phys_state or rate could not be read",
+					"Read them by hand: `grep . /sys/class/infiniband/<dev>/ports/<port>/{state,phys_state,rate}`, `ibstat <dev> <port>` or `rdma link show <dev>/<port>`; run where /sys/class/infiniband is readable."},
 			},
 		},
 		Run: runPortState,
@@ -91,7 +94,10 @@ func stateText(p sysfs.RDMAPort) string {
 func runPortState(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		return errorf("could not list RDMA devices: %v", s.DevicesErr)
+		r := errorf("could not list RDMA devices: %v", s.DevicesErr)
+		r.Observed, r.Expected = "device list unreadable", "a readable /sys/class/infiniband"
+		r.Remedy = portsByHand
+		return r
 	}
 	if len(s.Devices) == 0 {
 		r := fail("no RDMA device: no port to judge")
@@ -99,7 +105,7 @@ func runPortState(_ context.Context, env *Env) Result {
 		r.Remedy = "Fix the RDMA devices first (see rdma.devices)."
 		return r
 	}
-	var details, bad, unknown []string
+	var details, bad, noPorts, unknown []string
 	remedies := map[string]bool{}
 	var remedyOrder []string
 	addRemedy := func(s string) {
@@ -112,8 +118,16 @@ func runPortState(_ context.Context, env *Env) Result {
 	total, active := 0, 0
 	for _, d := range s.Devices {
 		if len(d.Ports) == 0 {
-			bad = append(bad, d.Name+": no ports")
-			details = append(details, fmt.Sprintf("%s: no ports under %s/ports (%s)", d.Name, d.Name, strings.Join(d.Problems, "; ")))
+			// A device without ports is not a port: it is counted apart so
+			// that "N of M ports" stays true.
+			noPorts = append(noPorts, d.Name)
+			line := fmt.Sprintf("%s: no ports under %s/%s/ports", d.Name, sysfs.InfinibandClass, d.Name)
+			if len(d.Problems) > 0 {
+				line += " (" + strings.Join(d.Problems, "; ") + ")"
+			}
+			details = append(details, line)
+			addRemedy(fmt.Sprintf("%s lists no ports: check `dmesg` for the driver's errors while it registered the device, and reload the driver (%s).",
+				d.Name, valueOrUnknown(d.Driver)))
 			continue
 		}
 		for _, p := range d.Ports {
@@ -144,7 +158,7 @@ func runPortState(_ context.Context, env *Env) Result {
 				switch p.PhysState.Code {
 				case physDisabled:
 					findings = append(findings, stateText(p)+": port disabled")
-					addRemedy(fmt.Sprintf("%s is Disabled: enable it (%s).", label, enableHint(ib, nd)))
+					addRemedy(fmt.Sprintf("%s is Disabled: enable it (%s).", label, enableHint(ib, d.Name, p.Num, nd)))
 				case physPolling, physSleep:
 					findings = append(findings, stateText(p)+": no link")
 					addRemedy(fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd)))
@@ -156,20 +170,21 @@ func runPortState(_ context.Context, env *Env) Result {
 				findings = append(findings, stateText(p))
 				if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
 					findings[len(findings)-1] += ": no subnet manager answered"
-					addRemedy(smRemedy)
+					addRemedy(smRemedyFor(label, p))
 				} else {
 					addRemedy(fmt.Sprintf("%s is %s with the link up: check `dmesg` for the driver's messages%s.", label, p.State, linkHint(ib, nd)))
 				}
 			}
 			if ib && p.State.Code == portStateActive && p.HasLID && (p.LID == 0 || p.SMLID == 0) {
 				findings = append(findings, fmt.Sprintf("LID 0x%x, SM LID 0x%x: no subnet manager answered", p.LID, p.SMLID))
-				addRemedy(smRemedy)
+				addRemedy(smRemedyFor(label, p))
 			}
 			if env.Opts.ExpectRate > 0 && p.State.Code == portStateActive {
 				rate, err := sysfs.ParseRate(p.Rate)
 				switch {
 				case err != nil:
 					unknown = append(unknown, fmt.Sprintf("%s: rate %v", label, err))
+					line += fmt.Sprintf(" — rate unknown: %v", err)
 				case rate.Gbps < env.Opts.ExpectRate:
 					findings = append(findings, fmt.Sprintf("rate %s below the expected %g Gb/sec", p.Rate, env.Opts.ExpectRate))
 					addRemedy(fmt.Sprintf("%s trained at %s: reseat or replace the cable/transceiver, check the switch port's speed and width, and the firmware.", label, p.Rate))
@@ -195,29 +210,83 @@ func runPortState(_ context.Context, env *Env) Result {
 	}
 	var r Result
 	switch {
-	case len(bad) > 0:
-		r = fail(fmt.Sprintf("%d of %d ports not usable: %s", len(bad), total, strings.Join(bad, "; ")))
+	case len(bad) > 0 || len(noPorts) > 0:
+		var parts []string
+		if len(bad) > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d ports not usable: %s", len(bad), total, strings.Join(bad, "; ")))
+		}
+		if len(noPorts) > 0 {
+			parts = append(parts, fmt.Sprintf("%d device(s) with no ports: %s", len(noPorts), strings.Join(noPorts, ", ")))
+		}
+		r = fail(strings.Join(parts, "; "))
 		r.Remedy = strings.Join(remedyOrder, "\n")
+		all := append(append([]string{}, bad...), noPortsFindings(noPorts)...)
+		r.Observed = firstBad(s, all)
 	case len(unknown) > 0:
 		r = errorf("could not read the state of %d port(s): %s", len(unknown), strings.Join(unknown, "; "))
+		r.Observed = fmt.Sprintf("%d of %d ports unknown", len(unknown), total)
+		r.Remedy = portsByHand
 	default:
 		r = pass(fmt.Sprintf("all %d ports ACTIVE and LinkUp", total))
-	}
-	r.Observed = fmt.Sprintf("%d of %d ports usable", active, total)
-	if len(bad) > 0 {
-		r.Observed = firstBad(s, bad)
+		r.Observed = fmt.Sprintf("%d of %d ports usable", active, total)
 	}
 	r.Expected, r.Details = expected, details
 	r.Evidence = map[string]any{"ports": ports, "expect_rate_gbps": env.Opts.ExpectRate}
 	return r
 }
 
-const smRemedy = "Start a subnet manager on the fabric: enable it on a managed switch or UFM, or `systemctl enable --now opensm` on one host. " +
-	"`sminfo` shows whether one answers; `ibstat` shows the port become ACTIVE with a LID."
+// smRemedy is the one wording of "run a subnet manager" that every check
+// uses, so that a report reads the same advice wherever it appears.
+const smRemedy = "install and start opensm on one host of the fabric (`apt install opensm` / `dnf install opensm`; `systemctl enable --now opensm`), " +
+	"or enable the switch's SM; one opensm instance serves one port: `opensm -g <port GUID>` per fabric"
 
-func enableHint(ib bool, nd string) string {
+// portsByHand says how to read port states without rdmadoctor.
+const portsByHand = "Read the port files by hand: `grep . /sys/class/infiniband/*/ports/*/{state,phys_state,rate}`, or `ibstat` / `rdma link show`."
+
+// smRemedyFor is smRemedy for one port, with the port's GUID when its GID
+// table shows it (the interface ID of GID 0 is the port GUID on InfiniBand).
+func smRemedyFor(label string, p sysfs.RDMAPort) string {
+	r := label + ": no subnet manager answered: " + smRemedy
+	if g := portGUID(p); g != "" {
+		r += " (this port's GUID: " + g + ")"
+	}
+	return r + ". `sminfo` shows whether one answers; `ibstat` shows the port become ACTIVE with a LID."
+}
+
+// portGUID is the port GUID as opensm -g takes it ("0x0c42a103002b3c4e"),
+// read from GID 0 of an InfiniBand port; "" when unknown.
+func portGUID(p sysfs.RDMAPort) string {
+	for _, g := range p.GIDs {
+		if g.Index != 0 {
+			continue
+		}
+		ip := parseGID(g.GID)
+		if ip == nil {
+			return ""
+		}
+		id := ip[8:]
+		if strings.Trim(string(id), "\x00") == "" {
+			return ""
+		}
+		return fmt.Sprintf("0x%x", []byte(id))
+	}
+	return ""
+}
+
+func noPortsFindings(devs []string) []string {
+	out := make([]string, len(devs))
+	for i, d := range devs {
+		out[i] = d + ": no ports"
+	}
+	return out
+}
+
+// enableHint says how to enable a Disabled port. An InfiniBand port is
+// enabled by direct route from this host (it may have no LID while
+// disabled), or from the switch side of the link.
+func enableHint(ib bool, dev string, port int, nd string) string {
 	if ib {
-		return "`ibportstate <lid> <port> enable`, or ask the subnet manager's operator"
+		return fmt.Sprintf("`ibportstate -C %s -P %d -D 0 %d enable`, or enable the switch side of the link", dev, port, port)
 	}
 	if nd != "" {
 		return "`ip link set " + nd + " up`"

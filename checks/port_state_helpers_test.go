@@ -21,6 +21,7 @@ type netCase struct {
 	exit      int    // exit code of the whole level-1 run (all checks)
 	rootCause string // "" = none
 	contains  []string
+	lacks     []string // text the result must not hold
 }
 
 // netRun runs the level-1 checks (the named ones and their prerequisites,
@@ -92,8 +93,19 @@ func runNetCases(t *testing.T, id string, cases []netCase) {
 					t.Errorf("%s result lacks %q:\n%s", id, s, text)
 				}
 			}
+			for _, s := range tc.lacks {
+				if strings.Contains(text, s) {
+					t.Errorf("%s result holds %q:\n%s", id, s, text)
+				}
+			}
 			if c.Status != report.Skip && c.Expected == "" {
 				t.Errorf("%s %s: no expected value", id, c.Status)
+			}
+			if c.Status != report.Skip && c.Status != report.Pass && c.Observed == "" {
+				t.Errorf("%s %s: no observed value", id, c.Status)
+			}
+			if c.Status == report.Error && c.Remedy == "" {
+				t.Errorf("%s error without a remedy: an error says how to look by hand", id)
 			}
 			if c.Status != report.Skip && c.Status != report.Error && c.Evidence == nil {
 				t.Errorf("%s %s: no evidence", id, c.Status)

@@ -1,6 +1,7 @@
 package checks_test
 
 import (
+	"path"
 	"strings"
 	"testing"
 
@@ -41,14 +42,45 @@ func TestRoCEConfig(t *testing.T) {
 					tr.Files[p] = "IB/RoCE v1\n"
 				}
 			}
-		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"only RoCE v1 GIDs", "0 RoCE v2, 4 v1"}},
+		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"only RoCE v1 GIDs", "0 RoCE v2, 4 v1",
+			"ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equivalent"}},
+		{name: "empty GID table", dir: cx5(nil, func(tr *sysfstest.Tree) {
+			// The device link as the kernel writes it, so that the port's
+			// netdev is found through its PCI function when no GID names it.
+			tr.Link(path.Join(sysfstest.PortDir(tr, "mlx5_1", 1), "../../device"), "../../../0000:3b:00.1")
+			gids := sysfstest.PortDir(tr, "mlx5_1", 1) + "/gids/"
+			for p := range tr.Files {
+				if strings.HasPrefix(p, gids) {
+					tr.Files[p] = sysfs.ZeroGID + "\n"
+				}
+			}
+		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"no RoCE GID at all",
+			"bring ens1f1np1 up and give it an address", "with IPv6 disabled and no IPv4 the table is empty"}},
+		// One DOWN port blocks neither the other ports' RoCE judgement nor roce.lossless.
+		{name: "port-down: the ACTIVE port is judged, the DOWN one listed", dir: netFixture("port-down"), status: report.Pass, exit: 19, rootCause: "port.state",
+			contains: []string{"1 RoCE port(s)", "1 not judged", "mlx5_1 port 1: not judged: DOWN (phys Polling)", "mlx5_0 port 1 → ens1f0np0"}},
+		{name: "every RoCE port DOWN skips", dir: cx5(func(h *sysfstest.Host) {
+			for i := range h.NICs {
+				p := &h.NICs[i].Ports[0]
+				p.State, p.PhysState, p.OperUp = "1: DOWN", "2: Polling", false
+			}
+		}, nil), status: report.Skip, exit: 19, rootCause: "port.state", contains: []string{"no ACTIVE RoCE port to judge", "port.state reports why"}},
 		{name: "small MTU warns", dir: cx5(func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), status: report.Warn,
 			contains: []string{"MTU 1000 allows a RoCE MTU of only 512"}},
 		{name: "garbage default_roce_mode is unknown", dir: cx5(nil, func(tr *sysfstest.Tree) {
 			tr.Attr(sysfs.RoCEModePath("mlx5_0", 1), "\x00\xff")
 		}), status: report.Pass, contains: []string{"not a mode rdma_cm writes: unknown"}},
+		{name: "netdev not listed", dir: cx5(nil, func(tr *sysfstest.Tree) {
+			var keep []sysfs.Netdev
+			for _, nd := range tr.Facts.Netdevs {
+				if nd.Name != "ens1f1np1" {
+					keep = append(keep, nd)
+				}
+			}
+			tr.Facts.Netdevs = keep
+		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"netdev ens1f1np1 not found", "ip link show ens1f1np1"}},
 		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: 20,
-			rootCause: "roce.config", contains: []string{"netdevs unknown"}},
+			rootCause: "roce.config", contains: []string{"netdevs unknown", "ip -br addr show"}},
 	})
 	if got := checks.RoCEActiveMTU(1500); got != 1024 {
 		t.Errorf("RoCEActiveMTU(1500) = %d", got)

@@ -18,15 +18,21 @@ func TestRoCELossless(t *testing.T) {
 	strict := checks.Options{ExpectLossless: true}
 	runNetCases(t, "roce.lossless", []netCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass,
-			contains: []string{"ens1f0np0 (mlx5_0 port 1): PFC on priority 3, trust dscp (qos/trust), ECN on for every priority"}},
+			contains: []string{"ens1f0np0 (mlx5_0 port 1): PFC on priority 3, trust dscp (qos/trust), ECN on for every priority",
+				"trust and ECN match; assuming applications set TC 106 (DSCP 26)"}},
 		{name: "cx5-roce-healthy --expect-lossless", dir: netFixture("cx5-roce-healthy"), opts: strict, status: report.Pass},
 		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Skip, contains: []string{"no Ethernet ports"}},
 		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Skip, contains: []string{"only software RoCE"}},
 		{name: "pfc-off", dir: netFixture("pfc-off"), status: report.Warn,
-			contains: []string{"PFC off on every priority: RoCE runs lossy", "mlnx_qos -i <netdev> --trust dscp --pfc 0,0,0,1,0,0,0,0", "--expect-lossless makes this fail"}},
+			contains: []string{"PFC off on every priority: RoCE runs lossy", "`mlnx_qos -i ens1f0np0 --trust dscp --pfc 0,0,0,1,0,0,0,0`",
+				"`dcb pfc set dev ens1f1np1 prio-pfc 3:on`", "`dcb app add dev ens1f1np1 dscp-prio 26:3`", "--expect-lossless makes this fail",
+				"assuming applications set TC 106 (DSCP 26)", "echo 106 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "NCCL_IB_TC=106", "UCX_IB_TRAFFIC_CLASS=106"},
+			lacks: []string{"<netdev>", "turn ECN on"}},
 		{name: "pfc-off --expect-lossless", dir: netFixture("pfc-off"), opts: strict, status: report.Fail, exit: 21, rootCause: "roce.lossless"},
 		{name: "ecn-off-on-pfc-priority", dir: netFixture("ecn-off-on-pfc-priority"), status: report.Warn,
-			contains: []string{"PFC on priority 3 but ECN off there (roce_np, roce_rp)", "off for 3"}},
+			contains: []string{"PFC on priority 3 but ECN off there (roce_np, roce_rp)", "off for 3",
+				"`echo 1 > /sys/class/net/ens1f1np1/ecn/roce_np/enable/3` and `echo 1 > /sys/class/net/ens1f1np1/ecn/roce_rp/enable/3`"},
+			lacks: []string{"ens1f0np0/ecn"}},
 		{name: "ecn-off-on-pfc-priority --expect-lossless", dir: netFixture("ecn-off-on-pfc-priority"), opts: strict, status: report.Fail, exit: 21, rootCause: "roce.lossless"},
 		{name: "driver without DCB skips, even when lossless is expected", dir: cx5(func(tr *sysfstest.Tree) {
 			for nd := range tr.Facts.DCB {
@@ -40,10 +46,40 @@ func TestRoCELossless(t *testing.T) {
 				tr.Remove(sysfstest.NetDir(tr, nd) + "/qos")
 				tr.Remove(sysfstest.NetDir(tr, nd) + "/ecn")
 			}
-		}), status: report.Pass, contains: []string{"trust dscp (DCB APP table)", "ECN unknown"}},
+		}), status: report.Pass, contains: []string{"trust dscp (DCB APP table)", "ECN unknown", "trust matches; ECN not readable (no MLNX_OFED ecn files)"},
+			lacks: []string{"trust and ECN match"}},
+		{name: "ECN files on one netdev only", dir: cx5(func(tr *sysfstest.Tree) { tr.Remove(sysfstest.NetDir(tr, "ens1f1np1") + "/ecn") }),
+			status: report.Pass, contains: []string{"trust and ECN match; ECN not readable (no MLNX_OFED ecn files) on ens1f1np1"}},
 		{name: "PFC on a priority DSCP 26 does not reach", dir: cx5(func(tr *sysfstest.Tree) { sysfstest.SetPFC(tr, "ens1f1np1", 1<<4) }),
-			status: report.Warn, contains: []string{"RoCE's DSCP 26 maps to priority 3, which has no PFC"}},
+			status: report.Warn, contains: []string{"RoCE's DSCP 26 maps to priority 3, which has no PFC",
+				"`dcb app replace dev ens1f1np1 dscp-prio 26:4`", "`mlnx_qos -i ens1f1np1 --dscp2prio set,26,4`",
+				"`dcb pfc set dev ens1f1np1 prio-pfc 3:on`", "`mlnx_qos -i ens1f1np1 --pfc 0,0,0,1,1,0,0,0`"}},
+		{name: "untagged RoCE under trust pcp", dir: cx5(func(tr *sysfstest.Tree) { sysfstest.SetUntaggedPCP(tr, "ens1f0np0") }),
+			status: report.Warn, contains: []string{"trust pcp (DCB APP table)", "untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on priority 3)",
+				"`dcb app add dev ens1f0np0 dscp-prio 26:3`", "`mlnx_qos -i ens1f0np0 --trust dscp --dscp2prio set,26,3`"}},
+		{name: "untagged RoCE under trust pcp --expect-lossless", dir: cx5(func(tr *sysfstest.Tree) { sysfstest.SetUntaggedPCP(tr, "ens1f0np0") }),
+			opts: strict, status: report.Fail, exit: 21, rootCause: "roce.lossless", contains: []string{"untagged RoCE with trust pcp goes to priority 0"}},
+		{name: "trust pcp on a VLAN netdev is tagged", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetUntaggedPCP(tr, "ens1f0np0")
+			sysfstest.MarkVLAN(tr, "ens1f0np0")
+		}), status: report.Pass, contains: []string{"trust pcp (DCB APP table)", "VLAN netdev"}},
+		{name: "trust pcp with PFC on priority 0 is lossless", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetUntaggedPCP(tr, "ens1f0np0")
+			sysfstest.SetPFC(tr, "ens1f0np0", 1)
+		}), status: report.Pass},
+		{name: "rdma_cm default ToS 0 lands on priority 0", dir: cx5(func(tr *sysfstest.Tree) { sysfstest.SetRoCETOS(tr, "mlx5_0", 1, "0") }),
+			status: report.Warn, contains: []string{"rdma_cm's default_roce_tos 0 (DSCP 0) on mlx5_0 port 1 maps to priority 0, which has no PFC",
+				"`echo 106 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos`", "traffic class from rdma_cm's default_roce_tos where set, elsewhere assuming"}},
+		{name: "rdma_cm default ToS 106 everywhere: no assumption", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetRoCETOS(tr, "mlx5_0", 1, "106")
+			sysfstest.SetRoCETOS(tr, "mlx5_1", 1, "106")
+		}), status: report.Pass, contains: []string{"traffic class from rdma_cm's default_roce_tos", "mlx5_0 port 1 default_roce_tos 106"},
+			lacks: []string{"assuming"}},
+		{name: "garbage default_roce_tos falls back to the assumption", dir: cx5(func(tr *sysfstest.Tree) { sysfstest.SetRoCETOS(tr, "mlx5_0", 1, "\x00\xffzz") }),
+			status: report.Pass, contains: []string{"default_roce_tos unreadable", "not a ToS byte", "assuming applications set TC 106 (DSCP 26)"}},
+		{name: "port-down: the ACTIVE port is judged, the DOWN one listed", dir: netFixture("port-down"), status: report.Pass, exit: 19, rootCause: "port.state",
+			contains: []string{"1 netdev(s) lossless", "mlx5_1 port 1: not judged: DOWN (phys Polling)", "1 port(s) not judged"}},
 		{name: "DCB not recorded", dir: cx5(func(tr *sysfstest.Tree) { delete(tr.Facts.DCB, "ens1f0np0") }), status: report.Error, exit: 21,
-			rootCause: "roce.lossless", contains: []string{"dcb of ens1f0np0 unknown"}},
+			rootCause: "roce.lossless", contains: []string{"dcb of ens1f0np0 unknown", "dcb pfc show dev"}},
 	})
 }

@@ -261,3 +261,49 @@ func (h *Host) DefaultRoCEMode(dev string, port int) (string, error) {
 	}
 	return strings.TrimSpace(s), nil
 }
+
+// RoCETOSPath is the rdma_cm configfs file holding the IP ToS byte (DSCP <<
+// 2 | ECN) that rdma_cm gives RoCE connections whose application set none.
+// Like default_roce_mode it exists only after the device's directory was
+// made in configfs.
+func RoCETOSPath(dev string, port int) string {
+	return path.Join("/sys/kernel/config/rdma_cm", dev, "ports", strconv.Itoa(port), "default_roce_tos")
+}
+
+// ParseRoCETOS reads default_roce_tos: a decimal byte, as the kernel prints it.
+func ParseRoCETOS(s string) (uint8, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseUint(s, 10, 8)
+	if err != nil {
+		return 0, fmt.Errorf("default_roce_tos %q: not a ToS byte (0-255)", trimForMsg(s))
+	}
+	return uint8(v), nil
+}
+
+// DefaultRoCETOS reads RoCETOSPath; a missing file returns an error
+// satisfying IsNotExist.
+func (h *Host) DefaultRoCETOS(dev string, port int) (uint8, error) {
+	p := RoCETOSPath(dev, port)
+	s, err := h.ReadAttr(p)
+	if err != nil {
+		return 0, err
+	}
+	v, err := ParseRoCETOS(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", h.Display(p), err)
+	}
+	return v, nil
+}
+
+// ProcNetVLAN lists the 802.1Q VLAN interfaces, one file per interface.
+const ProcNetVLAN = "/proc/net/vlan"
+
+// IsVLAN tells whether an interface is an 802.1Q VLAN device (its frames
+// carry a tag, and so a PCP); the 8021q module lists each one in
+// /proc/net/vlan.
+func (h *Host) IsVLAN(ifname string) (bool, error) {
+	if ifname == "" || strings.ContainsAny(ifname, "/") || ifname == "." || ifname == ".." || ifname == "config" {
+		return false, nil
+	}
+	return h.Exists(path.Join(ProcNetVLAN, ifname))
+}

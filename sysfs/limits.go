@@ -147,6 +147,79 @@ func ParseCapEff(data []byte) (uint64, error) {
 	return 0, errors.New("no CapEff line")
 }
 
+// ParseUID returns the real user ID from the "Uid:" line of
+// /proc/<pid>/status ("Uid:\t1000\t1000\t1000\t1000": real, effective,
+// saved, filesystem).
+func ParseUID(data []byte) (uint32, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 64*1024)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != "Uid" {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return 0, errors.New("empty Uid line")
+		}
+		u, err := strconv.ParseUint(f[0], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("Uid %q: not a user ID", trimForMsg(f[0]))
+		}
+		return uint32(u), nil
+	}
+	return 0, errors.New("no Uid line")
+}
+
+// ProcessUID returns the real user ID of the running process.
+func (h *Host) ProcessUID() (uint32, error) {
+	data, err := h.ReadFile(ProcSelfStatus)
+	if err != nil {
+		return 0, err
+	}
+	u, err := ParseUID(data)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", h.Display(ProcSelfStatus), err)
+	}
+	return u, nil
+}
+
+// ProcSelfCgroup names the control groups of the running process.
+const ProcSelfCgroup = "/proc/self/cgroup"
+
+// ParseCgroupPath returns the process's cgroup path from /proc/<pid>/cgroup:
+// the unified hierarchy's "0::/path", else the systemd hierarchy's
+// "N:name=systemd:/path" (cgroup v1); "" when neither is there.
+func ParseCgroupPath(data []byte) string {
+	var v1 string
+	for _, l := range strings.Split(string(data), "\n") {
+		id, rest, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			continue
+		}
+		ctrl, p, ok := strings.Cut(rest, ":")
+		if !ok || !strings.HasPrefix(p, "/") {
+			continue
+		}
+		switch {
+		case id == "0" && ctrl == "":
+			return p
+		case ctrl == "name=systemd":
+			v1 = p
+		}
+	}
+	return v1
+}
+
+// SelfCgroup returns the running process's cgroup path ("/system.slice/slurmd.service").
+func (h *Host) SelfCgroup() (string, error) {
+	data, err := h.ReadFile(ProcSelfCgroup)
+	if err != nil {
+		return "", err
+	}
+	return ParseCgroupPath(data), nil
+}
+
 // EffectiveCaps returns the running process's effective capabilities.
 func (h *Host) EffectiveCaps() (uint64, error) {
 	data, err := h.ReadFile(ProcSelfStatus)

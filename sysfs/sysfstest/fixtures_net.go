@@ -61,8 +61,11 @@ func init() {
 	register("roce-v1-default", func() *Tree {
 		t := Build(CX5RoCE())
 		// rdma_cm's configfs directory made for both devices; mlx5_0 left on v1.
+		// A made directory shows default_roce_tos too, at the kernel's 0.
 		t.Attr(sysfs.RoCEModePath("mlx5_0", 1), "IB/RoCE v1")
 		t.Attr(sysfs.RoCEModePath("mlx5_1", 1), "RoCE v2")
+		t.Attr(sysfs.RoCETOSPath("mlx5_0", 1), "0")
+		t.Attr(sysfs.RoCETOSPath("mlx5_1", 1), "0")
 		return t
 	})
 	register("pfc-off", func() *Tree {

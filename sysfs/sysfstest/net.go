@@ -112,3 +112,33 @@ func SetAllCounters(t *Tree, dev string, port int, group, value string) {
 		}
 	}
 }
+
+// SetRoCETOS writes rdma_cm's default_roce_tos of a port, as if its configfs
+// directory had been made (which also shows default_roce_mode).
+func SetRoCETOS(t *Tree, dev string, port int, tos string) {
+	t.Attr(sysfs.RoCETOSPath(dev, port), tos)
+	if _, ok := t.Files[sysfs.RoCEModePath(dev, port)]; !ok {
+		t.Attr(sysfs.RoCEModePath(dev, port), "RoCE v2")
+	}
+}
+
+// MarkVLAN makes an interface an 802.1Q VLAN device: the 8021q module lists
+// it in /proc/net/vlan.
+func MarkVLAN(t *Tree, ifname string) {
+	t.File(path.Join(sysfs.ProcNetVLAN, ifname), fmt.Sprintf("%s  VID: 100\t REORDER_HDR: 1  dev->priv_flags: 1021\n", ifname))
+}
+
+// SetUntaggedPCP makes a netdev trust PCP the upstream way: no qos/trust
+// file and no DSCP entries in the DCB APP table.
+func SetUntaggedPCP(t *Tree, ifname string) {
+	t.Remove(path.Join(NetDir(t, ifname), "qos"))
+	d := t.Facts.DCB[ifname]
+	var apps []sysfs.DCBApp
+	for _, a := range d.App {
+		if a.Selector != "dscp" {
+			apps = append(apps, a)
+		}
+	}
+	d.App = apps
+	t.Facts.DCB[ifname] = d
+}
