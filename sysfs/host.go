@@ -477,10 +477,12 @@ func (h *Host) ResolveLink(p string) (string, error) {
 // LinkBase is the last element of the symlink's target: the driver name of
 // a "driver" link, the PCI address of a "device" link.
 func (h *Host) LinkBase(p string) (string, error) {
-	t, err := h.Readlink(p)
+	t, err := h.ResolveLink(p)
 	if err != nil {
 		return "", err
 	}
+	// Resolved first: a target such as "../.." names its directory only
+	// once it is joined with the link's own place.
 	return path.Base(t), nil
 }
 

@@ -120,7 +120,7 @@ func Build(h Host) *Tree {
 		if n.IBDev != "" {
 			devDir := path.Join(fnDir, "infiniband", n.IBDev)
 			writeIBDevice(t, devDir, n.IBDev, n.NodeGUID, n.FW, n.HCAType, n.BoardID, n.Ports, false)
-			t.RelLink(path.Join(devDir, "device"), fnDir)
+			t.Link(path.Join(devDir, "device"), "../../../"+n.Addr) // the kernel's own form
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
 			enum = append(enum, sysfs.VerbsDevice{Name: n.IBDev, NodeGUID: n.NodeGUID, Uverbs: fmt.Sprintf("uverbs%d", n.Uverbs)})
