@@ -225,3 +225,16 @@ func TestRecordedReadErrorsFailLikeTheHost(t *testing.T) {
 		t.Errorf("recorded EINVAL: %v", err)
 	}
 }
+
+func TestLinkBaseResolvesRelativeParents(t *testing.T) {
+	dir := writeRoot(t, map[string]string{"sys/devices/pci0000:00/0000:3b:00.0/vendor": "0x15b3\n"}, map[string]string{
+		"sys/devices/pci0000:00/0000:3b:00.0/infiniband/mlx5_0/device": "../..",
+	})
+	h, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := h.LinkBase("/sys/devices/pci0000:00/0000:3b:00.0/infiniband/mlx5_0/device"); err != nil || a != "0000:3b:00.0" {
+		t.Errorf("LinkBase of ../.. = %q, %v; want the directory's name", a, err)
+	}
+}
