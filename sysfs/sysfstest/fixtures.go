@@ -3,6 +3,8 @@ package sysfstest
 import (
 	"fmt"
 	"sort"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
 // fixtures maps a fixture name (testdata/hosts/<name>) to its builder.
@@ -69,11 +71,13 @@ func CX5RoCE() Host {
 	}
 }
 
-// CX6IB is a single-port ConnectX-6 HDR InfiniBand host with a LID and an SM.
+// CX6IB is a single-port ConnectX-6 HDR InfiniBand host with a LID and an
+// SM, running Rocky Linux 9.3 (its kernel and the RHEL-family layout: the
+// distribution's rdma-core 46 in /usr/lib64).
 func CX6IB() Host {
 	return Host{
 		Hostname: "cx6-ib-node07", Kernel: "5.14.0-362.8.1.el9_3.x86_64", Modules: append([]string{"ib_ipoib"}, rdmaModulesMLX5...),
-		Memlock: "unlimited", CapIPCLock: true,
+		Memlock: "unlimited", CapIPCLock: true, Layout: Rocky93,
 		Providers: []string{"mlx5", "mlx4", "rxe", "siw", "efa", "bnxt_re"},
 		NICs: []NIC{{
 			Addr: "0000:c1:00.0", RootPort: "0000:c0:01.1", Vendor: mellanox, Device: cx6, Class: 0x020700,
@@ -120,6 +124,16 @@ func init() {
 			h.NICs[i].IBDev = "" // without mlx5_ib no RDMA device registers
 		}
 		return Build(h)
+	})
+	// The RHEL-family layout without the mlx5 provider (its .driver file and
+	// /usr/lib64/libibverbs/libmlx5-rdmav34.so deleted): libibverbs lists no
+	// device, and the fix names the package that carries the providers there.
+	register("rhel-provider-missing", func() *Tree {
+		h := CX6IB()
+		h.Providers = without(h.Providers, "mlx5")
+		t := Build(h)
+		t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
+		return t
 	})
 	register("kernel-too-old", func() *Tree {
 		h := CX5RoCE()

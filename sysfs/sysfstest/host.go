@@ -28,7 +28,104 @@ type Host struct {
 	Providers []string
 	// ExtraNetdevs are interfaces that carry no RDMA port (eno1, lo).
 	ExtraNetdevs []sysfs.Netdev
+	// Layout is the distribution's file layout; nil means Debian 12.
+	Layout *Layout
 }
+
+// Layout is what differs between distributions in what the checks read
+// beyond sysfs: /etc/os-release, where rdma-core installs its libraries
+// (and which release it is), the loader's configuration, built-in
+// directories and cache generator, and the merged-/usr links at the top.
+type Layout struct {
+	OSRelease string
+	// LibDir is rdma-core's CMAKE_INSTALL_LIBDIR; the providers are in
+	// LibDir/libibverbs (VERBS_PROVIDER_DIR).
+	LibDir string
+	// RDMACore is the rdma-core release: the last version number in each
+	// library's file name (libibverbs.so.1.14.<RDMACore>.0).
+	RDMACore string
+	// LDConf are /etc/ld.so.conf and the /etc/ld.so.conf.d files the
+	// distribution ships.
+	LDConf map[string]string
+	// SystemLibDirs are the directories ldconfig adds after the configured
+	// ones, in its order (the first name of a directory is the one cached).
+	SystemLibDirs []string
+	// LDGenerator is what ldconfig records as the cache's generator.
+	LDGenerator string
+	// MergedUsr are the top-level links of a merged /usr, link → target.
+	MergedUsr map[string]string
+}
+
+// Debian12 is Debian 12 (bookworm) on x86-64: rdma-core 44 in the
+// multiarch directory, no merged-/usr links in the fixtures.
+var Debian12 = &Layout{
+	OSRelease: debianOSRelease,
+	LibDir:    libDir,
+	RDMACore:  "44",
+	LDConf: map[string]string{
+		"/etc/ld.so.conf":                         "include /etc/ld.so.conf.d/*.conf\n\n",
+		"/etc/ld.so.conf.d/libc.conf":             "# libc default configuration\n/usr/local/lib\n",
+		"/etc/ld.so.conf.d/x86_64-linux-gnu.conf": "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n",
+	},
+	SystemLibDirs: []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"},
+	LDGenerator:   "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36",
+}
+
+// Rocky93 is Rocky Linux 9.3 (the RHEL 9 family) on x86-64: rdma-core 46
+// in /usr/lib64 (rdma-core.spec's %{_libdir}; the libibverbs package owns
+// the library, the providers and /etc/libibverbs.d), /lib64 a link to
+// usr/lib64, and glibc 2.34's ldconfig, whose x86-64 built-in directories
+// are /lib, /lib64, /libx32 and the same under /usr — so the cache names
+// 64-bit libraries by their /lib64 path, the first name of the directory.
+var Rocky93 = &Layout{
+	OSRelease: rockyOSRelease,
+	LibDir:    "/usr/lib64",
+	RDMACore:  "46",
+	LDConf: map[string]string{
+		"/etc/ld.so.conf": "include ld.so.conf.d/*.conf\n",
+	},
+	SystemLibDirs: []string{"/lib", "/lib64", "/libx32", "/usr/lib", "/usr/lib64", "/usr/libx32"},
+	LDGenerator:   "ldconfig (GNU libc) stable release version 2.34",
+	MergedUsr:     map[string]string{"/lib64": "usr/lib64"},
+}
+
+// layout is the host's layout, Debian 12 unless it names another.
+func (h Host) layout() *Layout {
+	if h.Layout == nil {
+		return Debian12
+	}
+	return h.Layout
+}
+
+// layoutOf tells a built tree's layout by its /etc/os-release, as a
+// distribution is told on a real host: a layout's own file, else the
+// family's layout, else Debian 12.
+func layoutOf(t *Tree) *Layout {
+	osr := t.Files["/etc/os-release"]
+	for _, l := range []*Layout{Debian12, Rocky93} {
+		if osr == l.OSRelease {
+			return l
+		}
+	}
+	if sysfs.ParseOSRelease([]byte(osr)).Family() == "rhel" {
+		return Rocky93
+	}
+	return Debian12
+}
+
+// libibverbsFile is the file libibverbs.so.1 links to.
+func (l *Layout) libibverbsFile() string { return "libibverbs.so.1.14." + l.RDMACore + ".0" }
+
+// providerLib is the library file of a provider that is also a public
+// library (rdma_shared_provider), "" for a plain provider module.
+func (l *Layout) providerLib(p string) string {
+	if abi := sharedProviderABI[p]; abi != "" {
+		return "lib" + p + ".so." + abi + "." + l.RDMACore + ".0"
+	}
+	return ""
+}
+
+func (l *Layout) providerDir() string { return path.Join(l.LibDir, "libibverbs") }
 
 // NIC is one PCI function with (optionally) its RDMA device.
 type NIC struct {
@@ -81,10 +178,8 @@ type SoftDevice struct {
 	NodeGUID string
 }
 
-const (
-	libDir      = "/usr/lib/x86_64-linux-gnu"
-	providerDir = libDir + "/libibverbs"
-)
+// libDir is Debian 12's library directory, where the default layout puts rdma-core.
+const libDir = "/usr/lib/x86_64-linux-gnu"
 
 // Build renders the host as a Tree: sysfs, procfs, /etc, libraries and facts.
 func Build(h Host) *Tree {
@@ -94,7 +189,11 @@ func Build(h Host) *Tree {
 	t.Attr("/proc/sys/kernel/osrelease", h.Kernel)
 	t.Attr("/proc/sys/kernel/hostname", h.Hostname)
 	t.File("/proc/modules", procModules(h.Modules))
-	t.File("/etc/os-release", debianOSRelease)
+	lay := h.layout()
+	t.File("/etc/os-release", lay.OSRelease)
+	for l, target := range lay.MergedUsr {
+		t.Link(l, target)
+	}
 	writeLimits(t, h)
 	t.Dir("/sys/class/infiniband")
 	t.Dir("/sys/class/infiniband_verbs")
@@ -142,20 +241,20 @@ func Build(h Host) *Tree {
 	}
 	t.Facts.Netdevs = netdevs
 	if h.Providers != nil {
-		writeLibibverbs(t, h.Providers)
+		writeLibibverbs(t, lay, h.Providers)
 		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
-			LibraryPath: path.Join(libDir, "libibverbs.so.1.14.44.0"), Devices: enum} // the mapped file, as the child reads it
+			LibraryPath: path.Join(lay.LibDir, lay.libibverbsFile()), Devices: enum} // the mapped file, as the child reads it
 		if enum == nil {
 			t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
 		} else {
 			// libibverbs loads its providers only once the kernel shows a device.
-			t.Facts.Libibverbs.Providers = loadedProviders(h.Providers)
+			t.Facts.Libibverbs.Providers = loadedProviders(lay, h.Providers)
 		}
 	} else {
 		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
 			LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
 	}
-	finishHardware(t) // loader cache and /dev nodes (hw.go)
+	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
 }
 
@@ -440,22 +539,25 @@ Max realtime timeout      unlimited            unlimited            us
 	t.File("/proc/self/status", fmt.Sprintf("Name:\trdmadoctor\nUmask:\t0022\nState:\tR (running)\nTgid:\t4242\nPid:\t4242\nPPid:\t4200\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\nCapPrm:\t%s\nCapEff:\t%s\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\n", capEff, capEff))
 }
 
-// providerLibs maps a provider name to its library file as Debian 12 ships it.
-var providerLibs = map[string]string{
-	"mlx5": "libmlx5.so.1.24.44.0", "mlx4": "libmlx4.so.1.0.44.0", "rxe": "", "siw": "", "bnxt_re": "",
-	"irdma": "", "efa": "libefa.so.1.3.44.0", "qedr": "", "hns": "", "cxgb4": "", "erdma": "", "mana": "libmana.so.1.0.44.0",
-}
+// sharedProviderABI are the providers that rdma-core also installs as a
+// public library (rdma_shared_provider), with their library ABI version:
+// lib<name>.so.<ABI>.<release>.0 in the library directory, and the provider
+// lib<name>-rdmav34.so a link to it. The ABIs are those of rdma-core 44-46.
+var sharedProviderABI = map[string]string{"mlx5": "1.24", "mlx4": "1.0", "efa": "1.3", "mana": "1.0"}
 
-// writeLibibverbs installs rdma-core as Debian 12 lays it out.
-func writeLibibverbs(t *Tree, providers []string) {
-	t.File(path.Join(libDir, "libibverbs.so.1.14.44.0"), elfStub("libibverbs.so.1"))
-	t.Link(path.Join(libDir, "libibverbs.so.1"), "libibverbs.so.1.14.44.0")
+// writeLibibverbs installs rdma-core's libibverbs and providers as the
+// layout's distribution lays them out (the same shape on Debian and the RHEL
+// family, in a different directory).
+func writeLibibverbs(t *Tree, lay *Layout, providers []string) {
+	lib := lay.libibverbsFile()
+	t.File(path.Join(lay.LibDir, lib), elfStub("libibverbs.so.1"))
+	t.Link(path.Join(lay.LibDir, "libibverbs.so.1"), lib)
 	for _, p := range providers {
 		t.Attr(path.Join("/etc/libibverbs.d", p+".driver"), "driver "+p)
-		prov := path.Join(providerDir, "lib"+p+"-rdmav34.so")
-		if lib := providerLibs[p]; lib != "" {
-			t.File(path.Join(libDir, lib), elfStub(lib))
-			t.Link(path.Join(libDir, strings.SplitN(lib, ".so.", 2)[0]+".so.1"), lib)
+		prov := path.Join(lay.providerDir(), "lib"+p+"-rdmav34.so")
+		if lib := lay.providerLib(p); lib != "" {
+			t.File(path.Join(lay.LibDir, lib), elfStub(lib))
+			t.Link(path.Join(lay.LibDir, strings.SplitN(lib, ".so.", 2)[0]+".so.1"), lib)
 			t.Link(prov, "../"+lib)
 		} else {
 			t.File(prov, elfStub(path.Base(prov)))
@@ -466,13 +568,13 @@ func writeLibibverbs(t *Tree, providers []string) {
 // loadedProviders are the files libibverbs maps for the installed providers
 // (a provider's symlink resolved to its library), sorted, as the verbs child
 // reports them.
-func loadedProviders(providers []string) []string {
+func loadedProviders(lay *Layout, providers []string) []string {
 	var out []string
 	for _, p := range providers {
-		if lib := providerLibs[p]; lib != "" {
-			out = append(out, path.Join(libDir, lib))
+		if lib := lay.providerLib(p); lib != "" {
+			out = append(out, path.Join(lay.LibDir, lib))
 		} else {
-			out = append(out, path.Join(providerDir, "lib"+p+"-rdmav34.so"))
+			out = append(out, path.Join(lay.providerDir(), "lib"+p+"-rdmav34.so"))
 		}
 	}
 	sort.Strings(out)
@@ -490,4 +592,23 @@ VERSION="12 (bookworm)"
 VERSION_CODENAME=bookworm
 ID=debian
 HOME_URL="https://www.debian.org/"
+`
+
+const rockyOSRelease = `NAME="Rocky Linux"
+VERSION="9.3 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.3"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.3 (Blue Onyx)"
+ANSI_COLOR="0;32"
+LOGO="fedora-logo-icon"
+CPE_NAME="cpe:/o:rocky:rocky:9::baseos"
+HOME_URL="https://rockylinux.org/"
+BUG_REPORT_URL="https://bugs.rockylinux.org/"
+SUPPORT_END="2032-05-31"
+ROCKY_SUPPORT_PRODUCT="Rocky-Linux-9"
+ROCKY_SUPPORT_PRODUCT_VERSION="9.3"
+REDHAT_SUPPORT_PRODUCT="Rocky Linux"
+REDHAT_SUPPORT_PRODUCT_VERSION="9.3"
 `

@@ -19,34 +19,19 @@ import (
 // the /dev/infiniband nodes (recorded in the facts file: a directory of
 // files cannot hold a character device).
 
-// Loader configuration as Debian 12 ships it; the fixtures are Debian hosts.
-const (
-	ldGenerator = "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36"
-	libcSoname  = "libc.so.6"
-)
-
-// debianLDConf are the /etc/ld.so.conf.d files of Debian 12 on x86-64.
-var debianLDConf = map[string]string{
-	"/etc/ld.so.conf":                         "include /etc/ld.so.conf.d/*.conf\n\n",
-	"/etc/ld.so.conf.d/libc.conf":             "# libc default configuration\n/usr/local/lib\n",
-	"/etc/ld.so.conf.d/x86_64-linux-gnu.conf": "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n",
-}
-
-// debianSystemLibDirs are the directories the Debian loader and ldconfig
-// add after the configured ones.
-var debianSystemLibDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"}
+const libcSoname = "libc.so.6"
 
 // finishHardware adds the loader configuration, libc, the loader cache and
 // the recorded /dev nodes to a built host. Build calls it last; a fixture
 // that adds or removes libraries or devices afterwards calls WriteLDCache or
 // RecordDevNodes itself (or deliberately does not: a stale cache is a case).
-func finishHardware(t *Tree) {
-	for p, c := range debianLDConf {
+func finishHardware(t *Tree, lay *Layout) {
+	for p, c := range lay.LDConf {
 		if _, ok := t.Files[p]; !ok {
 			t.File(p, c)
 		}
 	}
-	libc := path.Join(libDir, libcSoname)
+	libc := path.Join(lay.LibDir, libcSoname)
 	if _, ok := t.Files[libc]; !ok {
 		t.File(libc, elfStub(libcSoname))
 	}
@@ -60,11 +45,14 @@ var sonameRE = regexp.MustCompile(`^lib[^/]*\.so\.[0-9]+$`)
 // WriteLDCache writes /etc/ld.so.cache for the libraries in the tree, as
 // ldconfig does: every soname link (lib*.so.N) that resolves to a file, in
 // the configured directories first and the system directories after, each
-// real directory once, sorted the way the loader's binary search expects.
+// real directory once under the first name it was reached by, sorted the way
+// the loader's binary search expects. The system directories and the
+// generator are those of the tree's distribution (its /etc/os-release).
 func WriteLDCache(t *Tree) {
+	lay := layoutOf(t)
 	var dirs []string
 	seen := map[string]bool{}
-	for _, d := range append(ldConfDirs(t), debianSystemLibDirs...) {
+	for _, d := range append(ldConfDirs(t), lay.SystemLibDirs...) {
 		real, ok := t.resolveDir(d)
 		if !ok || seen[real] {
 			continue
@@ -86,7 +74,7 @@ func WriteLDCache(t *Tree) {
 		}
 	}
 	SortLDEntries(entries)
-	t.File(sysfs.LDSOCache, string(EncodeLDCache(entries, ldGenerator)))
+	t.File(sysfs.LDSOCache, string(EncodeLDCache(entries, lay.LDGenerator)))
 }
 
 // ldConfDirs reads the directories named by /etc/ld.so.conf.d/*.conf.
