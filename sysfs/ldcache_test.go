@@ -79,7 +79,7 @@ func TestParseLDCacheBigEndianAndHWCaps(t *testing.T) {
 	be.PutUint32(ent[0:], uint32(x8664))
 	be.PutUint32(ent[4:], 48+24)
 	be.PutUint32(ent[8:], 48+24+12)
-	be.PutUint64(ent[16:], 1<<62|0)
+	be.PutUint64(ent[16:], 1<<62)
 	data := append(append(hdr, ent...), strs...)
 	for len(data)%4 != 0 {
 		data = append(data, 0)

@@ -164,7 +164,7 @@ func ParseUID(data []byte) (uint32, error) {
 		}
 		u, err := strconv.ParseUint(f[0], 10, 32)
 		if err != nil {
-			return 0, fmt.Errorf("Uid %q: not a user ID", trimForMsg(f[0]))
+			return 0, fmt.Errorf("uid %q: not a user ID", trimForMsg(f[0]))
 		}
 		return uint32(u), nil
 	}

@@ -106,32 +106,6 @@ func allocT[T any](a *arena) *T {
 	return (*T)(ptr(p))
 }
 
-// cString copies s, NUL-terminated, into the arena.
-func (a *arena) cString(s string) uintptr {
-	p := a.alloc(uintptr(len(s)+1), 1)
-	if p == 0 {
-		panic("verbs: scratch arena exhausted")
-	}
-	dst := unsafe.Slice((*byte)(ptr(p)), len(s)+1)
-	copy(dst, s)
-	dst[len(s)] = 0
-	return p
-}
-
-// goString reads a NUL-terminated C string of at most max bytes.
-func goString(p uintptr, max int) string {
-	if p == 0 {
-		return ""
-	}
-	b := unsafe.Slice((*byte)(ptr(p)), max)
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
-
 // cArrayString reads a NUL-terminated string from a fixed C char array.
 func cArrayString(b []byte) string {
 	for i, c := range b {

@@ -254,7 +254,7 @@ func judge(h *tar.Header, kinds map[string]byte, lim Limits) (planned, error) {
 	}
 	p := planned{name: name, perm: fs.FileMode(h.Mode).Perm()}
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+	case tar.TypeReg, '\x00', tar.TypeGNUSparse: // '\x00': pre-POSIX regular file
 		// A sparse file is judged by its full size, holes included: that is
 		// what it takes on disk once written.
 		p.kind = tar.TypeReg
