@@ -3,17 +3,17 @@ module github.com/rdmadoctor/rdmadoctor
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/fatih/color v1.19.0
 	github.com/mattn/go-isatty v0.0.20
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/pflag v1.1.0
+	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.50.0
 )
 
 require (
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
