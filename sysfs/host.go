@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limits on what one read may return. sysfs attributes are a page at most;
@@ -44,6 +46,7 @@ type Host struct {
 	// times. A nil entry remembers a directory that cannot be opened.
 	mu       sync.Mutex
 	dirs     map[string]*os.Root
+	liveDirs map[string]int // O_PATH descriptors of live directories
 	fdOnce   sync.Once
 	fdBudget int
 
@@ -159,11 +162,40 @@ func (h *Host) Close() error {
 		}
 	}
 	h.dirs = nil
+	for _, fd := range h.liveDirs {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	}
+	h.liveDirs = nil
 	h.mu.Unlock()
 	if h.root != nil {
 		return h.root.Close()
 	}
 	return nil
+}
+
+// liveDirFD returns a cached O_PATH descriptor of a live directory, or -1
+// (not openable, or the cache is full: open by full path instead). A port's
+// attributes and a GID table's thousand entries then cost one lookup each.
+func (h *Host) liveDirFD(dir string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if fd, ok := h.liveDirs[dir]; ok {
+		return fd
+	}
+	if len(h.liveDirs) >= h.maxDirs() {
+		return -1
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	if h.liveDirs == nil {
+		h.liveDirs = map[string]int{}
+	}
+	h.liveDirs[dir] = fd
+	return fd
 }
 
 // inDir returns the cached root of p's directory and p's last element.
@@ -324,8 +356,16 @@ func (h *Host) readAttrLive(p string) (string, error) {
 		fd  int
 		err error
 	)
+	dir, base := path.Split(name)
+	dfd := h.liveDirFD(dir)
 	for {
-		fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if dfd >= 0 {
+			// Relative to the directory: the kernel walks one component,
+			// not the whole path and its /sys/class symlink again.
+			fd, err = unix.Openat(dfd, base, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		} else {
+			fd, err = syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		}
 		if err != syscall.EINTR {
 			break
 		}
