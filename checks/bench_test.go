@@ -111,6 +111,7 @@ func BenchmarkLevel1Healthy(b *testing.B) {
 
 var (
 	largeOnce sync.Once
+	largeTmp  string // removed by TestMain after the run
 	largeDir  string
 	largeErr  error
 )
@@ -125,6 +126,7 @@ func largeHostDir(b *testing.B) string {
 			largeErr = err
 			return
 		}
+		largeTmp = d
 		largeDir = filepath.Join(d, "host")
 		largeErr = sysfstest.LargeHost(8, 2, 64).Write(largeDir)
 	})

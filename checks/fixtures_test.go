@@ -51,5 +51,9 @@ func TestFixtures(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(m.Run())
+	code := m.Run()
+	if largeTmp != "" {
+		os.RemoveAll(largeTmp) // the generated large host: ~450 MB of small files
+	}
+	os.Exit(code)
 }
