@@ -37,6 +37,8 @@ func WritePrometheus(w io.Writer, r *Report) error {
 	return err
 }
 
+// escapeLabel makes a label value valid in the exposition format: escaped,
+// and valid UTF-8 (the textfile collector rejects a whole file otherwise).
 func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
 }

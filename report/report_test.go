@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFinishExitCodeRule(t *testing.T) {
@@ -97,5 +98,29 @@ func TestFinishAskedIgnoresWarningsOfPrerequisites(t *testing.T) {
 	r.FinishAsked(true, func(id string) bool { return id == "asked.one" })
 	if r.ExitCode != 10 {
 		t.Errorf("a failed prerequisite is still the root cause: exit %d", r.ExitCode)
+	}
+}
+
+func TestHostileStringsCannotDriveTheTerminal(t *testing.T) {
+	r := &Report{Host: HostInfo{Hostname: "evil\x1b[31mred\x1b]0;title\x07\xff"}, Checks: []CheckResult{
+		{ID: "a.b", Code: 10, Status: Fail, Summary: "x\x1b[2J", Details: []string{"d\x9b1m"}, Remedy: "line1\nline2\r"}}}
+	r.Finish(false)
+	var b bytes.Buffer
+	if err := WriteText(&b, r, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"\x1b", "\x07", "\r", "\u009b", "\xff"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("raw %q reached the text report:\n%q", bad, out)
+		}
+	}
+	if !strings.Contains(out, `evil\x1b[31mred`) || !strings.Contains(out, "line2") {
+		t.Errorf("escaped text missing:\n%s", out)
+	}
+	var p bytes.Buffer
+	WritePrometheus(&p, r)
+	if !utf8.Valid(p.Bytes()) {
+		t.Error("prometheus output is not valid UTF-8")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 )
@@ -60,6 +61,7 @@ func (p palette) status(s Status) *color.Color {
 // and the fix, and a last line with the counts, the root cause and the exit
 // code.
 func WriteText(w io.Writer, r *Report, opt TextOptions) error {
+	r = printable(r)
 	p := newPalette(opt.Color)
 	var b strings.Builder
 	host := r.Host.Hostname
@@ -141,4 +143,47 @@ func orQ(s string) string {
 		return "?"
 	}
 	return s
+}
+
+// printable returns a copy of the report whose strings cannot drive the
+// terminal: a snapshot comes from another host, and a hostname or an
+// attribute holding ESC sequences must not reach the screen as such. Control
+// characters other than newline become visible \xNN text; invalid UTF-8
+// becomes U+FFFD.
+func printable(r *Report) *Report {
+	c := *r
+	c.Host.Hostname, c.Host.Kernel, c.Host.Root = safe(r.Host.Hostname), safe(r.Host.Kernel), safe(r.Host.Root)
+	c.Checks = make([]CheckResult, len(r.Checks))
+	for i, ch := range r.Checks {
+		ch.Summary, ch.Expected, ch.Remedy = safe(ch.Summary), safe(ch.Expected), safe(ch.Remedy)
+		det := make([]string, len(ch.Details))
+		for j, d := range ch.Details {
+			det[j] = safe(d)
+		}
+		ch.Details = det
+		c.Checks[i] = ch
+	}
+	return &c
+}
+
+func safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
