@@ -67,7 +67,7 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 		} else if c.Level > env.Opts.Level {
 			r = skip(fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level))
 		} else if err := ctx.Err(); err != nil {
-			r = errorf("not run: the whole run's deadline passed (%v)", err)
+			r = skip(runCutText(err))
 		} else {
 			r = runOne(ctx, env, c)
 		}
@@ -95,8 +95,8 @@ func blocker(c *Check, blockedBy map[string]string) string {
 }
 
 // runOne runs one check under its deadline, turning a panic into an error.
-func runOne(ctx context.Context, env *Env, c *Check) Result {
-	ctx, cancel := context.WithTimeout(ctx, env.Opts.CheckTimeout)
+func runOne(runCtx context.Context, env *Env, c *Check) Result {
+	ctx, cancel := context.WithTimeout(runCtx, env.Opts.CheckTimeout)
 	defer cancel()
 	done := make(chan Result, 1)
 	go func() {
@@ -115,6 +115,21 @@ func runOne(ctx context.Context, env *Env, c *Check) Result {
 	case r := <-done:
 		return r
 	case <-ctx.Done():
+		if err := runCtx.Err(); err != nil {
+			// The run ended (its --timeout, or a signal), not this check's
+			// own deadline: the check is not to blame.
+			return skip(runCutText(err))
+		}
 		return errorf("did not finish within %v: %v", env.Opts.CheckTimeout, ctx.Err())
 	}
 }
+
+// runCutText is the summary of a check the end of the whole run cut off.
+// Such a check is skipped, never the root cause: the caller reports the run
+// as partial instead (RunCut).
+func runCutText(err error) string {
+	return fmt.Sprintf("%s: the run ended before this check finished (%v)", RunCutPrefix, err)
+}
+
+// RunCutPrefix starts the summary of every check cut off by the end of the run.
+const RunCutPrefix = "not run"

@@ -84,8 +84,16 @@ func TestRunSkipsHigherLevelsAndHonoursTheRunDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res = Run(ctx, NewEnv(nil, Options{Level: 2}), []*Check{l2})
-	if res[0].Status != report.Error {
+	if res[0].Status != report.Skip || !strings.HasPrefix(res[0].Summary, RunCutPrefix) {
 		t.Errorf("after the run deadline: %+v", res[0])
+	}
+	// A check running when the run ends is cut off, not blamed.
+	slow := fakeCheck("s.slow", 40, nil, func(ctx context.Context, _ *Env) Result { time.Sleep(time.Hour); return Result{} })
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	res = Run(ctx, NewEnv(nil, Options{Level: 1, CheckTimeout: time.Hour}), []*Check{slow})
+	if res[0].Status != report.Skip || !strings.HasPrefix(res[0].Summary, RunCutPrefix) {
+		t.Errorf("cut by the run deadline: %+v", res[0])
 	}
 }
 

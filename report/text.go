@@ -117,6 +117,8 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	fmt.Fprintf(&b, "\n%d pass, %d warn, %d fail, %d skip, %d error", s.Pass, s.Warn, s.Fail, s.Skip, s.Error)
 	if r.RootCause != nil {
 		fmt.Fprintf(&b, " — root cause: %s — exit %d\n", p.fail.Sprint(*r.RootCause), r.ExitCode)
+	} else if r.ExitCode != ExitOK {
+		fmt.Fprintf(&b, " — %s — exit %d\n", p.errc.Sprint("partial report: the run ended before every check finished"), r.ExitCode)
 	} else if s.Warn > 0 {
 		fmt.Fprintf(&b, " — %s — exit %d\n", p.warn.Sprintf("no failures, %d warning(s) to read", s.Warn), r.ExitCode)
 	} else {

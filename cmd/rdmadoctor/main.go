@@ -162,8 +162,12 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
 	}
 	for _, id := range f.checkIDs {
-		if _, ok := checks.Lookup(id); !ok {
+		c, ok := checks.Lookup(id)
+		if !ok {
 			return nil, usageError{fmt.Sprintf("unknown check %q; valid checks: %s", id, strings.Join(checks.IDs(), ", "))}
+		}
+		if c.Level > f.level {
+			return nil, usageError{fmt.Sprintf("%s is a level-%d check and would only be skipped at --level %d; add --level %d", c.ID, c.Level, f.level, c.Level)}
 		}
 	}
 	return f, nil
@@ -205,14 +209,14 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, usageError{err.Error()}
 	}
-	host, cleanup, err := openRoot(f.root)
-	if err != nil {
-		return report.ExitUsage, fmt.Errorf("--root: %w", err)
-	}
-	defer cleanup()
-
+	// Signals are caught before --root is opened, and stay caught until its
+	// temporary directory (an unpacked snapshot) is removed: the deferred
+	// calls run in reverse, so cleanup runs before signal.Stop. A closed
+	// stdout (`rdmadoctor | head -1`) gives EPIPE on write instead of
+	// killing the process before the cleanup.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -220,9 +224,15 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	go func() {
 		if s, ok := <-sigs; ok {
 			caught.Store(s)
-			cancel() // the verbs children get the signal passed on and are reaped
+			cancel() // ends the run; the verbs children get the signal from probe.Run and are reaped
 		}
 	}()
+
+	host, cleanup, err := openRoot(f.root)
+	if err != nil {
+		return report.ExitUsage, fmt.Errorf("--root: %w", err)
+	}
+	defer cleanup()
 
 	memlock, _ := parseSize(f.minMemlock)
 	exe, _ := os.Executable()
@@ -264,6 +274,15 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		asked = func(id string) bool { return named[id] }
 	}
 	rep.FinishAsked(f.failOn == "warn", asked)
+	// Checks cut off by the end of the run are skipped, never blamed; a
+	// partial report that found nothing wrong exits 1, never "healthy".
+	cut := false
+	for _, c := range rep.Checks {
+		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
+	}
+	if cut && rep.ExitCode == report.ExitOK {
+		rep.ExitCode = report.ExitInternal
+	}
 
 	switch f.format {
 	case "json":
@@ -273,11 +292,17 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	default:
 		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
 	}
+	if errors.Is(err, syscall.EPIPE) {
+		return rep.ExitCode, nil // the reader went away; the verdict stands
+	}
 	if err != nil {
 		return report.ExitInternal, fmt.Errorf("write report: %w", err)
 	}
 	if sig, ok := caught.Load().(syscall.Signal); ok {
 		return 128 + int(sig), fmt.Errorf("interrupted by %v; the report above is partial", sig)
+	}
+	if cut {
+		return rep.ExitCode, fmt.Errorf("the run's deadline (--timeout %v) passed before every check finished; the report above is partial", f.timeout)
 	}
 	return rep.ExitCode, nil
 }

@@ -208,6 +208,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"explain", "nope"}, "unknown check"},
 		{[]string{"--min-memlock", "lots"}, "--min-memlock"},
+		{[]string{"--level", "1", "--check", "verbs.resources"}, "add --level 2"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -367,4 +368,20 @@ func TestReadmeCatalog(t *testing.T) {
 			t.Errorf("README does not document --%s", f.Name)
 		}
 	})
+}
+
+// TestRunDeadline: checks the run's --timeout cut off are skipped, not
+// blamed, and the partial report exits 1 — never 0, never a check's code.
+func TestRunDeadline(t *testing.T) {
+	code, out, errOut := runCLI(t, "--root", filepath.Join(hostsDir, "cx5-roce-healthy"), "--level", "1", "--timeout", "1ns", "--format", "json")
+	if code != report.ExitInternal || !strings.Contains(errOut, "partial") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.ExitCode != code || rep.RootCause != nil || rep.Summary.Skip != len(rep.Checks) {
+		t.Errorf("exit_code %d root %v summary %+v", rep.ExitCode, rep.RootCause, rep.Summary)
+	}
 }
