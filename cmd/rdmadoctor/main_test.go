@@ -385,3 +385,21 @@ func TestRunDeadline(t *testing.T) {
 		t.Errorf("exit_code %d root %v summary %+v", rep.ExitCode, rep.RootCause, rep.Summary)
 	}
 }
+
+// TestReadmeSampleReport keeps README's sample report equal to the golden
+// text report of the same fixture.
+func TestReadmeSampleReport(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold, err := os.ReadFile(filepath.Join(goldenDir, "port-down.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "$ rdmadoctor --root testdata/hosts/port-down --level 1\n" +
+		strings.Replace(strings.TrimRight(string(gold), "\n"), "rdmadoctor golden", "rdmadoctor "+version, 1) + "\n```"
+	if !strings.Contains(string(readme), want) {
+		t.Errorf("README's sample report differs from testdata/golden/port-down.txt; paste it again")
+	}
+}
