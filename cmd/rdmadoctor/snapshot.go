@@ -35,15 +35,15 @@ func newSnapshotFlagSet(f *snapshotFlags) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.SortFlags = false
-	fs.StringVarP(&f.output, "output", "o", "", "write the snapshot here: FILE.tar.gz (or .tgz), or a directory (default: rdmadoctor-snapshot-HOST-TIME.tar.gz)")
+	fs.StringVarP(&f.output, "output", "o", "", "write the snapshot here: FILE.tar.gz (or .tgz), FILE.tar, or a directory (default: rdmadoctor-snapshot-HOST-TIME.tar.gz)")
 	fs.BoolVar(&f.redact, "redact", false, "replace hostnames, IP addresses, MAC addresses and GUIDs, consistently")
 	fs.StringVar(&f.root, "root", "/", "capture this host directory or snapshot instead of the live host (e.g. to redact a snapshot)")
-	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for the whole capture")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for the whole capture (and for unpacking an archive --root)")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
 	return fs
 }
 
-// cmdSnapshot is `rdmadoctor snapshot [-o FILE.tar.gz|DIR] [--redact]`: run
+// cmdSnapshot is `rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]`: run
 // the level-1 checks on a recording host, copy what they read, and write it
 // with the facts and a manifest. Exit 0 when the snapshot is complete, 1
 // when it could not be written or the deadline cut it short, 2 on a usage
@@ -54,7 +54,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "rdmadoctor snapshot — capture this host's RDMA state in one file, to diagnose anywhere with --root\n\n"+
-				"usage: rdmadoctor snapshot [-o FILE.tar.gz|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
+				"usage: rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
 			return 0
 		}
 		msg := err.Error()
@@ -73,17 +73,28 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		return report.ExitUsage
 	}
 
-	host, cleanup, err := openRoot(f.root)
+	out := f.output
+	format, err := snapshot.OutputFormat(out)
 	if err != nil {
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: --root: %v\n", err)
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %v\n", err)
 		return report.ExitUsage
 	}
-	defer cleanup()
 
+	// The deadline and an interrupt cover unpacking an archive --root too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+
+	host, cleanup, err := openRootCtx(ctx, f.root)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: --root: %v\n", err)
+		if ctx.Err() != nil {
+			return report.ExitInternal
+		}
+		return report.ExitUsage
+	}
+	defer cleanup()
 
 	exe, _ := os.Executable()
 	memlock, _ := parseSize("64MiB")
@@ -100,14 +111,17 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		return report.ExitInternal
 	}
 
-	out := f.output
 	if out == "" {
 		out = defaultSnapshotName(snap.Manifest.Hostname, snap.Manifest.CapturedAt)
+		format = snapshot.FormatTarGz
 	}
 	var size int64
-	if snapshot.IsArchiveName(out) {
+	switch format {
+	case snapshot.FormatTarGz:
 		size, err = snap.WriteTarGzFile(out)
-	} else {
+	case snapshot.FormatTar:
+		size, err = snap.WriteTarFile(out)
+	default:
 		err = snap.WriteDir(out)
 	}
 	if err != nil {
@@ -118,7 +132,10 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	m := snap.Manifest
 	fmt.Fprintf(stdout, "wrote %s: %d files, %d symlinks, %d directories", out, m.Counts.Files, m.Counts.Symlinks, m.Counts.Dirs)
 	if size > 0 {
-		fmt.Fprintf(stdout, ", %s compressed", humanBytes(size))
+		fmt.Fprintf(stdout, ", %s", humanBytes(size))
+		if format == snapshot.FormatTarGz {
+			fmt.Fprint(stdout, " compressed")
+		}
 	}
 	if m.Redacted {
 		fmt.Fprint(stdout, ", redacted")
@@ -198,9 +215,16 @@ func (c *level1Capture) verbs(ctx context.Context) (*sysfs.VerbsEnumeration, err
 // them under the directory. cleanup is never nil on success and closes the
 // host too.
 func openRoot(root string) (host *sysfs.Host, cleanup func(), err error) {
+	return openRootCtx(context.Background(), root)
+}
+
+// openRootCtx is openRoot bounded by ctx: an interrupt or a deadline stops
+// unpacking an archive, which then leaves nothing behind, and the error
+// wraps ctx.Err().
+func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup func(), err error) {
 	fi, err := os.Stat(root)
 	if err == nil && fi.Mode().IsRegular() {
-		dir, remove, err := snapshot.UnpackFile(root, snapshot.DefaultLimits())
+		dir, remove, err := snapshot.UnpackFile(ctx, root, snapshot.DefaultLimits())
 		if err != nil {
 			return nil, nil, err
 		}

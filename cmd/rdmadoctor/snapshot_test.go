@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,5 +230,80 @@ func TestCaptureRecordsJudgedVerbs(t *testing.T) {
 	f, err := c2.verbs(context.Background())
 	if err != nil || f == nil || f.ChildError == "" {
 		t.Errorf("fallback child: %+v, %v", f, err)
+	}
+}
+
+// TestSnapshotCommandOutputFormats: -o FILE.tar writes a plain tar that
+// replays as the source does; an archive name of a format not written
+// (.zip, .tar.xz, …) is a usage error before anything is captured.
+func TestSnapshotCommandOutputFormats(t *testing.T) {
+	src := filepath.Join(hostsDir, "cx5-roce-healthy")
+	out := t.TempDir()
+	for _, name := range []string{"node.zip", "node.tar.bz2", "node.tar.xz", "node.tar.zst", "node.7z"} {
+		code, stdout, errOut := runSnapshot(t, "--root", src, "-o", filepath.Join(out, name))
+		if code != 2 || !strings.HasPrefix(errOut, "rdmadoctor snapshot: -o ") || !strings.Contains(errOut, "FILE.tar.gz") || stdout != "" {
+			t.Errorf("-o %s: exit %d, stdout %q, stderr %q", name, code, stdout, errOut)
+		}
+	}
+	if ents, _ := os.ReadDir(out); len(ents) > 0 {
+		t.Errorf("refused outputs wrote %d entries", len(ents))
+	}
+
+	file := filepath.Join(out, "node.tar")
+	code, stdout, errOut := runSnapshot(t, "--root", src, "-o", file)
+	if code != 0 || strings.Contains(stdout, "compressed") {
+		t.Fatalf("-o node.tar: exit %d: %s%s", code, stdout, errOut)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || len(data) < 512 || string(data[257:262]) != "ustar" {
+		t.Fatalf("%s is not a plain tar (%v)", file, err)
+	}
+	host, cleanup, err := openRoot(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	_, want := level1JSON(t, src)
+	_, got := level1JSON(t, host.Root())
+	if strings.ReplaceAll(want, "ROOT/", "/") != got {
+		t.Errorf("replay of the .tar differs from the source:\n%s\n----\n%s", want, got)
+	}
+}
+
+// TestOpenRootStopsWithContext: the run's deadline or an interrupt stops
+// unpacking an archive --root, which leaves nothing behind.
+func TestOpenRootStopsWithContext(t *testing.T) {
+	src := filepath.Join(hostsDir, "cx5-roce-healthy")
+	file := filepath.Join(t.TempDir(), "node.tar.gz")
+	if code, out, errOut := runSnapshot(t, "--root", src, "-o", file); code != 0 {
+		t.Fatalf("snapshot: exit %d: %s%s", code, out, errOut)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := openRootCtx(ctx, file); !errors.Is(err, context.Canceled) {
+		t.Errorf("openRootCtx(cancelled) = %v, want context.Canceled", err)
+	}
+	// A directory root has nothing to unpack: the context does not matter.
+	host, cleanup, err := openRootCtx(ctx, src)
+	if err != nil {
+		t.Errorf("openRootCtx(cancelled, dir) = %v", err)
+	} else {
+		host.Close()
+		cleanup()
+	}
+
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, errOut := runSnapshot(t, "--root", file, "--timeout", "1ns", "-o", dir)
+	if code != 1 || !strings.Contains(errOut, "unpacking stopped") || strings.Contains(stdout, "wrote") {
+		t.Errorf("--timeout 1ns --root ARCHIVE: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("a stopped snapshot wrote %s", dir)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
+		t.Errorf("a stopped unpack left %d entries in the temporary directory", len(ents))
 	}
 }

@@ -63,7 +63,7 @@ func BenchmarkUnpack(b *testing.B) {
 	open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	for b.Loop() {
 		dest := b.TempDir()
-		if _, err := snapshot.Unpack(open, "snap.tar.gz", dest, snapshot.DefaultLimits()); err != nil {
+		if _, err := snapshot.Unpack(context.Background(), open, "snap.tar.gz", dest, snapshot.DefaultLimits()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func BenchmarkReplayArchive(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		root, cleanup, err := snapshot.UnpackFile(file, snapshot.DefaultLimits())
+		root, cleanup, err := snapshot.UnpackFile(context.Background(), file, snapshot.DefaultLimits())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -123,7 +123,7 @@ func TestRoundTripArchive(t *testing.T) {
 			if _, err := s.WriteTarGzFile(file); err != nil {
 				t.Fatal(err)
 			}
-			root, cleanup, err := snapshot.UnpackFile(file, snapshot.DefaultLimits())
+			root, cleanup, err := snapshot.UnpackFile(context.Background(), file, snapshot.DefaultLimits())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 
 // FuzzUnpack: whatever the bytes, Unpack never panics, and an archive it
 // accepts leaves only directories, regular files and symlinks that resolve
-// inside the destination; nothing appears beside the destination.
+// inside the host root it returns, no deeper than 48 levels; nothing
+// appears beside the destination.
 func FuzzUnpack(f *testing.F) {
 	f.Add(archiveOf(f, capture(f, healthy, false)))
 	f.Add(tarGz(f, file("snap/rdmadoctor.manifest.json", "{}"), symlink("snap/l", "../x"), dir("snap/d/")))
@@ -22,6 +24,9 @@ func FuzzUnpack(f *testing.F) {
 	f.Add(tarGz(f, symlink("s", "/etc/shadow"), hardlink("h", "s")))
 	f.Add(tarGz(f, file("../evil", "x"), ent{name: "dev", typ: tar.TypeChar}))
 	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
+	f.Add(tarGz(f, dir("./"), file("./sys/x", "1"), dir("./"), file("./proc/y", "2")))
+	f.Add(tarGz(f, dir("top/sys/"), symlink("top/l", ".."), symlink("top/sys/u", "../l/top")))
+	f.Add(tarGz(f, file(deepName("d0", 47), "1"), file(deepName("d1", 48), "1"), dir("d0/x/")))
 	lim := snapshot.Limits{MaxFileBytes: 1 << 16, MaxPlaceholderBytes: 1 << 10, MaxTotalBytes: 1 << 20, MaxEntries: 2000, MaxListEntries: 100}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		outer := t.TempDir()
@@ -29,7 +34,7 @@ func FuzzUnpack(f *testing.F) {
 		if err := os.Mkdir(dest, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		_, err := snapshot.Unpack(opener(data), "fuzz.tar.gz", dest, lim)
+		rel, err := snapshot.Unpack(context.Background(), opener(data), "fuzz.tar.gz", dest, lim)
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.tar.gz") {
 				t.Fatalf("error does not name the archive: %v", err)
@@ -39,7 +44,8 @@ func FuzzUnpack(f *testing.F) {
 		if ents, _ := os.ReadDir(outer); len(ents) != 1 {
 			t.Fatalf("%d entries beside the destination", len(ents))
 		}
-		root, err := os.OpenRoot(dest)
+		hostDir := filepath.Join(dest, rel)
+		root, err := os.OpenRoot(hostDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,8 +62,14 @@ func FuzzUnpack(f *testing.F) {
 			if !m.IsDir() && !m.IsRegular() && m&fs.ModeSymlink == 0 {
 				t.Fatalf("%s: %v made", p, m)
 			}
+			if r, _ := filepath.Rel(dest, p); strings.Count(r, "/") >= 48 {
+				t.Fatalf("%s: deeper than 48 levels", r)
+			}
 			if m&fs.ModeSymlink != 0 {
-				rel, _ := filepath.Rel(dest, p)
+				rel, err := filepath.Rel(hostDir, p)
+				if err != nil || strings.HasPrefix(rel, "..") {
+					t.Fatalf("%s: outside the host root %s", p, hostDir)
+				}
 				if _, err := root.Stat(rel); err != nil && strings.Contains(err.Error(), "escapes") {
 					t.Fatalf("%s: symlink leads outside: %v", rel, err)
 				}

@@ -29,6 +29,9 @@ type Limits struct {
 	MaxTotalBytes       int64 // all file contents
 	MaxEntries          int   // files, directories and symlinks
 	MaxListEntries      int   // names kept from one listed directory
+	// MaxArchiveBytes bounds an archive file read by Unpack, compressed
+	// (0: twice MaxTotalBytes, plus room for headers).
+	MaxArchiveBytes int64
 }
 
 // DefaultLimits are generous for any real host (a dual-port NIC snapshot is
@@ -41,6 +44,7 @@ func DefaultLimits() Limits {
 		MaxTotalBytes:       256 << 20,
 		MaxEntries:          50000,
 		MaxListEntries:      4096,
+		MaxArchiveBytes:     2*(256<<20) + tarOverhead,
 	}
 }
 
@@ -114,8 +118,9 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	if err != nil {
 		man.Complete = false
 	}
-	if c.tree.Len() > opts.Limits.MaxEntries {
-		return nil, fmt.Errorf("capture: %d entries, more than the limit of %d", c.tree.Len(), opts.Limits.MaxEntries)
+	// Counted as Unpack counts them, so that what is written can be replayed.
+	if n := (&Snapshot{Tree: c.tree}).archiveEntries(); n > opts.Limits.MaxEntries {
+		return nil, fmt.Errorf("capture: %d entries, more than the limit of %d", n, opts.Limits.MaxEntries)
 	}
 	// A file that exists but failed to read (EINVAL counters, EACCES) fails
 	// the same way on replay; one that was absent stays absent.

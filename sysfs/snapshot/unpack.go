@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +27,20 @@ import (
 // changed in between is refused. Any refusal names the entry and the reason,
 // and the caller removes the destination: there is no partial result.
 
-// Limits on names, beyond Limits.
+// Limits on names and streams, beyond Limits.
 const (
-	maxNameLen   = 4096
-	maxNameDepth = 128
+	maxNameLen = 4096 // PATH_MAX
+	maxElemLen = 255  // NAME_MAX: one path component
+	// maxNameDepth bounds the components of one name. A real snapshot is
+	// about 20 deep (the PCI path of a NIC behind a few bridges); a deeper
+	// name only serves to make one entry imply many directories.
+	maxNameDepth = 48
 	// tarOverhead is what the tar stream may hold beyond file contents:
 	// headers, padding, long-name and PAX records.
 	tarOverhead = 64 << 20
+	// maxTrailer is what may follow the tar end marker: tar pads its
+	// output to a whole record (10 KiB for GNU tar, more with -b).
+	maxTrailer = 1 << 20
 )
 
 // UnpackError is a refused archive: which entry (when one is to blame) and why.
@@ -50,17 +58,21 @@ func (e *UnpackError) Error() string {
 }
 
 // UnpackFile unpacks the .tar.gz (or .tar) archive file into a new private
-// temporary directory and returns the host root inside it (the archive's
-// single top directory when it has one holding the facts file or manifest)
-// and a function that removes everything. On error nothing is left behind.
-func UnpackFile(file string, lim Limits) (root string, cleanup func(), err error) {
+// temporary directory and returns the host root inside it (see Unpack) and
+// a function that removes everything. On error — a refusal, or ctx done
+// (an interrupt, a deadline) — nothing is left behind.
+func UnpackFile(ctx context.Context, file string, lim Limits) (root string, cleanup func(), err error) {
+	lim = lim.orDefault()
+	if fi, err := os.Stat(file); err == nil && fi.Size() > lim.MaxArchiveBytes {
+		return "", nil, &UnpackError{Archive: file, Reason: fmt.Sprintf("the archive file is larger than %d bytes", lim.MaxArchiveBytes)}
+	}
 	dest, err := os.MkdirTemp("", "rdmadoctor-root-*")
 	if err != nil {
 		return "", nil, fmt.Errorf("snapshot %s: make a temporary directory: %w", file, err)
 	}
 	cleanup = func() { removeAll(dest) }
 	open := func() (io.ReadCloser, error) { return os.Open(file) }
-	rel, err := Unpack(open, file, dest, lim)
+	rel, err := Unpack(ctx, open, file, dest, lim)
 	if err != nil {
 		cleanup()
 		return "", nil, err
@@ -96,64 +108,121 @@ type planned struct {
 
 // Unpack checks and extracts the archive that open returns (opened twice)
 // into the existing, empty directory dest. name is the archive's name for
-// messages. It returns the host root relative to dest ("" for dest itself).
-func Unpack(open func() (io.ReadCloser, error), name, dest string, lim Limits) (string, error) {
+// messages. It returns the host root relative to dest ("" for dest itself):
+// the archive's single top directory when it holds the facts file, the
+// manifest, sys/ or proc/ (as `rdmadoctor snapshot` or `tar czf x.tgz
+// hostdir` write it), else the archive root. Every symlink must resolve
+// inside that host root.
+//
+// When ctx is done Unpack stops between two reads and returns an error
+// wrapping ctx.Err(); what it wrote stays in dest for the caller to remove.
+func Unpack(ctx context.Context, open func() (io.ReadCloser, error), name, dest string, lim Limits) (string, error) {
+	lim = lim.orDefault()
+	sc, err := scan(ctx, open, name, lim)
+	if err != nil {
+		return "", err
+	}
+	root := hostRoot(sc.plan, sc.kinds)
+	if err := checkLinks(sc.plan, root); err != nil {
+		return "", &UnpackError{Archive: name, Entry: err.entry, Reason: err.reason}
+	}
+	if err := extract(ctx, open, name, dest, sc, lim); err != nil {
+		return "", err
+	}
+	return root, nil
+}
+
+// orDefault fills in the limits a zero Limits, or an older caller, leaves out.
+func (lim Limits) orDefault() Limits {
 	if lim == (Limits{}) {
 		lim = DefaultLimits()
 	}
-	plan, err := scan(open, name, lim)
-	if err != nil {
-		return "", err
+	if lim.MaxArchiveBytes <= 0 {
+		lim.MaxArchiveBytes = 2*lim.MaxTotalBytes + tarOverhead
 	}
-	if err := extract(open, name, dest, plan, lim); err != nil {
-		return "", err
-	}
-	return hostRoot(plan), nil
+	return lim
+}
+
+// stream is one pass over the archive: the tar reader, and the bounded
+// decompressed bytes under it.
+type stream struct {
+	tr   *tar.Reader
+	data *capReader
+	file io.Closer
 }
 
 // openStream opens the archive and returns a tar reader over it, gzip or
-// plain tar by their magic numbers, with the decompressed bytes bounded.
-func openStream(open func() (io.ReadCloser, error), name string, lim Limits) (*tar.Reader, io.Reader, io.Closer, error) {
+// plain tar by their magic numbers, with the file's bytes and the
+// decompressed bytes bounded, and every read checking ctx.
+func openStream(ctx context.Context, open func() (io.ReadCloser, error), name string, lim Limits) (*stream, error) {
 	f, err := open()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("snapshot %s: %w", name, err)
+		return nil, fmt.Errorf("snapshot %s: %w", name, err)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	// The file itself is bounded too: a stream of empty gzip members or
+	// empty deflate blocks inflates to nothing, forever.
+	raw := &capReader{ctx: ctx, r: f, left: lim.MaxArchiveBytes, over: errArchiveTooLarge}
+	br := bufio.NewReaderSize(raw, 64<<10)
 	head, _ := br.Peek(512)
-	var stream io.Reader = br
+	var data io.Reader = br
 	switch {
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			f.Close()
-			return nil, nil, nil, &UnpackError{Archive: name, Reason: "corrupt gzip header: " + err.Error()}
+			return nil, &UnpackError{Archive: name, Reason: "corrupt gzip header: " + err.Error()}
 		}
-		stream = zr
+		data = zr
 	case len(head) >= 262 && bytes.Equal(head[257:262], []byte("ustar")):
 	case len(head) == 0:
 		f.Close()
-		return nil, nil, nil, &UnpackError{Archive: name, Reason: "empty file, not a snapshot archive"}
+		if err := ctx.Err(); err != nil {
+			return nil, stopped(ctx, name)
+		}
+		return nil, &UnpackError{Archive: name, Reason: "empty file, not a snapshot archive"}
 	default:
 		f.Close()
-		return nil, nil, nil, &UnpackError{Archive: name, Reason: "not a .tar.gz or .tar archive (give a snapshot written by `rdmadoctor snapshot -o FILE.tar.gz`, or a directory)"}
+		return nil, &UnpackError{Archive: name, Reason: "not a .tar.gz or .tar archive (give a snapshot written by `rdmadoctor snapshot -o FILE.tar.gz`, or a directory)"}
 	}
-	limited := &capReader{r: stream, left: lim.MaxTotalBytes + tarOverhead, name: name}
-	return tar.NewReader(limited), limited, f, nil
+	limited := &capReader{ctx: ctx, r: data, left: lim.MaxTotalBytes + tarOverhead, over: errInflated}
+	return &stream{tr: tar.NewReader(limited), data: limited, file: f}, nil
 }
 
-// capReader fails once more than left bytes come out of the decompressor: a
-// small archive that inflates to gigabytes stops here.
+// finish reads what follows the tar end marker — record padding, then the
+// gzip trailer with its checksum — and refuses more than maxTrailer bytes
+// of it rather than reading on.
+func (s *stream) finish(name, last string) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(s.data, maxTrailer+1))
+	if err != nil {
+		return streamErr(s.data.ctx, name, last, err)
+	}
+	if n > maxTrailer {
+		return &UnpackError{Archive: name, Reason: fmt.Sprintf("more than %d bytes follow the end of the tar archive", maxTrailer)}
+	}
+	return nil
+}
+
+// capReader fails once more than left bytes have come through it — a small
+// archive that inflates to gigabytes stops here — and as soon as ctx is
+// done.
 type capReader struct {
+	ctx  context.Context
 	r    io.Reader
 	left int64
-	name string
+	over error // returned past the limit
 }
 
-var errInflated = errors.New("decompresses to more bytes than the limit")
+var (
+	errInflated        = errors.New("decompresses to more bytes than the limit")
+	errArchiveTooLarge = errors.New("the archive file is larger than the limit")
+)
 
 func (c *capReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if c.left <= 0 {
-		return 0, errInflated
+		return 0, c.over
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]
@@ -163,13 +232,25 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// stopped is the error of an unpack cut short by ctx: not a refusal.
+func stopped(ctx context.Context, name string) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("snapshot %s: unpacking stopped: %v: %w", name, cause, err)
+	}
+	return fmt.Errorf("snapshot %s: unpacking stopped: %w", name, err)
+}
+
 // streamErr turns a read error into a refusal naming the last good entry.
-func streamErr(name, after string, err error) error {
+func streamErr(ctx context.Context, name, after string, err error) error {
+	if ctx.Err() != nil {
+		return stopped(ctx, name)
+	}
 	why := err.Error()
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		why = "the archive is truncated (unexpected end of data)"
-	case errors.Is(err, errInflated):
+	case errors.Is(err, errInflated), errors.Is(err, errArchiveTooLarge):
 		why = err.Error()
 	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
 		why = "the archive is corrupt (" + err.Error() + ")"
@@ -182,36 +263,54 @@ func streamErr(name, after string, err error) error {
 	return &UnpackError{Archive: name, Reason: why + ", after entry " + fmt.Sprintf("%q", after)}
 }
 
+// scanned is what the first pass accepted: the entries to write, the kind
+// of every path they name or imply, and how many headers it read.
+type scanned struct {
+	plan    []planned
+	kinds   map[string]byte // accepted names → kind; implied parents as TypeDir
+	headers int
+}
+
 // scan is the first pass: read and judge every entry, write nothing.
-func scan(open func() (io.ReadCloser, error), name string, lim Limits) ([]planned, error) {
-	tr, stream, closer, err := openStream(open, name, lim)
+//
+// MaxEntries bounds two counts: the headers read (so repeating one
+// directory entry costs as much as new entries do) and the distinct paths
+// named or implied (so "a/b/c/…/f" counts every directory writing it
+// makes).
+func scan(ctx context.Context, open func() (io.ReadCloser, error), name string, lim Limits) (*scanned, error) {
+	s, err := openStream(ctx, open, name, lim)
 	if err != nil {
 		return nil, err
 	}
-	defer closer.Close()
+	defer s.file.Close()
+	sc := &scanned{kinds: map[string]byte{}}
 	var (
-		plan  []planned
-		kinds = map[string]byte{} // accepted names → kind; implied parents as TypeDir
 		total int64
 		last  string
 	)
 	for {
-		h, err := tr.Next()
+		if ctx.Err() != nil {
+			return nil, stopped(ctx, name)
+		}
+		h, err := s.tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, streamErr(name, last, err)
+			return nil, streamErr(ctx, name, last, err)
+		}
+		if sc.headers++; sc.headers > lim.MaxEntries {
+			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive", lim.MaxEntries)}
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue // archive-wide PAX comment (git archive writes one)
 		}
-		p, err := judge(h, kinds, lim)
+		p, err := judge(h, sc.kinds, lim)
 		if err != nil {
 			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: err.Error()}
 		}
-		if len(plan) >= lim.MaxEntries {
-			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive", lim.MaxEntries)}
+		if len(sc.kinds) > lim.MaxEntries {
+			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive, counting the directories their paths imply", lim.MaxEntries)}
 		}
 		if p.kind == tar.TypeReg {
 			total += p.size
@@ -219,38 +318,43 @@ func scan(open func() (io.ReadCloser, error), name string, lim Limits) ([]planne
 				return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("the files add up to more than %d bytes", lim.MaxTotalBytes)}
 			}
 			// Read the content through: a truncated archive must fail here.
-			if n, err := io.Copy(io.Discard, tr); err != nil || n != p.size {
+			if n, err := io.Copy(io.Discard, s.tr); err != nil || n != p.size {
 				if err == nil {
 					err = io.ErrUnexpectedEOF
 				}
-				return nil, streamErr(name, h.Name, err)
+				return nil, streamErr(ctx, name, h.Name, err)
 			}
 		}
 		if p.kind != 0 {
-			plan = append(plan, p)
+			sc.plan = append(sc.plan, p)
 		}
 		last = h.Name
 	}
 	// The tar end marker is not the end of the gzip stream: read to the end
 	// so that a bad checksum or a cut-off trailer is seen.
-	if _, err := io.Copy(io.Discard, stream); err != nil {
-		return nil, streamErr(name, last, err)
+	if err := s.finish(name, last); err != nil {
+		return nil, err
 	}
-	if len(plan) == 0 {
+	if len(sc.plan) == 0 {
 		return nil, &UnpackError{Archive: name, Reason: "the archive holds no entries"}
 	}
-	if err := checkLinks(plan, kinds); err != nil {
-		return nil, &UnpackError{Archive: name, Entry: err.entry, Reason: err.reason}
-	}
-	return plan, nil
+	return sc, nil
 }
 
 // judge checks one header against everything accepted before it. A zero
-// kind in the result means "accepted, nothing to write" (a repeated directory).
+// kind in the result means "accepted, nothing to write": a repeated
+// directory, or the archive root itself ("./", as `tar czf x.tgz -C dir .`
+// writes it).
 func judge(h *tar.Header, kinds map[string]byte, lim Limits) (planned, error) {
 	name, err := cleanName(h.Name)
 	if err != nil {
 		return planned{}, err
+	}
+	if name == "." {
+		if h.Typeflag == tar.TypeDir {
+			return planned{}, nil
+		}
+		return planned{}, errors.New("names the archive root itself")
 	}
 	p := planned{name: name, perm: fs.FileMode(h.Mode).Perm()}
 	switch h.Typeflag {
@@ -308,14 +412,17 @@ func judge(h *tar.Header, kinds map[string]byte, lim Limits) (planned, error) {
 	}
 	kinds[name] = p.kind
 	for d := path.Dir(name); d != "."; d = path.Dir(d) {
-		if _, ok := kinds[d]; !ok {
-			kinds[d] = tar.TypeDir
+		if _, ok := kinds[d]; ok {
+			break // its parents were added with it
 		}
+		kinds[d] = tar.TypeDir
 	}
 	return p, nil
 }
 
-// cleanName accepts a relative, clean-able name without "..".
+// cleanName accepts a relative, clean-able name without "..", no deeper
+// than maxNameDepth, each component a name the kernel takes. "." (the
+// archive root) is returned for the caller to judge.
 func cleanName(n string) (string, error) {
 	switch {
 	case n == "":
@@ -331,13 +438,14 @@ func cleanName(n string) (string, error) {
 		if el == ".." {
 			return "", errors.New("path climbs out with \"..\"")
 		}
+		if len(el) > maxElemLen {
+			// The name is in the error already, once: not again here.
+			return "", fmt.Errorf("a path component is longer than %d bytes", maxElemLen)
+		}
 	}
 	c := path.Clean(n)
-	if c == "." {
-		return "", errors.New("names the archive root itself")
-	}
 	if strings.Count(c, "/") >= maxNameDepth {
-		return "", fmt.Errorf("deeper than %d directories", maxNameDepth)
+		return "", fmt.Errorf("deeper than %d levels", maxNameDepth)
 	}
 	return c, nil
 }
@@ -365,21 +473,38 @@ type linkError struct{ entry, reason string }
 // checkLinks resolves every symlink through the archive's own table, as the
 // kernel would, following links inside it: ".." after a link climbs from
 // the link's target, so a chain of links that each look harmless can still
-// lead out, and is refused here.
-func checkLinks(plan []planned, kinds map[string]byte) *linkError {
+// lead out, and is refused here. The walls are those of the host root
+// (relative to the archive root, "" for the archive root): a link in a top
+// directory chosen as the host root may not climb into the archive root.
+func checkLinks(plan []planned, root string) *linkError {
+	prefix := ""
+	if root != "" {
+		prefix = root + "/"
+	}
 	links := map[string]string{}
 	for _, p := range plan {
 		if p.kind == tar.TypeSymlink {
-			links[p.name] = p.link
+			if rel, ok := strings.CutPrefix(p.name, prefix); ok {
+				links[rel] = p.link
+			}
 		}
 	}
 	for _, p := range plan {
 		if p.kind != tar.TypeSymlink {
 			continue
 		}
-		if !resolvesInside(path.Dir(p.name), p.link, links) {
-			return &linkError{entry: p.name, reason: fmt.Sprintf("symlink to %q leads outside the snapshot root through other links", p.link)}
+		rel, ok := strings.CutPrefix(p.name, prefix)
+		if !ok {
+			return &linkError{entry: p.name, reason: fmt.Sprintf("symlink outside the host root %q", root)}
 		}
+		if resolvesInside(path.Dir(rel), p.link, links) {
+			continue
+		}
+		why := fmt.Sprintf("symlink to %q leads outside the snapshot root through other links", p.link)
+		if root != "" && escapesLexically(rel, p.link) {
+			why = fmt.Sprintf("symlink to %q leads outside the host root %q", p.link, root)
+		}
+		return &linkError{entry: p.name, reason: why}
 	}
 	return nil
 }
@@ -422,30 +547,37 @@ func resolvesInside(dir, target string, links map[string]string) bool {
 }
 
 // extract is the second pass: write exactly the planned entries.
-func extract(open func() (io.ReadCloser, error), name, dest string, plan []planned, lim Limits) error {
+func extract(ctx context.Context, open func() (io.ReadCloser, error), name, dest string, sc *scanned, lim Limits) error {
 	root, err := os.OpenRoot(dest)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: open %s: %w", name, dest, err)
 	}
 	defer root.Close()
-	tr, stream, closer, err := openStream(open, name, lim)
+	s, err := openStream(ctx, open, name, lim)
 	if err != nil {
 		return err
 	}
-	defer closer.Close()
+	defer s.file.Close()
 	changed := func(entry string) error {
 		return &UnpackError{Archive: name, Entry: entry, Reason: "the archive changed while it was being read"}
 	}
+	plan := sc.plan
 	kinds := map[string]byte{}
 	w := &writer{root: root, made: map[string]bool{}}
-	i := 0
+	i, headers := 0, 0
 	for {
-		h, err := tr.Next()
+		if ctx.Err() != nil {
+			return stopped(ctx, name)
+		}
+		h, err := s.tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return streamErr(name, "", err)
+			return streamErr(ctx, name, "", err)
+		}
+		if headers++; headers > sc.headers {
+			return changed(h.Name)
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue
@@ -461,17 +593,17 @@ func extract(open func() (io.ReadCloser, error), name, dest string, plan []plann
 			return changed(h.Name)
 		}
 		i++
-		if err := w.entry(tr, p); err != nil {
+		if err := w.entry(s.tr, p); err != nil {
+			if ctx.Err() != nil {
+				return stopped(ctx, name)
+			}
 			return &UnpackError{Archive: name, Entry: h.Name, Reason: err.Error()}
 		}
 	}
 	if i != len(plan) {
 		return changed("")
 	}
-	if _, err := io.Copy(io.Discard, stream); err != nil {
-		return streamErr(name, "", err)
-	}
-	return nil
+	return s.finish(name, "")
 }
 
 // writer writes planned entries through an os.Root, making each parent
@@ -534,9 +666,10 @@ func (w *writer) entry(r io.Reader, p planned) error {
 }
 
 // hostRoot picks the host root: the archive's single top directory when it
-// holds the facts file or the manifest (as `rdmadoctor snapshot` writes it),
+// holds the facts file or the manifest (as `rdmadoctor snapshot` writes
+// it), or sys/ or proc/ (a host directory or fixture archived by name),
 // else the archive root.
-func hostRoot(plan []planned) string {
+func hostRoot(plan []planned, kinds map[string]byte) string {
 	top := ""
 	for _, p := range plan {
 		first, _, _ := strings.Cut(p.name, "/")
@@ -546,10 +679,21 @@ func hostRoot(plan []planned) string {
 			return ""
 		}
 	}
-	for _, p := range plan {
-		if p.kind == tar.TypeReg && (p.name == top+"/"+sysfs.FactsFile || p.name == top+"/"+ManifestFile) {
+	if kinds[top] != tar.TypeDir {
+		return ""
+	}
+	for _, f := range []string{sysfs.FactsFile, ManifestFile} {
+		if k := kinds[top+"/"+f]; k == tar.TypeReg || k == tar.TypeLink {
 			return top
 		}
+	}
+	// A root holding only sys/ is not a top directory named sys holding
+	// another: /proc/sys exists, so a root of only proc/ is not either.
+	if top == "sys" || top == "proc" {
+		return ""
+	}
+	if kinds[top+"/sys"] == tar.TypeDir || kinds[top+"/proc"] == tar.TypeDir {
+		return top
 	}
 	return ""
 }

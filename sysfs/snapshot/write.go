@@ -16,9 +16,45 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
-// IsArchiveName reports whether a file name asks for a .tar.gz.
-func IsArchiveName(name string) bool {
-	return strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz")
+// Format is how a snapshot is written, chosen by the output name.
+type Format int
+
+const (
+	FormatDir   Format = iota // a host directory
+	FormatTarGz               // .tar.gz or .tgz
+	FormatTar                 // .tar, uncompressed
+)
+
+// archiveExts are the names written as archives, longest first.
+var archiveExts = []struct {
+	ext    string
+	format Format
+}{{".tar.gz", FormatTarGz}, {".tgz", FormatTarGz}, {".tar", FormatTar}}
+
+// otherArchiveExts are archive names this tool does not write: writing a
+// directory by such a name would only mislead.
+var otherArchiveExts = []string{
+	".tar.bz2", ".tbz2", ".tbz", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".tar.lz4", ".tar.lz", ".tar.lzma", ".tar.z",
+	".zip", ".7z", ".rar", ".gz", ".bz2", ".xz", ".zst", ".lz4",
+}
+
+// OutputFormat is the format `snapshot -o name` writes: .tar.gz or .tgz a
+// gzip-compressed tar, .tar a plain tar, anything else a directory — except
+// a name of another archive format (.zip, .tar.xz, …), which is an error.
+// Case does not matter.
+func OutputFormat(name string) (Format, error) {
+	lower := strings.ToLower(name)
+	for _, a := range archiveExts {
+		if strings.HasSuffix(lower, a.ext) {
+			return a.format, nil
+		}
+	}
+	for _, ext := range otherArchiveExts {
+		if strings.HasSuffix(lower, ext) {
+			return FormatDir, fmt.Errorf("%s: %s archives are not written; give FILE.tar.gz, FILE.tgz, FILE.tar or a directory", name, name[len(name)-len(ext):])
+		}
+	}
+	return FormatDir, nil
 }
 
 // ArchivePrefix is the top directory inside the archive written to file:
@@ -26,8 +62,11 @@ func IsArchiveName(name string) bool {
 // directory NAME instead of spilling sys/ and proc/ into the current one.
 func ArchivePrefix(file string) string {
 	b := filepath.Base(file)
-	for _, ext := range []string{".tar.gz", ".tgz"} {
-		b = strings.TrimSuffix(b, ext)
+	for _, a := range archiveExts {
+		if strings.HasSuffix(strings.ToLower(b), a.ext) {
+			b = b[:len(b)-len(a.ext)]
+			break
+		}
 	}
 	if b == "" || b == "." || b == ".." {
 		return "rdmadoctor-snapshot"
@@ -96,7 +135,35 @@ func (s *Snapshot) WriteTarGz(w io.Writer, prefix string) error {
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(zw)
+	if err := s.WriteTar(zw, prefix); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("write archive: %w", err)
+	}
+	return nil
+}
+
+// archiveEntries is the number of entries WriteTar writes: the top
+// directory, the tree, any parent directory the tree lacks, and the facts
+// file and the manifest. Unpack counts them against MaxEntries.
+func (s *Snapshot) archiveEntries() int {
+	n := 3 + s.Tree.Len()
+	seen := map[string]bool{}
+	for _, e := range s.Tree.Entries() {
+		for d := path.Dir(e.Path); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			if s.Tree.Lookup(d) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// WriteTar writes the snapshot as an uncompressed tar, as WriteTarGz does.
+func (s *Snapshot) WriteTar(w io.Writer, prefix string) error {
+	tw := tar.NewWriter(w)
 	// Whole seconds: a sub-second time would cost a PAX record per entry.
 	mtime := s.Manifest.CapturedAt.Truncate(time.Second)
 	hdr := func(name string, typ byte, mode fs.FileMode) *tar.Header {
@@ -140,7 +207,7 @@ func (s *Snapshot) WriteTarGz(w io.Writer, prefix string) error {
 			}
 		}
 	}
-	err = s.writeTop(func(n string, data []byte) error {
+	err := s.writeTop(func(n string, data []byte) error {
 		h := hdr(prefix+"/"+n, tar.TypeReg, 0o644)
 		h.Size = int64(len(data))
 		if err := tw.WriteHeader(h); err != nil {
@@ -155,21 +222,29 @@ func (s *Snapshot) WriteTarGz(w io.Writer, prefix string) error {
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("write archive: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("write archive: %w", err)
-	}
 	return nil
 }
 
 // WriteTarGzFile writes the archive to file atomically (a temporary file in
 // the same directory, renamed when complete) and returns its size.
 func (s *Snapshot) WriteTarGzFile(file string) (int64, error) {
+	return writeFileAtomic(file, func(w io.Writer) error { return s.WriteTarGz(w, ArchivePrefix(file)) })
+}
+
+// WriteTarFile is WriteTarGzFile for an uncompressed tar.
+func (s *Snapshot) WriteTarFile(file string) (int64, error) {
+	return writeFileAtomic(file, func(w io.Writer) error { return s.WriteTar(w, ArchivePrefix(file)) })
+}
+
+// writeFileAtomic writes file through a temporary file in the same
+// directory, renamed when complete, and returns its size.
+func writeFileAtomic(file string, write func(io.Writer) error) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".rdmadoctor-snapshot-*")
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", file, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := s.WriteTarGz(tmp, ArchivePrefix(file)); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return 0, fmt.Errorf("write %s: %w", file, err)
 	}
