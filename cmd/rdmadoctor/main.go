@@ -228,7 +228,13 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		}
 	}()
 
-	host, cleanup, err := openRoot(f.root)
+	host, cleanup, err := openRootCtx(ctx, f.root)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if sig, ok := caught.Load().(syscall.Signal); ok {
+			return 128 + int(sig), fmt.Errorf("--root: interrupted by %v while unpacking", sig)
+		}
+		return report.ExitInternal, fmt.Errorf("--root: the run's deadline (--timeout %v) passed while unpacking", f.timeout)
+	}
 	if err != nil {
 		return report.ExitUsage, fmt.Errorf("--root: %w", err)
 	}
