@@ -30,6 +30,18 @@ func (e *Error) Unwrap() error {
 	return e.Errno
 }
 
+// ReturnError is a data-path verb that failed with a return value that is
+// not an errno: ibv_poll_cq's negative return is the provider's own code
+// (mlx5 returns -2 when the CQ is in error), so it is reported as it came.
+type ReturnError struct {
+	Verb   string
+	Return int32
+}
+
+func (e *ReturnError) Error() string {
+	return fmt.Sprintf("%s returned %d, the provider's own failure code (not an errno)", e.Verb, e.Return)
+}
+
 // ErrnoName is the symbolic name of an errno, "ENOMEM"; "errno N" for a
 // number the C library has no name for.
 func ErrnoName(e syscall.Errno) string {

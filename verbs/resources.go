@@ -47,7 +47,10 @@ type MR struct {
 // RegMR registers length bytes of buf starting at off (ibv_reg_mr). The
 // pages are pinned: ENOMEM here usually means RLIMIT_MEMLOCK.
 func (pd *PD) RegMR(buf *Buffer, off, length int, access Access) (*MR, error) {
-	if buf == nil || off < 0 || length <= 0 || off+length > buf.Len() {
+	if buf == nil {
+		return nil, fmt.Errorf("ibv_reg_mr: no buffer to register")
+	}
+	if off < 0 || length <= 0 || off+length > buf.Len() {
 		return nil, fmt.Errorf("ibv_reg_mr: range [%d, %d) outside the %d-byte buffer", off, off+length, buf.Len())
 	}
 	addr := unsafe.Pointer(&buf.Bytes()[off])
@@ -159,7 +162,9 @@ func (cq *CQ) Destroy() error {
 }
 
 // Poll is ibv_poll_cq: it fills up to len(wcs) completions and returns how
-// many. A negative return of the provider (CQ in error) is an *Error.
+// many. A negative return is the provider's own failure code (mlx5 returns
+// -2 for a CQ in error), not an errno: it comes back as a *ReturnError
+// carrying the raw value.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if len(wcs) == 0 {
 		return 0, nil
@@ -173,7 +178,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	p := a.alloc(uintptr(max)*unsafe.Sizeof(WC{}), unsafe.Alignof(WC{}))
 	rc := callFast(cq.pollFn, cq.ptr, uintptr(max), p)
 	if rc < 0 {
-		return 0, &Error{Verb: "ibv_poll_cq", Errno: syscall.Errno(-rc)}
+		return 0, &ReturnError{Verb: "ibv_poll_cq", Return: rc}
 	}
 	n := copy(wcs, unsafe.Slice((*WC)(ptr(p)), int(rc)))
 	return n, nil
@@ -299,20 +304,31 @@ type RecvWR struct {
 	SGEs []SGE
 }
 
-// PostError is a failed post: the errno and which work request the
-// provider refused (bad_wr), counted from 0.
+// PostError is a failed post: what the provider returned and which work
+// request it refused (bad_wr), counted from 0.
 type PostError struct {
-	Verb  string
-	Errno syscall.Errno
-	BadWR int // -1 when bad_wr pointed at none of them
+	Verb string
+	// Errno is the errno the provider returned; 0 when the return value
+	// (Return) is not one.
+	Errno  syscall.Errno
+	Return int32
+	BadWR  int // -1 when bad_wr pointed at none of them
 }
 
 func (e *PostError) Error() string {
+	if e.Errno == 0 {
+		return fmt.Sprintf("%s returned %d, which is not an errno (work request %d)", e.Verb, e.Return, e.BadWR)
+	}
 	return fmt.Sprintf("%s (work request %d)", (&Error{Verb: e.Verb, Errno: e.Errno}).Error(), e.BadWR)
 }
 
 // Unwrap makes errors.Is(err, syscall.EINVAL) work.
-func (e *PostError) Unwrap() error { return e.Errno }
+func (e *PostError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
 
 // PostSend is ibv_post_send through the context ops.
 func (qp *QP) PostSend(wrs ...SendWR) error {
@@ -322,10 +338,15 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	c := qp.PD.Context
 	a := c.scratch.take()
 	defer a.mu.Unlock()
+	tooMany := fmt.Errorf("ibv_post_send: %d work requests do not fit the %d-byte scratch memory", len(wrs), arenaSize)
 	cwrs := make([]*cSendWR, len(wrs))
 	for i := range wrs {
 		w := &wrs[i]
-		cw := allocT[cSendWR](a)
+		p := a.alloc(unsafe.Sizeof(cSendWR{}), unsafe.Alignof(cSendWR{}))
+		if p == 0 {
+			return tooMany
+		}
+		cw := (*cSendWR)(ptr(p))
 		cwrs[i] = cw
 		cw.WRID = w.ID
 		cw.Opcode = w.Opcode
@@ -336,7 +357,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		if n := len(w.SGEs); n > 0 {
 			sg := a.alloc(uintptr(n)*unsafe.Sizeof(SGE{}), unsafe.Alignof(SGE{}))
 			if sg == 0 {
-				return fmt.Errorf("ibv_post_send: %d work requests do not fit the scratch memory", len(wrs))
+				return tooMany
 			}
 			copy(unsafe.Slice((*SGE)(ptr(sg)), n), w.SGEs)
 			cw.SGList = sg
@@ -346,12 +367,15 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
 		}
 	}
-	bad := allocT[uintptr](a)
-	rc := callFast(qp.postSend, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), uintptr(unsafe.Pointer(bad)))
+	bad := a.alloc(unsafe.Sizeof(uintptr(0)), unsafe.Alignof(uintptr(0)))
+	if bad == 0 {
+		return tooMany
+	}
+	rc := callFast(qp.postSend, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
 		return nil
 	}
-	return &PostError{Verb: "ibv_post_send", Errno: rcErrno(rc), BadWR: badIndex(*bad, cwrs)}
+	return postError("ibv_post_send", rc, badIndex(*(*uintptr)(ptr(bad)), cwrs))
 }
 
 // PostRecv is ibv_post_recv through the context ops.
@@ -362,16 +386,21 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	c := qp.PD.Context
 	a := c.scratch.take()
 	defer a.mu.Unlock()
+	tooMany := fmt.Errorf("ibv_post_recv: %d work requests do not fit the %d-byte scratch memory", len(wrs), arenaSize)
 	cwrs := make([]*cRecvWR, len(wrs))
 	for i := range wrs {
 		w := &wrs[i]
-		cw := allocT[cRecvWR](a)
+		p := a.alloc(unsafe.Sizeof(cRecvWR{}), unsafe.Alignof(cRecvWR{}))
+		if p == 0 {
+			return tooMany
+		}
+		cw := (*cRecvWR)(ptr(p))
 		cwrs[i] = cw
 		cw.WRID = w.ID
 		if n := len(w.SGEs); n > 0 {
 			sg := a.alloc(uintptr(n)*unsafe.Sizeof(SGE{}), unsafe.Alignof(SGE{}))
 			if sg == 0 {
-				return fmt.Errorf("ibv_post_recv: %d work requests do not fit the scratch memory", len(wrs))
+				return tooMany
 			}
 			copy(unsafe.Slice((*SGE)(ptr(sg)), n), w.SGEs)
 			cw.SGList = sg
@@ -381,21 +410,30 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
 		}
 	}
-	bad := allocT[uintptr](a)
-	rc := callFast(qp.postRecv, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), uintptr(unsafe.Pointer(bad)))
+	bad := a.alloc(unsafe.Sizeof(uintptr(0)), unsafe.Alignof(uintptr(0)))
+	if bad == 0 {
+		return tooMany
+	}
+	rc := callFast(qp.postRecv, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
 		return nil
 	}
-	return &PostError{Verb: "ibv_post_recv", Errno: rcErrno(rc), BadWR: badIndex(*bad, cwrs)}
+	return postError("ibv_post_recv", rc, badIndex(*(*uintptr)(ptr(bad)), cwrs))
 }
 
-// rcErrno turns a data-path return value (a positive or negative errno)
-// into the errno.
-func rcErrno(rc int32) syscall.Errno {
-	if rc < 0 {
-		rc = -rc
+// maxErrno is the largest errno value (the kernel's MAX_ERRNO).
+const maxErrno = 4095
+
+// postError turns a failed post's return value into the error: rdma-core's
+// providers return a positive errno; anything else (a negative value, one
+// past the errno range) is the provider's own code and is reported raw
+// rather than read as an errno it may not be.
+func postError(verb string, rc int32, badWR int) *PostError {
+	e := &PostError{Verb: verb, Return: rc, BadWR: badWR}
+	if rc > 0 && rc <= maxErrno {
+		e.Errno = syscall.Errno(rc)
 	}
-	return syscall.Errno(rc)
+	return e
 }
 
 func badIndex[T any](bad uintptr, wrs []*T) int {
