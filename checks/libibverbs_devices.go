@@ -27,6 +27,7 @@ func init() {
 				{report.Fail, "the library does not load (the loader's message is shown)", "Install rdma-core's libibverbs for the distribution (`apt-get install libibverbs1 ibverbs-providers`, `dnf install libibverbs`, `zypper install libibverbs1 rdma-core`)."},
 				{report.Fail, "the file loaded as libibverbs.so.1 lacks verbs", "Remove the foreign or ancient libibverbs.so.1 the loader finds first (`ldconfig -p | grep libibverbs`, LD_LIBRARY_PATH)."},
 				{report.Fail, "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs", noUverbsFix},
+				{report.Fail, "ibv_get_device_list returns NULL without setting errno", nullListFix},
 				{report.Fail, "the library lists fewer devices than the kernel: the provider of their driver did not load", "Install the provider package (`ibverbs-providers` on Debian/Ubuntu, `libibverbs` on RHEL/SUSE) or reinstall MLNX_OFED/DOCA-OFED."},
 				{report.Warn, "the library lists a device the kernel does not show, or another node GUID", "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`."},
 				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider: `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices`, and `strace -f -e trace=openat ibv_devices` shows the last provider opened before the hang or crash; update or remove it."},
@@ -35,6 +36,10 @@ func init() {
 		Run: runLibibverbsDevices,
 	})
 }
+
+// nullListFix is for ibv_get_device_list failing without an errno.
+const nullListFix = "The library gave up without saying why: `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints its own messages, and " +
+	"`strace -f -e trace=openat,ioctl ibv_devices` shows the file or call that failed last (/sys/class/infiniband_verbs, /dev/infiniband, a provider)."
 
 const noUverbsFix = "`modprobe ib_uverbs` (and the driver's RDMA module, e.g. mlx5_ib); add them to /etc/modules-load.d/rdma.conf. A kernel built " +
 	"without CONFIG_INFINIBAND_USER_ACCESS cannot run verbs applications at all."
@@ -190,6 +195,15 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		} else {
 			r.Remedy = genericVerbsFix
 		}
+		r.Details = l.Warnings
+		return r
+	case l.ListError != "":
+		// NULL without errno: the library failed and did not say why.
+		// That is no empty list, and no provider's fault to guess at.
+		ev["list_error"] = l.ListError
+		r := fail("ibv_get_device_list returned NULL without setting errno: " + l.ListError)
+		r.Observed, r.Expected, r.Evidence = "NULL, no errno", expected, ev
+		r.Remedy = nullListFix
 		r.Details = l.Warnings
 		return r
 	}

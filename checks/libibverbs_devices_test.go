@@ -56,6 +56,11 @@ func TestJudgeVerbsDevices(t *testing.T) {
 			status: report.Fail, contains: []string{"NULL with ENOSYS", "the kernel has no uverbs"}, remedy: "modprobe ib_uverbs"},
 		{name: "other errno", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
 			status: report.Fail, contains: []string{"NULL with ENOMEM"}},
+		// NULL without errno is a failed call, not an empty list whose
+		// cause would be a missing provider.
+		{name: "NULL without errno", kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+			list:   verbsList{ListError: "ibv_get_device_list: failed without setting errno"},
+			status: report.Fail, contains: []string{"returned NULL without setting errno"}, remedy: "VERBS_LOG_LEVEL=3 ibv_devices"},
 		{name: "provider missing for one driver", kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
 			list: verbsList{Devices: listed(rxe), Warnings: []string{
 				"libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: cannot open shared object file"}},
@@ -132,6 +137,8 @@ func TestLibibverbsDevicesFactsReplayLive(t *testing.T) {
 			MissingSymbols: []string{"ibv_get_device_list"}, Devices: []probe.EnumDevice{}}},
 		"NULL list": {en: &probe.Enumeration{Library: "libibverbs.so.1", ListErrno: 38, ListErrnoName: "ENOSYS",
 			ListError: "ibv_get_device_list: Function not implemented", Devices: []probe.EnumDevice{}}},
+		"NULL list without errno": {en: &probe.Enumeration{Library: "libibverbs.so.1",
+			ListError: "ibv_get_device_list: failed without setting errno", Devices: []probe.EnumDevice{}}},
 		"child crashed": {en: &probe.Enumeration{Warnings: []string{"libibverbs: Warning: x"}},
 			err: errors.New("the verbs child crashed with SIGSEGV in ibv_get_device_list")},
 	}

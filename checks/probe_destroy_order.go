@@ -19,8 +19,11 @@ func init() {
 			Judges: "On every ACTIVE port, with two connected RC QPs alive: ibv_dealloc_pd must fail with EBUSY, ibv_destroy_cq of a CQ a QP " +
 				"uses must fail with EBUSY; an MR is deregistered (which succeeds: nothing ties a QP to an MR) and a SEND whose SGE uses its " +
 				"lkey must complete in error (the status is recorded: LOC_QP_OP_ERR on rxe, LOC_PROT_ERR elsewhere). Then QPs → MRs → CQs → " +
-				"PD → context are destroyed, each must succeed, and the device's RDMA netlink resource counts (`rdma resource`) must be back " +
-				"where they were before the probe opened the device.",
+				"PD → context are destroyed, each must succeed, and the probe's own objects on the device — counted through the RDMA netlink " +
+				"per-object dumps (`rdma resource show qp|cq|mr|pd`) by the probe process's PID, so other processes and kernel users do not " +
+				"count — must be back where they were before it opened the device. On a kernel without those dumps the device-wide summary " +
+				"(`rdma resource`) is compared instead, and a difference there only warns: anyone may have changed it. iWARP devices are " +
+				"skipped: their RC QPs connect only through rdma_cm.",
 			Why: "A stack that frees a PD or a CQ under a live QP lets a buggy application corrupt kernel state; one that completes a SEND " +
 				"through a deregistered key reads freed memory; one whose counts do not come back leaks kernel resources on every job.",
 			Failures: []Failure{
@@ -29,6 +32,7 @@ func init() {
 				{report.Fail, "a destroy in the right order failed, or the resource counts did not return to their baseline", leakFix},
 				{report.Warn, "a refusal came with another errno than EBUSY", providerStateFix},
 				{report.Warn, "the resource counts could not be read", countsFix},
+				{report.Warn, "only the device-wide counts could be read, and they differ after the probe (other users of the device may have changed them)", countsDriftFix},
 				childFailure,
 			},
 		},
@@ -43,6 +47,9 @@ const (
 		"Update the firmware and the driver (and the provider), and report it to the vendor with the device, firmware and driver versions."
 	countsFix = "Look by hand: `rdma resource show` before and after an application run must give the same counts per device; " +
 		"reading them needs the RDMA netlink socket, so run as root (or with CAP_NET_ADMIN) outside a restricted network namespace."
+	countsDriftFix = "The device-wide counts are shared by every process and kernel user of the device (IPoIB, NFS or NVMe over RDMA, other jobs), " +
+		"so a difference need not be a leak. On an idle host compare `rdma resource show` before and after an application run; " +
+		"`rdma resource show qp` (and cq, mr, pd) lists each object with its owner's pid, which shows whose objects stay."
 )
 
 const leakFix = "Destroy in the order QPs → MRs/MWs → CQs/SRQs → PD → context (`ibv_destroy_qp`, `ibv_dereg_mr`, `ibv_destroy_cq`, `ibv_dealloc_pd`, " +
@@ -66,6 +73,18 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 	}
 	if r.CountsError != "" {
 		ev["counts_error"] = r.CountsError
+	}
+	if r.CountsMethod != "" {
+		ev["counts_method"] = r.CountsMethod
+	}
+	if r.CountsPID != 0 {
+		ev["counts_pid"] = r.CountsPID
+	}
+	if r.CountsFallback != "" {
+		ev["counts_fallback"] = r.CountsFallback
+	}
+	if r.CountsDrift != "" {
+		ev["counts_drift"] = r.CountsDrift
 	}
 	const (
 		pdStep    = "ibv_dealloc_pd while QPs use it"
@@ -107,13 +126,27 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 		details = append(details, fmt.Sprintf("SEND through the deregistered MR's lkey was refused at post (errno %d)", r.StalePostErrno))
 	}
 	countsOK := false
+	whose := "rdma resource counts"
+	switch r.CountsMethod {
+	case probe.CountsProcess:
+		whose = fmt.Sprintf("rdma resource counts of the probe's own objects (pid %d)", r.CountsPID)
+	case probe.CountsDevice:
+		whose = "rdma resource counts, device-wide"
+	}
 	switch {
 	case r.CountsError != "":
 		warns = append(warns, "resource counts not verified: "+r.CountsError)
 		warnFix = appendUnique(warnFix, countsFix)
+	case r.CountsDrift != "":
+		warns = append(warns, r.CountsDrift+": other users of the device may have changed the counts, so this is not attributed to the probe")
+		warnFix = appendUnique(warnFix, countsDriftFix)
+		details = append(details, whose+": before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
 	case r.CountsAfter != nil:
-		details = append(details, "rdma resource counts: before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
+		details = append(details, whose+": before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
 		countsOK = true
+	}
+	if r.CountsFallback != "" {
+		details = append(details, "the per-process object dumps could not be read ("+r.CountsFallback+"); the device-wide summary was compared")
 	}
 	v := portVerdict{evidence: ev, details: details}
 	switch {
@@ -136,7 +169,10 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 		}
 		v.line = fmt.Sprintf("%s: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with %s; teardown in order freed everything",
 			label, stale)
-		if countsOK {
+		switch {
+		case countsOK && r.CountsMethod == probe.CountsProcess:
+			v.line += " (its own resource counts back to baseline)"
+		case countsOK:
 			v.line += " (resource counts back to baseline)"
 		}
 	}

@@ -58,6 +58,45 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				r.Steps = r.Steps[:len(r.Steps)-1]
 			},
 			contains: []string{"resource counts not verified"}},
+		{name: "device-wide counts moved: not a leak of the probe", status: report.Warn, remedy: "lists each object with its owner's pid",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.CountsMethod, r.CountsFallback = probe.CountsDevice, "RDMA netlink qp dump of rxe0: operation not supported"
+				r.CountsAfter = map[string]uint64{"cq": 1, "ctx": 0, "mr": 0, "pd": 1, "qp": 2}
+				r.CountsDrift = "device-wide resource counts after teardown differ from before: qp 1→2"
+				r.Steps = r.Steps[:len(r.Steps)-1]
+			},
+			contains: []string{"qp 1→2", "other users of the device may have changed the counts", "rdma resource counts, device-wide",
+				"the device-wide summary was compared"}},
+		{name: "own objects counted and back", status: report.Pass,
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.CountsMethod, r.CountsPID = probe.CountsProcess, 4242
+				r.CountsBefore = map[string]uint64{"cq": 0, "ctx": 0, "mr": 0, "pd": 0, "qp": 0}
+				r.CountsDuring = map[string]uint64{"cq": 2, "ctx": 1, "mr": 2, "pd": 1, "qp": 2}
+				r.CountsAfter = r.CountsBefore
+			},
+			contains: []string{"its own resource counts back to baseline", "own objects (pid 4242): before cq 0"}},
+		{name: "own objects leak", status: report.Fail, remedy: "the kernel driver leaks",
+			edit: func(pr *probe.PortResult) {
+				r := pr.DestroyOrder
+				r.CountsMethod, r.CountsPID = probe.CountsProcess, 4242
+				r.CountsAfter = map[string]uint64{"cq": 1, "ctx": 0, "mr": 0, "pd": 1, "qp": 2}
+				failStep(step(t, &r.Probe, "resource counts back to baseline"), 0, "", "this process's RDMA objects after teardown differ from before: qp 1→2", "")
+			},
+			contains: []string{"qp 1→2"}},
+		{name: "out of the port's time", status: report.Error, remedy: "--probe-timeout",
+			edit: func(pr *probe.PortResult) {
+				*pr.DestroyOrder = probe.DestroyOrderResult{Probe: probe.Probe{Name: probe.DestroyOrder, OutOfTime: true,
+					Skipped: "not run: port 1's deadline (5s for all its probes, --probe-timeout) passed in the probes before it"}}
+			},
+			contains: []string{"deadline (5s"}},
+		{name: "iWARP", status: report.Skip,
+			edit: func(pr *probe.PortResult) {
+				*pr.DestroyOrder = probe.DestroyOrderResult{Probe: probe.Probe{Name: probe.DestroyOrder,
+					Skipped: "iWARP RC QPs connect only through rdma_cm; this probe connects QPs with ibv_modify_qp"}}
+			},
+			contains: []string{"only through rdma_cm"}},
 		{name: "teardown fails", status: report.Fail,
 			edit: func(pr *probe.PortResult) {
 				pr.DestroyOrder.TeardownOK = false

@@ -92,7 +92,8 @@ func (s *verbsState) runnerFor(env *Env) VerbsRunner {
 }
 
 // enumeration runs the library's device enumeration once per run. The
-// child has its own deadline; ctx only bounds how long this check waits.
+// child has its own deadline; ctx only bounds how long this check waits:
+// its cancellation does not reach the child.
 func (env *Env) verbsEnumeration(ctx context.Context) (*probe.Enumeration, error) {
 	s := verbsOf(env)
 	s.mu.Lock()
@@ -102,6 +103,12 @@ func (env *Env) verbsEnumeration(ctx context.Context) (*probe.Enumeration, error
 		r := s.runnerFor(env)
 		go func() {
 			defer close(s.enumDone)
+			// The child must not die with the first caller's context: the
+			// result is shared (StartEarly's caller, the check, a
+			// snapshot). It is bounded by its own deadline; SIGINT and
+			// SIGTERM reach it through probe.Enumerate's forwarding, and
+			// Pdeathsig ends it with this process. Cancelling ctx (the
+			// run's deadline) ends only this wait, below.
 			s.enum, s.enumErr = r.Enumerate(context.WithoutCancel(ctx))
 		}()
 	}
@@ -190,6 +197,11 @@ func (env *Env) probeResults(ctx context.Context) (*probe.Results, probePlan, er
 		r, targets := s.runnerFor(env), s.plan.targets
 		go func() {
 			defer close(s.probeDone)
+			// As for the enumeration: the children are shared by every
+			// level-2 check, so one check's deadline must not kill them.
+			// They are bounded by their own deadline (--probe-timeout per
+			// port), SIGINT and SIGTERM reach them through probe.Run's
+			// forwarding, and Pdeathsig ends them with this process.
 			if len(targets) > 0 {
 				s.probes = r.Probe(context.WithoutCancel(ctx), targets)
 			}
@@ -421,10 +433,21 @@ func fmtNS(ns float64) string {
 	return time.Duration(ns).Round(100 * time.Nanosecond).String()
 }
 
-// skippedVerdict is a probe the child did not run on a port, and why.
+// skippedVerdict is a probe the child did not run on a port, and why. One
+// that ran out of the port's time was not judged, which is not the same as
+// not applicable: it is an error, so the run does not read as healthy.
 func skippedVerdict(label string, p *probe.Probe) portVerdict {
+	if p.OutOfTime {
+		return portVerdict{status: report.Error, line: fmt.Sprintf("%s: %s", label, p.Skipped), remedy: outOfTimeFix,
+			evidence: map[string]any{"skipped": p.Skipped, "out_of_time": true}}
+	}
 	return portVerdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
 }
+
+// outOfTimeFix is for a probe left out because the probes before it on the
+// port spent its --probe-timeout.
+const outOfTimeFix = "The probes before it on this port spent the whole --probe-timeout (each wait for a completion or an event ends at that " +
+	"deadline): their own results say which one waited and why. A larger --probe-timeout tells a slow device from a stalled one."
 
 // StartEarly begins the libibverbs enumeration in its child process before
 // the pipeline reaches libibverbs.devices, so the child's start-up (exec,

@@ -2,61 +2,101 @@ package probe
 
 import (
 	"fmt"
-	"sort"
-	"strings"
+	"os"
 	"syscall"
 	"time"
-
-	"github.com/vishvananda/netlink"
 
 	"github.com/rdmadoctor/rdmadoctor/verbs"
 )
 
-// countedResources are the RDMA netlink summary entries the probe's
-// objects show up in.
-var countedResources = []string{"ctx", "pd", "mr", "cq", "qp"}
-
 // destroyOrder is probe.destroy_order: freeing in the wrong order must be
 // refused (EBUSY), a SEND through a deregistered MR's lkey must complete in
-// error, and the right order must free everything (the device's RDMA
-// netlink resource counts back where they were).
+// error, and the right order must free everything (the RDMA netlink
+// counts of this process's objects back where they were).
 func (r *runner) destroyOrder(resourcesFailed string) *DestroyOrderResult {
 	res := &DestroyOrderResult{Probe: newProbe(DestroyOrder)}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
-	if r.blocked(&res.Probe, resourcesFailed) {
+	if r.needsConnectedQP(&res.Probe, resourcesFailed) {
 		return res
 	}
-	p := &res.Probe
-	var err error
-	if res.CountsBefore, err = resourceCounts(r.dev.Name); err != nil {
-		res.CountsError = err.Error()
-	}
+	res.CountsBefore = r.countObjects(res)
 	r.destroyOrderBody(res)
-	if res.CountsError == "" {
-		if res.CountsAfter, err = resourceCounts(r.dev.Name); err != nil {
-			res.CountsError = err.Error()
-		}
+	if res.CountsDuring != nil {
+		res.CountsAfter = r.countObjects(res)
 	}
-	if res.CountsError == "" && res.CountsDuring != nil {
-		visible := false
-		for _, k := range countedResources {
-			if res.CountsDuring[k] > res.CountsBefore[k] {
-				visible = true
-			}
-		}
-		if !visible {
-			// Counts that did not move while the probe's objects lived
-			// prove nothing about leaks (another netns, no restrack).
-			res.CountsError = "the RDMA netlink resource counts did not show the probe's own objects"
-		} else {
-			leaked := leakedCounts(res.CountsBefore, res.CountsAfter)
-			r.note(p, "resource counts back to baseline", leaked == "",
-				"resource counts after teardown differ from before: "+leaked,
-				fmt.Sprintf("before %s, during %s, after %s", fmtCounts(res.CountsBefore), fmtCounts(res.CountsDuring), fmtCounts(res.CountsAfter)))
-		}
-	}
+	r.compareCounts(res)
 	return res
+}
+
+// countObjects reads the RDMA object counts of the device: this process's
+// own objects when the kernel has the per-object dumps, else the device's
+// summary (and why). Every read of one probe uses the method the first
+// chose. nil once a read failed (CountsError says why).
+func (r *runner) countObjects(res *DestroyOrderResult) map[string]uint64 {
+	if res.CountsError != "" {
+		return nil
+	}
+	var m map[string]uint64
+	var err error
+	switch res.CountsMethod {
+	case "":
+		if m, err = ownResourceCounts(r.dev.Name); err == nil {
+			res.CountsMethod, res.CountsPID = CountsProcess, os.Getpid()
+			break
+		}
+		res.CountsFallback = err.Error()
+		res.CountsMethod = CountsDevice
+		m, err = deviceResourceCounts(r.dev.Name)
+	case CountsProcess:
+		m, err = ownResourceCounts(r.dev.Name)
+	default:
+		m, err = deviceResourceCounts(r.dev.Name)
+	}
+	if err != nil {
+		res.CountsError = err.Error()
+		return nil
+	}
+	return m
+}
+
+// compareCounts judges the counts read before the probe opened the device,
+// while its objects lived and after it closed the device. Counts of this
+// process's own objects that do not come back are a leak; device-wide
+// counts that do not come back may be anyone's, so that is only recorded
+// (CountsDrift) for the check to warn about.
+func (r *runner) compareCounts(res *DestroyOrderResult) {
+	before, during, after := res.CountsBefore, res.CountsDuring, res.CountsAfter
+	if res.CountsError != "" || before == nil || during == nil || after == nil {
+		return
+	}
+	visible := false
+	for _, k := range countedResources {
+		if during[k] > before[k] {
+			visible = true
+		}
+	}
+	if !visible {
+		// Counts that did not move while the probe's objects lived
+		// prove nothing about leaks (another netns, no restrack).
+		res.CountsError = "the RDMA netlink resource counts did not show the probe's own objects"
+		return
+	}
+	whose := "this process's objects (RDMA netlink per-object dumps, by PID)"
+	if res.CountsMethod != CountsProcess {
+		whose = "the device's summary (every user of the device counts)"
+	}
+	detail := fmt.Sprintf("%s: before %s, during %s, after %s", whose, fmtCounts(before), fmtCounts(during), fmtCounts(after))
+	leaked := leakedCounts(before, after)
+	switch {
+	case leaked == "":
+		r.note(&res.Probe, "resource counts back to baseline", true, "", detail)
+	case res.CountsMethod == CountsProcess:
+		r.note(&res.Probe, "resource counts back to baseline", false,
+			"this process's RDMA objects after teardown differ from before: "+leaked, detail)
+	default:
+		res.CountsDrift = "device-wide resource counts after teardown differ from before: " + leaked
+	}
 }
 
 func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
@@ -107,12 +147,7 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 	if !ok {
 		return
 	}
-	if res.CountsError == "" {
-		var err error
-		if res.CountsDuring, err = resourceCounts(r.dev.Name); err != nil {
-			res.CountsError = err.Error()
-		}
-	}
+	res.CountsDuring = r.countObjects(res)
 
 	// Wrong order first: a correct stack refuses both.
 	res.DeallocPDLiveQP = int(r.refuse(p, "ibv_dealloc_pd while QPs use it", syscall.EBUSY, pd.Dealloc))
@@ -189,47 +224,4 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 	// idempotent once it succeeded) except the buffer.
 	s.td = teardown{}
 	s.td.push("munmap buffer", buf.Free)
-}
-
-// resourceCounts reads the device's RDMA netlink resource summary, the
-// numbers `rdma resource show` prints.
-func resourceCounts(dev string) (map[string]uint64, error) {
-	list, err := netlink.RdmaResourceList()
-	if err != nil {
-		return nil, fmt.Errorf("RDMA netlink resource dump: %w", err)
-	}
-	for _, r := range list {
-		if r.Name == dev {
-			out := map[string]uint64{}
-			for _, k := range countedResources {
-				out[k] = r.RdmaResourceSummaryEntries[k]
-			}
-			return out, nil
-		}
-	}
-	return nil, fmt.Errorf("RDMA netlink lists no device %s", dev)
-}
-
-// leakedCounts describes the counts that differ, "" when none.
-func leakedCounts(before, after map[string]uint64) string {
-	var diffs []string
-	for _, k := range countedResources {
-		if before[k] != after[k] {
-			diffs = append(diffs, fmt.Sprintf("%s %d→%d", k, before[k], after[k]))
-		}
-	}
-	return strings.Join(diffs, ", ")
-}
-
-func fmtCounts(m map[string]uint64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }

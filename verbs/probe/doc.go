@@ -22,13 +22,17 @@
 //     errno means at that step, the time taken) plus the measurements the
 //     checks judge.
 //
-// A child's deadline is Options.Timeout per port; past it the child's
-// process group is killed with SIGKILL and the result says which step it
-// was in. A child that dies of a signal, or whose Go runtime reports a
+// A child's deadline is Options.Timeout per port, plus a fixed margin for
+// its start (exec, dlopen, the providers' initialisation); past it the
+// child's process group is killed with SIGKILL and the result says which
+// step it was in. The child keeps each port's deadline itself: every wait
+// ends at it, and the probes left when it has passed are not run, each
+// saying so (Probe.OutOfTime). A child that dies of a signal, or whose Go runtime reports a
 // fault in C code ("[signal SIGSEGV ...]", exit status 2), is reported
 // with the signal's name. SIGINT and SIGTERM that reach the parent during
-// Run are sent on to every child; Results.Interrupted names the signal and
-// the caller should stop. The children run with Pdeathsig, so they die
+// Run or Enumerate are sent on to the children (which lead their own
+// process groups, so a terminal's Ctrl-C does not reach them itself);
+// Results.Interrupted names the signal and the caller should stop. The children run with Pdeathsig, so they die
 // with the parent.
 //
 // The child side: the command's main must dispatch before parsing flags:
@@ -46,5 +50,7 @@
 // The probes build two RC QPs on the same port and connect them to each
 // other: on RoCE through a GID of the port (RoCE v2, IPv4-mapped first),
 // on InfiniBand through the port's LID. retry_cnt and rnr_retry are 3, so
-// a broken path ends in RETRY_EXC_ERR instead of retrying forever.
+// a broken path ends in RETRY_EXC_ERR instead of retrying forever. iWARP
+// RC QPs connect only through rdma_cm, so on an iWARP device only
+// verbs.resources runs and the probes that connect QPs are skipped.
 package probe

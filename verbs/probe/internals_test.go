@@ -1,10 +1,13 @@
 package probe
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink/nl"
 
 	"github.com/rdmadoctor/rdmadoctor/verbs"
 )
@@ -111,5 +114,88 @@ func TestOptionsDefaults(t *testing.T) {
 	o := Options{}.withDefaults()
 	if o.Timeout != 5*time.Second || o.Size != 1024 || o.Iterations != 1000 || len(o.Probes) != 5 || o.SysfsRoot != "/sys" {
 		t.Fatalf("defaults %+v", o)
+	}
+}
+
+// dumpMessage builds one message of a per-object dump: the device, then a
+// table whose entries carry a PID (user objects) or a name (kernel ones).
+func dumpMessage(table, entry uint16, owners ...any) []byte {
+	var b []byte
+	b = append(b, nl.NewRtAttr(nldevAttrDevIndex, nl.Uint32Attr(3)).Serialize()...)
+	b = append(b, nl.NewRtAttr(nl.RDMA_NLDEV_ATTR_DEV_NAME, nl.ZeroTerminated("rxe0")).Serialize()...)
+	t := nl.NewRtAttr(int(table), nil)
+	for _, o := range owners {
+		e := t.AddRtAttr(int(entry), nil)
+		e.AddRtAttr(nldevAttrResQP+2, nl.Uint32Attr(0x11)) // some other field first
+		switch v := o.(type) {
+		case int:
+			e.AddRtAttr(nldevAttrResPID, nl.Uint32Attr(uint32(v)))
+		case string:
+			e.AddRtAttr(29, nl.ZeroTerminated(v)) // RDMA_NLDEV_ATTR_RES_KERN_NAME
+		}
+	}
+	return append(b, t.Serialize()...)
+}
+
+// Only this process's objects count: other processes' and the kernel's
+// (IPoIB, NFS over RDMA) are left out.
+func TestCountOwned(t *testing.T) {
+	mine := map[uint32]bool{100: true, 101: true}
+	msgs := [][]byte{
+		dumpMessage(nldevAttrResQP, nldevAttrResQPEntry, 100, 555, "ib_ipoib", 101),
+		dumpMessage(nldevAttrResQP, nldevAttrResQPEntry, 777, 100),
+	}
+	n, err := countOwned(msgs, nldevAttrResQP, nldevAttrResQPEntry, mine)
+	if err != nil || n != 3 {
+		t.Fatalf("countOwned = %d, %v; want 3 of this process's QPs", n, err)
+	}
+	// Another kind's table in the same message is not counted as QPs.
+	n, _ = countOwned([][]byte{dumpMessage(nldevAttrResCQ, nldevAttrResCQEntry, 100)}, nldevAttrResQP, nldevAttrResQPEntry, mine)
+	if n != 0 {
+		t.Fatalf("a CQ counted as a QP: %d", n)
+	}
+	if n, err := countOwned(nil, nldevAttrResQP, nldevAttrResQPEntry, mine); n != 0 || err != nil {
+		t.Fatalf("empty dump: %d, %v", n, err)
+	}
+	if !ourTasks()[uint32(os.Getpid())] {
+		t.Fatal("ourTasks lacks the process ID")
+	}
+}
+
+// A device-wide count that does not come back may be another user's: it
+// is recorded for a warning, not failed as a leak; this process's own
+// counts that do not come back are a leak.
+func TestCompareCounts(t *testing.T) {
+	before := map[string]uint64{"pd": 4, "qp": 9, "cq": 6, "mr": 2, "ctx": 3}
+	during := map[string]uint64{"pd": 5, "qp": 11, "cq": 8, "mr": 4, "ctx": 4}
+	after := map[string]uint64{"pd": 4, "qp": 10, "cq": 6, "mr": 2, "ctx": 3} // someone else made a QP
+
+	res := &DestroyOrderResult{Probe: newProbe(DestroyOrder), CountsMethod: CountsDevice,
+		CountsBefore: before, CountsDuring: during, CountsAfter: after}
+	(&runner{}).compareCounts(res)
+	if st := res.Failed(); st != nil || !strings.Contains(res.CountsDrift, "qp 9→10") {
+		t.Fatalf("device summary: failed %+v, drift %q", st, res.CountsDrift)
+	}
+
+	res = &DestroyOrderResult{Probe: newProbe(DestroyOrder), CountsMethod: CountsProcess,
+		CountsBefore: before, CountsDuring: during, CountsAfter: after}
+	(&runner{}).compareCounts(res)
+	if st := res.Failed(); st == nil || !strings.Contains(st.Error, "qp 9→10") || res.CountsDrift != "" ||
+		!strings.Contains(st.Detail, "by PID") {
+		t.Fatalf("own objects: failed %+v, drift %q", st, res.CountsDrift)
+	}
+
+	res = &DestroyOrderResult{Probe: newProbe(DestroyOrder), CountsMethod: CountsProcess,
+		CountsBefore: before, CountsDuring: during, CountsAfter: before}
+	(&runner{}).compareCounts(res)
+	if !res.OK() || res.Steps[0].Name != "resource counts back to baseline" {
+		t.Fatalf("counts back: %+v", res.Steps)
+	}
+
+	res = &DestroyOrderResult{Probe: newProbe(DestroyOrder), CountsMethod: CountsProcess,
+		CountsBefore: before, CountsDuring: before, CountsAfter: before}
+	(&runner{}).compareCounts(res)
+	if res.CountsError == "" || len(res.Steps) != 0 {
+		t.Fatalf("invisible objects: %+v", res)
 	}
 }

@@ -252,7 +252,7 @@ func pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
 		}
 		if i%64 == 0 && time.Now().After(deadline) {
 			return verbs.WC{}, &causedError{
-				msg:   fmt.Sprintf("no completion within %v", wait),
+				msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
 				cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
 			}
 		}

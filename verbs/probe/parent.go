@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,15 +24,19 @@ import (
 // loader's libibverbs.so.1) in a child process (exe re-executed with
 // ChildArg) and returns what it saw. The error is non-nil only when the
 // child gave no answer: it could not start, crashed (the error names the
-// signal), or overran timeout; a library that cannot be loaded or lists
-// nothing is an answer, not an error.
+// signal), overran timeout, or was interrupted (SIGINT or SIGTERM reaching
+// this process is passed on to the child); a library that cannot be loaded
+// or lists nothing is an answer, not an error.
 func Enumerate(ctx context.Context, exe, libPath string, timeout time.Duration) (*Enumeration, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	// The child leads its own process group, so a Ctrl-C at the terminal
+	// does not reach it: pass SIGINT and SIGTERM on.
+	runCtx, stop := forwardSignals(ctx)
 	var en *Enumeration
 	var decodeErr error
-	out := runChild(ctx, exe, modeEnumerate, request{Library: libPath}, timeout, func(ev event) {
+	out := runChild(runCtx, exe, modeEnumerate, request{Library: libPath}, timeout, func(ev event) {
 		if ev.Kind == "enumeration" {
 			en = &Enumeration{}
 			if err := json.Unmarshal(ev.Result, en); err != nil {
@@ -40,6 +45,7 @@ func Enumerate(ctx context.Context, exe, libPath string, timeout time.Duration) 
 			}
 		}
 	})
+	stop()
 	if en != nil {
 		en.Warnings = libraryWarnings(out.stderr)
 	}
@@ -56,8 +62,8 @@ func Enumerate(ctx context.Context, exe, libPath string, timeout time.Duration) 
 }
 
 // Run probes every target in its own child process, all in parallel, and
-// waits for them. A child that overruns opts.Timeout × its ports is
-// killed (its whole process group); one that crashes is reported with the
+// waits for them. A child that overruns opts.Timeout × its ports (plus
+// startupMargin for its start) is killed (its whole process group); one that crashes is reported with the
 // signal; SIGINT and SIGTERM received during the run are passed on to the
 // children and recorded in Results.Interrupted. Cancelling ctx ends the
 // children too. No child outlives Run.
@@ -66,22 +72,7 @@ func Run(ctx context.Context, exe string, targets []Target, opts Options) *Resul
 	t0 := time.Now()
 	res := &Results{Devices: map[string]*DeviceResult{}}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var got os.Signal
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
-		select {
-		case got = <-sigs:
-			cancel(interrupted{got.(syscall.Signal)})
-		case <-runCtx.Done():
-		}
-	}()
-
+	runCtx, stop := forwardSignals(ctx)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range targets {
@@ -95,13 +86,45 @@ func Run(ctx context.Context, exe string, targets []Target, opts Options) *Resul
 		}(t)
 	}
 	wg.Wait()
-	cancel(nil)
-	<-watcherDone
-	if got != nil {
-		res.Interrupted = signalName(got.(syscall.Signal))
+	if got := stop(); got != 0 {
+		res.Interrupted = signalName(got)
 	}
 	res.Millis = millis(time.Since(t0))
 	return res
+}
+
+// forwardSignals watches for SIGINT and SIGTERM while children run: the
+// context it returns ends with the signal as its cause, and runChild
+// passes that same signal on to its child. stop ends the watch and returns
+// the signal that came, 0 if none.
+func forwardSignals(ctx context.Context) (_ context.Context, stop func() syscall.Signal) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	var got syscall.Signal
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case s := <-sigs:
+			got = s.(syscall.Signal)
+			cancel(interrupted{got})
+		case <-runCtx.Done():
+		}
+	}()
+	return runCtx, func() syscall.Signal {
+		signal.Stop(sigs)
+		cancel(nil)
+		<-watcherDone
+		if got == 0 {
+			select {
+			case s := <-sigs: // came as the children ended
+				got = s.(syscall.Signal)
+			default:
+			}
+		}
+		return got
+	}
 }
 
 // interrupted is the cancel cause of a run ended by a signal, which is
@@ -130,7 +153,7 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot,
 	}
 	var decodeErrs []string
-	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports)), func(ev event) {
+	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports))+startupMargin, func(ev event) {
 		if ev.Kind != "result" {
 			return
 		}
@@ -188,6 +211,12 @@ type childOutcome struct {
 // stderrKeep bounds how much of a child's stderr/stdout is kept.
 const stderrKeep = 8 << 10
 
+// startupMargin is added to a probe child's deadline for what happens
+// before its first probe: exec, the Go runtime, dlopen and every
+// provider's initialisation in ibv_get_device_list. The per-port deadline
+// the child keeps itself covers the probes alone.
+const startupMargin = 2 * time.Second
+
 // termGrace is how long a child gets to die of a forwarded SIGINT/SIGTERM
 // before it is killed.
 const termGrace = 500 * time.Millisecond
@@ -229,6 +258,7 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 		inProgress string
 		done       bool
 		fatal      string
+		streamErr  error
 	)
 	readDone := make(chan struct{})
 	go func() {
@@ -259,6 +289,15 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 			}
 			mu.Unlock()
 			onEvent(ev)
+		}
+		if err := sc.Err(); err != nil {
+			// A line too long to read ends the scan; keep reading what
+			// follows so that the child is never blocked writing into a
+			// full pipe (and killed as if it hung).
+			mu.Lock()
+			streamErr = err
+			mu.Unlock()
+			_, _ = io.Copy(io.Discard, pr)
 		}
 	}()
 
@@ -341,6 +380,8 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 		}
 	case werr != nil:
 		f.Error = "the verbs child: " + werr.Error()
+	case streamErr != nil:
+		f.Error = fmt.Sprintf("the verbs child's results could not be read: %v; what it wrote after that was lost", streamErr)
 	case fatal != "":
 		f.Error = "the verbs child failed: " + fatal
 	case !done:

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,6 +81,18 @@ func fakeChild(args []string) int {
 		emit(event{Kind: "result", Port: 1, Probe: Resources, Result: raw})
 		emit(event{Kind: "done"})
 		return 0
+	case "long-line":
+		// A line past the reader's limit, then a proper answer.
+		line := append([]byte(`{"kind":"begin","step":"`), bytes.Repeat([]byte("x"), 17<<20)...)
+		out.Write(append(line, "\"}\n"...))
+		emit(event{Kind: "done"})
+		return 0
+	case "slow-start":
+		// Start-up (exec, dlopen, providers) that takes longer than one
+		// port's deadline, then a quick answer.
+		time.Sleep(time.Duration(req.PortTimeoutNS) + 500*time.Millisecond)
+		emit(event{Kind: "done"})
+		return 0
 	case "no-done":
 		return 0
 	case "exit3":
@@ -109,7 +122,7 @@ func runFake(t *testing.T, behaviour string, opts Options, targets ...Target) *R
 func TestRunTimeoutKillsAndNamesTheStep(t *testing.T) {
 	t0 := time.Now()
 	res := runFake(t, "hang", Options{Timeout: 300 * time.Millisecond})
-	if d := time.Since(t0); d > 3*time.Second {
+	if d := time.Since(t0); d > 300*time.Millisecond+startupMargin+2*time.Second {
 		t.Fatalf("Run took %v for a 300ms deadline", d)
 	}
 	f := res.Devices["fake0"].Failure
@@ -321,5 +334,57 @@ func TestEnumerateChildTimeout(t *testing.T) {
 	_, err := Enumerate(context.Background(), testExe(t), "", 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A result line too long to read must not leave the child blocked on a
+// full pipe until it is killed as if it hung.
+func TestRunOverlongLineIsNotATimeout(t *testing.T) {
+	t0 := time.Now()
+	res := runFake(t, "long-line", Options{Timeout: 3 * time.Second})
+	f := res.Devices["fake0"].Failure
+	if f == nil || f.TimedOut || !strings.Contains(f.Error, "could not be read") || !strings.Contains(f.Error, "too long") {
+		t.Fatalf("failure %+v", f)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// The child's deadline leaves room for its start-up on top of the
+// per-port probe time.
+func TestRunDeadlineAllowsStartup(t *testing.T) {
+	res := runFake(t, "slow-start", Options{Timeout: 300 * time.Millisecond})
+	if f := res.Devices["fake0"].Failure; f != nil {
+		t.Fatalf("a child that started slowly was cut: %+v", f)
+	}
+}
+
+// The enumeration child leads its own process group too: SIGINT reaching
+// the parent is passed on to it.
+func TestEnumerateForwardsSIGINT(t *testing.T) {
+	// Keep SIGINT from ending the test binary whatever Enumerate does.
+	own := make(chan os.Signal, 1)
+	signal.Notify(own, syscall.SIGINT)
+	defer signal.Stop(own)
+	t.Setenv(behaviourEnv, "hang")
+	type answer struct {
+		en  *Enumeration
+		err error
+	}
+	done := make(chan answer)
+	go func() {
+		en, err := Enumerate(context.Background(), testExe(t), "", 10*time.Second)
+		done <- answer{en, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case a := <-done:
+		if a.err == nil || !strings.Contains(a.err.Error(), "interrupted by SIGINT") {
+			t.Fatalf("Enumerate = %+v, %v", a.en, a.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Enumerate did not return after SIGINT")
 	}
 }

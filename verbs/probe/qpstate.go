@@ -14,7 +14,7 @@ func (r *runner) qpState(resourcesFailed string) *QPStateResult {
 	res := &QPStateResult{Probe: newProbe(QPState)}
 	t0 := time.Now()
 	defer func() { res.Millis = millis(time.Since(t0)) }()
-	if r.blocked(&res.Probe, resourcesFailed) {
+	if r.needsConnectedQP(&res.Probe, resourcesFailed) {
 		return res
 	}
 	s, ok := r.open(&res.Probe)

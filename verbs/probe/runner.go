@@ -31,7 +31,17 @@ type runner struct {
 	deadline time.Time
 	info     causeInfo
 	software bool
+	// iwarp is set for an iWARP device (RNIC): its RC QPs connect only
+	// through rdma_cm, so the probes that connect QPs with ibv_modify_qp
+	// cannot run there.
+	iwarp bool
 }
+
+// iwarpSkip is why the probes that need a connected QP do not run on an
+// iWARP device: the kernel refuses the RTR/RTS transitions of an RC QP
+// that no rdma_cm connection (a TCP socket) stands behind, as siw and
+// cxgb4 do.
+const iwarpSkip = "iWARP RC QPs connect only through rdma_cm; this probe connects QPs with ibv_modify_qp"
 
 func runProbes(em *emitter, req request) {
 	opts := req.options()
@@ -64,6 +74,7 @@ func runProbes(em *emitter, req request) {
 			// values point into it.
 			r.dev = dl.Find(req.Device)
 			r.info.UverbsDev = r.dev.DevName
+			r.iwarp = r.dev.TransportType == verbs.TransportIWARP || r.dev.NodeType == verbs.NodeRNIC
 		}
 	}
 	r.software = isSoftwareDevice(opts.SysfsRoot, req.Device)
@@ -78,20 +89,26 @@ func runProbes(em *emitter, req request) {
 		var resourcesFailed string
 		for _, name := range opts.Probes {
 			var res any
-			switch name {
-			case Resources:
+			switch {
+			case !time.Now().Before(r.deadline):
+				// What is left would be cut short (every wait ends at
+				// the deadline) and would run into the parent's kill.
+				if res = outOfTime(name, port, opts.Timeout); res == nil {
+					continue
+				}
+			case name == Resources:
 				rr := r.resources()
 				if st := rr.Failed(); st != nil {
 					resourcesFailed = fmt.Sprintf("blocked by %s: %s failed", Resources, st.Name)
 				}
 				res = rr
-			case QPState:
+			case name == QPState:
 				res = r.qpState(resourcesFailed)
-			case SendPoll:
+			case name == SendPoll:
 				res = r.sendPoll(resourcesFailed)
-			case CQOverflow:
+			case name == CQOverflow:
 				res = r.cqOverflow(resourcesFailed)
-			case DestroyOrder:
+			case name == DestroyOrder:
 				res = r.destroyOrder(resourcesFailed)
 			default:
 				continue
@@ -104,6 +121,27 @@ func runProbes(em *emitter, req request) {
 			em.emit(event{Kind: "result", Port: port, Probe: name, Result: b})
 		}
 	}
+}
+
+// outOfTime is the result of a probe that was not run because the port's
+// deadline had passed; nil for an unknown probe name.
+func outOfTime(name string, port int, timeout time.Duration) any {
+	p := newProbe(name)
+	p.Skipped = fmt.Sprintf("not run: port %d's deadline (%v for all its probes, --probe-timeout) passed in the probes before it", port, timeout)
+	p.OutOfTime = true
+	switch name {
+	case Resources:
+		return &ResourcesResult{Probe: p}
+	case QPState:
+		return &QPStateResult{Probe: p}
+	case SendPoll:
+		return &SendPollResult{Probe: p}
+	case CQOverflow:
+		return &CQOverflowResult{Probe: p, Events: []AsyncEventRecord{}}
+	case DestroyOrder:
+		return &DestroyOrderResult{Probe: p}
+	}
+	return nil
 }
 
 func (r *runner) begin(p *Probe, step string) {
@@ -162,10 +200,14 @@ func (r *runner) fill(s *Step, err error) {
 	s.ErrnoName = verbs.ErrnoName(e)
 	var ve *verbs.Error
 	var pe *verbs.PostError
+	var re *verbs.ReturnError
 	var ce *causedError
 	switch {
 	case errors.As(err, &ce):
 		s.Cause = ce.cause
+	case errors.As(err, &re) && re.Verb == "ibv_poll_cq":
+		s.Cause = "the provider failed the poll itself — most often the CQ is in error (overrun, or the device hit a fatal error): " +
+			"read dmesg and the device's async events"
 	case errors.As(err, &ve):
 		s.Cause = cause(ve.Verb, e, &r.info)
 	case errors.As(err, &pe):
@@ -194,15 +236,32 @@ func (r *runner) blocked(p *Probe, resourcesFailed string) bool {
 	return false
 }
 
+// needsConnectedQP is blocked for the probes that connect RC QPs with
+// ibv_modify_qp: on iWARP they are skipped (not failed), saying why.
+func (r *runner) needsConnectedQP(p *Probe, resourcesFailed string) bool {
+	if r.blocked(p, resourcesFailed) {
+		return true
+	}
+	if r.iwarp {
+		p.Skipped = iwarpSkip
+		return true
+	}
+	return false
+}
+
+// maxPollWait bounds one wait for a completion or an event.
+const maxPollWait = 2 * time.Second
+
 // pollWait is how long a probe waits for one completion or event: the
-// port's remaining budget, between 100 ms and 2 s.
+// port's remaining budget, at most maxPollWait, and nothing once the
+// deadline has passed (the caller then looks once without waiting).
 func (r *runner) pollWait() time.Duration {
 	left := time.Until(r.deadline)
 	switch {
-	case left > 2*time.Second:
-		return 2 * time.Second
-	case left < 100*time.Millisecond:
-		return 100 * time.Millisecond
+	case left > maxPollWait:
+		return maxPollWait
+	case left < 0:
+		return 0
 	}
 	return left
 }

@@ -28,7 +28,8 @@ type Options struct {
 	// loader path).
 	Library string
 	// Timeout is the deadline of one port's probes; a device's child gets
-	// Timeout × its number of ports (at least one). Default 5s.
+	// Timeout × its number of ports (at least one), plus a fixed margin
+	// for its start. Default 5s.
 	Timeout time.Duration
 	// Size is the bytes per SEND of probe.send_poll. Default 1024.
 	Size int
@@ -84,10 +85,15 @@ type Step struct {
 // Probe is what every probe result has.
 type Probe struct {
 	Name string `json:"probe"`
-	// Skipped says why the probe did not run (blocked by an earlier one).
-	Skipped string  `json:"skipped,omitempty"`
-	Steps   []Step  `json:"steps"`
-	Millis  float64 `json:"duration_ms"`
+	// Skipped says why the probe did not run: blocked by an earlier one,
+	// not applicable to the device, or out of time.
+	Skipped string `json:"skipped,omitempty"`
+	// OutOfTime is set when the probe did not run because the port's
+	// deadline (Options.Timeout) had passed: it was not judged, which is
+	// not the same as not applicable.
+	OutOfTime bool    `json:"out_of_time,omitempty"`
+	Steps     []Step  `json:"steps"`
+	Millis    float64 `json:"duration_ms"`
 }
 
 // Failed returns the first step that did not behave, or nil.
@@ -255,12 +261,21 @@ type DestroyOrderResult struct {
 	StaleStatusCode int    `json:"stale_status_code"`
 	StaleVendorErr  uint32 `json:"stale_vendor_err"`
 	TeardownOK      bool   `json:"teardown_ok"`
-	// RDMA netlink resource counts of the device: before the probe opened
-	// it, while its objects lived, after it closed it.
+	// RDMA netlink object counts: before the probe opened the device,
+	// while its objects lived, after it closed it.
 	CountsBefore map[string]uint64 `json:"counts_before,omitempty"`
 	CountsDuring map[string]uint64 `json:"counts_during,omitempty"`
 	CountsAfter  map[string]uint64 `json:"counts_after,omitempty"`
 	CountsError  string            `json:"counts_error,omitempty"`
+	// CountsMethod says whose objects were counted: CountsProcess (this
+	// child's own, CountsPID) or CountsDevice (the device's summary, when
+	// the kernel lacks the per-object dumps: CountsFallback says why).
+	CountsMethod   string `json:"counts_method,omitempty"`
+	CountsPID      int    `json:"counts_pid,omitempty"`
+	CountsFallback string `json:"counts_fallback,omitempty"`
+	// CountsDrift is a device-wide count that did not come back, which
+	// other users of the device may have caused: not a leak of the probe.
+	CountsDrift string `json:"counts_drift,omitempty"`
 }
 
 // PortResult holds every probe's result on one port; a probe not selected

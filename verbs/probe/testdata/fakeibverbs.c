@@ -7,9 +7,26 @@
  *   segv-list    ibv_get_device_list dereferences NULL
  *   hang-open    one device; ibv_open_device never returns
  *   eacces-open  one device; ibv_open_device fails with EACCES
+ * and a working loopback device "fake0" (InfiniBand, port 1 ACTIVE, LID 1:
+ * RC QPs, SENDs delivered between the QPs, CQs that overflow into
+ * IBV_EVENT_CQ_ERR on the async fd, EBUSY for frees under a live QP, an
+ * error completion for an lkey that is not registered) in these modes:
+ *   loop            healthy
+ *   iwarp           an RNIC (IBV_TRANSPORT_IWARP) whose RC QPs refuse
+ *                   INIT→RTR and RTR→RTS, as siw does without rdma_cm
+ *   silent          SENDs are accepted and never complete
+ *   send-err        every SEND completes with IBV_WC_RETRY_EXC_ERR and
+ *                   nothing arrives
+ *   cq-err-partial  once a CQ overflows, the sender's later SENDs are
+ *                   flushed silently (nothing more arrives)
+ *   cq-page         every CQ is granted 4096 entries, whatever was asked
+ *   poll-neg        ibv_poll_cq returns -2, as mlx5 does for a CQ in error
  */
+#define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +41,14 @@ static const char *mode(void)
 {
 	const char *m = getenv("FAKE_IBV");
 	return m ? m : "";
+}
+
+static int is(const char *m) { return !strcmp(mode(), m); }
+
+static int loop_mode(void)
+{
+	return is("loop") || is("iwarp") || is("silent") || is("send-err") || is("cq-err-partial") ||
+	       is("cq-page") || is("poll-neg");
 }
 
 static struct ibv_device devs[2];
@@ -60,6 +85,13 @@ struct ibv_device **ibv_get_device_list(int *num)
 	} else if (!strcmp(m, "hang-open") || !strcmp(m, "eacces-open")) {
 		fill(&devs[0], "fake0", "uverbs0");
 		n = 1;
+	} else if (loop_mode()) {
+		fill(&devs[0], "fake0", "uverbs0");
+		if (is("iwarp")) {
+			devs[0].node_type = IBV_NODE_RNIC;
+			devs[0].transport_type = IBV_TRANSPORT_IWARP;
+		}
+		n = 1;
 	}
 	for (int i = 0; i < n; i++)
 		list[i] = &devs[i];
@@ -76,36 +108,401 @@ __be64 ibv_get_device_guid(struct ibv_device *d)
 	return htobe64(d == &devs[0] ? 0x0002c90300a1b2c3ULL : 0x0002c90300a1b2c4ULL);
 }
 
+/* The loopback device. */
+
+struct fctx {
+	struct ibv_context ctx;
+	int event_wfd; /* write end of the async fd's pipe */
+};
+
+struct fcq {
+	struct ibv_cq cq;
+	struct ibv_wc *ring;
+	int head, count, users;
+};
+
+#define MAX_RECV 8192
+
+struct fqp {
+	struct ibv_qp qp;
+	uint32_t dest;
+	int broken; /* cq-err-partial: flushes everything after an overflow */
+	uint64_t rid[MAX_RECV];
+	uint64_t raddr[MAX_RECV];
+	uint32_t rlen[MAX_RECV];
+	int rhead, rcount;
+};
+
+struct fpd {
+	struct ibv_pd pd;
+	int users;
+};
+
+#define MAX_QPS 256
+static struct fqp *qps[MAX_QPS];
+
+#define MAX_MRS 256
+static struct ibv_mr *mrs[MAX_MRS];
+static uint32_t next_key = 0x100, next_qpn = 0x11;
+
+struct event_rec {
+	enum ibv_event_type type;
+	void *element;
+};
+
+static void raise_event(struct ibv_context *c, enum ibv_event_type type, void *element)
+{
+	struct event_rec r = {type, element};
+	if (write(((struct fctx *)c)->event_wfd, &r, sizeof r) != sizeof r)
+		abort();
+}
+
+/* push adds a completion; a full CQ loses it and raises IBV_EVENT_CQ_ERR. */
+static int push(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct fcq *f = (struct fcq *)cq;
+	if (f->count >= cq->cqe) {
+		raise_event(cq->context, IBV_EVENT_CQ_ERR, cq);
+		return -1;
+	}
+	f->ring[(f->head + f->count) % cq->cqe] = *wc;
+	f->count++;
+	return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct fcq *f = (struct fcq *)cq;
+	if (is("poll-neg"))
+		return -2;
+	int k = 0;
+	while (k < n && f->count > 0) {
+		wc[k++] = f->ring[f->head];
+		f->head = (f->head + 1) % cq->cqe;
+		f->count--;
+	}
+	return k;
+}
+
+static int fake_req_notify_cq(struct ibv_cq *cq, int solicited) { (void)cq; (void)solicited; return 0; }
+
+static int key_ok(uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	for (int i = 0; i < MAX_MRS; i++) {
+		struct ibv_mr *m = mrs[i];
+		if (m && m->lkey == lkey && addr >= (uint64_t)(uintptr_t)m->addr &&
+		    addr + len <= (uint64_t)(uintptr_t)m->addr + m->length)
+			return 1;
+	}
+	return 0;
+}
+
+static struct fqp *find_qp(uint32_t qpn)
+{
+	for (int i = 0; i < MAX_QPS; i++)
+		if (qps[i] && qps[i]->qp.qp_num == qpn)
+			return qps[i];
+	return NULL;
+}
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct fqp *f = (struct fqp *)qp;
+	for (; wr; wr = wr->next) {
+		if (qp->state != IBV_QPS_RTS) {
+			*bad = wr;
+			return EINVAL;
+		}
+		if (is("silent") || f->broken)
+			continue;
+		struct ibv_wc wc = {.wr_id = wr->wr_id, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num};
+		uint32_t len = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			if (!key_ok(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length))
+				wc.status = IBV_WC_LOC_PROT_ERR;
+			len += wr->sg_list[i].length;
+		}
+		if (is("send-err"))
+			wc.status = IBV_WC_RETRY_EXC_ERR;
+		struct fqp *peer = find_qp(f->dest);
+		if (wc.status == IBV_WC_SUCCESS) {
+			if (!peer || peer->rcount == 0) {
+				wc.status = IBV_WC_RNR_RETRY_EXC_ERR;
+			} else {
+				int h = peer->rhead;
+				struct ibv_wc rwc = {.wr_id = peer->rid[h], .opcode = IBV_WC_RECV, .byte_len = len,
+						     .qp_num = peer->qp.qp_num, .src_qp = qp->qp_num};
+				if (len > peer->rlen[h]) {
+					rwc.status = IBV_WC_LOC_LEN_ERR;
+				} else if (wr->num_sge == 1) {
+					memcpy((void *)(uintptr_t)peer->raddr[h], (void *)(uintptr_t)wr->sg_list[0].addr, len);
+				}
+				peer->rhead = (h + 1) % MAX_RECV;
+				peer->rcount--;
+				push(peer->qp.recv_cq, &rwc);
+			}
+		}
+		if ((wr->send_flags & IBV_SEND_SIGNALED) || wc.status != IBV_WC_SUCCESS) {
+			if (push(qp->send_cq, &wc) && is("cq-err-partial"))
+				f->broken = 1;
+		}
+	}
+	return 0;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct fqp *f = (struct fqp *)qp;
+	for (; wr; wr = wr->next) {
+		if (f->rcount >= MAX_RECV || wr->num_sge != 1) {
+			*bad = wr;
+			return ENOMEM;
+		}
+		int t = (f->rhead + f->rcount) % MAX_RECV;
+		f->rid[t] = wr->wr_id;
+		f->raddr[t] = wr->sg_list[0].addr;
+		f->rlen[t] = wr->sg_list[0].length;
+		f->rcount++;
+	}
+	return 0;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *d)
 {
-	(void)d;
 	if (!strcmp(mode(), "hang-open"))
 		for (;;)
 			pause();
-	errno = !strcmp(mode(), "eacces-open") ? EACCES : ENOSYS;
+	if (!loop_mode()) {
+		errno = !strcmp(mode(), "eacces-open") ? EACCES : ENOSYS;
+		return NULL;
+	}
+	struct fctx *f = calloc(1, sizeof *f);
+	int p[2];
+	if (!f || pipe2(p, O_CLOEXEC)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->ctx.device = d;
+	f->ctx.cmd_fd = -1;
+	f->ctx.async_fd = p[0];
+	f->event_wfd = p[1];
+	f->ctx.num_comp_vectors = 1;
+	pthread_mutex_init(&f->ctx.mutex, NULL);
+	f->ctx.ops.poll_cq = fake_poll_cq;
+	f->ctx.ops.req_notify_cq = fake_req_notify_cq;
+	f->ctx.ops.post_send = fake_post_send;
+	f->ctx.ops.post_recv = fake_post_recv;
+	return &f->ctx;
+}
+
+int ibv_close_device(struct ibv_context *c)
+{
+	struct fctx *f = (struct fctx *)c;
+	close(c->async_fd);
+	close(f->event_wfd);
+	free(f);
+	return 0;
+}
+
+int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
+{
+	(void)c;
+	memset(a, 0, sizeof *a);
+	snprintf(a->fw_ver, sizeof a->fw_ver, "1.2.3");
+	a->node_guid = htobe64(0x0002c90300a1b2c3ULL);
+	a->vendor_id = 0x15b3;
+	a->vendor_part_id = 0x1017;
+	a->max_qp = 1024;
+	a->max_qp_wr = 16384;
+	a->max_sge = 4;
+	a->max_cq = 1024;
+	a->max_cqe = 65536;
+	a->max_mr = 1024;
+	a->max_mr_size = 1ULL << 40;
+	a->max_pd = 1024;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *compat)
+{
+	(void)c;
+	/* The caller passes the modern struct, which begins like the old one. */
+	struct ibv_port_attr *a = (struct ibv_port_attr *)compat;
+	if (port != 1)
+		return EINVAL;
+	memset(a, 0, sizeof *a);
+	a->state = IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = IBV_MTU_1024;
+	a->gid_tbl_len = 16;
+	a->lid = 1;
+	a->sm_lid = 1;
+	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	return 0;
+}
+
+int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
+{
+	(void)c; (void)p; (void)i;
+	memset(g, 0, sizeof *g);
+	return 0;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
+{
+	struct fpd *p = calloc(1, sizeof *p);
+	p->pd.context = c;
+	return &p->pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	struct fpd *p = (struct fpd *)pd;
+	if (p->users)
+		return EBUSY;
+	free(p);
+	return 0;
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	(void)access;
+	for (int i = 0; i < MAX_MRS; i++) {
+		if (!mrs[i]) {
+			struct ibv_mr *m = calloc(1, sizeof *m);
+			m->context = pd->context;
+			m->pd = pd;
+			m->addr = addr;
+			m->length = len;
+			m->lkey = m->rkey = next_key++;
+			mrs[i] = m;
+			((struct fpd *)pd)->users++;
+			return m;
+		}
+	}
+	errno = ENOMEM;
 	return NULL;
 }
+
+int ibv_dereg_mr(struct ibv_mr *m)
+{
+	for (int i = 0; i < MAX_MRS; i++)
+		if (mrs[i] == m)
+			mrs[i] = NULL;
+	((struct fpd *)m->pd)->users--;
+	free(m);
+	return 0;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *x, struct ibv_comp_channel *ch, int v)
+{
+	(void)x; (void)v;
+	struct fcq *f = calloc(1, sizeof *f);
+	if (is("cq-page") && cqe < 4096)
+		cqe = 4096;
+	f->cq.context = c;
+	f->cq.channel = ch;
+	f->cq.cqe = cqe;
+	f->ring = calloc(cqe, sizeof *f->ring);
+	return &f->cq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct fcq *f = (struct fcq *)cq;
+	if (f->users)
+		return EBUSY;
+	free(f->ring);
+	free(f);
+	return 0;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	for (int i = 0; i < MAX_QPS; i++) {
+		if (!qps[i]) {
+			struct fqp *f = calloc(1, sizeof *f);
+			f->qp.context = pd->context;
+			f->qp.pd = pd;
+			f->qp.send_cq = a->send_cq;
+			f->qp.recv_cq = a->recv_cq;
+			f->qp.qp_num = next_qpn++;
+			f->qp.state = IBV_QPS_RESET;
+			f->qp.qp_type = a->qp_type;
+			((struct fcq *)a->send_cq)->users++;
+			((struct fcq *)a->recv_cq)->users++;
+			((struct fpd *)pd)->users++;
+			qps[i] = f;
+			return &f->qp;
+		}
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+	struct fqp *f = (struct fqp *)qp;
+	if (!(mask & IBV_QP_STATE))
+		return 0;
+	enum ibv_qp_state from = qp->state, to = a->qp_state;
+	int ok = to == IBV_QPS_RESET || to == IBV_QPS_ERR || (from == IBV_QPS_RESET && to == IBV_QPS_INIT) ||
+		 (from == IBV_QPS_INIT && (to == IBV_QPS_INIT || to == IBV_QPS_RTR)) ||
+		 (from == IBV_QPS_RTR && to == IBV_QPS_RTS) || (from == IBV_QPS_RTS && to == IBV_QPS_RTS);
+	if (is("iwarp") && (to == IBV_QPS_RTR || to == IBV_QPS_RTS))
+		ok = 0;
+	if (!ok)
+		return EINVAL;
+	if (to == IBV_QPS_RTR && (mask & IBV_QP_DEST_QPN))
+		f->dest = a->dest_qp_num;
+	if (to == IBV_QPS_RESET)
+		f->rhead = f->rcount = 0;
+	qp->state = to;
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init)
+{
+	(void)mask;
+	memset(a, 0, sizeof *a);
+	memset(init, 0, sizeof *init);
+	a->qp_state = qp->state;
+	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	for (int i = 0; i < MAX_QPS; i++)
+		if (qps[i] == (struct fqp *)qp)
+			qps[i] = NULL;
+	((struct fcq *)qp->send_cq)->users--;
+	((struct fcq *)qp->recv_cq)->users--;
+	((struct fpd *)qp->pd)->users--;
+	free(qp);
+	return 0;
+}
+
+int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *e)
+{
+	struct event_rec r;
+	ssize_t n = read(c->async_fd, &r, sizeof r);
+	if (n != sizeof r) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	e->event_type = r.type;
+	e->element.cq = r.element;
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *e) { (void)e; }
 
 #define FAIL_INT(name, ...) int name(__VA_ARGS__) { return ENOSYS; }
 #define FAIL_PTR(type, name, ...) type name(__VA_ARGS__) { errno = ENOSYS; return NULL; }
 
-FAIL_INT(ibv_close_device, struct ibv_context *c)
-FAIL_INT(ibv_query_device, struct ibv_context *c, struct ibv_device_attr *a)
-FAIL_INT(ibv_query_port, struct ibv_context *c, uint8_t p, struct _compat_ibv_port_attr *a)
-FAIL_INT(ibv_query_gid, struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
-FAIL_PTR(struct ibv_pd *, ibv_alloc_pd, struct ibv_context *c)
-FAIL_INT(ibv_dealloc_pd, struct ibv_pd *p)
-FAIL_PTR(struct ibv_mr *, ibv_reg_mr, struct ibv_pd *p, void *a, size_t l, int f)
-FAIL_INT(ibv_dereg_mr, struct ibv_mr *m)
 FAIL_PTR(struct ibv_comp_channel *, ibv_create_comp_channel, struct ibv_context *c)
 FAIL_INT(ibv_destroy_comp_channel, struct ibv_comp_channel *c)
-FAIL_PTR(struct ibv_cq *, ibv_create_cq, struct ibv_context *c, int n, void *x, struct ibv_comp_channel *ch, int v)
-FAIL_INT(ibv_destroy_cq, struct ibv_cq *c)
 FAIL_INT(ibv_get_cq_event, struct ibv_comp_channel *c, struct ibv_cq **q, void **x)
 void ibv_ack_cq_events(struct ibv_cq *c, unsigned int n) { (void)c; (void)n; }
-FAIL_PTR(struct ibv_qp *, ibv_create_qp, struct ibv_pd *p, struct ibv_qp_init_attr *a)
-FAIL_INT(ibv_modify_qp, struct ibv_qp *q, struct ibv_qp_attr *a, int m)
-FAIL_INT(ibv_query_qp, struct ibv_qp *q, struct ibv_qp_attr *a, int m, struct ibv_qp_init_attr *i)
-FAIL_INT(ibv_destroy_qp, struct ibv_qp *q)
-FAIL_INT(ibv_get_async_event, struct ibv_context *c, struct ibv_async_event *e)
-void ibv_ack_async_event(struct ibv_async_event *e) { (void)e; }
