@@ -75,10 +75,12 @@ func TestCountersErrorsInterval(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(150 * time.Millisecond) // after the first sample
+		// Well after the first sample and well before the second, even on
+		// a loaded machine where building the run takes a while.
+		time.Sleep(1500 * time.Millisecond)
 		os.WriteFile(f, []byte("19\n"), 0o644)
 	}()
-	r := netRun(t, dir, checks.Options{Interval: 600 * time.Millisecond}, "counters.errors")
+	r := netRun(t, dir, checks.Options{Interval: 3 * time.Second}, "counters.errors")
 	<-done
 	c := netResult(t, r, "counters.errors")
 	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 12") {
