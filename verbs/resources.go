@@ -354,14 +354,9 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		cw.ImmData = w.Imm
 		cw.WR[0] = w.RemoteAddr
 		cw.WR[1] = uint64(w.RKey)
-		if n := len(w.SGEs); n > 0 {
-			sg := a.alloc(uintptr(n)*unsafe.Sizeof(SGE{}), unsafe.Alignof(SGE{}))
-			if sg == 0 {
-				return tooMany
-			}
-			copy(unsafe.Slice((*SGE)(ptr(sg)), n), w.SGEs)
-			cw.SGList = sg
-			cw.NumSGE = int32(n)
+		var ok bool
+		if cw.SGList, cw.NumSGE, ok = a.sgList(w.SGEs); !ok {
+			return tooMany
 		}
 		if i > 0 {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
@@ -397,14 +392,9 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 		cw := (*cRecvWR)(ptr(p))
 		cwrs[i] = cw
 		cw.WRID = w.ID
-		if n := len(w.SGEs); n > 0 {
-			sg := a.alloc(uintptr(n)*unsafe.Sizeof(SGE{}), unsafe.Alignof(SGE{}))
-			if sg == 0 {
-				return tooMany
-			}
-			copy(unsafe.Slice((*SGE)(ptr(sg)), n), w.SGEs)
-			cw.SGList = sg
-			cw.NumSGE = int32(n)
+		var ok bool
+		if cw.SGList, cw.NumSGE, ok = a.sgList(w.SGEs); !ok {
+			return tooMany
 		}
 		if i > 0 {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
@@ -419,6 +409,21 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 		return nil
 	}
 	return postError("ibv_post_recv", rc, badIndex(*(*uintptr)(ptr(bad)), cwrs))
+}
+
+// sgList copies a work request's scatter/gather entries into the arena and
+// returns what the C work request carries: their address and count. ok is
+// false when the arena is full.
+func (a *arena) sgList(sges []SGE) (addr uintptr, n int32, ok bool) {
+	if len(sges) == 0 {
+		return 0, 0, true
+	}
+	p := a.alloc(uintptr(len(sges))*unsafe.Sizeof(SGE{}), unsafe.Alignof(SGE{}))
+	if p == 0 {
+		return 0, 0, false
+	}
+	copy(unsafe.Slice((*SGE)(ptr(p)), len(sges)), sges)
+	return p, int32(len(sges)), true
 }
 
 // maxErrno is the largest errno value (the kernel's MAX_ERRNO).
