@@ -271,6 +271,9 @@ type scanned struct {
 	headers int
 }
 
+// maxNameBytes bounds the entry names and link targets of one archive.
+const maxNameBytes = 32 << 20
+
 // scan is the first pass: read and judge every entry, write nothing.
 //
 // MaxEntries bounds two counts: the headers read (so repeating one
@@ -285,8 +288,9 @@ func scan(ctx context.Context, open func() (io.ReadCloser, error), name string, 
 	defer s.file.Close()
 	sc := &scanned{kinds: map[string]byte{}}
 	var (
-		total int64
-		last  string
+		total     int64
+		nameBytes int
+		last      string
 	)
 	for {
 		if ctx.Err() != nil {
@@ -301,6 +305,11 @@ func scan(ctx context.Context, open func() (io.ReadCloser, error), name string, 
 		}
 		if sc.headers++; sc.headers > lim.MaxEntries {
 			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("more than %d entries in the archive", lim.MaxEntries)}
+		}
+		// The names are held in memory until the archive is judged whole:
+		// bound them too (a real snapshot's names add up to well under 1 MiB).
+		if nameBytes += len(h.Name) + len(h.Linkname); nameBytes > maxNameBytes {
+			return nil, &UnpackError{Archive: name, Entry: h.Name, Reason: fmt.Sprintf("the entry names add up to more than %d bytes", maxNameBytes)}
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue // archive-wide PAX comment (git archive writes one)

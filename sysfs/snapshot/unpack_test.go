@@ -206,6 +206,30 @@ func TestUnpackRefusesTooManyEntries(t *testing.T) {
 	t.Logf("refused in %v (%d bytes compressed)", time.Since(start), buf.Len())
 }
 
+func TestUnpackRefusesTooMuchNameText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an archive with 36 MB of names")
+	}
+	// Long names within every other limit (4,096 bytes a name, 255 a
+	// component, 48 levels, 50,000 entries): 9,000 names of ~3,970 bytes.
+	parent := "snap"
+	for range 14 {
+		parent += "/" + strings.Repeat("d", 250)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	tw := tar.NewWriter(zw)
+	for i := range 9000 {
+		tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("%s/%0250d/%0200d", parent, i, i), Typeflag: tar.TypeReg, Mode: 0o644})
+	}
+	tw.Close()
+	zw.Close()
+	_, _, err := unpackBytes(t, buf.Bytes())
+	if err == nil || !strings.Contains(err.Error(), "entry names add up to more than") {
+		t.Fatalf("err %v, want the name-bytes limit", err)
+	}
+}
+
 func TestUnpackRefusesTooManyBytes(t *testing.T) {
 	lim := snapshot.DefaultLimits()
 	lim.MaxTotalBytes = 10
