@@ -16,7 +16,7 @@ func TestCountersErrors(t *testing.T) {
 	cx5 := func(tree func(tr *sysfstest.Tree)) string {
 		tr := sysfstest.Build(sysfstest.CX5RoCE())
 		tree(tr)
-		return netTree(t, tr)
+		return hwWrite(t, tr)
 	}
 	runNetCases(t, "counters.errors", []netCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, contains: []string{"zero on 2 port(s)", "24 error counters read, all zero"}},
@@ -62,9 +62,9 @@ func TestCountersErrors(t *testing.T) {
 // A counter that rises between the two samples of --interval fails; one
 // that stays put does not.
 func TestCountersErrorsInterval(t *testing.T) {
-	dir := netTree(t, sysfstest.Build(sysfstest.CX6IB()))
-	still := netRun(t, dir, checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
-	if c := netResult(t, still, "counters.errors"); c.Status != report.Pass || !strings.Contains(c.Summary, "none rose in 100ms") {
+	dir := hwWrite(t, sysfstest.Build(sysfstest.CX6IB()))
+	still := hwRun(t, dir, checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
+	if c := hwResult(t, still, "counters.errors"); c.Status != report.Pass || !strings.Contains(c.Summary, "none rose in 100ms") {
 		t.Fatalf("steady counters: %s %q", c.Status, c.Summary)
 	}
 
@@ -80,16 +80,16 @@ func TestCountersErrorsInterval(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		os.WriteFile(f, []byte("19\n"), 0o644)
 	}()
-	r := netRun(t, dir, checks.Options{Interval: 3 * time.Second}, "counters.errors")
+	r := hwRun(t, dir, checks.Options{Interval: 3 * time.Second}, "counters.errors")
 	<-done
-	c := netResult(t, r, "counters.errors")
+	c := hwResult(t, r, "counters.errors")
 	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 12") {
 		t.Fatalf("rising counter: %s exit %d %q", c.Status, r.ExitCode, c.Summary)
 	}
 
 	// A saturated counter cannot rise: --interval does not call it a past event.
-	sat := netRun(t, netFixture("counters-saturated"), checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
-	c = netResult(t, sat, "counters.errors")
+	sat := hwRun(t, netFixture("counters-saturated"), checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
+	c = hwResult(t, sat, "counters.errors")
 	if c.Status != report.Warn || sat.ExitCode != 0 ||
 		!strings.Contains(c.Summary, "link_downed = 255 (the link went down: cable pulled, peer reset or training failed), saturated: whether it still rises cannot be told; reset it (`perfquery -C mlx5_0 -P 1 -R`) and measure again") ||
 		!strings.Contains(c.Summary, "none of the others rose in 100ms: past events") || strings.Contains(c.Summary, "none rose") {
@@ -97,8 +97,8 @@ func TestCountersErrorsInterval(t *testing.T) {
 	}
 
 	// An interval longer than the check's deadline is shortened, not an error.
-	r = netRun(t, dir, checks.Options{Interval: time.Minute, CheckTimeout: 500 * time.Millisecond}, "counters.errors")
-	c = netResult(t, r, "counters.errors")
+	r = hwRun(t, dir, checks.Options{Interval: time.Minute, CheckTimeout: 500 * time.Millisecond}, "counters.errors")
+	c = hwResult(t, r, "counters.errors")
 	if c.Status == report.Error || !strings.Contains(strings.Join(c.Details, "\n"), "longer than the check's deadline") {
 		t.Fatalf("long interval: %s %q %v", c.Status, c.Summary, c.Details)
 	}
@@ -109,8 +109,8 @@ func TestCountersErrorsInterval(t *testing.T) {
 func TestCountersSaturationIsPerWidth(t *testing.T) {
 	tr := sysfstest.Build(sysfstest.RXE())
 	sysfstest.SetCounter(tr, "rxe0", 1, "hw_counters", "link_downed", "255")
-	r := netRun(t, netTree(t, tr), checks.Options{}, "counters.errors")
-	c := netResult(t, r, "counters.errors")
+	r := hwRun(t, hwWrite(t, tr), checks.Options{}, "counters.errors")
+	c := hwResult(t, r, "counters.errors")
 	if c.Status != report.Warn || strings.Contains(c.Summary, "saturated") || !strings.Contains(c.Summary, "link_downed = 255") {
 		t.Fatalf("%s %q", c.Status, c.Summary)
 	}

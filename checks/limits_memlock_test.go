@@ -19,7 +19,7 @@ func memlockHost(t *testing.T, edit func(h *sysfstest.Host), tree func(t *sysfst
 	if tree != nil {
 		tree(tr)
 	}
-	return netTree(t, tr)
+	return hwWrite(t, tr)
 }
 
 func TestLimitsMemlock(t *testing.T) {

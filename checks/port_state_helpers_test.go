@@ -1,15 +1,12 @@
 package checks_test
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
-	"github.com/rdmadoctor/rdmadoctor/sysfs"
-	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
 // netCase is one expectation on one check of one host.
@@ -24,51 +21,8 @@ type netCase struct {
 	lacks     []string // text the result must not hold
 }
 
-// netRun runs the level-1 checks (the named ones and their prerequisites,
-// or all) on a host directory and finishes the report as the command does.
-func netRun(tb testing.TB, dir string, opts checks.Options, ids ...string) *report.Report {
-	tb.Helper()
-	h, err := sysfs.Open(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer h.Close()
-	if opts.Level == 0 {
-		opts.Level = 1
-	}
-	sel, err := checks.Select(ids)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	env := checks.NewEnv(h, opts)
-	r := &report.Report{Checks: checks.Run(context.Background(), env, sel)}
-	r.Finish(false)
-	return r
-}
-
-func netResult(tb testing.TB, r *report.Report, id string) report.CheckResult {
-	tb.Helper()
-	for _, c := range r.Checks {
-		if c.ID == id {
-			return c
-		}
-	}
-	tb.Fatalf("no result for %s", id)
-	return report.CheckResult{}
-}
-
 // netFixture is a committed fixture's directory.
 func netFixture(name string) string { return filepath.Join(hostsDir, name) }
-
-// netTree writes a generated tree to a temporary directory.
-func netTree(tb testing.TB, t *sysfstest.Tree) string {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), "host")
-	if err := t.Write(dir); err != nil {
-		tb.Fatal(err)
-	}
-	return dir
-}
 
 // runNetCases runs every case through the whole level-1 catalog and checks
 // the named check's status and text, the run's exit code and root cause.
@@ -76,8 +30,8 @@ func runNetCases(t *testing.T, id string, cases []netCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := netRun(t, tc.dir, tc.opts)
-			c := netResult(t, r, id)
+			r := hwRun(t, tc.dir, tc.opts)
+			c := hwResult(t, r, id)
 			text := c.Summary + "\n" + c.Observed + "\n" + c.Expected + "\n" + strings.Join(c.Details, "\n") + "\n" + c.Remedy
 			if c.Status != tc.status {
 				t.Fatalf("%s status %s, want %s\n%s", id, c.Status, tc.status, text)

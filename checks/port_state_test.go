@@ -12,7 +12,7 @@ func TestPortState(t *testing.T) {
 	ib := func(edit func(p *sysfstest.Port)) string {
 		h := sysfstest.CX6IB()
 		edit(&h.NICs[0].Ports[0])
-		return netTree(t, sysfstest.Build(h))
+		return hwWrite(t, sysfstest.Build(h))
 	}
 	runNetCases(t, "port.state", []netCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, contains: []string{"all 2 ports ACTIVE", "mlx5_1 port 1: ACTIVE"}},
@@ -34,7 +34,7 @@ func TestPortState(t *testing.T) {
 		{name: "a device with no ports is not counted as a port", dir: func() string {
 			tr := sysfstest.Build(sysfstest.CX5RoCE())
 			tr.Remove(sysfstest.PortDir(tr, "mlx5_1", 1))
-			return netTree(t, tr)
+			return hwWrite(t, tr)
 		}(), status: report.Fail, exit: 19, rootCause: "port.state",
 			contains: []string{"1 device(s) with no ports: mlx5_1", "mlx5_1: no ports", "mlx5_1 lists no ports", "dmesg"}},
 		{name: "slower than --expect-rate", dir: netFixture("cx5-roce-healthy"), opts: checks.Options{ExpectRate: 200}, status: report.Fail, exit: 19,
@@ -45,7 +45,7 @@ func TestPortState(t *testing.T) {
 		{name: "state file missing", dir: func() string {
 			tr := sysfstest.Build(sysfstest.CX6IB())
 			tr.Remove(sysfstest.PortDir(tr, "mlx5_0", 1) + "/state")
-			return netTree(t, tr)
+			return hwWrite(t, tr)
 		}(), status: report.Error, exit: 19, rootCause: "port.state", contains: []string{"ports/1/state", "no such file", "1 of 1 ports unknown", "grep . /sys/class/infiniband"}},
 		{name: "garbage state", dir: ib(func(p *sysfstest.Port) { p.State = "\x00\xffbinary" }), status: report.Error, exit: 19, rootCause: "port.state"},
 	})

@@ -21,7 +21,7 @@ func TestRoCEConfig(t *testing.T) {
 		if tree != nil {
 			tree(tr)
 		}
-		return netTree(t, tr)
+		return hwWrite(t, tr)
 	}
 	runNetCases(t, "roce.config", []netCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass,

@@ -13,7 +13,7 @@ func TestRoCELossless(t *testing.T) {
 	cx5 := func(tree func(tr *sysfstest.Tree)) string {
 		tr := sysfstest.Build(sysfstest.CX5RoCE())
 		tree(tr)
-		return netTree(t, tr)
+		return hwWrite(t, tr)
 	}
 	strict := checks.Options{ExpectLossless: true}
 	runNetCases(t, "roce.lossless", []netCase{

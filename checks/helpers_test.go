@@ -1,0 +1,81 @@
+package checks_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// Helpers every check's tests share: run checks on a host directory as the
+// command does, find one result, write a generated tree.
+
+// hwRun runs the named checks (all of level 1 when none) with their
+// prerequisites on a host directory and finishes the report, as the command
+// does.
+func hwRun(tb testing.TB, dir string, opts checks.Options, ids ...string) *report.Report {
+	tb.Helper()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer h.Close()
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	sel, err := checks.Select(ids)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env := checks.NewEnv(h, opts)
+	r := &report.Report{Checks: checks.Run(context.Background(), env, sel)}
+	r.Inventory = checks.Inventory(env)
+	r.Finish(false)
+	return r
+}
+
+// hwResult finds one check's result in a report.
+func hwResult(tb testing.TB, r *report.Report, id string) report.CheckResult {
+	tb.Helper()
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	tb.Fatalf("no result for %s", id)
+	return report.CheckResult{}
+}
+
+// hwRunOne runs one check's own judgement on a host directory, without its
+// prerequisites: to test a finding that an earlier check would otherwise
+// block (a module missing, say).
+func hwRunOne(tb testing.TB, dir, id string, opts checks.Options) checks.Result {
+	tb.Helper()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer h.Close()
+	c, ok := checks.Lookup(id)
+	if !ok {
+		tb.Fatalf("no check %s", id)
+	}
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	return c.Run(context.Background(), checks.NewEnv(h, opts))
+}
+
+// hwWrite writes a generated tree to a temporary directory.
+func hwWrite(tb testing.TB, t *sysfstest.Tree) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "host")
+	if err := t.Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
