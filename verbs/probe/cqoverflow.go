@@ -40,11 +40,10 @@ func (r *runner) cqOverflow(resourcesFailed string) *CQOverflowResult {
 	defer r.teardown(&res.Probe, &s.td)
 	p := &res.Probe
 
-	var pd *verbs.PD
-	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+	pd, ok := r.allocPD(p, s)
+	if !ok {
 		return res
 	}
-	s.td.push("ibv_dealloc_pd", pd.Dealloc)
 	var small, big *verbs.CQ
 	if !r.step(p, "ibv_create_cq cqe=1 (send CQ of A)", func() (err error) { small, err = s.ctx.CreateCQ(1, nil, 0); return err }) {
 		return res

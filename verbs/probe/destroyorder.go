@@ -109,11 +109,10 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 	// stack only cleans up after an early return.
 	defer r.teardown(p, &s.td)
 
-	var pd *verbs.PD
-	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+	pd, ok := r.allocPD(p, s)
+	if !ok {
 		return
 	}
-	s.td.push("ibv_dealloc_pd", pd.Dealloc)
 	var buf *verbs.Buffer
 	if !r.step(p, "mmap page-aligned buffer", func() (err error) { buf, err = verbs.NewBuffer(8192); return err }) {
 		return

@@ -24,11 +24,10 @@ func (r *runner) qpState(resourcesFailed string) *QPStateResult {
 	defer r.teardown(&res.Probe, &s.td)
 	p := &res.Probe
 
-	var pd *verbs.PD
-	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+	pd, ok := r.allocPD(p, s)
+	if !ok {
 		return res
 	}
-	s.td.push("ibv_dealloc_pd", pd.Dealloc)
 	var cq *verbs.CQ
 	if !r.step(p, "ibv_create_cq", func() (err error) {
 		cq, err = s.ctx.CreateCQ(clamp(probeCQE, int(s.attr.MaxCQE)), nil, 0)

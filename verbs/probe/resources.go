@@ -29,11 +29,10 @@ func (r *runner) resources() *ResourcesResult {
 	res.Device = deviceCaps(&s.attr)
 	res.Port = portInfo(&s.port)
 
-	var pd *verbs.PD
-	if !r.step(&res.Probe, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+	pd, ok := r.allocPD(&res.Probe, s)
+	if !ok {
 		return res
 	}
-	s.td.push("ibv_dealloc_pd", pd.Dealloc)
 
 	size := r.opts.Size
 	if size < 4096 {

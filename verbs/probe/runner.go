@@ -291,6 +291,17 @@ func (r *runner) teardown(p *Probe, t *teardown) bool {
 	return ok
 }
 
+// allocPD is every probe's first step: a protection domain, freed by the
+// session's teardown.
+func (r *runner) allocPD(p *Probe, s *session) (*verbs.PD, bool) {
+	var pd *verbs.PD
+	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_dealloc_pd", pd.Dealloc)
+	return pd, true
+}
+
 // session is an opened device with its limits and the probed port.
 type session struct {
 	ctx  *verbs.Context

@@ -32,11 +32,10 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 	p := &res.Probe
 	size := r.opts.Size
 
-	var pd *verbs.PD
-	if !r.step(p, "ibv_alloc_pd", func() (err error) { pd, err = s.ctx.AllocPD(); return err }) {
+	pd, ok := r.allocPD(p, s)
+	if !ok {
 		return res
 	}
-	s.td.push("ibv_dealloc_pd", pd.Dealloc)
 	// One buffer, two halves: A sends from the first, B receives into the
 	// second, so the payload comparison means something.
 	var buf *verbs.Buffer
