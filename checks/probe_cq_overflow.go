@@ -41,10 +41,10 @@ const cqSizingRule = "Size every CQ for all the completions that can be outstand
 	"watch the async fd (ibv_get_async_event) for IBV_EVENT_CQ_ERR, after which the CQ is unusable."
 
 // judgeCQOverflow judges probe.cq_overflow on one port.
-func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.CQOverflow
 	if r == nil {
-		return portVerdict{}, false
+		return verdict{}, false
 	}
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
@@ -60,7 +60,7 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVer
 	const judged = "IBV_EVENT_CQ_ERR for the overrun CQ"
 	if st := firstFailure(&r.Probe, judged); st != nil {
 		ev["failed_step"] = st
-		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
 		if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {
 			v.remedy = rtrFixFor(label)
 		} else {
@@ -84,16 +84,16 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (portVer
 	}
 	switch {
 	case r.CQErrOnCQ > 0:
-		return portVerdict{status: report.Pass, evidence: ev, details: details,
+		return verdict{status: report.Pass, evidence: ev, details: details,
 			line: fmt.Sprintf("%s: a CQ granted %d entries, overrun by %d signaled SENDs, raised IBV_EVENT_CQ_ERR (%d event(s), %d completion(s) lost)",
 				label, r.CQEGranted, r.SendsPosted, r.CQErrOnCQ, r.Lost)}, true
 	case r.Lost > 0:
-		return portVerdict{status: report.Fail, evidence: ev, details: details, remedy: cqSizingRule,
+		return verdict{status: report.Fail, evidence: ev, details: details, remedy: cqSizingRule,
 			line: fmt.Sprintf("%s: %d of %d completions were lost and no IBV_EVENT_CQ_ERR came within %.0f ms", label, r.Lost, r.SendsPosted, r.WaitedMS)}, true
 	case judgement != nil && judgement.Error != "":
-		return portVerdict{status: report.Error, evidence: ev, details: details, remedy: cqSizingRule,
+		return verdict{status: report.Error, evidence: ev, details: details, remedy: cqSizingRule,
 			line: fmt.Sprintf("%s: could not overrun the CQ: %s", label, judgement.Error)}, true
 	}
-	return portVerdict{status: report.Error, evidence: ev, details: details, remedy: genericVerbsFixFor(label, nil),
+	return verdict{status: report.Error, evidence: ev, details: details, remedy: genericVerbsFixFor(label, nil),
 		line: fmt.Sprintf("%s: the probe did not reach its judgement", label)}, true
 }

@@ -57,10 +57,10 @@ const leakFix = "Destroy in the order QPs → MRs/MWs → CQs/SRQs → PD → co
 	"its context mean the kernel driver leaks: read `rdma resource show` and `dmesg`, and update the driver."
 
 // judgeDestroyOrder judges probe.destroy_order on one port.
-func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.DestroyOrder
 	if r == nil {
-		return portVerdict{}, false
+		return verdict{}, false
 	}
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
@@ -148,7 +148,7 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (portV
 	if r.CountsFallback != "" {
 		details = append(details, "the per-process object dumps could not be read ("+r.CountsFallback+"); the device-wide summary was compared")
 	}
-	v := portVerdict{evidence: ev, details: details}
+	v := verdict{evidence: ev, details: details}
 	switch {
 	case len(fails) > 0:
 		v.status = report.Fail

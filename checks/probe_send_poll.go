@@ -53,10 +53,10 @@ const (
 )
 
 // judgeSendPoll judges probe.send_poll on one port.
-func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+func judgeSendPoll(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.SendPoll
 	if r == nil {
-		return portVerdict{}, false
+		return verdict{}, false
 	}
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
@@ -72,7 +72,7 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdi
 	}
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
-		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
 		pp := pingpong(label, r.Addressing)
 		switch {
 		case strings.Contains(st.Error, "no completion"):
@@ -93,7 +93,7 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (portVerdi
 	}
 	line := fmt.Sprintf("%s: %d-byte SEND completed IBV_WC_SUCCESS with the right byte count and payload; %d round trips: min %s, median %s, p99 %s; ibv_post_send CPU cost median %s",
 		label, r.Size, r.Latency.N, fmtNS(r.Latency.MinNS), fmtNS(r.Latency.MedNS), fmtNS(r.Latency.P99NS), fmtNS(r.PostSendCPU.MedNS))
-	v := portVerdict{status: report.Pass, line: line, evidence: ev}
+	v := verdict{status: report.Pass, line: line, evidence: ev}
 	if software {
 		v.details = append(v.details, "software device"+softwareNote(true))
 	}

@@ -61,10 +61,10 @@ func rtrFixFor(label string) string {
 }
 
 // judgeQPState judges verbs.qp_state on one port.
-func judgeQPState(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.QPState
 	if r == nil {
-		return portVerdict{}, false
+		return verdict{}, false
 	}
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
@@ -100,7 +100,7 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (portVerdic
 	st := firstFailure(&r.Probe, "ibv_modify_qp C RESET→RTS", "C is RESET")
 	switch {
 	case st != nil:
-		v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
 		ev["failed_step"] = st
 		v.remedy = qpStateRemedy(st, label, r.Addressing)
 		if walk != "" {
@@ -114,13 +114,13 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (portVerdic
 		}
 		return v, true
 	case refusalStatus != "":
-		return portVerdict{status: refusalStatus, line: fmt.Sprintf("%s: %s", label, refusal), evidence: ev,
+		return verdict{status: refusalStatus, line: fmt.Sprintf("%s: %s", label, refusal), evidence: ev,
 			remedy: providerStateFix, details: []string{"states read back: " + walk}}, true
 	case !r.Recovered:
-		return portVerdict{status: report.Fail, line: fmt.Sprintf("%s: the QP did not recover through RTS→ERR→RESET→INIT", label),
+		return verdict{status: report.Fail, line: fmt.Sprintf("%s: the QP did not recover through RTS→ERR→RESET→INIT", label),
 			evidence: ev, remedy: providerStateFix}, true
 	}
-	v := portVerdict{status: report.Pass, evidence: ev,
+	v := verdict{status: report.Pass, evidence: ev,
 		line: fmt.Sprintf("%s: RESET→INIT→RTR→RTS walked and read back (%s); RESET→RTS refused with EINVAL; RTS→ERR→RESET→INIT recovered", label, addr)}
 	v.details = append(v.details, "states read back: "+walk)
 	return v, true

@@ -101,10 +101,10 @@ func forPort(fix, label string, a *probe.Addressing) string {
 }
 
 // judgeResources judges verbs.resources on one port.
-func judgeResources(label string, software bool, pr *probe.PortResult) (portVerdict, bool) {
+func judgeResources(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.Resources
 	if r == nil {
-		return portVerdict{}, false
+		return verdict{}, false
 	}
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
@@ -124,7 +124,7 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (portVerd
 	if st == nil {
 		line := fmt.Sprintf("%s: PD, MR (%s, page aligned), CQ (%d asked, %d granted), RC QP (send/recv %d/%d work requests granted) created and destroyed",
 			label, fmtBytes(r.MRBytes), r.CQEAsked, r.CQEGranted, r.QPGranted.MaxSendWR, r.QPGranted.MaxRecvWR)
-		v := portVerdict{status: report.Pass, line: line, evidence: ev}
+		v := verdict{status: report.Pass, line: line, evidence: ev}
 		if r.Port != nil {
 			v.details = append(v.details, fmt.Sprintf("port %s, %s, active MTU %d", r.Port.State, r.Port.LinkLayer, r.Port.ActiveMTU))
 		}
@@ -134,7 +134,7 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (portVerd
 		return v, true
 	}
 	ev["failed_step"] = st
-	v := portVerdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st, label, nil)}
+	v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st, label, nil)}
 	v.details = append(v.details, stepsDone(&r.Probe))
 	return v, true
 }

@@ -217,18 +217,10 @@ func (env *Env) probeResults(ctx context.Context) (*probe.Results, probePlan, er
 	}
 }
 
-// portVerdict is one port's judgement by a level-2 check.
-type portVerdict struct {
-	status   report.Status
-	line     string // "rxe0 port 1: ..." for Details and the summary
-	details  []string
-	remedy   string
-	evidence any
-}
-
+// verdict is one port's judgement by a level-2 check.
 // probeJudge judges one port's result of one probe; nil means the child
 // sent no result for that probe on that port.
-type probeJudge func(label string, software bool, pr *probe.PortResult) (portVerdict, bool)
+type probeJudge func(label string, software bool, pr *probe.PortResult) (verdict, bool)
 
 // runLevel2 is the frame of every level-2 check: no probes on a snapshot,
 // the probes run once, each probed port judged, the verdicts combined
@@ -252,7 +244,7 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 		return errorf("%v", err)
 	}
 	var (
-		verdicts []portVerdict
+		verdicts []verdict
 		ev       = map[string]any{}
 	)
 	for _, t := range plan.targets {
@@ -263,7 +255,7 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 			if dr != nil {
 				pr = dr.Port(port)
 			}
-			v, ok := portVerdict{}, false
+			v, ok := verdict{}, false
 			if pr != nil {
 				v, ok = judge(label, plan.software[t.Device], pr)
 			}
@@ -288,8 +280,8 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 
 // childFailureVerdict explains a missing result: the child died (timeout,
 // crash, signal) before it reached this probe, or never ran.
-func childFailureVerdict(label, name string, dr *probe.DeviceResult) portVerdict {
-	v := portVerdict{status: report.Error}
+func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
+	v := verdict{status: report.Error}
 	switch {
 	case dr == nil:
 		v.line = fmt.Sprintf("%s: the verbs child reported nothing", label)
@@ -314,71 +306,6 @@ func childFailureVerdict(label, name string, dr *probe.DeviceResult) portVerdict
 		v.details = append(v.details, "child's stderr: "+lastLines(dr.Stderr, 5))
 	}
 	return v
-}
-
-// combine folds per-port verdicts into one result: the worst status
-// decides; its first port's line is the summary.
-func combine(vs []portVerdict) Result {
-	rank := map[report.Status]int{report.Skip: -1, report.Pass: 0, report.Warn: 1, report.Error: 2, report.Fail: 3}
-	worst := 0
-	for i, v := range vs {
-		if rank[v.status] > rank[vs[worst].status] {
-			worst = i
-		}
-	}
-	w := vs[worst]
-	var r Result
-	r.Status = w.status
-	bad := 0
-	for _, v := range vs {
-		if v.status == w.status {
-			bad++
-		}
-	}
-	r.Summary = w.line
-	r.Observed = tally(vs)
-	switch {
-	case len(vs) > 1 && bad == len(vs):
-		r.Summary = fmt.Sprintf("all %d ports: %s", len(vs), w.line)
-	case len(vs) > 1:
-		r.Summary = fmt.Sprintf("%s — %s", w.line, r.Observed)
-	}
-	var remedies []string
-	for _, v := range vs {
-		if len(vs) == 1 {
-			// The summary already is the port's line.
-			r.Details = append(r.Details, v.details...)
-		} else {
-			r.Details = append(r.Details, v.line)
-			for _, d := range v.details {
-				r.Details = append(r.Details, "  "+d)
-			}
-		}
-		if v.remedy != "" && v.status != report.Pass {
-			remedies = appendUnique(remedies, v.remedy)
-		}
-	}
-	r.Remedy = strings.Join(remedies, "\n")
-	return r
-}
-
-// tally counts the ports by status, worst first: "2 ports: 1 fail, 1 pass".
-func tally(vs []portVerdict) string {
-	n := map[report.Status]int{}
-	for _, v := range vs {
-		n[v.status]++
-	}
-	var parts []string
-	for _, st := range []report.Status{report.Fail, report.Error, report.Warn, report.Pass, report.Skip} {
-		if n[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
-		}
-	}
-	noun := "ports"
-	if len(vs) == 1 {
-		noun = "port"
-	}
-	return fmt.Sprintf("%d %s: %s", len(vs), noun, strings.Join(parts, ", "))
 }
 
 // probeExpected is what a healthy port shows each probe, for the report's
@@ -436,12 +363,12 @@ func fmtNS(ns float64) string {
 // skippedVerdict is a probe the child did not run on a port, and why. One
 // that ran out of the port's time was not judged, which is not the same as
 // not applicable: it is an error, so the run does not read as healthy.
-func skippedVerdict(label string, p *probe.Probe) portVerdict {
+func skippedVerdict(label string, p *probe.Probe) verdict {
 	if p.OutOfTime {
-		return portVerdict{status: report.Error, line: fmt.Sprintf("%s: %s", label, p.Skipped), remedy: outOfTimeFix,
+		return verdict{status: report.Error, line: fmt.Sprintf("%s: %s", label, p.Skipped), remedy: outOfTimeFix,
 			evidence: map[string]any{"skipped": p.Skipped, "out_of_time": true}}
 	}
-	return portVerdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
+	return verdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
 }
 
 // outOfTimeFix is for a probe left out because the probes before it on the

@@ -95,7 +95,7 @@ func failStep(st *probe.Step, errno int, name, msg, cause string) {
 }
 
 func TestCombine(t *testing.T) {
-	r := combine([]portVerdict{
+	r := combine([]verdict{
 		{status: report.Pass, line: "a port 1: fine"},
 		{status: report.Fail, line: "a port 2: broken", remedy: "fix it"},
 		{status: report.Error, line: "b port 1: child died", remedy: "look"},
@@ -105,19 +105,19 @@ func TestCombine(t *testing.T) {
 		r.Observed != "4 ports: 2 fail, 1 error, 1 pass" {
 		t.Fatalf("%+v", r)
 	}
-	r = combine([]portVerdict{{status: report.Pass, line: "x"}, {status: report.Pass, line: "y"}})
+	r = combine([]verdict{{status: report.Pass, line: "x"}, {status: report.Pass, line: "y"}})
 	if r.Status != report.Pass || r.Summary != "all 2 ports: x" || r.Remedy != "" {
 		t.Fatalf("%+v", r)
 	}
-	r = combine([]portVerdict{{status: report.Skip, line: "s"}, {status: report.Pass, line: "p"}})
+	r = combine([]verdict{{status: report.Skip, line: "s"}, {status: report.Pass, line: "p"}})
 	if r.Status != report.Pass {
 		t.Fatalf("a skipped port outranks a passed one: %+v", r)
 	}
-	r = combine([]portVerdict{{status: report.Skip, line: "rxe0 port 1: blocked"}})
+	r = combine([]verdict{{status: report.Skip, line: "rxe0 port 1: blocked"}})
 	if r.Status != report.Skip || r.Summary != "rxe0 port 1: blocked" {
 		t.Fatalf("%+v", r)
 	}
-	r = combine([]portVerdict{{status: report.Fail, line: "rxe0 port 1: broken", details: []string{"why"}, remedy: "fix"}})
+	r = combine([]verdict{{status: report.Fail, line: "rxe0 port 1: broken", details: []string{"why"}, remedy: "fix"}})
 	if r.Summary != "rxe0 port 1: broken" || len(r.Details) != 1 || r.Details[0] != "why" {
 		t.Fatalf("one port repeats its line in the details: %+v", r)
 	}
