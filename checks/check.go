@@ -75,6 +75,8 @@ type Env struct {
 
 	surveyOnce sync.Once
 	survey     *Survey
+	modelOnce  sync.Once
+	model      *HostModel
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }
