@@ -34,6 +34,10 @@ type Host struct {
 	Bonds []Bond
 	// NetnsMode is the RDMA subsystem's netns mode ("" = shared).
 	NetnsMode string
+	// RoCETOS, when set, is rdma_cm's default_roce_tos of every port of
+	// every RoCE NIC (set at boot on a lossless fabric); "" leaves
+	// rdma_cm's configfs unmade.
+	RoCETOS string
 }
 
 // Bond is a bonding master; its slaves are the ports whose Port.Bond names it.
@@ -267,6 +271,7 @@ func Build(h Host) *Tree {
 		}
 	}
 	netdevs = writeBonds(t, h, netdevs)
+	writeRoCETOS(t, h)
 	if h.NetnsMode != "" {
 		t.Facts.RDMASystem.NetnsMode = h.NetnsMode
 	}
@@ -301,6 +306,24 @@ func Build(h Host) *Tree {
 	}
 	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
+}
+
+// writeRoCETOS makes rdma_cm's configfs entry of every RoCE port of the
+// host's NICs with the host's default ToS.
+func writeRoCETOS(t *Tree, h Host) {
+	if h.RoCETOS == "" {
+		return
+	}
+	for _, n := range h.NICs {
+		if n.IBDev == "" || n.NodeType != "" {
+			continue
+		}
+		for i, p := range n.Ports {
+			if p.LinkLayer == "Ethernet" {
+				SetRoCETOS(t, n.IBDev, i+1, h.RoCETOS)
+			}
+		}
+	}
 }
 
 func zeroResources(dev string) sysfs.RDMAResource {
