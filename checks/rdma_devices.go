@@ -160,7 +160,7 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 	claimed := map[string]bool{} // device names owned by a NIC
 	var (
 		details, missing, missingAddrs, remedies, hidden []string
-		nicEv                                    []map[string]any
+		nicEv                                            []map[string]any
 	)
 	judged := 0
 	for _, n := range s.NICs {
