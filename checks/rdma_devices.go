@@ -109,7 +109,9 @@ func (l *deviceLookup) judgeNIC(n NIC) nicVerdict {
 		return v
 	}
 	why, fix := l.whyNoDevice(n)
-	v.hidden = l.uverbs[n.Fn.Address]
+	if l.netns != "shared" {
+		v.hidden = l.uverbs[n.Fn.Address]
+	}
 	ev["reason"] = why
 	v.status, v.remedy = report.Fail, fix
 	v.line = fmt.Sprintf("%s: NO RDMA DEVICE — %s", desc, why)
@@ -272,7 +274,9 @@ func (l *deviceLookup) elsewhere(n NIC, devs []string) (string, string) {
 func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
 	addr := n.Fn.Address
 	mods, modErr, netns := l.mods, l.modErr, l.netns
-	if devs := l.uverbs[addr]; len(devs) > 0 {
+	if devs := l.uverbs[addr]; len(devs) > 0 && l.netns != "shared" {
+		// Only a namespace hides a registered device, and only in
+		// exclusive mode (or where the mode could not be read).
 		return l.elsewhere(n, devs)
 	}
 	if n.Foreign != "" {

@@ -181,10 +181,10 @@ func losslessTargets(env *Env) ([]*losslessPort, []string, string) {
 			targets = append(targets, t)
 		}
 	}
-	if len(other) > 0 {
-		lines = append(lines, "not RoCE, not judged here: "+transportTally(other))
-	}
 	if len(targets) > 0 {
+		if len(other) > 0 {
+			lines = append(lines, "not RoCE, not judged here: "+transportTally(other))
+		}
 		return targets, lines, ""
 	}
 	switch {
@@ -474,6 +474,9 @@ func (lj *losslessJudge) judgeTrust(nd string, v dcbView, classes []trafficClass
 	case v.trust == "pcp" && !vlan && len(v.pfc) > 0 && v.dcb.PFCEn&1 == 0:
 		o.problems = append(o.problems, fmt.Sprintf("untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on %s)", priorityList(v.pfc)))
 		dscp := v.dscpFor(v.pfc[0])
+		if !classes[0].defaulted {
+			dscp = classes[0].dscp // the class the applications send
+		}
 		o.remedies = append(o.remedies, fmt.Sprintf("%s: classify RoCE by DSCP onto priority %d: `mlnx_qos -i %s --trust dscp --dscp2prio set,%d,%d` (MLNX_OFED), or upstream "+
 			"`dcb app add dev %s dscp-prio %d:%d` (a DSCP entry switches mlx5 to trust dscp); or carry RoCE on a VLAN whose egress priority is %d.",
 			nd, v.pfc[0], nd, dscp, v.pfc[0], nd, dscp, v.pfc[0], v.pfc[0]))
