@@ -316,7 +316,8 @@ func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
 	case n.Driver.Vendor == 0x15b3:
 		fmt.Fprintf(&fix, ", `mlxfwmanager --query`). "+
 			"mlx5: `devlink dev param show pci/%s name enable_rdma` — false means no RDMA device is created "+
-			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s`); "+
+			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s` — the reload restarts the function, "+
+			"stopping its Ethernet and RDMA traffic: drain the node first, and never on a bond member); "+
 			"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only).", addr, addr, addr)
 		if n.Fn.PhysFn != "" {
 			fmt.Fprintf(&fix, " For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF %s's VF ports (eswitch in switchdev mode), "+
