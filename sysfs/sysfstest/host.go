@@ -218,7 +218,7 @@ func Build(h Host) *Tree {
 		}
 		if n.IBDev != "" {
 			devDir := path.Join(fnDir, "infiniband", n.IBDev)
-			writeIBDevice(t, devDir, n.IBDev, n.NodeGUID, n.FW, n.HCAType, n.BoardID, n.Ports, false)
+			writeIBDevice(t, devDir, n.IBDev, n.NodeGUID, n.FW, n.HCAType, n.BoardID, n.Ports, n.Driver)
 			t.Link(path.Join(devDir, "device"), "../../../"+n.Addr) // the kernel's own form
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
@@ -231,7 +231,7 @@ func Build(h Host) *Tree {
 			netdevs = append(netdevs, writeNetdev(t, "/sys/devices/virtual/net", s.Port, len(netdevs)+1))
 		}
 		devDir := path.Join("/sys/devices/virtual/infiniband", s.Name)
-		writeIBDevice(t, devDir, s.Name, s.NodeGUID, "", "", "", []Port{s.Port}, true)
+		writeIBDevice(t, devDir, s.Name, s.NodeGUID, "", "", "", []Port{s.Port}, softDriver(s.Name))
 		t.Attr(path.Join(devDir, "parent"), s.Port.Netdev)
 		t.RelLink(path.Join("/sys/class/infiniband", s.Name), devDir)
 		writeUverbs(t, "/sys/devices/virtual/infiniband_verbs", s.Uverbs, s.Name)
@@ -336,7 +336,7 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 		MTU: p.MTU, MAC: p.MAC, Addresses: append([]string(nil), p.Addrs...)}
 }
 
-func writeIBDevice(t *Tree, dir, name, guid, fw, hca, board string, ports []Port, soft bool) {
+func writeIBDevice(t *Tree, dir, name, guid, fw, hca, board string, ports []Port, driver string) {
 	t.Attr(path.Join(dir, "node_type"), "1: CA")
 	t.Attr(path.Join(dir, "node_guid"), guid)
 	t.Attr(path.Join(dir, "sys_image_guid"), guid)
@@ -359,7 +359,7 @@ func writeIBDevice(t *Tree, dir, name, guid, fw, hca, board string, ports []Port
 		t.Attr(path.Join(pd, "lid_mask_count"), "0")
 		t.Attr(path.Join(pd, "sm_sl"), "0")
 		writeGIDs(t, pd, p)
-		writeCounters(t, pd, soft)
+		writeCounters(t, pd, driver)
 	}
 }
 
@@ -415,56 +415,6 @@ func gidString(b []byte) string {
 		parts = append(parts, fmt.Sprintf("%02x%02x", b[i], b[i+1]))
 	}
 	return strings.Join(parts, ":")
-}
-
-var pmaCounters = []string{"VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
-	"local_link_integrity_errors", "port_rcv_constraint_errors", "port_rcv_data", "port_rcv_errors",
-	"port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
-	"port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets",
-	"port_xmit_wait", "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets"}
-
-var mlx5HWCounters = []string{"duplicate_request", "implied_nak_seq_err", "lifespan", "local_ack_timeout_err",
-	"np_cnp_sent", "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err",
-	"req_cqe_error", "req_remote_access_errors", "req_remote_invalid_request", "resp_cqe_error",
-	"resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err", "roce_adp_retrans",
-	"rp_cnp_handled", "rx_atomic_requests", "rx_read_requests", "rx_write_requests"}
-
-var rxeHWCounters = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan",
-	"link_downed", "out_of_seq_request", "rcvd_pkts", "rcvd_rnr_err", "rcvd_seq_err", "rdma_recvs",
-	"rdma_sends", "retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_pkts"}
-
-func writeCounters(t *Tree, pd string, soft bool) {
-	if soft {
-		for _, c := range rxeHWCounters {
-			v := "0"
-			if c == "lifespan" {
-				v = "10"
-			}
-			t.Attr(path.Join(pd, "hw_counters", c), v)
-		}
-		return
-	}
-	for _, c := range pmaCounters {
-		v := "0"
-		switch c {
-		case "port_xmit_data":
-			v = "2203791820"
-		case "port_rcv_data":
-			v = "2196417504"
-		case "port_xmit_packets", "unicast_xmit_packets":
-			v = "31337902"
-		case "port_rcv_packets", "unicast_rcv_packets":
-			v = "31290611"
-		}
-		t.Attr(path.Join(pd, "counters", c), v)
-	}
-	for _, c := range mlx5HWCounters {
-		v := "0"
-		if c == "lifespan" {
-			v = "12"
-		}
-		t.Attr(path.Join(pd, "hw_counters", c), v)
-	}
 }
 
 func writeUverbs(t *Tree, parent string, n int, ibdev string) {
