@@ -115,12 +115,16 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	} else {
 		rec, err := h.RecordedVerbs()
 		if err != nil {
-			return errorf("no libibverbs enumeration in the snapshot: %v", err)
+			r := errorf("no libibverbs enumeration in the snapshot: %v", err)
+			r.Observed, r.Expected = "no recorded enumeration", "the facts file's libibverbs answer"
+			r.Remedy = "Take the snapshot again with a current rdmadoctor (it records the library's answer), or run on the host itself; by hand: `ibv_devices`."
+			return r
 		}
 		f = rec
 	}
 	if f.ChildError != "" {
 		r := errorf("could not enumerate through libibverbs: %s", f.ChildError)
+		r.Observed, r.Expected = "no answer from ibv_get_device_list", "ibv_get_device_list returns within the deadline"
 		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run " +
 			"`strace -f -e trace=openat ibv_devices` to see which provider library it opens last (and `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` " +
 			"for the library's own messages), then update or remove that provider."
@@ -130,7 +134,10 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	list := listFromFacts(f)
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		return errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+		r := errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+		r.Observed, r.Expected = "/sys/class/infiniband unreadable", "a readable /sys/class/infiniband to compare the library's list with"
+		r.Remedy = "Run where /sys is mounted and readable; by hand: compare `ibv_devices` with `ls /sys/class/infiniband`."
+		return r
 	}
 	family, pretty := "", ""
 	if osr, err := h.OSRelease(); err == nil {

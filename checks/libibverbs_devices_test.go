@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
@@ -285,5 +286,41 @@ func TestLibibverbsDevicesChildFailure(t *testing.T) {
 	r := runLibibverbsDevices(context.Background(), env)
 	if r.Status != report.Error || !strings.Contains(r.Summary, "crashed with SIGSEGV in ibv_get_device_list") || !strings.Contains(r.Remedy, "strace") {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// A snapshot without the library's answer, or a child that gave none, is
+// an error that says what was looked for and how to look by hand.
+func TestLibibverbsDevicesCouldNotLook(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		facts            *sysfs.VerbsEnumeration
+		summary, remedy  string
+		observed, expect string
+	}{
+		{"not recorded", nil, "no libibverbs enumeration in the snapshot", "`ibv_devices`", "no recorded enumeration", "the facts file's libibverbs answer"},
+		{"child killed", &sysfs.VerbsEnumeration{ChildError: "killed after 10s", Devices: []sysfs.VerbsDevice{}},
+			"could not enumerate through libibverbs: killed after 10s", "strace -f -e trace=openat ibv_devices", "no answer from ibv_get_device_list", "within the deadline"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := sysfstest.Build(sysfstest.CX5RoCE())
+			tr.Facts.Libibverbs = c.facts
+			dir := filepath.Join(t.TempDir(), "host")
+			if err := tr.Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			h, err := sysfs.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			r := runLibibverbsDevices(context.Background(), NewEnv(h, Options{Level: 1}))
+			if r.Status != report.Error || !strings.Contains(r.Summary, c.summary) {
+				t.Fatalf("%s: %s; want error saying %q", r.Status, r.Summary, c.summary)
+			}
+			if !strings.Contains(r.Remedy, c.remedy) || r.Observed != c.observed || !strings.Contains(r.Expected, c.expect) {
+				t.Errorf("remedy %q, observed %q, expected %q", r.Remedy, r.Observed, r.Expected)
+			}
+		})
 	}
 }
