@@ -329,8 +329,7 @@ func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
 	default:
 		fix.WriteString(") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration.")
 	}
-	fmt.Fprintf(&fix, " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r %s && modprobe %s` "+
-		"(it stops every RDMA application on the driver's devices and, for a NIC driver, its Ethernet traffic; drain the node first).", mod, mod)
+	fmt.Fprintf(&fix, " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r %s && modprobe %s`. %s", mod, mod, reloadInterrupts(mod))
 	if netns == "exclusive" {
 		why += "; RDMA netns mode is exclusive, so the device may exist in another network namespace"
 		fix.WriteString(" RDMA netns mode is exclusive: a device moved to another namespace (`rdma dev set <dev> netns <ns>`) is invisible here; run in that namespace or use `rdma system set netns shared`.")
