@@ -53,7 +53,7 @@ scenario two-rxe-devices --needs pci.device \
 
 scenario healthy-l2 --needs pci.device --exit 0 --root none \
 	--status verbs.resources=pass --status verbs.qp_state=pass --status probe.send_poll=pass \
-	--status probe.cq_overflow=pass --status probe.destroy_order=pass \
+	--status probe.cq_overflow=pass --status probe.destroy_order=pass --status probe.ud=pass \
 	-- --level 2 --format json
 
 # rdma_rxe needs ib_uverbs, so only the connection-manager modules can go.
@@ -109,8 +109,8 @@ scenario snapshot-dummy0-down --needs port.state --kind snapshot --break '/usr/b
 # (`rdma -j resource` back to its counts from before the run).
 # The run must say so: a level-2 check is the root cause (error), not exit 0.
 scenario probe-child-killed --needs verbs.resources --kind killprobe \
-	--exit 30,31,32,33,34 \
-	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order \
+	--exit 30,31,32,33,34,35 \
+	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order,probe.ud \
 	-- --level 2 --format json
 
 scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \
