@@ -72,3 +72,13 @@ func TestHostKindsPortState(t *testing.T) {
 		{name: "representor ports", dir: netFixture("sriov-switchdev-representors"), status: report.Pass, contains: []string{"mlx5_0 port 3: ACTIVE"}},
 	})
 }
+
+func TestHostKindsKernelModules(t *testing.T) {
+	runNetCases(t, "kernel.modules", []netCase{
+		// EFA connects through libfabric's address handles, not rdma_cm.
+		{name: "EFA needs no rdma_cm", dir: netFixture("aws-efa"), status: report.Pass,
+			contains: []string{"rdma_cm: not loaded (not needed: no port here connects through rdma_cm)"}, lacks: []string{"modprobe rdma_ucm"}},
+		{name: "Omni-Path modules", dir: netFixture("hfi1-omnipath"), status: report.Pass, contains: []string{"hfi1: loaded"}},
+		{name: "iWARP modules", dir: netFixture("cxgb4-iwarp"), status: report.Pass, contains: []string{"iw_cxgb4: loaded", "rdma_cm: loaded (librdmacm connections)"}},
+	})
+}
