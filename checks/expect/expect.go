@@ -142,6 +142,23 @@ type PortExpect struct {
 	Unused      *Value[bool]
 }
 
+// NewClass starts a class for a program to fill with Set, refusing a name
+// or host glob the parser would refuse.
+func NewClass(name string, hosts []string) (*Class, error) {
+	if !classNameRE.MatchString(name) {
+		return nil, fmt.Errorf("class name %q: want letters, digits, '.', '_' or '-', at most 64, starting with a letter or digit", clip(name))
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("class %s: no host glob", name)
+	}
+	for _, g := range hosts {
+		if err := checkGlob(g); err != nil {
+			return nil, fmt.Errorf("host glob %q: %v", clip(g), err)
+		}
+	}
+	return &Class{Name: name, Hosts: append([]string(nil), hosts...)}, nil
+}
+
 // Device merges every device rule whose glob matches name; a later line
 // wins. A nil class expects nothing.
 func (c *Class) Device(name string) DeviceExpect {
@@ -180,6 +197,32 @@ func (c *Class) Port(dev string, port int) PortExpect {
 		out.Unused = later(out.Unused, r.Unused)
 	}
 	return out
+}
+
+// ExpectedDevices is the class's devices key, nil when unset or on a nil
+// class; ExpectedRoCETC and ExpectedLossless are the same for roce_tc and
+// lossless, so a check reads a class key without a nil test.
+func (c *Class) ExpectedDevices() *Value[int] {
+	if c == nil {
+		return nil
+	}
+	return c.Devices
+}
+
+// ExpectedRoCETC is the class's roce_tc key (see ExpectedDevices).
+func (c *Class) ExpectedRoCETC() *Value[int] {
+	if c == nil {
+		return nil
+	}
+	return c.RoCETC
+}
+
+// ExpectedLossless is the class's lossless key (see ExpectedDevices).
+func (c *Class) ExpectedLossless() *Value[bool] {
+	if c == nil {
+		return nil
+	}
+	return c.Lossless
 }
 
 // Skipped returns the skip value that names check id, or nil (also on a

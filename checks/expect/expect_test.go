@@ -123,7 +123,7 @@ func TestNilClassExpectsNothing(t *testing.T) {
 		t.Errorf("nil class Port = %+v", p)
 	}
 	var v *Value[int]
-	if c.Skipped("a.b") != nil || v.Cite() != "" || c.Source() != "" {
+	if c.Skipped("a.b") != nil || v.Cite() != "" || c.Source() != "" || c.ExpectedDevices() != nil || c.ExpectedRoCETC() != nil || c.ExpectedLossless() != nil {
 		t.Error("nil class or value is not empty")
 	}
 }
