@@ -163,7 +163,7 @@ func expectTrafficClass(env *Env, set setter) {
 // cx5-node01.example.com gives class cx5-node and hosts cx5-node*.example.com
 // (the first label's trailing digits become *), so the file fits the
 // node's siblings. An empty host name gives an error: a class that
-// matched every host would be a guess.
+// matched every host would be a guess (and a name of digits only is kept).
 func ExpectDefaults(hostname string) (class string, hosts []string, err error) {
 	if hostname == "" {
 		return "", nil, errors.New("the host name is unknown: give --class and --hosts")
@@ -171,7 +171,7 @@ func ExpectDefaults(hostname string) (class string, hosts []string, err error) {
 	label, rest, dotted := strings.Cut(hostname, ".")
 	stem := strings.TrimRight(label, "0123456789")
 	glob := label
-	if stem != label {
+	if stem != label && stem != "" { // a name of digits only stays itself, not "*"
 		glob = stem + "*"
 	}
 	if dotted {
