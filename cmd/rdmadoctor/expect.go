@@ -22,18 +22,23 @@ const expectFlagHelp = "judge the host against its class in this expectations fi
 	"default " + expect.DefaultPath + " on a live host when it exists (with --root only this flag applies)"
 
 // expectFor loads the expectations that judge this run: the --expect file,
-// or on a live host the default file when it exists. An explicit file that
+// or on a live host the default file (expect.DefaultPath) when it exists. An explicit file that
 // cannot be read, does not parse or has no class for hostname is a usage
 // error; so is a default file that cannot be read or does not parse. A
 // default file with no class for this host is not: a fleet-wide file need
 // not cover every node, and the report then says no class judged it.
 func expectFor(path string, live bool, hostname string) (*expect.Class, *report.ExpectInfo, error) {
+	return expectFrom(path, expect.DefaultPath, live, hostname)
+}
+
+// expectFrom is expectFor with the default path given (tests use their own).
+func expectFrom(path, defaultPath string, live bool, hostname string) (*expect.Class, *report.ExpectInfo, error) {
 	explicit := path != ""
 	if !explicit {
 		if !live {
 			return nil, nil, nil
 		}
-		path = expect.DefaultPath
+		path = defaultPath
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, nil
 		}
