@@ -183,3 +183,32 @@ func TestHealthyClassFailsPortDown(t *testing.T) {
 		t.Error("port-down passes the healthy host's class")
 	}
 }
+
+// roce_tc is written only when every ACTIVE RoCE port's rdma_cm default
+// ToS reads the same.
+func TestExpectFromHostTrafficClass(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tos0, tos1 string
+		want       string
+	}{
+		{"both 106", "106", "106", "\nroce_tc = 106 "},
+		{"different", "106", "0", ""},
+		{"one unreadable", "106", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := sysfstest.Build(sysfstest.CX5RoCE())
+			sysfstest.SetRoCETOS(tr, "mlx5_0", 1, tc.tos0)
+			if tc.tos1 != "" {
+				sysfstest.SetRoCETOS(tr, "mlx5_1", 1, tc.tos1)
+			}
+			_, text, err := classFromHost(t, hwWrite(t, tr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && strings.Contains(text, "roce_tc") || tc.want != "" && !strings.Contains(text, tc.want) {
+				t.Errorf("want %q in\n%s", tc.want, text)
+			}
+		})
+	}
+}

@@ -20,7 +20,8 @@ func init() {
 				"The expected link is min(the card's max, every bridge's max) for speed and for width separately: a Gen5 card in a Gen4 slot " +
 				"is expected at Gen4 and passes. The function's link below that fails, naming both values; a bridge link on the way below it " +
 				"fails when it leaves less bandwidth than the card's expected link and warns otherwise. Functions that expose no " +
-				"current_link_* files (mlx4) are unknown, not failed.",
+				"current_link_* files (mlx4) are unknown, not failed. With an expectations file (--expect), a function whose trained link differs " +
+				"from its RDMA device's pcie_speed or pcie_width — slower or faster — fails, naming the line.",
 			Why: "A card that trained at x8 instead of x16, or at Gen3 in a Gen4 slot, loses half its bandwidth to the host: RDMA still " +
 				"works, benchmarks and jobs just run slow, and nothing else reports it. The usual causes are a card not fully seated, a riser " +
 				"or retimer, a slot wired narrower than it looks, or a BIOS link-speed setting.",
@@ -32,6 +33,8 @@ func init() {
 				{report.Fail, "a bridge on the way to the root port trained below the card's expected link, leaving less bandwidth",
 					"Same causes one level up: the switch or its uplink (riser, cable, retimer); check the bridge with `lspci -vv -s <bridge>`."},
 				{report.Warn, "a bridge link trained below its capability without limiting the card", "Check the bridge's slot/riser when convenient."},
+				{report.Fail, "the trained link differs from the expectations class's pcie_speed or pcie_width",
+					"The node's card, slot or riser is not its class's: compare `lspci -vv -s <addr>` with a node of the class; if the hardware is meant, update the file or give the node its own class."},
 				{report.Skip, "no function exposes its link (mlx4, virtual functions only) or only software RDMA", "Nothing to do; the link cannot be judged from sysfs."},
 				{report.Error, "a link attribute could not be read or parsed", "Run where /sys is readable; the message names the file."},
 			},

@@ -56,8 +56,19 @@ func TestExpectFromHostThenJudge(t *testing.T) {
 		t.Errorf("the report with host.expect does not validate: %v", err)
 	}
 	host := doc.(map[string]any)["host"].(map[string]any)
-	if e, ok := host["expect"].(map[string]any); !ok || e["file"] != file || e["class"] != "cx5-node" {
-		t.Errorf("host.expect = %v", host["expect"])
+	e, ok := host["expect"].(map[string]any)
+	if !ok || e["file"] != file || e["class"] != "cx5-node" {
+		t.Fatalf("host.expect = %v", host["expect"])
+	}
+	// The schema holds host.expect to its two fields.
+	e["line"] = 2
+	if err := compileSchema(t).Validate(doc); err == nil {
+		t.Error("the schema accepts an unknown field in host.expect")
+	}
+	delete(e, "line")
+	delete(e, "class")
+	if err := compileSchema(t).Validate(doc); err == nil {
+		t.Error("the schema accepts host.expect without its class")
 	}
 }
 
