@@ -107,7 +107,6 @@ type Class struct {
 	DeviceRules []*DeviceRule // in file order
 	PortRules   []*PortRule   // in file order
 
-	hostsLine int // the line of the hosts key (Write orders by it)
 	lastLine  int // the last line Set numbered (generated classes)
 }
 

@@ -114,6 +114,20 @@ func TestLaterLineWins(t *testing.T) {
 	}
 }
 
+func TestBOMAndBracketGlobs(t *testing.T) {
+	f := mustParse(t, "\ufeff[class a]\nhosts = [a-c]x*\n[m]lx5_?.fw = 1.2\n[m]lx5_?/*.width = 2x\n")
+	c, err := f.Match("bx1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fw := c.Device("mlx5_3").FW; fw == nil || fw.V != "1.2" {
+		t.Errorf("a device glob starting with [ is a key: %+v", fw)
+	}
+	if w := c.Port("mlx5_3", 2).Width; w == nil || w.V != "2X" {
+		t.Errorf("width is not canonical 2X: %+v", w)
+	}
+}
+
 func TestNilClassExpectsNothing(t *testing.T) {
 	var c *Class
 	if d := c.Device("mlx5_0"); d != (DeviceExpect{}) {

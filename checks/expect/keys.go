@@ -69,7 +69,7 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 				return fmt.Errorf("host glob %q: %v", clip(g), err)
 			}
 		}
-		c.Hosts, c.hostsLine = globs, p.line
+		c.Hosts = globs
 	case "devices":
 		v, err := parseInt(value, 0, 4096)
 		c.Devices = orKeep(c.Devices, mk(v, key, p), err)

@@ -108,6 +108,9 @@ func (p *parser) line(n int, text string) error {
 	perr := func(key, format string, args ...any) error {
 		return &ParseError{File: p.f.Name, Line: n, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
+	if n == 1 {
+		text = strings.TrimPrefix(text, "\ufeff") // a byte-order mark some editors write
+	}
 	if !utf8.ValidString(text) {
 		return perr("", "not UTF-8 text")
 	}
@@ -119,7 +122,9 @@ func (p *parser) line(n int, text string) error {
 	if body == "" {
 		return nil
 	}
-	if strings.HasPrefix(body, "[") {
+	// A section header has no '='; a key may start with '[' (a device
+	// glob such as [a-z]*).
+	if strings.HasPrefix(body, "[") && !strings.Contains(body, "=") {
 		return p.section(n, body, perr)
 	}
 	key, value, ok := strings.Cut(body, "=")
