@@ -107,7 +107,7 @@ type Class struct {
 	DeviceRules []*DeviceRule // in file order
 	PortRules   []*PortRule   // in file order
 
-	lastLine  int // the last line Set numbered (generated classes)
+	lastLine int // the last line Set numbered (generated classes)
 }
 
 // DeviceRule is the device keys of one device glob.
