@@ -61,6 +61,8 @@ type Options struct {
 	MinMemlock     uint64        // bytes; limits.memlock
 	ExpectRate     float64       // Gb/s; 0 = any
 	ExpectLossless bool
+	RoCETC         int           // the traffic class RoCE applications use (--roce-tc)
+	RoCETCSet      bool          // RoCETC was given
 	Interval       time.Duration // counters.errors sampling window; 0 = one sample
 	ProbeSize      int
 	ProbeTimeout   time.Duration
@@ -82,6 +84,8 @@ type Env struct {
 
 	surveyOnce sync.Once
 	survey     *Survey
+	modelOnce  sync.Once
+	model      *HostModel
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }
@@ -164,4 +168,22 @@ func skip(summary string) Result { return Result{Status: report.Skip, Summary: s
 // errorf is "could not look": the summary says what could not be read and why.
 func errorf(format string, args ...any) Result {
 	return Result{Status: report.Error, Summary: fmt.Sprintf(format, args...)}
+}
+
+// expectedTC is the RoCE traffic class applications are expected to use:
+// --roce-tc, -1 when none is given, and where it comes from.
+func (e *Env) expectedTC() (int, string) {
+	if e.Opts.RoCETC >= 0 && e.Opts.RoCETCSet {
+		return e.Opts.RoCETC, fmt.Sprintf("--roce-tc %d", e.Opts.RoCETC)
+	}
+	return -1, ""
+}
+
+// expectLossless tells whether a RoCE netdev that is not lossless fails,
+// and why.
+func (e *Env) expectLossless() (bool, string) {
+	if e.Opts.ExpectLossless {
+		return true, "--expect-lossless"
+	}
+	return false, ""
 }

@@ -197,7 +197,9 @@ func TestExpectFromHostTrafficClass(t *testing.T) {
 		{"one unreadable", "106", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := sysfstest.Build(sysfstest.CX5RoCE())
+			h := sysfstest.CX5RoCE()
+			h.RoCETOS = ""
+			tr := sysfstest.Build(h)
 			sysfstest.SetRoCETOS(tr, "mlx5_0", 1, tc.tos0)
 			if tc.tos1 != "" {
 				sysfstest.SetRoCETOS(tr, "mlx5_1", 1, tc.tos1)

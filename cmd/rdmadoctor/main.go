@@ -84,6 +84,7 @@ type flags struct {
 	minMemlock     string
 	expectRate     float64
 	expectLossless bool
+	roceTC         int
 	interval       time.Duration
 	probeSize      int
 	probeTimeout   time.Duration
@@ -108,6 +109,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.minMemlock, "min-memlock", "64MiB", "limits.memlock: smallest RLIMIT_MEMLOCK that passes without CAP_IPC_LOCK")
 	fs.Float64Var(&f.expectRate, "expect-rate", 0, "port.state: fail ports slower than this many Gb/s (0: any rate)")
 	fs.BoolVar(&f.expectLossless, "expect-lossless", false, "roce.lossless: fail (not warn) when RoCE runs lossy or half-configured")
+	fs.IntVar(&f.roceTC, "roce-tc", -1, "roce.lossless: the traffic class (ToS, 0-255) RoCE applications use (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS); default: rdma_cm's default_roce_tos, else 0")
 	fs.DurationVar(&f.interval, "interval", 0, "counters.errors: sample the error counters twice this far apart; a rising counter fails")
 	fs.IntVar(&f.probeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
@@ -162,6 +164,9 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	if _, err := parseSize(f.minMemlock); err != nil {
 		return nil, usageError{fmt.Sprintf("bad --min-memlock %q: %v", f.minMemlock, err)}
+	}
+	if fs.Changed("roce-tc") && (f.roceTC < 0 || f.roceTC > 255) {
+		return nil, usageError{fmt.Sprintf("--roce-tc %d: a traffic class is 0-255 (106 is DSCP 26 with ECT)", f.roceTC)}
 	}
 	if f.timeout <= 0 || f.probeTimeout <= 0 || f.interval < 0 || f.probeSize <= 0 || f.expectRate < 0 {
 		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
@@ -257,6 +262,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	exe, _ := os.Executable()
 	env := checks.NewEnv(host, checks.Options{
 		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
+		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
 		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
 		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
 	})
