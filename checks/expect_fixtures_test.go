@@ -95,6 +95,10 @@ func TestExpectFromHostValues(t *testing.T) {
 			[]string{"mlx4_0/2.rate"}},
 		{"rxe-softroce", []string{"hosts = rxe-dev\n", "rxe0.ports = 1\n", "rxe0/1.mtu = 1500 "}, []string{"pcie", "rxe0.fw"}},
 		{"pfc-off", []string{"mlx5_0/1.rate = 100\n"}, []string{"pfc_priority", "lossless"}},
+		// A LAG: the bond's MTU, PFC read on the slaves, which agree.
+		{"mlx5-roce-lag-bond", []string{"mlx5_bond_0/1.mtu = 9000 ", "# MTU of bond0", "mlx5_bond_0/1.pfc_priority = 3 ", "on ens2f0np0, ens2f1np1"}, nil},
+		{"aws-efa", []string{"rdmap0s6/1.link_layer = Unknown\n"}, []string{"mtu", "pfc"}},
+		{"cxgb4-iwarp", []string{"cxgb4_0/1.mtu = 9000 "}, []string{"pfc_priority", "lossless"}},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			_, text, err := classFromHost(t, filepath.Join(hostsDir, tc.fixture))

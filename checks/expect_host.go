@@ -55,12 +55,12 @@ func ExpectFromHost(env *Env, className string, hosts []string) (*expect.Class, 
 	if r := registry["roce.lossless"]; r != nil && r.Run(context.Background(), env).Status == report.Pass {
 		set("lossless", "true", "roce.lossless passed on this host")
 	}
-	devs := append([]sysfs.RDMADevice(nil), s.Devices...)
-	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
-	for _, d := range devs {
-		expectDevice(env, d, set)
-		for _, p := range d.Ports {
-			expectPort(env, d, p, set)
+	devs := append([]*DeviceModel(nil), env.Model().Devices...)
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Dev.Name < devs[j].Dev.Name })
+	for _, dm := range devs {
+		expectDevice(env, dm.Dev, set)
+		for _, pm := range dm.Ports {
+			expectPort(env, pm, set)
 		}
 	}
 	return c, nil
@@ -97,8 +97,12 @@ func physicalFunction(s *Survey, addr string) (sysfs.PCIFunction, bool) {
 	return sysfs.PCIFunction{}, false
 }
 
-func expectPort(env *Env, d sysfs.RDMADevice, p sysfs.RDMAPort, set setter) {
-	unit := fmt.Sprintf("%s/%d", d.Name, p.Num)
+// expectPort writes one port's keys; the MTU is its own netdev's (the
+// bond's on a LAG), the PFC priority is read where DCB lives (a LAG's
+// slaves, which must agree).
+func expectPort(env *Env, pm *PortModel, set setter) {
+	p := pm.Port
+	unit := fmt.Sprintf("%s/%d", pm.Device.Dev.Name, p.Num)
 	if p.State.Code != portStateActive {
 		set(unit+".unused", "true", fmt.Sprintf("%s when this file was written: review, and remove this line if the port must be up", stateText(p)))
 		return
@@ -110,19 +114,34 @@ func expectPort(env *Env, d sysfs.RDMADevice, p sysfs.RDMAPort, set setter) {
 			set(unit+".width", r.Width, "")
 		}
 	}
-	if p.LinkLayer != "Ethernet" {
+	if p.LinkLayer != "Ethernet" || pm.Netdev == "" {
 		return // an IB port's active MTU is not in sysfs
 	}
-	nd := portNetdev(env.Survey(), d, p)
-	if nd == "" {
-		return
+	if mtu, ok := netdevMTU(env.Host, pm.Netdev); ok {
+		set(unit+".mtu", strconv.Itoa(mtu), "MTU of "+pm.Netdev)
 	}
-	if mtu, ok := netdevMTU(env.Host, nd); ok {
-		set(unit+".mtu", strconv.Itoa(mtu), "MTU of "+nd)
+	if prio, ok := onePFCPriority(env.Host, pm.DCBNetdevs); ok && pm.Transport == RoCE {
+		set(unit+".pfc_priority", strconv.Itoa(prio), "PFC is on this priority only, on "+strings.Join(pm.DCBNetdevs, ", "))
 	}
-	if dcb, err := env.Host.DCB(nd); err == nil && dcb.Err == "" && bits.OnesCount8(dcb.PFCEn) == 1 {
-		set(unit+".pfc_priority", strconv.Itoa(bits.TrailingZeros8(dcb.PFCEn)), "PFC is on this priority only, on "+nd)
+}
+
+// onePFCPriority is the priority PFC is on when it is on exactly one, the
+// same on every netdev given (a LAG's slaves); false when any differs or
+// cannot be read.
+func onePFCPriority(h *sysfs.Host, netdevs []string) (int, bool) {
+	prio := -1
+	for _, nd := range netdevs {
+		dcb, err := h.DCB(nd)
+		if err != nil || dcb.Err != "" || bits.OnesCount8(dcb.PFCEn) != 1 {
+			return 0, false
+		}
+		p := bits.TrailingZeros8(dcb.PFCEn)
+		if prio >= 0 && p != prio {
+			return 0, false
+		}
+		prio = p
 	}
+	return prio, prio >= 0
 }
 
 func netdevMTU(h *sysfs.Host, name string) (int, bool) {
