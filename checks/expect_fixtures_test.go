@@ -218,3 +218,26 @@ func TestExpectFromHostTrafficClass(t *testing.T) {
 		})
 	}
 }
+
+// A value a line cannot hold (a hostile fw_ver) is left out of the class,
+// not written so that it reads back as something else.
+func TestExpectFromHostLeavesOutWhatALineCannotHold(t *testing.T) {
+	tr := sysfstest.Build(sysfstest.CX5RoCE())
+	n := 0
+	for p := range tr.Files {
+		if strings.HasSuffix(p, "/infiniband/mlx5_0/fw_ver") {
+			tr.Attr(p, "16.35.2000 # mlx5_0.fw = 1")
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d fw_ver files of mlx5_0 in the generated tree", n)
+	}
+	c, text, err := classFromHost(t, hwWrite(t, tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Device("mlx5_0").FW != nil || c.Device("mlx5_1").FW == nil {
+		t.Errorf("fw of mlx5_0 written, or mlx5_1's lost:\n%s", text)
+	}
+}

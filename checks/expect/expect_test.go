@@ -369,6 +369,11 @@ func TestSetAndWriteRefuse(t *testing.T) {
 	if err := c.Set("mlx5_0/1.rate", "fast", ""); err == nil {
 		t.Error("Set accepted a bad rate")
 	}
+	for _, v := range []string{"16.35 # x", "1\x1b[2J", "a\nb", " "} {
+		if err := c.Set("mlx5_0.fw", v, ""); err == nil {
+			t.Errorf("Set accepted fw %q, which a line cannot hold", v)
+		}
+	}
 	if c.Port("mlx5_0", 1).Rate.V != 100 {
 		t.Error("a refused Set replaced the good value")
 	}

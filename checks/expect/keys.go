@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // pos is where a value was written.
@@ -28,8 +29,14 @@ func (c *Class) Set(key, value, comment string) error {
 	if c == nil {
 		return fmt.Errorf("no class")
 	}
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	// What a line cannot hold, Set refuses: a value read from a hostile
+	// host must not make a file that reads back as something else.
+	if value == "" || strings.ContainsFunc(key+value, func(r rune) bool { return r == '#' || r != '\t' && unicode.IsControl(r) }) {
+		return fmt.Errorf("%s = %q cannot be written on a line", clip(key), clip(value))
+	}
 	c.lastLine++
-	return c.set(strings.TrimSpace(key), strings.TrimSpace(value), pos{file: c.File, line: c.lastLine, comment: comment})
+	return c.set(key, value, pos{file: c.File, line: c.lastLine, comment: comment})
 }
 
 // set routes a key to the class, a device rule or a port rule. The error

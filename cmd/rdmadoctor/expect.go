@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -180,8 +181,19 @@ func expectFromHost(ctx context.Context, f *expectFlags, stdout, stderr io.Write
 		return report.ExitUsage
 	}
 	defer cleanup()
-	hosts := strings.Fields(strings.ReplaceAll(f.hosts, ",", " "))
-	c, err := checks.ExpectFromHost(env, f.class, hosts)
+	class, hosts := f.class, strings.Fields(strings.ReplaceAll(f.hosts, ",", " "))
+	if class == "" || len(hosts) == 0 {
+		defClass, defHosts, err := checks.ExpectDefaults(hostname)
+		if err != nil {
+			fmt.Fprintf(stderr, "rdmadoctor expect: %v\n", err)
+			return report.ExitUsage
+		}
+		class = cmp.Or(class, defClass)
+		if len(hosts) == 0 {
+			hosts = defHosts
+		}
+	}
+	c, err := checks.ExpectFromHost(env, class, hosts)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor expect: %v\n", err)
 		return report.ExitInternal
