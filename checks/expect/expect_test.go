@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -242,6 +243,13 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory: %v", err)
+	}
+	// A named pipe nobody writes does not hang the run.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		if _, err := Load(fifo); err == nil || !strings.Contains(err.Error(), fifo+": nothing to read") {
+			t.Errorf("fifo: %v", err)
+		}
 	}
 	huge := filepath.Join(dir, "huge.conf")
 	if err := os.WriteFile(huge, bytes.Repeat([]byte("#\n"), MaxFile), 0o644); err != nil {

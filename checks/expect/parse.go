@@ -2,12 +2,14 @@ package expect
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 )
@@ -41,9 +43,11 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
 }
 
-// Load reads and parses the expectations file at path.
+// Load reads and parses the expectations file at path. It opens without
+// blocking, so a named pipe that nobody writes reads as empty instead of
+// hanging the run (a pipe from a shell's <(...) is read as it fills).
 func Load(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read expectations: %w", err)
 	}
@@ -58,7 +62,17 @@ func Load(path string) (*File, error) {
 	if st.Mode().IsRegular() && st.Size() > MaxFile {
 		return nil, &ParseError{File: path, Msg: fmt.Sprintf("%d bytes, larger than the %d an expectations file may have", st.Size(), MaxFile)}
 	}
-	return Parse(path, fh)
+	if st.Mode().IsRegular() {
+		return Parse(path, fh)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read expectations: %w", err)
+	}
+	if len(data) == 0 {
+		return nil, &ParseError{File: path, Msg: "nothing to read (a pipe or device that gave no data)"}
+	}
+	return Parse(path, bytes.NewReader(data))
 }
 
 // Parse reads an expectations file; name is used in errors and citations.
