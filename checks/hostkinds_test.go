@@ -64,7 +64,7 @@ func TestHostKindsPortState(t *testing.T) {
 		// already up, so the cable or the switch port is the fix.
 		{name: "RoCE Disabled without carrier", dir: netFixture("roce-disabled-no-carrier"), status: report.Fail, exit: 19, rootCause: "port.state",
 			contains: []string{"netdev ens1f1np1 is up but has no carrier", "`ethtool ens1f1np1`", "switch port"},
-			lacks: []string{"ip link set ens1f1np1 up", "ibportstate"}},
+			lacks:    []string{"ip link set ens1f1np1 up", "ibportstate"}},
 		{name: "EFA has no LID to judge", dir: netFixture("aws-efa"), status: report.Pass, contains: []string{"rdmap0s6 port 1: ACTIVE, 100 Gb/sec (4X EDR), EFA (SRD)"},
 			lacks: []string{"subnet manager"}},
 		{name: "Omni-Path with LIDs", dir: netFixture("hfi1-omnipath"), status: report.Pass, contains: []string{"hfi1_0 port 1: ACTIVE", "Omni-Path", "LID 0x3"}},

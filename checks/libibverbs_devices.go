@@ -28,6 +28,8 @@ func init() {
 				{report.Fail, "the file loaded as libibverbs.so.1 lacks verbs", "Remove the foreign or ancient libibverbs.so.1 the loader finds first (`ldconfig -p | grep libibverbs`, LD_LIBRARY_PATH)."},
 				{report.Fail, "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs", noUverbsFix},
 				{report.Fail, "ibv_get_device_list returns NULL without setting errno", nullListFix},
+				{report.Fail, "the library lists fewer devices than the kernel while the RDMA subsystem is in exclusive netns mode: they belong to another network namespace",
+					exclusiveNetnsFix("")},
 				{report.Fail, "the library lists fewer devices than the kernel: the provider of their driver did not load", "Install the provider package (`ibverbs-providers` on Debian/Ubuntu, `libibverbs` on RHEL/SUSE) or reinstall MLNX_OFED/DOCA-OFED."},
 				{report.Warn, "the library lists a device the kernel does not show, or another node GUID", "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`."},
 				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider: `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices`, and `strace -f -e trace=openat ibv_devices` shows the last provider opened before the hang or crash; update or remove it."},
@@ -113,12 +115,16 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	} else {
 		rec, err := h.RecordedVerbs()
 		if err != nil {
-			return errorf("no libibverbs enumeration in the snapshot: %v", err)
+			r := errorf("no libibverbs enumeration in the snapshot: %v", err)
+			r.Observed, r.Expected = "no recorded enumeration", "the facts file's libibverbs answer"
+			r.Remedy = "Take the snapshot again with a current rdmadoctor (it records the library's answer), or run on the host itself; by hand: `ibv_devices`."
+			return r
 		}
 		f = rec
 	}
 	if f.ChildError != "" {
 		r := errorf("could not enumerate through libibverbs: %s", f.ChildError)
+		r.Observed, r.Expected = "no answer from ibv_get_device_list", "ibv_get_device_list returns within the deadline"
 		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run " +
 			"`strace -f -e trace=openat ibv_devices` to see which provider library it opens last (and `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` " +
 			"for the library's own messages), then update or remove that provider."
@@ -128,7 +134,10 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	list := listFromFacts(f)
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		return errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+		r := errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+		r.Observed, r.Expected = "/sys/class/infiniband unreadable", "a readable /sys/class/infiniband to compare the library's list with"
+		r.Remedy = "Run where /sys is mounted and readable; by hand: compare `ibv_devices` with `ls /sys/class/infiniband`."
+		return r
 	}
 	family, pretty := "", ""
 	if osr, err := h.OSRelease(); err == nil {
@@ -213,8 +222,10 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		listed[d.Name] = d
 	}
 	inKernel := map[string]bool{}
+	exclusive := netns == "exclusive"
 	var (
 		missing, mismatched, details []string
+		missingNames                 []string
 		remedies                     []string
 	)
 	details = append(details, fmt.Sprintf("%-16s %-20s %s", "device", "node GUID", "library"))
@@ -229,6 +240,12 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 					drvName = drv.RDMAModule()
 				}
 				what = fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load", k.Name, drvName, drv.Provider)
+				if exclusive {
+					// The provider is installed (libibverbs.install passed);
+					// in exclusive mode the device is in another namespace.
+					what = fmt.Sprintf("%s (driver %s): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace "+
+						"(or its provider lib%s-rdmav*.so did not load)", k.Name, drvName, drv.Provider)
+				}
 				for _, w := range l.Warnings {
 					if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
 						what += " — the library said: " + w
@@ -241,6 +258,7 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 				what += fmt.Sprintf(" (driver %q has no known provider)", k.Driver)
 			}
 			missing = append(missing, what)
+			missingNames = append(missingNames, k.Name)
 			details = append(details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
 			continue
 		}
@@ -267,13 +285,17 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		r = skip("the kernel has no RDMA device, and the library lists none")
 	case len(missing) > 0:
 		r = fail(fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", len(kernel)-len(missing), len(kernel), strings.Join(missing, "; ")))
-		if len(l.Devices) == 0 && netns == "exclusive" {
-			details = append(details, "RDMA netns mode is exclusive: a device is visible only in its own network namespace")
+		if len(remedies) == 0 {
+			remedies = append(remedies, installProviderRemedy(family))
+		}
+		if exclusive {
+			// The namespace comes first: it is the cause a provider
+			// reinstall would never fix.
+			details = append([]string{"RDMA netns mode is exclusive (`rdma system`): a device is visible only in its own network namespace"}, details...)
+			remedies = append([]string{exclusiveNetnsFix(strings.Join(missingNames, ", ")) +
+				" If the device does belong to this namespace, its provider did not load:"}, remedies...)
 		}
 		r.Remedy = strings.Join(remedies, "\n")
-		if r.Remedy == "" {
-			r.Remedy = installProviderRemedy(family)
-		}
 	case len(extra) > 0 || len(mismatched) > 0:
 		var parts []string
 		if len(extra) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
@@ -40,6 +41,9 @@ func TestJudgeVerbsDevices(t *testing.T) {
 		status   report.Status
 		contains []string
 		remedy   string
+		// remedyFirst is how the remedy must begin; remedyLacks what it must not say.
+		remedyFirst string
+		remedyLacks []string
 	}{
 		{name: "all listed", kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
 			status: report.Pass, contains: []string{"lists all 2 kernel device(s)", "mlx5_0 (0c42:a103:0065:d4e2)", "rxe0 (ccbe:95ff:fe70:d640)"}},
@@ -65,9 +69,17 @@ func TestJudgeVerbsDevices(t *testing.T) {
 			list: verbsList{Devices: listed(rxe), Warnings: []string{
 				"libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: cannot open shared object file"}},
 			status: report.Fail, contains: []string{"lists 1 of the kernel's 3", "mlx5_0 (driver mlx5_core): not listed — most often its provider libmlx5-rdmav*.so did not load",
-				"the library said: libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'"}, remedy: "apt-get install ibverbs-providers"},
-		{name: "empty list in exclusive netns", kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{},
-			status: report.Fail, contains: []string{"netns mode is exclusive"}},
+				"the library said: libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'"}, remedy: "apt-get install ibverbs-providers",
+			remedyFirst: "Install the providers", remedyLacks: []string{"exclusive"}},
+		// In exclusive netns mode the namespace is named first, in the
+		// finding and in the remedy; the provider comes after.
+		{name: "empty list in exclusive netns", kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{}, family: "debian",
+			status: report.Fail, contains: []string{"RDMA netns mode is exclusive", "mlx5_0 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace"},
+			remedy:      "If the device does belong to this namespace, its provider did not load:\nInstall the providers: `apt-get install ibverbs-providers`",
+			remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_0 is visible and opens only inside"},
+		{name: "one of two missing in exclusive netns", kernel: []sysfs.RDMADevice{mlx, mlx1}, netns: "exclusive", list: verbsList{Devices: listed(mlx)},
+			status: report.Fail, contains: []string{"lists 1 of the kernel's 2", "mlx5_1 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode"},
+			remedy: "nsenter --net", remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_1 is visible"},
 		{name: "software device without provider", kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
 			status: report.Fail, contains: []string{"rxe0 (driver rdma_rxe): not listed — most often its provider librxe-rdmav*.so did not load"}},
 		{name: "unknown driver", kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
@@ -94,6 +106,14 @@ func TestJudgeVerbsDevices(t *testing.T) {
 			}
 			if c.remedy != "" && !strings.Contains(r.Remedy, c.remedy) {
 				t.Errorf("remedy %q does not say %q", r.Remedy, c.remedy)
+			}
+			if !strings.HasPrefix(r.Remedy, c.remedyFirst) {
+				t.Errorf("remedy does not begin with %q:\n%s", c.remedyFirst, r.Remedy)
+			}
+			for _, w := range c.remedyLacks {
+				if strings.Contains(r.Remedy, w) {
+					t.Errorf("remedy must not say %q:\n%s", w, r.Remedy)
+				}
 			}
 			if r.Status != report.Pass && r.Status != report.Skip && r.Remedy == "" {
 				t.Errorf("a %s without a remedy", r.Status)
@@ -266,5 +286,41 @@ func TestLibibverbsDevicesChildFailure(t *testing.T) {
 	r := runLibibverbsDevices(context.Background(), env)
 	if r.Status != report.Error || !strings.Contains(r.Summary, "crashed with SIGSEGV in ibv_get_device_list") || !strings.Contains(r.Remedy, "strace") {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// A snapshot without the library's answer, or a child that gave none, is
+// an error that says what was looked for and how to look by hand.
+func TestLibibverbsDevicesCouldNotLook(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		facts            *sysfs.VerbsEnumeration
+		summary, remedy  string
+		observed, expect string
+	}{
+		{"not recorded", nil, "no libibverbs enumeration in the snapshot", "`ibv_devices`", "no recorded enumeration", "the facts file's libibverbs answer"},
+		{"child killed", &sysfs.VerbsEnumeration{ChildError: "killed after 10s", Devices: []sysfs.VerbsDevice{}},
+			"could not enumerate through libibverbs: killed after 10s", "strace -f -e trace=openat ibv_devices", "no answer from ibv_get_device_list", "within the deadline"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := sysfstest.Build(sysfstest.CX5RoCE())
+			tr.Facts.Libibverbs = c.facts
+			dir := filepath.Join(t.TempDir(), "host")
+			if err := tr.Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			h, err := sysfs.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			r := runLibibverbsDevices(context.Background(), NewEnv(h, Options{Level: 1}))
+			if r.Status != report.Error || !strings.Contains(r.Summary, c.summary) {
+				t.Fatalf("%s: %s; want error saying %q", r.Status, r.Summary, c.summary)
+			}
+			if !strings.Contains(r.Remedy, c.remedy) || r.Observed != c.observed || !strings.Contains(r.Expected, c.expect) {
+				t.Errorf("remedy %q, observed %q, expected %q", r.Remedy, r.Observed, r.Expected)
+			}
+		})
 	}
 }

@@ -35,7 +35,8 @@ func init() {
 						"With MLNX_OFED/DOCA-OFED, reinstall that stack instead."},
 				{report.Fail, "a symlink in the chain is dangling (or loops)", "Reinstall the package that owns the library (`dpkg -S` / `rpm -qf` on the link), then run `ldconfig`."},
 				{report.Fail, "two different copies of libibverbs.so.1 are reachable",
-					"Keep one stack: find each copy's package (`dpkg -S <file>` / `rpm -qf <file>`), remove the other copy's package " +
+					"Keep one stack, the one that belongs to the kernel side in use (MLNX_OFED/DOCA-OFED kernel modules go with their own libibverbs): " +
+						"find each copy's package (`dpkg -S <file>` / `rpm -qf <file>`), remove the other copy's package " +
 						"(or the hand-built files in /usr/local or /opt and its /etc/ld.so.conf.d entry), then run `ldconfig`."},
 				{report.Fail, "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing)",
 					"Install the providers: Debian/Ubuntu `apt-get install ibverbs-providers`; RHEL family `dnf install libibverbs` (it carries them); " +
@@ -232,6 +233,8 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 		}
 		remedy = appendUnique(remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
 			"meet this one at run time. Find the package that owns each copy: %s — a file no package owns was installed by hand. "+
+			"Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/) "+
+			"go with their own libibverbs, the distribution's kernel drivers with its rdma-core. "+
 			"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
 			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.",
 			copies[0].chain.Final, strings.Join(owners, "; ")))

@@ -63,6 +63,8 @@ func TestLibibverbsInstallRemedies(t *testing.T) {
 		{"libibverbs-two-copies", "The loader uses /usr/lib64/libibverbs.so.1.14.56.0"},
 		// Each copy's owner, with the distribution's own tool (Debian here).
 		{"libibverbs-two-copies", "`dpkg -S /usr/lib64/libibverbs.so.1.14.56.0`; `dpkg -S " + debLib + "/libibverbs.so.1.14.44.0`"},
+		// Which copy to keep: the one of the kernel side in use.
+		{"libibverbs-two-copies", "Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/)"},
 	} {
 		fixture, want := tc.fixture, tc.want
 		res := hwRunOne(t, filepath.Join(hostsDir, fixture), "libibverbs.install", checks.Options{})

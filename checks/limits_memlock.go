@@ -14,13 +14,36 @@ import (
 // ordinary working set fails (--min-memlock).
 const DefaultMinMemlock = 64 << 20
 
-const memlockFix = "Raise the limit where the jobs start:\n" +
-	"- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again; " +
-	"`*` lines never apply to root (limits.conf(5)): for root add `root soft memlock unlimited` / `root hard memlock unlimited`;\n" +
-	"- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), then restart the unit; or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf, " +
-	"then `systemctl daemon-reexec` and restart the unit;\n" +
-	"- Slurm: jobs inherit slurmd's limit: `LimitMEMLOCK=infinity` in slurmd.service (`systemctl edit slurmd`), then restart slurmd;\n" +
-	"- containers: `docker run --ulimit memlock=-1:-1`, or grant the capability (`--cap-add IPC_LOCK`; Kubernetes `securityContext.capabilities.add: [IPC_LOCK]`)."
+// The lines of the memlock remedy, one per way a process gets its limit.
+const (
+	memlockLogins = "- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again; " +
+		"`*` lines never apply to root (limits.conf(5)): for root add `root soft memlock unlimited` / `root hard memlock unlimited`;"
+	memlockServices = "- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), then restart the unit; or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf, " +
+		"then `systemctl daemon-reexec` and restart the unit;"
+	// Slurm: a job gets slurmd's limit and, unless slurm.conf keeps MEMLOCK
+	// from propagating, the submitting shell's (Slurm FAQ "memlock";
+	// read_config: PropagateResourceLimitsExcept decides alone when set).
+	memlockSlurm = "- Slurm: jobs get slurmd's limit and, unless slurm.conf keeps MEMLOCK from propagating, the limit of the shell they were submitted from: " +
+		"`LimitMEMLOCK=infinity` in slurmd.service (`systemctl edit slurmd`), then `systemctl restart slurmd`; and `PropagateResourceLimitsExcept=MEMLOCK` in slurm.conf " +
+		"(the same file on every node, login nodes included), then `scontrol reconfigure`;"
+	memlockContainers = "- containers: the container runtime sets the limit, not limits.conf: `docker run --ulimit memlock=-1:-1` (podman the same); Kubernetes: the runtime's default " +
+		"(containerd passes on its own LimitMEMLOCK, CRI-O its default_ulimits), or grant the capability (`--cap-add IPC_LOCK`; Kubernetes `securityContext.capabilities.add: [\"IPC_LOCK\"]`)."
+)
+
+// containerMemlockFix is the fix inside an application container, which
+// has no logins: pam_limits never runs there, and the limit is whatever
+// the container runtime gave the container. Kubernetes has no rlimit field
+// in a pod: containerd's CRI removes rlimits from the default spec, so
+// containers inherit containerd's own limits; CRI-O applies default_ulimits.
+const containerMemlockFix = "In a container the limit comes from the container runtime, not from /etc/security/limits.conf (a container has no pam_limits logins). " +
+	"docker / podman: `--ulimit memlock=-1:-1` (compose: `ulimits: {memlock: -1}`), or docker's daemon.json `\"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Soft\": -1, \"Hard\": -1}}`. " +
+	"Kubernetes sets no rlimits: containers inherit the runtime's — containerd's own limit (`LimitMEMLOCK=infinity` in containerd.service, or process.rlimits in the CRI base_runtime_spec), " +
+	"CRI-O's `default_ulimits = [\"memlock=-1:-1\"]` in crio.conf. Or grant the capability, with which the limit does not bind memory registration: " +
+	"`securityContext.capabilities.add: [\"IPC_LOCK\"]` (docker/podman: `--cap-add IPC_LOCK`)."
+
+// memlockFix is the whole remedy, for the catalog and where nothing tells
+// how the process was started.
+const memlockFix = "Raise the limit where the jobs start:\n" + memlockLogins + "\n" + memlockServices + "\n" + memlockSlurm + "\n" + memlockContainers
 
 // memlockByHand says how to read the limit without rdmadoctor.
 const memlockByHand = "Look by hand: `ulimit -l` and `ulimit -Hl` in the job's shell (KiB), `grep 'locked memory' /proc/<pid>/limits` of a running job, " +
@@ -38,12 +61,18 @@ func init() {
 				"default is below the threshold or not configured at all, and when DefaultLimitMEMLOCK is set below the threshold; an unset " +
 				"DefaultLimitMEMLOCK is reported, not judged (services then get systemd's built-in default, 8 MiB since systemd 251, and a unit that " +
 				"runs RDMA sets LimitMEMLOCK= itself). When the configuration already allows enough but this process has less, it says why that can be " +
-				"(`*` lines never apply to root; a systemd unit, a container, slurmd, or a session opened before the change).",
+				"(`*` lines never apply to root; a systemd unit, a container, slurmd, or a session opened before the change). " +
+				"On a Slurm node (slurm.conf in /etc/slurm, /etc/slurm-llnl or configless slurmd's /run/slurm/conf; slurmd.service; or a slurm cgroup) it reads " +
+				"PropagateResourceLimits(Except) and slurmd.service's LimitMEMLOCK and says whether a job gets the submitting shell's limit (reported, not judged). " +
+				"In an application container (docker, podman, Kubernetes) there are no logins: the login and systemd defaults are reported, not judged, " +
+				"and the remedy starts with the container runtime's setting.",
 			Why: "ibv_reg_mr pins the pages it registers; the kernel (ib_umem_get) refuses with ENOMEM once the pinned pages would pass RLIMIT_MEMLOCK, " +
 				"unless the process has CAP_IPC_LOCK. The kernel default (64 KiB before Linux 5.16, 8 MiB since) is far too small for RDMA buffers, " +
 				"so MPI, NCCL and storage clients fail at start-up with \"Cannot allocate memory\".",
 			Failures: []Failure{
 				{report.Fail, "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM", memlockFix},
+				{report.Fail, "the same, in an application container (docker, podman, Kubernetes)", containerMemlockFix},
+				{report.Fail, "the same, in a Slurm job", "The Slurm line first, with the slurm.conf line this node needs: " + strings.TrimPrefix(memlockSlurm, "- ")},
 				{report.Warn, "the default users' logins get (limits.conf / limits.d) is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
 				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
 			},
@@ -98,8 +127,22 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		details = append(details, fmt.Sprintf("CAP_IPC_LOCK: %s (CapEff %016x)", capText, caps))
 	}
 
+	mc, slurmDetails, slurmEv := memlockContextOf(h)
+	if mc.container != "" {
+		ev["container"] = mc.container
+	}
+	if slurmEv != nil {
+		ev["slurm"] = slurmEv
+	}
 	users, userDetails, userLow, pam := userMemlockDefaults(h, threshold)
+	if mc.app {
+		// No logins and no systemd in an application container: the
+		// defaults they would give are not judged here.
+		details = append(details, fmt.Sprintf("container (%s): the container runtime sets the limit; the login and systemd defaults below are reported, not judged", mc.container))
+		userLow = nil
+	}
 	details = append(details, userDetails...)
+	details = append(details, slurmDetails...)
 	ev["users_default"] = users
 
 	var r Result
@@ -120,16 +163,17 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 			details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
 				sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
 		}
-		why, whyEv := whyNotConfigured(h, pam, threshold)
-		ev["why_lower"] = whyEv
-		r.Remedy = memlockFix
-		if why != "" {
-			r.Remedy = why + "\n" + memlockFix
+		why := ""
+		if !mc.app {
+			var whyEv map[string]any
+			why, whyEv = whyNotConfigured(h, pam, threshold)
+			ev["why_lower"] = whyEv
 		}
+		r.Remedy = memlockRemedy(mc, why)
 	}
 	if r.Status == report.Pass && len(userLow) > 0 {
 		r = warn(fmt.Sprintf("%s; but users' jobs get less: %s", r.Summary, strings.Join(userLow, "; ")))
-		r.Remedy = memlockFix
+		r.Remedy = memlockRemedy(mc, "")
 	}
 	r.Observed, r.Expected, r.Details, r.Evidence = observed, expected, details, ev
 	return r
@@ -182,7 +226,7 @@ func whyNotConfigured(h *sysfs.Host, pam pamMemlock, threshold uint64) (string, 
 	unit := path.Base(cg)
 	switch c := h.Container(); {
 	case strings.Contains(cg, "slurm"):
-		starter = fmt.Sprintf("it was started by slurmd (cgroup %s): jobs inherit slurmd's limit, so set `LimitMEMLOCK=infinity` in slurmd.service and restart slurmd", cg)
+		starter = fmt.Sprintf("it was started by slurmd (cgroup %s), which gives a job slurmd's limit or the submitting shell's, never this node's limits.conf: see the Slurm fix above", cg)
 	case c != "":
 		starter = fmt.Sprintf("it runs in a container (%s): the runtime sets the limit (`--ulimit memlock=-1:-1`) or grants CAP_IPC_LOCK", c)
 	case strings.HasSuffix(unit, ".service"):
@@ -283,4 +327,147 @@ func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []str
 			"(8 MiB since systemd 251): reported, not judged — a unit that runs RDMA sets LimitMEMLOCK= itself")
 	}
 	return ev, details, low, pm
+}
+
+// memlockContext is how this process got its limit: in an application
+// container, under slurmd, or otherwise (a login, a systemd unit).
+type memlockContext struct {
+	container string // sysfs.Container's answer; "" on a host
+	app       bool   // an application container (docker, podman, Kubernetes): no logins
+	slurm     *slurmMemlock
+}
+
+// slurmMemlock is what decides a Slurm job's limit on this node; nil when
+// nothing says the node runs Slurm.
+type slurmMemlock struct {
+	running    bool   // this process runs under slurmd (its cgroup says so)
+	cgroup     string // the process's cgroup
+	conf       sysfs.SlurmConf
+	confFound  bool
+	confErr    error
+	propagates bool   // jobs get the submitting shell's MEMLOCK
+	decidedBy  string // the setting (or default) that decides it
+	unit       sysfs.SystemdSetting
+	unitSet    bool // slurmd.service sets LimitMEMLOCK=
+	unitFound  bool // slurmd.service exists
+}
+
+// appContainerKinds are the container kinds with no init and no logins,
+// as sysfs.Container names them. System containers (lxc, systemd-nspawn)
+// run an init and pam logins, so limits.conf matters there.
+var appContainerKinds = map[string]bool{"docker": true, "podman": true, "kubepods": true, "containerd": true, "libpod": true, "oci": true}
+
+// memlockContextOf finds how this process was started and, on a Slurm
+// node, reads slurm.conf and slurmd.service.
+func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) {
+	mc := memlockContext{container: h.Container()}
+	kind, _, _ := strings.Cut(mc.container, ":")
+	mc.app = appContainerKinds[kind]
+	cg, _ := h.SelfCgroup()
+	s := &slurmMemlock{running: strings.Contains(cg, "slurm"), cgroup: cg}
+	s.conf, s.confFound, s.confErr = h.SlurmConfig()
+	s.unit, s.unitSet, s.unitFound, _ = h.UnitSetting("slurmd.service", "Service", "LimitMEMLOCK")
+	if !s.running && !s.confFound && !s.unitFound {
+		return mc, nil, nil
+	}
+	mc.slurm = s
+	ev := map[string]any{"running_under_slurmd": s.running}
+	var details []string
+	switch {
+	case !s.confFound:
+		details = append(details, "Slurm: no slurm.conf in "+strings.Join(sysfs.SlurmConfPaths, ", ")+": whether MEMLOCK propagates from the submitting shell is unknown")
+	case s.confErr != nil:
+		details = append(details, fmt.Sprintf("Slurm: %s could not be read: %v", s.conf.File, s.confErr))
+	default:
+		s.propagates, s.decidedBy = s.conf.PropagatesMemlock()
+		ev["slurm_conf"], ev["propagates_memlock"], ev["decided_by"] = s.conf.File, s.propagates, s.decidedBy
+		if s.propagates {
+			line := "Slurm: MEMLOCK propagates, so a job gets the limit of the shell it was submitted from (at most slurmd's hard limit): " + s.decidedBy
+			if !s.running {
+				// Login nodes with an unlimited shell make this work; it
+				// is judged only in a job, where the limit shows.
+				line += " — reported, not judged"
+			}
+			details = append(details, line)
+		} else {
+			details = append(details, "Slurm: MEMLOCK does not propagate, so a job gets slurmd's own limit: "+s.decidedBy)
+		}
+		for _, inc := range s.conf.Includes {
+			details = append(details, fmt.Sprintf("Slurm: %s includes %s, which is not read here", s.conf.File, inc))
+		}
+	}
+	switch {
+	case s.unitSet:
+		ev["slurmd_limit_memlock"] = s.unit.Value
+		details = append(details, fmt.Sprintf("Slurm: slurmd.service sets LimitMEMLOCK=%s (%s:%d)", s.unit.Value, s.unit.File, s.unit.Line))
+	case s.unitFound:
+		details = append(details, "Slurm: slurmd.service sets no LimitMEMLOCK: slurmd, and so its jobs, get systemd's default (DefaultLimitMEMLOCK, else 8 MiB)")
+	}
+	return mc, details, ev
+}
+
+// slurmMemlockFix is the Slurm remedy for this node: the slurm.conf line
+// that stops MEMLOCK from propagating, exactly as it must be written, and
+// slurmd's own limit.
+func slurmMemlockFix(s *slurmMemlock) string {
+	unit := "`LimitMEMLOCK=infinity` in slurmd.service ([Service] section, `systemctl edit slurmd`), then `systemctl restart slurmd`"
+	switch {
+	case s.unitSet:
+		unit += fmt.Sprintf(" (now LimitMEMLOCK=%s at %s:%d)", s.unit.Value, s.unit.File, s.unit.Line)
+	case s.unitFound:
+		unit += " (now slurmd.service sets none, so slurmd gets systemd's default)"
+	}
+	same := " — slurm.conf must be the same on every node, login nodes included: the submitting commands and slurmd both read it — then `scontrol reconfigure`"
+	switch {
+	case !s.confFound || s.confErr != nil:
+		return "Slurm: a job gets slurmd's limit and, unless slurm.conf keeps MEMLOCK from propagating, the limit of the shell it was submitted from: " + unit +
+			"; and `PropagateResourceLimitsExcept=MEMLOCK` in slurm.conf" + same + "."
+	case !s.propagates:
+		return "Slurm: a job gets slurmd's own limit (" + s.decidedBy + " keeps MEMLOCK from propagating): set " + unit + "."
+	}
+	c, change := s.conf, ""
+	switch {
+	case c.Except.Set() && c.Except.Value == "NONE":
+		change = fmt.Sprintf("in %s replace line %d (`PropagateResourceLimitsExcept=NONE`) with `PropagateResourceLimitsExcept=MEMLOCK`", c.File, c.Except.Line)
+	case c.Except.Set():
+		change = fmt.Sprintf("in %s change line %d to `PropagateResourceLimitsExcept=%s,MEMLOCK`", c.File, c.Except.Line, c.Except.Value)
+	case c.Propagate.Set() && c.Propagate.Value == "ALL":
+		change = fmt.Sprintf("in %s replace line %d (`PropagateResourceLimits=ALL`) with `PropagateResourceLimitsExcept=MEMLOCK`", c.File, c.Propagate.Line)
+	case c.Propagate.Set():
+		change = fmt.Sprintf("in %s remove MEMLOCK from line %d (`PropagateResourceLimits=%s`)", c.File, c.Propagate.Line, c.Propagate.Value)
+	default:
+		change = "add `PropagateResourceLimitsExcept=MEMLOCK` to " + c.File
+	}
+	return "Slurm: a job gets slurmd's limit and, because MEMLOCK propagates (" + s.decidedBy + "), the limit of the shell it was submitted from: " +
+		change + same + "; and set " + unit + "."
+}
+
+// memlockRemedy orders the remedy by how this process was started: the
+// container's or Slurm's own fix first, then why the configuration did not
+// reach it, then the other ways a process gets its limit. An application
+// container gets no login or systemd advice: neither applies inside it.
+func memlockRemedy(mc memlockContext, why string) string {
+	var out []string
+	if mc.app {
+		out = append(out, containerMemlockFix)
+	}
+	running := mc.slurm != nil && mc.slurm.running
+	if running {
+		out = append(out, slurmMemlockFix(mc.slurm))
+	}
+	if why != "" {
+		out = append(out, why)
+	}
+	if mc.app {
+		return strings.Join(out, "\n")
+	}
+	out = append(out, "Raise the limit where the jobs start:", memlockLogins, memlockServices)
+	switch {
+	case running:
+	case mc.slurm != nil:
+		out = append(out, "- "+slurmMemlockFix(mc.slurm))
+	default:
+		out = append(out, memlockSlurm)
+	}
+	return strings.Join(append(out, memlockContainers), "\n")
 }

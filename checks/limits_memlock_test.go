@@ -87,3 +87,126 @@ func asUser(tr *sysfstest.Tree, uid int) {
 	st := tr.Files["/proc/self/status"]
 	tr.File("/proc/self/status", strings.Replace(st, "Uid:\t0\t0\t0\t0", fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", uid, uid, uid, uid), 1))
 }
+
+// TestLimitsMemlockContainersAndSlurm: the remedy starts with the fix of
+// whatever started the process — the container runtime, or slurmd with
+// the slurm.conf line it needs — and a container is not warned about login
+// limits it has no logins for.
+func TestLimitsMemlockContainersAndSlurm(t *testing.T) {
+	low := func(h *sysfstest.Host) { h.Memlock, h.CapIPCLock = "65536", false }
+	docker := func(tr *sysfstest.Tree) { tr.File("/.dockerenv", "") }
+	slurmJob := func(tr *sysfstest.Tree) {
+		asUser(tr, 1000)
+		tr.File("/proc/self/cgroup", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n")
+	}
+	const (
+		containerFirst = "In a container the limit comes from the container runtime, not from /etc/security/limits.conf (a container has no pam_limits logins)."
+		slurmFirst     = "Slurm: a job gets slurmd's limit"
+	)
+	cases := []struct {
+		name     string
+		dir      string
+		status   report.Status
+		says     []string // in the summary or details
+		first    string   // how the remedy begins
+		remedy   []string // in the remedy, in this order
+		lacks    []string // not in the remedy
+		detLacks []string // not in the summary or details
+	}{
+		{name: "docker, low limit: the runtime's fix, no login advice", dir: memlockHost(t, low, docker), status: report.Fail,
+			says: []string{"below 64 MiB", "container (docker: /.dockerenv exists): the container runtime sets the limit"}, first: containerFirst,
+			remedy: []string{"--ulimit memlock=-1:-1", "default-ulimits", "LimitMEMLOCK=infinity` in containerd.service", "base_runtime_spec",
+				"default_ulimits = [\"memlock=-1:-1\"]", "securityContext.capabilities.add: [\"IPC_LOCK\"]"},
+			lacks: []string{"* soft memlock unlimited", "This process runs as root", "systemctl daemon-reexec", "log in again"}},
+		{name: "Kubernetes pod, low limit", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			tr.File("/proc/1/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/cri-containerd-1234.scope\n")
+		}), status: report.Fail, first: containerFirst, remedy: []string{"Kubernetes sets no rlimits", "IPC_LOCK"}, lacks: []string{"limits.d/"}},
+		// The same host without the container warns about its logins;
+		// inside a container there are none, so it passes.
+		{name: "host without a login default warns", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "none" }, nil), status: report.Warn,
+			says: []string{"no memlock default is configured"}, first: "Raise the limit where the jobs start:"},
+		{name: "container without a login default passes", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, docker), status: report.Pass,
+			says: []string{"CAP_IPC_LOCK held", "reported, not judged"}, detLacks: []string{"users' jobs get less"}},
+		// A system container runs logins: its limits.conf counts.
+		{name: "lxc system container still judges logins", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
+			tr.File("/run/systemd/container", "lxc\n")
+		}), status: report.Warn, says: []string{"users' jobs get less"}},
+		{name: "slurm job, no slurm.conf here", dir: memlockHost(t, low, slurmJob), status: report.Fail,
+			says: []string{"no slurm.conf in /etc/slurm/slurm.conf, /etc/slurm-llnl/slurm.conf, /run/slurm/conf/slurm.conf"}, first: slurmFirst + " and, unless slurm.conf keeps MEMLOCK from propagating",
+			remedy: []string{"`LimitMEMLOCK=infinity` in slurmd.service", "`PropagateResourceLimitsExcept=MEMLOCK` in slurm.conf", "scontrol reconfigure", "already allows enough"}},
+		{name: "slurm job, slurm.conf propagates by default", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			slurmJob(tr)
+			tr.File("/etc/slurm/slurm.conf", "ClusterName=c\nSlurmdSpoolDir=/var/spool/slurmd\n")
+		}), status: report.Fail, says: []string{"Slurm: MEMLOCK propagates", "PropagateResourceLimits not set (Slurm's default is ALL)"},
+			first:  slurmFirst + " and, because MEMLOCK propagates (PropagateResourceLimits not set (Slurm's default is ALL)), the limit of the shell it was submitted from: add `PropagateResourceLimitsExcept=MEMLOCK` to ",
+			remedy: []string{"etc/slurm/slurm.conf", "login nodes included", "scontrol reconfigure", "`LimitMEMLOCK=infinity` in slurmd.service"}},
+		{name: "slurm job, an Except list without MEMLOCK", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			slurmJob(tr)
+			tr.File("/etc/slurm/slurm.conf", "ClusterName=c\n# limits\nPropagateResourceLimitsExcept=NOFILE,CORE\n")
+		}), status: report.Fail, first: slurmFirst, remedy: []string{"change line 3 to `PropagateResourceLimitsExcept=NOFILE,CORE,MEMLOCK`"}},
+		{name: "slurm job, PropagateResourceLimits=ALL in slurm-llnl", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			slurmJob(tr)
+			tr.File("/etc/slurm-llnl/slurm.conf", "PropagateResourceLimits=ALL\n")
+		}), status: report.Fail, first: slurmFirst, remedy: []string{"slurm-llnl/slurm.conf replace line 1 (`PropagateResourceLimits=ALL`) with `PropagateResourceLimitsExcept=MEMLOCK`"}},
+		{name: "slurm job, MEMLOCK kept back: slurmd's own limit is the fix", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			slurmJob(tr)
+			tr.File("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=MEMLOCK\n")
+			tr.File("/usr/lib/systemd/system/slurmd.service", "[Unit]\nDescription=Slurm node daemon\n[Service]\nExecStart=/usr/sbin/slurmd -D\n")
+		}), status: report.Fail, says: []string{"Slurm: MEMLOCK does not propagate", "slurmd.service sets no LimitMEMLOCK"},
+			first:  "Slurm: a job gets slurmd's own limit (PropagateResourceLimitsExcept=MEMLOCK (",
+			remedy: []string{"set `LimitMEMLOCK=infinity` in slurmd.service", "now slurmd.service sets none"}, lacks: []string{"add `PropagateResourceLimitsExcept"}},
+		// A healthy Slurm node: the propagation is reported, and the
+		// drop-in that raises slurmd's limit is found.
+		{name: "configless slurm node, healthy", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) {
+			tr.File("/run/slurm/conf/slurm.conf", "ClusterName=c\n")
+			tr.File("/usr/lib/systemd/system/slurmd.service", "[Service]\nExecStart=/usr/sbin/slurmd -D\nLimitMEMLOCK=8M\n")
+			tr.File("/etc/systemd/system/slurmd.service.d/memlock.conf", "[Service]\nLimitMEMLOCK=infinity\n")
+		}), status: report.Pass, says: []string{"Slurm: MEMLOCK propagates", "reported, not judged", "slurmd.service sets LimitMEMLOCK=infinity", "memlock.conf:2"}},
+		// On a Slurm node a process not started by slurmd gets the Slurm
+		// line among the others, not first.
+		{name: "slurm node, a login's process", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
+			asUser(tr, 1000)
+			tr.File("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=MEMLOCK\n")
+		}), status: report.Fail, first: "",
+			remedy: []string{"Raise the limit where the jobs start:", "* soft memlock unlimited", "- Slurm: a job gets slurmd's own limit", "--ulimit memlock=-1:-1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := hwRunOne(t, c.dir, "limits.memlock", checks.Options{})
+			text := r.Summary + "\n" + strings.Join(r.Details, "\n")
+			if r.Status != c.status {
+				t.Fatalf("status %s, want %s: %s\n%s", r.Status, c.status, text, r.Remedy)
+			}
+			for _, w := range c.says {
+				if !strings.Contains(text, w) {
+					t.Errorf("result lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range c.detLacks {
+				if strings.Contains(text, w) {
+					t.Errorf("result must not say %q:\n%s", w, text)
+				}
+			}
+			if !strings.HasPrefix(r.Remedy, c.first) {
+				t.Errorf("remedy does not begin with %q:\n%s", c.first, r.Remedy)
+			}
+			at := 0
+			for _, w := range c.remedy {
+				i := strings.Index(r.Remedy[at:], w)
+				if i < 0 {
+					t.Errorf("remedy lacks %q after position %d:\n%s", w, at, r.Remedy)
+					continue
+				}
+				at += i
+			}
+			for _, w := range c.lacks {
+				if strings.Contains(r.Remedy, w) {
+					t.Errorf("remedy must not say %q:\n%s", w, r.Remedy)
+				}
+			}
+			if r.Observed == "" || r.Expected == "" {
+				t.Errorf("observed %q, expected %q", r.Observed, r.Expected)
+			}
+		})
+	}
+}

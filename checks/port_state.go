@@ -47,7 +47,7 @@ func init() {
 				{report.Warn, "an InfiniBand port is Disabled (by management)",
 					"If the port should carry traffic, enable it by direct route (`ibportstate -C <dev> -P <port> -D 0 <port> enable`) or from the switch side; if it is unused on purpose, say so in the expectations file."},
 				{report.Fail, "an InfiniBand port is INIT/ARMED, or its LID or SM LID is 0: no subnet manager answered",
-					"No subnet manager answered: " + smRemedy + "."},
+					"No subnet manager answered. " + subnetManagerFix("")},
 				{report.Warn, "an InfiniBand port trained 1X: one lane of four", "Reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends)."},
 				{report.Fail, "a device lists no ports", "Read `dmesg` for the driver's errors while it registered the device."},
 				{report.Fail, "a port's rate is below --expect-rate", "Reseat or replace the cable/transceiver; check the switch port's speed and width settings (`ibportstate`, `ethtool`) and the card's firmware."},
@@ -342,15 +342,6 @@ func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any) []p
 	return fs
 }
 
-// smRemedy is the one wording of "the subnet manager" advice: look for the
-// fabric's SM before starting one — a fabric run by UFM or a switch's SM
-// must not get a second one.
-const smRemedy = "first look for the fabric's subnet manager: `sminfo` answers with the master SM's LID and GUID when one runs, " +
-	"`cat /sys/class/infiniband/<dev>/ports/<port>/sm_lid` (0 = none seen) and `ibstat`; a port outside the SM's partition stays INIT " +
-	"(compare `cat /sys/class/infiniband/<dev>/ports/<port>/pkeys/0` with the SM's partitions). Only when no SM answers on the fabric: " +
-	"start one on ONE host (`apt install opensm` / `dnf install opensm`, `systemctl enable --now opensm`; `opensm -g <port GUID>` for the port facing that fabric) " +
-	"or enable the managed switch's SM"
-
 // portsByHand says how to read port states without rdmadoctor.
 const portsByHand = "Read the port files by hand: `grep . /sys/class/infiniband/*/ports/*/{state,phys_state,rate}`, or `ibstat` / `rdma link show`."
 
@@ -362,11 +353,8 @@ func smRemedyFor(label string, p sysfs.RDMAPort, t Transport) string {
 		return label + ": no fabric manager answered: check that the Omni-Path fabric manager runs (`opainfo` shows the port state and SM LID; " +
 			"`systemctl status opafm` on the FM host or the switch's embedded FM); start it on one host only when none runs."
 	}
-	r := label + ": no subnet manager answered: " + smRemedy
-	if g := portGUID(p); g != "" {
-		r += " (this port's GUID: " + g + ")"
-	}
-	return r + ". `ibstat` shows the port become ACTIVE with a LID."
+	dev, port := labelParts(label)
+	return label + ": no subnet manager answered. " + subnetManagerFixFor(dev, port, portGUID(p))
 }
 
 // portGUID is the port GUID as opensm -g takes it ("0x0c42a103002b3c4e"),

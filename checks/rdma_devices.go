@@ -316,7 +316,8 @@ func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
 	case n.Driver.Vendor == 0x15b3:
 		fmt.Fprintf(&fix, ", `mlxfwmanager --query`). "+
 			"mlx5: `devlink dev param show pci/%s name enable_rdma` — false means no RDMA device is created "+
-			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s`); "+
+			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s` — the reload restarts the function, "+
+			"stopping its Ethernet and RDMA traffic: drain the node first, and never on a bond member); "+
 			"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only).", addr, addr, addr)
 		if n.Fn.PhysFn != "" {
 			fmt.Fprintf(&fix, " For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF %s's VF ports (eswitch in switchdev mode), "+
@@ -328,8 +329,7 @@ func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
 	default:
 		fix.WriteString(") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration.")
 	}
-	fmt.Fprintf(&fix, " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r %s && modprobe %s` "+
-		"(it stops every RDMA application on the driver's devices and, for a NIC driver, its Ethernet traffic; drain the node first).", mod, mod)
+	fmt.Fprintf(&fix, " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r %s && modprobe %s`. %s", mod, mod, reloadInterrupts(mod))
 	if netns == "exclusive" {
 		why += "; RDMA netns mode is exclusive, so the device may exist in another network namespace"
 		fix.WriteString(" RDMA netns mode is exclusive: a device moved to another namespace (`rdma dev set <dev> netns <ns>`) is invisible here; run in that namespace or use `rdma system set netns shared`.")

@@ -66,7 +66,7 @@ func TestRoCELossless(t *testing.T) {
 			status: report.Pass, contains: []string{"ToS 106 (DSCP 26, --roce-tc 106) → priority 3"}},
 		{name: "mlx5 RoCE LAG: DCB read from the slaves", dir: netFixture("mlx5-roce-lag-bond"), status: report.Pass,
 			contains: []string{"ens2f0np0 (mlx5_bond_0 port 1, slave of bond0): PFC on priority 3", "ens2f1np1 (mlx5_bond_0 port 1, slave of bond0)", "2 netdev(s) lossless"},
-			lacks: []string{"bond0 (mlx5_bond_0", "EOPNOTSUPP"}},
+			lacks:    []string{"bond0 (mlx5_bond_0", "EOPNOTSUPP"}},
 		{name: "mlx5 RoCE LAG without PFC on the slaves", dir: netFixture("mlx5-roce-lag-pfc-off"), status: report.Warn,
 			contains: []string{"ens2f0np0: PFC off on every priority", "ens2f1np1: PFC off on every priority", "`dcb pfc set dev ens2f0np0 prio-pfc 3:on`"}},
 		{name: "iWARP: not RoCE", dir: netFixture("cxgb4-iwarp"), status: report.Skip, contains: []string{"no RoCE port (iWARP: cxgb4_0 port 1)", "iWARP runs over TCP"}},

@@ -32,9 +32,13 @@ func init() {
 				{report.Fail, "/dev/infiniband/uverbsN is missing in a container",
 					"Pass the nodes in: `docker run --device=/dev/infiniband/uverbs0 --device=/dev/infiniband/rdma_cm …` (or `--device=/dev/infiniband`), " +
 						"with `--cap-add=IPC_LOCK --ulimit memlock=-1`; on Kubernetes request them through an RDMA device plugin."},
-				{report.Fail, "/dev/infiniband/uverbsN is missing on the host", "`udevadm trigger --subsystem-match=infiniband_verbs` (is systemd-udevd running?), or `modprobe -r ib_uverbs && modprobe ib_uverbs`."},
+				{report.Fail, "/dev/infiniband/uverbsN is missing on the host", udevNodeFix},
+				{report.Fail, "an RDMA device has no uverbs device although ib_uverbs is loaded", uverbsUnregisteredFix("the driver's RDMA module")},
 				{report.Fail, "the node is not a character device, or has another device number than the kernel's uverbsN (a stale node)", "Remove it and let udev recreate it (`udevadm trigger`); in a container, pass the host's node."},
+				{report.Fail, "the node does not open (EPERM) while the RDMA subsystem is in exclusive netns mode: the device belongs to another network namespace",
+					exclusiveNetnsFix("")},
 				{report.Fail, "the node does not open for this user (permission denied)", uverbsModeFix},
+				{report.Fail, "the node does not open: no live device behind it (ENXIO, ENODEV, EIO)", uverbsGoneFix("the driver's RDMA module")},
 				{report.Warn, "rdma_ucm is loaded but /dev/infiniband/rdma_cm is missing or does not open", "Same fixes as for uverbsN; librdmacm needs it."},
 				{report.Error, "the class or the node facts could not be read",
 					"Run where /sys and /dev are readable (a snapshot must record dev_nodes); by hand: `grep . /sys/class/infiniband_verbs/uverbs*/{ibdev,dev}` and `ls -l /dev/infiniband`."},
@@ -51,6 +55,41 @@ const uverbsModeFix = "The kernel creates /dev/infiniband/uverbsN with mode 0666
 	"find the rule that tightened it (`grep -rn uverbs /etc/udev/rules.d /usr/lib/udev/rules.d`) or add " +
 	"`SUBSYSTEM==\"infiniband_verbs\", KERNEL==\"uverbs*\", MODE=\"0666\"` (or `GROUP=\"rdma\", MODE=\"0660\"` with the user in that group) " +
 	"in /etc/udev/rules.d/90-rdma-uverbs.rules, then `udevadm control --reload && udevadm trigger --subsystem-match=infiniband_verbs`."
+
+// udevNodeFix is the fix for a /dev/infiniband/uverbsN that udev did not
+// create although the kernel has the uverbs device: creating the node is
+// enough — nothing needs reloading.
+const udevNodeFix = "udev did not create the node: `udevadm trigger --subsystem-match=infiniband_verbs` (check that systemd-udevd runs: `systemctl status systemd-udevd`); " +
+	"udev creates /dev/infiniband/uverbsN from the kernel's uverbsN. Nothing needs reloading: the kernel's uverbs device exists, only its node is missing. " +
+	"By hand: `mknod -m 0666 /dev/infiniband/uverbsN c <major> <minor>` with the numbers in /sys/class/infiniband_verbs/uverbsN/dev."
+
+// uverbsUnregisteredFix is the fix for an RDMA device without a uverbs
+// device although ib_uverbs is loaded: first the log and a second look (a
+// device still registering gets it within seconds), and only then, on a
+// host that carries no traffic, re-registering the device by reloading the
+// driver's RDMA module (mod). Reloading ib_uverbs would not do: the RDMA
+// modules use it, so modprobe -r refuses.
+func uverbsUnregisteredFix(mod string) string {
+	cmd := "`modprobe -r " + mod + " && modprobe " + mod + "`"
+	arg := mod
+	if strings.Contains(mod, " ") {
+		cmd, arg = "reload it", ""
+	}
+	return "Read the kernel log (`dmesg | grep -i -e uverbs -e infiniband`) and run the check again: a device that is still registering gets its uverbsN within seconds. " +
+		"If it stays without one and the host carries no traffic, re-register the device by reloading " + mod + " (" + cmd + "). " + reloadInterrupts(arg)
+}
+
+// uverbsGoneFix is the fix for a uverbs node whose device went away
+// (a firmware reset, a hot-unplug, a driver reset in progress).
+func uverbsGoneFix(mod string) string {
+	arg := mod
+	if strings.Contains(mod, " ") {
+		arg = ""
+	}
+	return "The device behind the node went away: read `dmesg` for a firmware reset, a health-recovery or a hot-unplug; mlx5 and most drivers register the device " +
+		"again when their recovery ends, and udev recreates the node — run the check again. If it does not come back and the host carries no traffic, reload " +
+		mod + ". " + reloadInterrupts(arg)
+}
 
 // Remedy keys for missing nodes: the text, which names every missing node,
 // is written once after all devices are judged.
@@ -113,6 +152,11 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 	if h.Live() {
 		user = sysfs.CurrentUser()
 	}
+	netns := ""
+	if m, err := h.RDMASystem(); err == nil {
+		netns = m.NetnsMode
+	}
+	nctx := nodeContext{container: container, user: user, netns: netns}
 
 	var (
 		details, fails, errs []string
@@ -139,8 +183,8 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 				why += ": ib_uverbs is not loaded"
 				addRemedy("`modprobe ib_uverbs` and add ib_uverbs to /etc/modules-load.d/rdma.conf so it loads at boot.")
 			default:
-				why += " although ib_uverbs is loaded (the driver offers no user verbs for it, or the device is still registering)"
-				addRemedy("Read `dmesg | grep -i uverbs`; reload with `modprobe -r ib_uverbs && modprobe ib_uverbs`.")
+				why += " although ib_uverbs is loaded (the device is still registering, or ib_uverbs failed to add it: see dmesg)"
+				addRemedy(uverbsUnregisteredFix(rdmaModuleOf(d, mods)))
 			}
 			ev["problem"] = why
 			fails = append(fails, d.Name+": "+why)
@@ -149,7 +193,8 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		}
 		var nodes []map[string]any
 		for _, e := range ents {
-			nev, problem, isErr, fix := judgeUverbsNode(h, e, container, user)
+			nctx.device, nctx.module = d.Name, rdmaModuleOf(d, mods)
+			nev, problem, isErr, fix := judgeUverbsNode(h, e, nctx)
 			nodes = append(nodes, nev)
 			line := fmt.Sprintf("%s: %s → %s", d.Name, path.Join(UverbsClass, e.name), nev["path"])
 			switch {
@@ -232,9 +277,13 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 					" --device=/dev/infiniband/rdma_cm …` (or `--device=/dev/infiniband` for all), together with `--cap-add=IPC_LOCK --ulimit memlock=-1` " +
 					"for memory registration; on Kubernetes request the devices through an RDMA device plugin (e.g. k8s-rdma-shared-dev-plugin) " +
 					"or mount /dev/infiniband into a privileged pod."
+				if netns == "exclusive" {
+					remedies[i] += " The RDMA subsystem is in exclusive network-namespace mode (`rdma system`): the device must also belong to this " +
+						"container's network namespace (`rdma dev set <dev> netns <ns>`, done by an RDMA CNI), or its nodes open with EPERM."
+				}
 			case fixUdev:
-				remedies[i] = "udev did not create the node(s): `udevadm trigger --subsystem-match=infiniband_verbs` (check that systemd-udevd runs), " +
-					"or reload ib_uverbs (`modprobe -r ib_uverbs && modprobe ib_uverbs`)."
+				remedies[i] = "udev did not create the node(s): `udevadm trigger --subsystem-match=infiniband_verbs` (check that systemd-udevd runs: " +
+					"`systemctl status systemd-udevd`). Nothing needs reloading: the kernel's uverbs devices exist, only their nodes are missing."
 				if len(mknods) > 0 {
 					remedies[i] += " By hand: `mkdir -p /dev/infiniband && " + strings.Join(mknods, " && ") + "`."
 				}
@@ -265,10 +314,40 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 	return r
 }
 
+// nodeContext is what judging a node needs beyond the node: where this
+// process runs and which device and driver the node serves.
+type nodeContext struct {
+	container, user string
+	netns           string // RDMA netns mode: "shared", "exclusive", "" unknown
+	device, module  string // the RDMA device and the module that registers it
+}
+
+// rdmaModuleOf names the module that registers d's RDMA device (mlx5_ib,
+// rdma_rxe), or a description when the driver is unknown.
+func rdmaModuleOf(d sysfs.RDMADevice, mods *sysfs.Modules) string {
+	var drv *Driver
+	if d.Software || d.PCIAddr == "" {
+		drv = softwareDriver(d.Name, func(m string) bool {
+			if mods == nil {
+				return false
+			}
+			st := mods.State(m)
+			return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
+		})
+	} else {
+		drv = DriverByPCI(d.Driver)
+	}
+	if drv == nil {
+		return "the driver's RDMA module"
+	}
+	return drv.RDMAModule()
+}
+
 // judgeUverbsNode checks one /dev/infiniband/uverbsN against its class entry.
 // It returns the node's evidence, the problem ("" when fine), whether the
 // problem is "could not look", and the fix.
-func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, container, user string) (map[string]any, string, bool, string) {
+func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, c nodeContext) (map[string]any, string, bool, string) {
+	container, user := c.container, c.user
 	p := path.Join(sysfs.DevInfiniband, e.name)
 	ev := map[string]any{"name": e.name, "path": p, "sysfs_dev": e.dev}
 	n, err := h.DevNode(p)
@@ -298,12 +377,17 @@ func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, container, user string) (map[
 	if n.Open != sysfs.DevOpenOK {
 		who := orUnknown(user)
 		switch n.Open {
-		case "EACCES", "EPERM":
+		case "EPERM", "EACCES":
+			if c.netns == "exclusive" && n.Open == "EPERM" {
+				// ib_uverbs refuses an open from another network namespace
+				// with EPERM; the mode bits are not the cause.
+				return ev, fmt.Sprintf("%s does not open for %s: EPERM — the RDMA subsystem is in exclusive netns mode and %s belongs to another network namespace",
+					p, who, c.device), false, exclusiveNetnsFix(c.device)
+			}
 			return ev, fmt.Sprintf("%s does not open for %s: permission denied (mode %s, owner %d:%d)", p, who, n.Mode, n.UID, n.GID), false,
 				uverbsModeFix + " In a container the node's permissions come from the host (and from the device cgroup: `--device` grants rw)."
-		case "ENXIO", "ENODEV":
-			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false,
-				"The device behind the node went away (driver reload, firmware reset): reload the driver's RDMA module and let udev recreate the node."
+		case "ENXIO", "ENODEV", "EIO":
+			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false, uverbsGoneFix(c.module)
 		}
 		return ev, fmt.Sprintf("%s does not open for %s: %s", p, who, n.Open), false,
 			"Read `dmesg` for uverbs errors; check the node's permissions and, in a container, its device cgroup (`--device`)."

@@ -43,15 +43,16 @@ const (
 	rtrFix = "RoCE: use a GID index whose type is \"RoCE v2\" and whose netdev is up — list them with `ibv_devinfo -v -d <dev> -i <port>` or " +
 		"`grep . /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/*` (and gid_attrs/ndevs/* for the netdevs) — and a path MTU not above " +
 		"the port's active MTU (the netdev's MTU minus RoCE headers). InfiniBand: dlid must be a LID the subnet manager assigned."
-	// smFix is the one wording of the subnet-manager remedy.
-	smFix = "install and start opensm on one host of the fabric (`apt install opensm` / `dnf install opensm`; `systemctl enable --now opensm`), " +
-		"or enable the switch's SM; one opensm instance serves one port: `opensm -g <port GUID>` per fabric"
-	noSMFix  = "The port has LID 0: no subnet manager has configured it. To fix: " + smFix + ". Then wait for the port to go ACTIVE with a LID (`ibstat`)."
 	noGIDFix = "RoCE GIDs come from the netdev's addresses: bring the port's netdev up and give it an IP address " +
 		"(`ip link set <if> up; ip addr add <addr> dev <if>`); the RoCE v2 GID appears in gids/ and gid_attrs/types/."
 	providerStateFix = "The provider does not follow the InfiniBand QP state machine (the kernel's qp_state_table allows only RESET→INIT from RESET). " +
 		"Update the provider (rdma-core or MLNX_OFED/DOCA-OFED) and the firmware; report it to the vendor with the failing transition."
 )
+
+// noSMFix is the remedy for an InfiniBand port with LID 0: the shared
+// subnet-manager remedy, which looks for the fabric's SM before it
+// advises starting one.
+var noSMFix = "The port has LID 0: no subnet manager has configured it. " + subnetManagerFix("")
 
 // rtrFixFor is rtrFix with the port's device and number filled in; label is
 // "<device> port <n>".

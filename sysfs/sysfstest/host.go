@@ -488,13 +488,6 @@ func softNodeType(name string) string {
 	return ""
 }
 
-func softDriver(name string) string {
-	if strings.HasPrefix(name, "siw") {
-		return "siw"
-	}
-	return "rdma_rxe"
-}
-
 func writeIBDevice(t *Tree, dir string, d ibDevice) {
 	nt := d.NodeType
 	if nt == "" {
@@ -522,7 +515,7 @@ func writeIBDevice(t *Tree, dir string, d ibDevice) {
 		t.Attr(path.Join(pd, "lid_mask_count"), "0")
 		t.Attr(path.Join(pd, "sm_sl"), "0")
 		writeGIDs(t, pd, gidEntries(d, p))
-		writeCounters(t, pd, d.Soft)
+		writeCounters(t, pd, d.Driver)
 	}
 }
 
@@ -629,56 +622,6 @@ func gidString(b []byte) string {
 		parts = append(parts, fmt.Sprintf("%02x%02x", b[i], b[i+1]))
 	}
 	return strings.Join(parts, ":")
-}
-
-var pmaCounters = []string{"VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
-	"local_link_integrity_errors", "port_rcv_constraint_errors", "port_rcv_data", "port_rcv_errors",
-	"port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
-	"port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets",
-	"port_xmit_wait", "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets"}
-
-var mlx5HWCounters = []string{"duplicate_request", "implied_nak_seq_err", "lifespan", "local_ack_timeout_err",
-	"np_cnp_sent", "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err",
-	"req_cqe_error", "req_remote_access_errors", "req_remote_invalid_request", "resp_cqe_error",
-	"resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err", "roce_adp_retrans",
-	"rp_cnp_handled", "rx_atomic_requests", "rx_read_requests", "rx_write_requests"}
-
-var rxeHWCounters = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan",
-	"link_downed", "out_of_seq_request", "rcvd_pkts", "rcvd_rnr_err", "rcvd_seq_err", "rdma_recvs",
-	"rdma_sends", "retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_pkts"}
-
-func writeCounters(t *Tree, pd string, soft bool) {
-	if soft {
-		for _, c := range rxeHWCounters {
-			v := "0"
-			if c == "lifespan" {
-				v = "10"
-			}
-			t.Attr(path.Join(pd, "hw_counters", c), v)
-		}
-		return
-	}
-	for _, c := range pmaCounters {
-		v := "0"
-		switch c {
-		case "port_xmit_data":
-			v = "2203791820"
-		case "port_rcv_data":
-			v = "2196417504"
-		case "port_xmit_packets", "unicast_xmit_packets":
-			v = "31337902"
-		case "port_rcv_packets", "unicast_rcv_packets":
-			v = "31290611"
-		}
-		t.Attr(path.Join(pd, "counters", c), v)
-	}
-	for _, c := range mlx5HWCounters {
-		v := "0"
-		if c == "lifespan" {
-			v = "12"
-		}
-		t.Attr(path.Join(pd, "hw_counters", c), v)
-	}
 }
 
 func writeUverbs(t *Tree, parent string, n int, ibdev string) {
