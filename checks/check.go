@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -67,6 +68,9 @@ type Options struct {
 	ProbeTimeout   time.Duration
 	Libibverbs     string // path override for libibverbs.so.1
 	Executable     string // this binary, re-executed for the verbs child
+	// Expect is the expectations class this host matched (--expect), nil
+	// when none: the checks judge against it as well as the hardware.
+	Expect *expect.Class
 }
 
 // Env is what a check may look at: the host reader, the options and the
@@ -74,6 +78,9 @@ type Options struct {
 type Env struct {
 	Host *sysfs.Host
 	Opts Options
+	// Expect is Opts.Expect: the class this host must match, nil when none.
+	// Its methods are nil-safe, so a check asks it without a nil test.
+	Expect *expect.Class
 
 	surveyOnce sync.Once
 	survey     *Survey
@@ -88,7 +95,7 @@ func NewEnv(h *sysfs.Host, opts Options) *Env {
 	if opts.CheckTimeout <= 0 {
 		opts.CheckTimeout = 10 * time.Second
 	}
-	return &Env{Host: h, Opts: opts}
+	return &Env{Host: h, Opts: opts, Expect: opts.Expect}
 }
 
 // Survey returns the shared, once-read picture of the host's RDMA hardware.

@@ -72,6 +72,9 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if r.Host.Root != "/" && r.Host.Root != "" {
 		fmt.Fprintf(&b, "  root %s", r.Host.Root)
 	}
+	if e := r.Host.Expect; e != nil {
+		fmt.Fprintf(&b, "  expect %s", expectText(e))
+	}
 	b.WriteString("\n\n")
 	width := 0
 	for _, c := range r.Checks {
@@ -138,6 +141,14 @@ func skipRun(cs []CheckResult) int {
 		n++
 	}
 	return n
+}
+
+// expectText names the expectations that judged the host.
+func expectText(e *ExpectInfo) string {
+	if e.Class == "" {
+		return safe(e.File) + " (no class for this host)"
+	}
+	return fmt.Sprintf("class %s (%s)", safe(e.Class), safe(e.File))
 }
 
 func orQ(s string) string {

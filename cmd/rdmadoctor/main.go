@@ -51,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdExplain(args[1:], stdout, stderr)
 		case "snapshot":
 			return cmdSnapshot(args[1:], stdout, stderr)
+		case "expect":
+			return cmdExpect(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -87,6 +89,7 @@ type flags struct {
 	probeSize      int
 	probeTimeout   time.Duration
 	libibverbs     string
+	expect         string
 }
 
 func newFlagSet(f *flags) *pflag.FlagSet {
@@ -111,6 +114,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.IntVar(&f.probeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	fs.StringVar(&f.expect, "expect", "", expectFlagHelp)
 	return fs
 }
 
@@ -123,6 +127,7 @@ usage:
   rdmadoctor list              the catalog: code, id, level, title
   rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
+  rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
 
 flags:
 %s`, version, fs.FlagUsages())
@@ -146,7 +151,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, expect, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -245,13 +250,21 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	}
 	defer cleanup()
 
+	hostname := host.Hostname()
+	if host.Live() && hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	class, expectInfo, err := expectFor(f.expect, host.Live(), hostname)
+	if err != nil {
+		return report.ExitUsage, err
+	}
 	memlock, _ := parseSize(f.minMemlock)
 	exe, _ := os.Executable()
 	env := checks.NewEnv(host, checks.Options{
 		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
 		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
 		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
-		Libibverbs: f.libibverbs, Executable: exe,
+		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
 	})
 	// One check's deadline must cover its work: the counter sampling window,
 	// and for the verbs checks one probe child per device whose ports are
@@ -267,10 +280,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	started := time.Now()
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
 	rep.Host.Root = f.root
-	rep.Host.Hostname = host.Hostname()
-	if host.Live() && rep.Host.Hostname == "" {
-		rep.Host.Hostname, _ = os.Hostname()
-	}
+	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 	rep.Host.Kernel, _ = host.KernelRelease()
 	rep.Checks = checks.Run(ctx, env, sel)
 	rep.Inventory = checks.Inventory(env)
