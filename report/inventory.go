@@ -72,8 +72,8 @@ type Port struct {
 	// macvlan, bond): their addresses make GIDs of the port too.
 	UpperNetdevs []string `json:"upper_netdevs,omitempty"`
 	LID          *int     `json:"lid,omitempty"`
-	SMLID     *int   `json:"sm_lid,omitempty"`
-	Netdev    string `json:"netdev,omitempty"`
+	SMLID        *int     `json:"sm_lid,omitempty"`
+	Netdev       string   `json:"netdev,omitempty"`
 	// ActiveMTU is the RoCE MTU the netdev MTU allows (ibv_devinfo's active_mtu), 0 when unknown.
 	ActiveMTU int   `json:"active_mtu,omitempty"`
 	GIDs      []GID `json:"gids"`
