@@ -176,6 +176,9 @@ func (e *Env) expectedTC() (int, string) {
 	if e.Opts.RoCETC >= 0 && e.Opts.RoCETCSet {
 		return e.Opts.RoCETC, fmt.Sprintf("--roce-tc %d", e.Opts.RoCETC)
 	}
+	if v := e.Expect.ExpectedRoCETC(); v != nil {
+		return v.V, v.Cite()
+	}
 	return -1, ""
 }
 
@@ -184,6 +187,9 @@ func (e *Env) expectedTC() (int, string) {
 func (e *Env) expectLossless() (bool, string) {
 	if e.Opts.ExpectLossless {
 		return true, "--expect-lossless"
+	}
+	if v := e.Expect.ExpectedLossless(); v != nil {
+		return v.V, v.Cite()
 	}
 	return false, ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -221,16 +222,23 @@ func (pj *portJudge) judge(pm *PortModel) verdict {
 		ev["ok"] = false
 		return v
 	}
+	pe := pj.env.Expect.Port(pm.Device.Dev.Name, p.Num)
+	if pe.Unused != nil && pe.Unused.V {
+		v.status, v.line = report.Skip, line+" — unused on purpose ("+pe.Unused.Cite()+"): not judged"
+		ev["unused"] = true
+		return v
+	}
 	if pm.Representor && !portActive(p) {
 		v.status, v.line = report.Skip, line+" — a VF representor: its state follows the VF's use; not judged"
 		return v
 	}
 	var fs []portFinding
 	if !portActive(p) {
-		fs = append(fs, pj.linkFinding(pm, ib))
+		fs = append(fs, expectedUp(pj.linkFinding(pm, ib), pe))
 	}
 	fs = append(fs, pj.addressFindings(pm, ib)...)
-	fs = append(fs, pj.rateFindings(pm, ib, ev)...)
+	fs = append(fs, pj.rateFindings(pm, ib, ev, pe)...)
+	fs = append(fs, portExpectFindings(pm, pe)...)
 	var texts []string
 	for _, f := range fs {
 		if worse(f.status, v.status) {
@@ -303,6 +311,54 @@ func (pj *portJudge) ethernetDown(pm *PortModel) portFinding {
 			"`ethtool -m %s` reads the module; check the switch port is enabled and its speed matches).", name, name, name)}
 }
 
+// expectedUp turns a disabled port's warning into a fault when the
+// expectations file says how the port must be (so it is in use).
+func expectedUp(f portFinding, pe expect.PortExpect) portFinding {
+	cite := firstCite(pe)
+	if f.status != report.Warn || cite == "" {
+		return f
+	}
+	f.status = report.Fail
+	f.text += "; the port is expected in use by " + cite
+	return f
+}
+
+// firstCite names the first expectation the class has for a port.
+func firstCite(pe expect.PortExpect) string {
+	for _, c := range []string{pe.LinkLayer.Cite(), pe.Rate.Cite(), pe.Width.Cite(), pe.MTU.Cite(), pe.PFCPriority.Cite()} {
+		if c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// portExpectFindings compares an ACTIVE port with the expectations file:
+// its link layer, rate and width; a deviation fails and names the key.
+func portExpectFindings(pm *PortModel, pe expect.PortExpect) []portFinding {
+	p := pm.Port
+	const fix = "The port is not as its class says: reseat or replace the cable/transceiver, check the switch port and the firmware's link type; " +
+		"if it changed on purpose, update the line of the expectations file the finding names."
+	var fs []portFinding
+	if pe.LinkLayer != nil && p.LinkLayer != pe.LinkLayer.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("link layer %s, expected %s by %s", valueOrUnknown(p.LinkLayer), pe.LinkLayer.V, pe.LinkLayer.Cite()), fix})
+	}
+	if p.State.Code != portStateActive || (pe.Rate == nil && pe.Width == nil) {
+		return fs
+	}
+	rate, err := sysfs.ParseRate(p.Rate)
+	if err != nil {
+		return append(fs, portFinding{report.Error, fmt.Sprintf("rate unknown (%v), expected by %s", err, firstCite(pe)), portsByHand})
+	}
+	if pe.Rate != nil && rate.Gbps != pe.Rate.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %g Gb/sec, expected %g by %s", rate.Gbps, pe.Rate.V, pe.Rate.Cite()), fix})
+	}
+	if pe.Width != nil && rate.Width != pe.Width.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("width %s, expected %s by %s", valueOrUnknown(rate.Width), pe.Width.V, pe.Width.Cite()), fix})
+	}
+	return fs
+}
+
 // addressFindings judges an ACTIVE InfiniBand port's LID and SM LID.
 func (pj *portJudge) addressFindings(pm *PortModel, ib bool) []portFinding {
 	p := pm.Port
@@ -316,7 +372,7 @@ func (pj *portJudge) addressFindings(pm *PortModel, ib bool) []portFinding {
 // rate against --expect-rate. HCAs train 4X; 2X is how HDR100/NDR200
 // split ports run; 1X on InfiniBand is a lane or cable fault. On
 // Ethernet 1X is simply how a 25 GbE port reads.
-func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any) []portFinding {
+func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe expect.PortExpect) []portFinding {
 	p := pm.Port
 	if p.State.Code != portStateActive {
 		return nil
@@ -330,7 +386,7 @@ func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any) []p
 	}
 	ev["rate_gbps"] = rate.Gbps
 	var fs []portFinding
-	if ib && rate.Width == "1X" {
+	if ib && rate.Width == "1X" && (pe.Width == nil || pe.Width.V != "1X") {
 		fs = append(fs, portFinding{report.Warn, fmt.Sprintf("trained at %s: 1 lane of 4", p.Rate),
 			fmt.Sprintf("%s runs on one lane: reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends' width); "+
 				"the link works at a quarter of its rate.", pm.Label)})

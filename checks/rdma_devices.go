@@ -219,6 +219,34 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 		r.Observed = fmt.Sprintf("%d device(s)", len(s.Devices))
 	}
 	r.Expected, r.Details, r.Evidence = expected, details, ev
+	return withDeviceExpectations(env, s, r)
+}
+
+// withDeviceExpectations adds the expectations file's device findings
+// (count, firmware, ports per device): each is a fail that cites its key.
+func withDeviceExpectations(env *Env, s *Survey, r Result) Result {
+	if env.Expect == nil || r.Status == report.Error {
+		return r
+	}
+	var finds []string
+	if f := judgeDeviceCount(env, len(s.Devices)); f != "" {
+		finds = append(finds, f)
+	}
+	for _, d := range s.Devices {
+		finds = append(finds, judgeDeviceExpect(env, d)...)
+	}
+	r.Expected += "; as the expectations class " + env.Expect.Source() + " says"
+	if len(finds) == 0 {
+		return r
+	}
+	if r.Status == report.Fail {
+		r.Summary += "; " + strings.Join(finds, "; ")
+	} else {
+		r.Status, r.Summary, r.Observed = report.Fail, strings.Join(finds, "; "), finds[0]
+	}
+	r.Details = append(r.Details, finds...)
+	r.Remedy = joinRemedy(r.Remedy, "The node is not built like its class: fix the node (the card, its firmware: `mlxfwmanager`/the vendor's tool), "+
+		"or, if it changed on purpose, update the line of the expectations file the finding names.")
 	return r
 }
 

@@ -196,13 +196,14 @@ func transportWhy(ports []*PortModel) string {
 
 // roceJudge judges one RoCE port with what the host offers.
 type roceJudge struct {
+	env    *Env
 	h      *sysfs.Host
 	byName map[string]sysfs.Netdev
 	ndErr  error
 }
 
 func newRoCEJudge(env *Env) *roceJudge {
-	rj := &roceJudge{h: env.Host, byName: map[string]sysfs.Netdev{}}
+	rj := &roceJudge{env: env, h: env.Host, byName: map[string]sysfs.Netdev{}}
 	nds, err := env.Host.Netdevs()
 	rj.ndErr = err
 	for _, nd := range nds {
@@ -313,6 +314,10 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 			f.add(report.Fail, fmt.Sprintf("netdev %s has no IP address", name)+upperText(pm),
 				fmt.Sprintf("Give %s (or the VLAN/bond on it that the fabric uses) an address (`ip addr add <addr>/<prefix> dev %s`) and make it persistent in the network configuration; its RoCE v2 GID appears with it.", name, name))
 		}
+	}
+	if want := rj.env.Expect.Port(pm.Device.Dev.Name, pm.Port.Num).MTU; want != nil && nd.MTU != want.V {
+		f.add(report.Fail, fmt.Sprintf("netdev %s MTU %d, expected %d by %s", name, nd.MTU, want.V, want.Cite()),
+			fmt.Sprintf("Set the MTU of %s as its class says (`ip link set %s mtu %d`, and in the network configuration), or update the expectations file if it changed on purpose.", name, name, want.V))
 	}
 	if nd.MTU > 0 {
 		am := RoCEActiveMTU(nd.MTU)

@@ -231,6 +231,9 @@ type losslessOutcome struct {
 	remedies []string
 	defaults []portRef // ports judged at ToS 0 because nothing sets a class
 	wantTC   int       // the class that lands on PFC, when the default does not (0 = none)
+	// deviations are where the netdev differs from the expectations file:
+	// they fail whatever --expect-lossless says.
+	deviations []string
 	details  []string
 	ecnKnown bool
 	ev       map[string]any
@@ -304,6 +307,7 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	ecn := lj.h.ECN(nd)
 	o.ecnKnown = ecn.Present
 	lj.judgePFC(nd, v, classes, ecn, &o)
+	lj.judgeExpectedPriority(t, nd, v, &o)
 	lj.judgeECN(nd, v, ecn, head, &o)
 	lj.judgeTrust(nd, v, classes, vlan, &o)
 	line := fmt.Sprintf("%s: PFC on %s, trust %s (%s), ECN %s", head, priorityList(v.pfc), v.trust, v.trustFrom, ecnSummary(ecn))
@@ -315,8 +319,8 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 		srcs = append(srcs, fmt.Sprintf("%s → priority %d", c, v.prioOf(c.dscp)))
 	}
 	line += "; traffic judged: " + strings.Join(srcs, ", ")
-	if len(o.problems) > 0 {
-		line += " — " + strings.Join(o.problems, "; ")
+	if len(o.problems) > 0 || len(o.deviations) > 0 {
+		line += " — " + strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")
 		o.kind = "issues"
 	}
 	o.ev["issues"] = nonNil(o.problems)
@@ -434,6 +438,21 @@ func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, 
 	}
 }
 
+// judgeExpectedPriority compares PFC with the pfc_priority the
+// expectations file gives the netdev's ports.
+func (lj *losslessJudge) judgeExpectedPriority(t *losslessPort, nd string, v dcbView, o *losslessOutcome) {
+	for _, p := range t.ports {
+		want := lj.env.Expect.Port(p.dev, p.port).PFCPriority
+		if want == nil || want.V < 0 || want.V > 7 || v.dcb.PFCEn&(1<<want.V) != 0 {
+			continue
+		}
+		o.deviations = append(o.deviations, fmt.Sprintf("PFC off on priority %d, expected on by %s (PFC is on %s)", want.V, want.Cite(), priorityList(v.pfc)))
+		o.remedies = append(o.remedies, fmt.Sprintf("%s: turn PFC on for priority %d as its class says: `dcb pfc set dev %s prio-pfc %d:on` (MLNX_OFED `mlnx_qos -i %s --pfc %s`), "+
+			"or update the expectations file if the fabric changed on purpose.", nd, want.V, nd, want.V, nd, pfcBitmapArg(v.dcb.PFCEn|1<<want.V)))
+		return
+	}
+}
+
 // judgeECN finds PFC priorities whose ECN (DCQCN) is off, where readable.
 func (lj *losslessJudge) judgeECN(nd string, v dcbView, ecn sysfs.ECNState, head string, o *losslessOutcome) {
 	if !ecn.Present {
@@ -490,6 +509,7 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	var details, issues, unknown, noDCB, noECN, remedies []string
 	var evs []map[string]any
 	var defaults []portRef
+	var deviations []string
 	wantTC := 0
 	judged := 0
 	for _, o := range outs {
@@ -506,7 +526,8 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 			noDCB = append(noDCB, o.netdev)
 			continue
 		case "issues":
-			issues = append(issues, fmt.Sprintf("%s: %s", o.netdev, strings.Join(o.problems, "; ")))
+			deviations = append(deviations, o.deviations...)
+			issues = append(issues, fmt.Sprintf("%s: %s", o.netdev, strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")))
 			for _, f := range o.remedies {
 				remedies = appendUnique(remedies, f)
 			}
@@ -522,9 +543,12 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	switch {
 	case len(issues) > 0:
 		msg := fmt.Sprintf("RoCE is not lossless on %d netdev(s): %s", len(issues), strings.Join(issues, "; "))
-		if expectLossless {
+		switch {
+		case len(deviations) > 0:
+			r = fail(msg)
+		case expectLossless:
 			r = fail(msg + " (lossless expected: " + lossSrc + ")")
-		} else {
+		default:
 			r = warn(msg + " (--expect-lossless makes this fail)")
 		}
 		if wantTC != 0 {
