@@ -228,6 +228,10 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := notHostRoot(dir, "the archive "+root); err != nil {
+			remove()
+			return nil, nil, err
+		}
 		h, err := sysfs.OpenSnapshot(dir)
 		if err != nil {
 			remove()
@@ -235,8 +239,16 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 		}
 		return h, func() { h.Close(); remove() }, nil
 	}
+	if errors.Is(err, os.ErrNotExist) {
+		if near := similarNames(root); len(near) > 0 {
+			return nil, nil, fmt.Errorf("%s does not exist; did you mean %s?", root, strings.Join(near, " or "))
+		}
+	}
 	open := sysfs.Open
-	if err == nil && fi.IsDir() && root != "/" {
+	if err == nil && fi.IsDir() && filepath.Clean(root) != "/" {
+		if err := notHostRoot(root, root); err != nil {
+			return nil, nil, err
+		}
 		if _, err := os.Lstat(filepath.Join(root, snapshot.ManifestFile)); err == nil {
 			open = sysfs.OpenSnapshot
 		}
