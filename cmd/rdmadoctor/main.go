@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -296,7 +295,8 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	case "prometheus":
 		err = report.WritePrometheus(stdout, rep)
 	default:
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
+		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
+			Width: textWidth(stdout), NotRun: notRun(f.checkIDs, rep)})
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
@@ -332,51 +332,4 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
 	}
 	return 0
-}
-
-func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	c, ok := checks.Lookup(args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (exit code %d, level %d): %s\n\n", c.ID, c.Code, c.Level, c.Title)
-	fmt.Fprintf(&b, "What it judges\n  %s\n\nWhy it matters\n  %s\n", wrap(c.Explain.Judges, 2), wrap(c.Explain.Why, 2))
-	if len(c.Needs) > 0 {
-		needs := append([]string(nil), c.Needs...)
-		sort.Strings(needs)
-		fmt.Fprintf(&b, "\nRuns after\n  %s (skipped as blocked when one of them fails)\n", strings.Join(needs, ", "))
-	}
-	b.WriteString("\nWhat it can report, and the fix\n")
-	for _, fl := range c.Explain.Failures {
-		fmt.Fprintf(&b, "  %-5s %s\n        fix: %s\n", fl.Status, wrap(fl.Finding, 8), wrap(fl.Fix, 13))
-	}
-	io.WriteString(stdout, b.String())
-	return 0
-}
-
-// wrap folds text at 88 columns, indenting continuation lines.
-func wrap(s string, indent int) string {
-	const width = 88
-	var b strings.Builder
-	col := indent
-	for i, w := range strings.Fields(s) {
-		if i > 0 {
-			if col+1+len(w) > width {
-				b.WriteString("\n" + strings.Repeat(" ", indent))
-				col = indent
-			} else {
-				b.WriteByte(' ')
-				col++
-			}
-		}
-		b.WriteString(w)
-		col += len(w)
-	}
-	return b.String()
 }

@@ -110,6 +110,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 // validates the JSON against the published schema and compares both with
 // the golden files.
 func TestGoldenReports(t *testing.T) {
+	t.Setenv("COLUMNS", "100") // the report's default width, whatever the shell exports
 	schema := compileSchema(t)
 	for _, name := range allFixtures(t) {
 		t.Run(name, func(t *testing.T) {
