@@ -136,19 +136,29 @@ func (t *textWriter) header(r *Report) {
 	if r.Host.Root != "/" && r.Host.Root != "" {
 		fields = append(fields, "root "+r.Host.Root)
 	}
+	for _, l := range headerLines(fields, t.width) {
+		t.b.WriteString(t.boldName(l) + "\n")
+	}
+	t.b.WriteString("\n")
+}
+
+// headerLines joins header fields with two spaces, a field that would pass
+// the width moving whole to the next line, indented.
+func headerLines(fields []string, width int) []string {
+	var lines []string
 	line := ""
 	for _, f := range fields {
-		if line != "" && len(line)+2+len(f) > t.width {
-			t.b.WriteString(t.boldName(line) + "\n")
+		if line != "" && len(line)+2+len(f) > width {
+			lines = append(lines, line)
 			line = "  " + f
 			continue
 		}
-		if line != "" {
+		if line != "" && line != "  " {
 			line += "  "
 		}
 		line += f
 	}
-	t.b.WriteString(t.boldName(line) + "\n\n")
+	return append(lines, line)
 }
 
 func (t *textWriter) boldName(line string) string {

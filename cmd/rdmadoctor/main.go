@@ -44,6 +44,8 @@ func (e usageError) Error() string { return e.msg }
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "inventory":
+			return cmdInventory(args[1:], stdout, stderr)
 		case "list":
 			return cmdList(args[1:], stdout, stderr)
 		case "explain":
