@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,10 +15,8 @@ var widthFixtures = []string{"cx5-roce-healthy", "cx6-ib-healthy", "port-down", 
 
 func goldenText(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	root := filepath.Join(hostsDir, name)
-	_, text, _ := runCLI(t, append([]string{"--root", root, "--level", "1", "--no-color"}, args...)...)
-	text = strings.Replace(text, "rdmadoctor "+version, "rdmadoctor golden", 1)
-	return strings.Replace(text, "root "+root, "root testdata/hosts/"+name, 1)
+	_, text, _ := runAtRepoRoot(t, append([]string{"--root", "testdata/hosts/" + name, "--level", "1", "--no-color"}, args...)...)
+	return strings.Replace(text, "rdmadoctor "+version, "rdmadoctor golden", 1)
 }
 
 // TestGoldenReportsAtWidths keeps the text reports at 80 and 120 columns
@@ -86,4 +85,26 @@ func TestCheckSelectionSaysSelected(t *testing.T) {
 	if strings.Contains(out, "— healthy") {
 		t.Errorf("says plainly healthy:\n%s", out)
 	}
+}
+
+// runAtRepoRoot runs the command line from the repository root, as README's
+// examples do, so that a text report names its root (and the files under
+// it) the way an operator sees them: testdata/hosts/NAME, not ../../….
+// The tests of this package are not parallel: the working directory is the
+// process's.
+func runAtRepoRoot(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir("../.."); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Chdir(wd); err != nil {
+			panic(err) // every later test would read the wrong files
+		}
+	}()
+	return runCLI(t, args...)
 }
