@@ -297,7 +297,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	case "prometheus":
 		err = report.WritePrometheus(stdout, rep)
 	default:
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
+		err = report.WriteText(stdout, withKernelLogPointers(host, rep), report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
 			Width: textWidth(stdout), NotRun: notRun(f.checkIDs, rep)})
 	}
 	if errors.Is(err, syscall.EPIPE) {

@@ -144,6 +144,11 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	if n := len(m.Unreadable); n > 0 {
 		fmt.Fprintf(stdout, "%d path(s) could not be read (listed in %s), e.g. %s: %s\n", n, snapshot.ManifestFile, m.Unreadable[0].Path, m.Unreadable[0].Reason)
 	}
+	if kl := m.KernelLog; kl != nil {
+		fmt.Fprintf(stdout, "kernel log: %d RDMA line(s) kept in %s\n", kl.Lines, kl.File)
+	} else if why, ok := m.FactsUnavailable["kernel_log"]; ok {
+		fmt.Fprintf(stdout, "kernel log not kept: %s\n", why)
+	}
 	if n := len(m.FactsUnavailable); n > 0 {
 		fmt.Fprintf(stdout, "%d fact(s) could not be gathered (listed in %s under \"unavailable\")\n", n, sysfs.FactsFile)
 	}
