@@ -121,6 +121,7 @@ usage:
   rdmadoctor [flags]           run the checks (exit 0 healthy, else the root cause's code; 1 internal, 2 usage)
   rdmadoctor list              the catalog: code, id, level, title
   rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
+  rdmadoctor inventory         the devices, ports, addresses and GID indexes, as ibv_devinfo shows them
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
 
 flags:
@@ -145,7 +146,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
