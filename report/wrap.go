@@ -81,6 +81,11 @@ func wrapLines(s string, width, first, rest int) []wline {
 		case cur != "":
 			flush()
 		}
+		// A first line too short for its first word (a narrow terminal,
+		// a long check ID) is left empty rather than overflowing.
+		if len(lines) == 0 && start > rest && start+len(u) > width && rest+len(u) <= width {
+			flush()
+		}
 		if start+len(u) <= width || !strings.Contains(u, "`") {
 			cur = u
 			continue

@@ -222,3 +222,14 @@ func FuzzWrap(f *testing.F) {
 		}
 	})
 }
+
+// TestWrapLeavesATooShortFirstLineEmpty: when the first word does not fit
+// after a long prefix but fits at the hanging indent, the first line stays
+// empty instead of passing the width.
+func TestWrapLeavesATooShortFirstLineEmpty(t *testing.T) {
+	got := Wrap("/sys/class/infiniband/mlx5_0/ports/1/state is unreadable", 56, 31, 9)
+	want := []string{"", "         /sys/class/infiniband/mlx5_0/ports/1/state is", "         unreadable"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

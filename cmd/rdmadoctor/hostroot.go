@@ -20,7 +20,8 @@ var hostMarkers = []string{"sys/", "proc/", sysfs.FactsFile, snapshot.ManifestFi
 // notHostRoot says why dir cannot be a host root, or returns nil when it
 // holds one of the host markers. A typo, or the parent of the fixtures,
 // would otherwise be judged as a host with no RDMA NIC — a verdict about a
-// host that does not exist.
+// host that does not exist. shown is how the error names dir; the host
+// roots inside dir are named too when shown is dir's own path.
 func notHostRoot(dir, shown string) error {
 	for _, m := range hostMarkers {
 		fi, err := os.Stat(filepath.Join(dir, strings.TrimSuffix(m, "/")))
@@ -29,7 +30,7 @@ func notHostRoot(dir, shown string) error {
 		}
 	}
 	msg := fmt.Sprintf("%s is not a host root: it has none of %s", shown, strings.Join(hostMarkers, ", "))
-	if hosts := hostsInside(dir); len(hosts) > 0 {
+	if hosts := hostsInside(dir); len(hosts) > 0 && shown == dir {
 		msg += fmt.Sprintf("; host roots inside it: %s", listSome(hosts, shown, 4))
 	}
 	return errors.New(msg)
