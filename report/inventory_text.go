@@ -36,7 +36,7 @@ func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	b.WriteString(strings.Join(headerLines(fields, width), "\n") + "\n")
 	inv := r.Inventory
 	if len(inv.RDMADevices) == 0 {
-		b.WriteString("\nno RDMA devices (/sys/class/infiniband is empty); `rdmadoctor` says why\n")
+		b.WriteString("\nno RDMA device in /sys/class/infiniband; `rdmadoctor` (the checks) says why\n")
 	}
 	pci := map[string]PCIFunction{}
 	for _, f := range inv.PCIFunctions {

@@ -137,7 +137,7 @@ func compareTextDevice(c *comparison, d textDevice, rd devinfoDevice) {
 	const tool = "ibv_devinfo"
 	what := "inventory text: " + d.Name
 	c.eq(what+" node GUID", normGUID(d.Attrs["node GUID"]), normGUID(rd.Attrs["node_guid"]), tool)
-	if fw := strings.Fields(d.Attrs["firmware"] + " -")[0]; fw != "-" {
+	if fw := firstField(d.Attrs["firmware"] + " -"); fw != "-" {
 		c.both(what+" firmware", fw, rd.Attrs["fw_ver"], tool)
 	}
 	if n := rd.Attrs["phys_port_cnt"]; n != "" {
@@ -188,11 +188,18 @@ func compareTextPort(c *comparison, what string, p textPort, rp devinfoPort) {
 	}
 	if p.LID != "" {
 		lid, sm, _ := strings.Cut(p.LID, ", SM LID ")
-		c.eq(what+" lid", strings.Fields(lid)[0], rp.Attrs["port_lid"], tool)
+		c.eq(what+" lid", firstField(lid), rp.Attrs["port_lid"], tool)
 		if sm != "" {
-			c.eq(what+" sm_lid", strings.Fields(sm)[0], rp.Attrs["sm_lid"], tool)
+			c.eq(what+" sm_lid", firstField(sm), rp.Attrs["sm_lid"], tool)
 		}
 	}
+}
+
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
 
 // compareTextAddr: the GID index shown for an address is, in ibv_devinfo,

@@ -76,3 +76,17 @@ func TestParseInventoryTextLIDs(t *testing.T) {
 		t.Errorf("want exactly the SM LID caught, got %v", c.failures)
 	}
 }
+
+// FuzzCompareInventoryText: any text, read back and held against a real
+// ibv_devinfo, never panics.
+func FuzzCompareInventoryText(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join(twoRxe, "inventory.txt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(b))
+	f.Add("h\n\nd\n  port 1          , , ,\n    LID           , SM LID \n      address     x, RoCE v2 GID index 99999999999999999999\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		compareInventoryText(text, twoRxe)
+	})
+}
