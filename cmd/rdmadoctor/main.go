@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +44,8 @@ func (e usageError) Error() string { return e.msg }
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "inventory":
+			return cmdInventory(args[1:], stdout, stderr)
 		case "list":
 			return cmdList(args[1:], stdout, stderr)
 		case "explain":
@@ -126,6 +127,7 @@ usage:
   rdmadoctor [flags]           run the checks (exit 0 healthy, else the root cause's code; 1 internal, 2 usage)
   rdmadoctor list              the catalog: code, id, level, title
   rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
+  rdmadoctor inventory         the devices, ports, addresses and GID indexes, as ibv_devinfo shows them
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
   rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
 
@@ -151,7 +153,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, expect, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -312,7 +314,8 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	case "prometheus":
 		err = report.WritePrometheus(stdout, rep)
 	default:
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
+		err = report.WriteText(stdout, withKernelLogPointers(host, rep), report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
+			Width: textWidth(stdout), NotRun: notRun(f.checkIDs, rep)})
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
@@ -348,51 +351,4 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
 	}
 	return 0
-}
-
-func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	c, ok := checks.Lookup(args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (exit code %d, level %d): %s\n\n", c.ID, c.Code, c.Level, c.Title)
-	fmt.Fprintf(&b, "What it judges\n  %s\n\nWhy it matters\n  %s\n", wrap(c.Explain.Judges, 2), wrap(c.Explain.Why, 2))
-	if len(c.Needs) > 0 {
-		needs := append([]string(nil), c.Needs...)
-		sort.Strings(needs)
-		fmt.Fprintf(&b, "\nRuns after\n  %s (skipped as blocked when one of them fails)\n", strings.Join(needs, ", "))
-	}
-	b.WriteString("\nWhat it can report, and the fix\n")
-	for _, fl := range c.Explain.Failures {
-		fmt.Fprintf(&b, "  %-5s %s\n        fix: %s\n", fl.Status, wrap(fl.Finding, 8), wrap(fl.Fix, 13))
-	}
-	io.WriteString(stdout, b.String())
-	return 0
-}
-
-// wrap folds text at 88 columns, indenting continuation lines.
-func wrap(s string, indent int) string {
-	const width = 88
-	var b strings.Builder
-	col := indent
-	for i, w := range strings.Fields(s) {
-		if i > 0 {
-			if col+1+len(w) > width {
-				b.WriteString("\n" + strings.Repeat(" ", indent))
-				col = indent
-			} else {
-				b.WriteByte(' ')
-				col++
-			}
-		}
-		b.WriteString(w)
-		col += len(w)
-	}
-	return b.String()
 }
