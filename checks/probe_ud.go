@@ -29,9 +29,9 @@ func init() {
 				"unacknowledged) and bring no receive completion within 200 ms, and a SEND with the right Q_Key after it must land in that same " +
 				"receive; a receive posted with room for the payload but not the GRH must complete with an error status (any). " +
 				"iWARP devices skip it: iWARP has no UD.",
-			Why: "UD carries the InfiniBand management datagrams, IPoIB, rdma_cm's address resolution and the datagram transports of UCX, " +
-				"libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong Q_Key). Every ConnectX " +
-				"and every RoCE NIC supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
+			Why: "UD carries the InfiniBand management datagrams (subnet administration, connection management), IPoIB and the datagram " +
+				"transports of UCX, libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong " +
+				"Q_Key). Every ConnectX supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
 				"(the destination LID or GID, is_global on RoCE), a remote_qpn or remote_qkey that is not the receiver's, or a receive buffer " +
 				"without the 40 bytes the GRH area takes.",
 			Failures: []Failure{
@@ -52,8 +52,9 @@ func init() {
 
 const (
 	ahFix = "The kernel refused the address handle: on RoCE it needs is_global=1 and a GRH whose sgid_index is a populated GID of the port " +
-		"(RoCE v2: `rdma link show`, `ibv_devinfo -v -d <device>` lists the GID table) and whose destination GID has a route and a neighbour; " +
-		"on InfiniBand a destination LID on an ACTIVE port (a subnet manager has assigned LIDs). " + udPingpongGeneric + " fails the same way if the stack is broken."
+		"(`ibv_devinfo -v -d <device>` lists the GID table; /sys/class/infiniband/<device>/ports/<port>/gid_attrs/types says which entries are RoCE v2) " +
+		"and whose destination GID has a route and a neighbour; on InfiniBand a destination LID on an ACTIVE port (a subnet manager has " +
+		"assigned LIDs). " + udPingpongGeneric + " fail the same way if the stack is broken."
 	udNoDeliveryFix = "A UD SEND goes where its address handle says and is accepted only with the receiving QP's Q_Key; nothing reports a miss. " +
 		"Check what the probe could not: on RoCE that the GID's address is on an up netdev and that no pause storm stalls the port; on InfiniBand " +
 		"the LID and the subnet manager. In an application, the usual causes are an address handle that was never created or filled " +
@@ -154,10 +155,10 @@ func udEvidence(r *probe.UDResult, software bool) map[string]any {
 
 // udRemedy picks the fix for a step that broke the UD data path.
 func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) string {
-	dev, _ := labelParts(label)
+	dev, port := labelParts(label)
 	pp := udPingpong(label, r)
 	fill := func(s string) string {
-		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev).Replace(s)
+		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev, "<port>", port).Replace(s)
 	}
 	switch {
 	case strings.HasPrefix(st.Name, "ibv_create_ah"):

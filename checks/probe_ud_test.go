@@ -19,7 +19,7 @@ func TestJudgeUD(t *testing.T) {
 			contains: []string{"1024-byte UD SEND through an address handle arrived IBV_WC_SUCCESS", "byte_len 1064", "IBV_WC_GRH set",
 				"200 round trips: min", "wrong Q_Key was dropped (qkey_viol_cntr +1)", "without room for the GRH completed IBV_WC_LOC_QP_OP_ERR",
 				"GID index 1", "software RoCE"}},
-		{name: "address handle refused", status: report.Fail, remedy: "is_global=1",
+		{name: "address handle refused", status: report.Fail, remedy: "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "ibv_create_ah"), 22, "EINVAL", "ibv_create_ah: EINVAL (invalid argument)", "")
 			},
