@@ -21,14 +21,16 @@ func init() {
 				"B posts a receive of payload + 40 bytes (the payload is the probe size within the active MTU: a UD message is one packet), A sends " +
 				"to it with wr.ud {ah, remote_qpn, remote_qkey}. Pass: the send completion is IBV_WC_SUCCESS; the receive completion is IBV_WC_SUCCESS " +
 				"with byte_len = payload + 40 (a UD receive always consumes the 40-byte GRH area in front of the payload, GRH present or not), " +
-				"IBV_WC_GRH set on RoCE (every RoCE packet carries one), src_qp = A's QP number, and the payload at offset 40. " +
+				"src_qp = A's QP number, and the payload at offset 40; IBV_WC_GRH must be set on RoCE (every RoCE packet carries one: " +
+				"its absence warns). " +
 				"Then up to 200 round trips (at most 200 ms) are timed. Two classic mistakes are then made on purpose, as the kernel's rxe handles " +
 				"them (its receive path checks the Q_Key and drops a mismatch, counting it in the port's qkey_viol_cntr; its responder writes the " +
 				"40-byte GRH area first and fails the receive whose buffer has no room left for the payload — IBV_WC_LOC_QP_OP_ERR on Linux 6.1, " +
 				"where the verbs contract says IBV_WC_LOC_LEN_ERR): a SEND with another Q_Key must complete IBV_WC_SUCCESS on the sender (UD is " +
 				"unacknowledged) and bring no receive completion within 200 ms, and a SEND with the right Q_Key after it must land in that same " +
 				"receive; a receive posted with room for the payload but not the GRH must complete with an error status (any). " +
-				"iWARP devices skip it: iWARP has no UD.",
+				"Devices whose applications cannot create UD QPs skip it: iWARP (RC over TCP), qedr (RC only), mana (RC and raw packet), " +
+				"and any provider that refuses the UD QP with EOPNOTSUPP.",
 			Why: "UD carries the InfiniBand management datagrams (subnet administration, connection management), IPoIB and the datagram " +
 				"transports of UCX, libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong " +
 				"Q_Key). Every ConnectX supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
@@ -38,7 +40,8 @@ func init() {
 				{report.Fail, "ibv_create_ah fails", ahFix},
 				{report.Fail, "the SEND never arrives (no receive completion)", udNoDeliveryFix + " On rxe also check that no firewall drops UDP 4791."},
 				{report.Fail, "a completion with an error status", udStatusFix},
-				{report.Fail, "byte_len without the 40-byte GRH area, no IBV_WC_GRH on RoCE, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Fail, "byte_len without the 40-byte GRH area, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Warn, "no IBV_WC_GRH on a RoCE receive completion", udGRHFlagFix},
 				{report.Warn, "a SEND with the wrong Q_Key is delivered", udQKeyFix},
 				{report.Warn, "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all", udGRHRoomFix},
 				childFailure,
@@ -64,8 +67,12 @@ const (
 		"larger than the path MTU: a UD message is one packet); LOC_PROT_ERR — the lkey was refused; LOC_LEN_ERR on a receive — the buffer " +
 		"has no room for the 40-byte GRH area plus the payload. Compare with " + udPingpongGeneric + "."
 	udLayoutFix = "The provider reports the UD receive against the verbs contract (the first 40 bytes of a UD receive buffer are the GRH area, " +
-		"byte_len counts them, IBV_WC_GRH is set when a GRH came, src_qp names the sender): update rdma-core and the firmware, and report " +
+		"byte_len counts them, src_qp names the sender): update rdma-core and the firmware, and report " +
 		"it to the provider's maintainers with `ibv_devinfo -v` output."
+	udGRHFlagFix = "The provider does not set IBV_WC_GRH on RoCE receive completions, although every RoCE packet carries a GRH (it is in " +
+		"the first 40 bytes of the receive buffer). Data arrives; what breaks is a reply built from the completion with ibv_init_ah_from_wc " +
+		"or ibv_create_ah_from_wc, which makes the handle global only when the flag is set, and RoCE refuses a handle without a GRH. " +
+		"Update rdma-core's provider, and report it to its maintainers."
 	udQKeyFix = "This stack delivered a UD SEND whose Q_Key is not the receiving QP's, so Q_Keys do not keep UD applications apart here. " +
 		"Data still flows; report it to the provider's (or driver's) maintainers with the kernel and rdma-core versions."
 	udGRHRoomFix = "A UD receive buffer must hold the 40-byte GRH area in front of the payload; this stack did not complete such a receive " +
@@ -126,14 +133,22 @@ func judgeUD(label string, software bool, pr *probe.PortResult) (verdict, bool) 
 			remedy: udRemedy(broken, label, r, software), details: []string{stepsDone(&r.Probe)}}, true
 	case deviation != nil:
 		ev["failed_step"] = deviation
-		remedy := udQKeyFix
-		if strings.Contains(deviation.Name, "GRH") {
-			remedy = udGRHRoomFix
-		}
 		return verdict{status: report.Warn, line: fmt.Sprintf("%s: UD data path works, but %s", label, stepText(deviation)),
-			evidence: ev, remedy: remedy}, true
+			evidence: ev, remedy: udDeviationFix(deviation)}, true
 	}
 	return udPass(label, software, r, ev), true
+}
+
+// udDeviationFix is the fix for an observation that came out otherwise
+// than on a correct stack.
+func udDeviationFix(st *probe.Step) string {
+	switch {
+	case strings.Contains(st.Name, "Q_Key"):
+		return udQKeyFix
+	case strings.Contains(st.Name, "IBV_WC_GRH"):
+		return udGRHFlagFix
+	}
+	return udGRHRoomFix
 }
 
 func udEvidence(r *probe.UDResult, software bool) map[string]any {
@@ -171,8 +186,7 @@ func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) st
 		return fix
 	case strings.Contains(st.Name, "IBV_WC_SUCCESS"):
 		return fill(udStatusFix)
-	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "IBV_WC_GRH"),
-		strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
+	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
 		return udLayoutFix
 	case strings.HasPrefix(st.Name, "ibv_modify_qp"):
 		return "A UD QP takes pkey_index, port and qkey at INIT, only the state at RTR and sq_psn at RTS; the probe gave exactly those, so " +
