@@ -22,7 +22,7 @@ func init() {
 				"to it with wr.ud {ah, remote_qpn, remote_qkey}. Pass: the send completion is IBV_WC_SUCCESS; the receive completion is IBV_WC_SUCCESS " +
 				"with byte_len = payload + 40 (a UD receive always consumes the 40-byte GRH area in front of the payload, GRH present or not), " +
 				"src_qp = A's QP number, and the payload at offset 40; IBV_WC_GRH must be set on RoCE (every RoCE packet carries one: " +
-				"its absence warns). " +
+				"its absence warns, as does a byte_len of the payload alone; on EFA, link layer Unknown, that count passes). " +
 				"Then up to 200 round trips (at most 200 ms) are timed. Two classic mistakes are then made on purpose, as the kernel's rxe handles " +
 				"them (its receive path checks the Q_Key and drops a mismatch, counting it in the port's qkey_viol_cntr; its responder writes the " +
 				"40-byte GRH area first and fails the receive whose buffer has no room left for the payload — IBV_WC_LOC_QP_OP_ERR on Linux 6.1, " +
@@ -40,8 +40,9 @@ func init() {
 				{report.Fail, "ibv_create_ah fails", ahFix},
 				{report.Fail, "the SEND never arrives (no receive completion)", udNoDeliveryFix + " On rxe also check that no firewall drops UDP 4791."},
 				{report.Fail, "a completion with an error status", udStatusFix},
-				{report.Fail, "byte_len without the 40-byte GRH area, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Fail, "another byte_len, a wrong src_qp or the payload not at offset 40", udLayoutFix},
 				{report.Warn, "no IBV_WC_GRH on a RoCE receive completion", udGRHFlagFix},
+				{report.Warn, "byte_len counts the payload alone (the payload itself intact at offset 40)", udByteLenFix},
 				{report.Warn, "a SEND with the wrong Q_Key is delivered", udQKeyFix},
 				{report.Warn, "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all", udGRHRoomFix},
 				childFailure,
@@ -73,6 +74,9 @@ const (
 		"the first 40 bytes of the receive buffer). Data arrives; what breaks is a reply built from the completion with ibv_init_ah_from_wc " +
 		"or ibv_create_ah_from_wc, which makes the handle global only when the flag is set, and RoCE refuses a handle without a GRH. " +
 		"Update rdma-core's provider, and report it to its maintainers."
+	udByteLenFix = "The provider's byte_len counts the UD payload without the 40-byte GRH area in front of it, against the verbs contract " +
+		"(rxe counts it, and IPoIB strips 40 bytes from every UD byte count). Data arrives; a program that takes byte_len − 40 as the payload " +
+		"size reads 40 bytes short. Update rdma-core's provider and the firmware, and report it to the provider's maintainers."
 	udQKeyFix = "This stack delivered a UD SEND whose Q_Key is not the receiving QP's, so Q_Keys do not keep UD applications apart here. " +
 		"Data still flows; report it to the provider's (or driver's) maintainers with the kernel and rdma-core versions."
 	udGRHRoomFix = "A UD receive buffer must hold the 40-byte GRH area in front of the payload; this stack did not complete such a receive " +
@@ -147,6 +151,8 @@ func udDeviationFix(st *probe.Step) string {
 		return udQKeyFix
 	case strings.Contains(st.Name, "IBV_WC_GRH"):
 		return udGRHFlagFix
+	case strings.Contains(st.Name, "byte_len"):
+		return udByteLenFix
 	}
 	return udGRHRoomFix
 }

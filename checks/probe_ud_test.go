@@ -39,11 +39,18 @@ func TestJudgeUD(t *testing.T) {
 				failStep(step(t, &pr.UD.Probe, "send completion IBV_WC_SUCCESS"), 0, "", "send completed with IBV_WC_LOC_QP_OP_ERR (vendor error 0x0)", "")
 			},
 			contains: []string{"IBV_WC_LOC_QP_OP_ERR"}},
-		{name: "byte_len without the GRH area", status: report.Fail, remedy: "the first 40 bytes of a UD receive buffer are the GRH area",
+		{name: "a wrong byte_len fails", status: report.Fail, remedy: "the first 40 bytes of a UD receive buffer are the GRH area",
 			edit: func(pr *probe.PortResult) {
-				failStep(step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)"), 0, "", "byte_len 1024, expected 1064", "")
+				failStep(step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)"), 0, "", "byte_len 512, expected 1064", "")
 			},
-			contains: []string{"byte_len 1024, expected 1064"}},
+			contains: []string{"byte_len 512, expected 1064"}},
+		{name: "byte_len without the GRH area warns", status: report.Warn, remedy: "reads 40 bytes short",
+			edit: func(pr *probe.PortResult) {
+				st := step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)")
+				failStep(st, 0, "", "byte_len 1024 counts the 1024-byte payload alone", "")
+				st.Want = "byte_len = payload + 40"
+			},
+			contains: []string{"UD data path works, but"}},
 		{name: "no GRH flag on RoCE warns", status: report.Warn, remedy: "ibv_init_ah_from_wc",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "IBV_WC_GRH set (RoCE always carries a GRH)"), 0, "", "wc_flags 0 lack IBV_WC_GRH", "")
