@@ -20,7 +20,7 @@ func init() {
 		Title: "error counters are below their thresholds and not rising",
 		Needs: []string{"rdma.devices"},
 		Explain: Explanation{
-			Judges: "The error counters each driver really has (checks/counters_table.go, from the kernel sources): the IB PortCounters under " +
+			Judges: "The error counters each driver really has (a table per driver, taken from the kernel sources): the IB PortCounters under " +
 				"ports/N/counters/ (symbol_error, link_downed, link_error_recovery, port_rcv_errors, port_rcv_remote_physical_errors, port_xmit_discards, " +
 				"local_link_integrity_errors, excessive_buffer_overrun_errors, VL15_dropped, …), which the kernel creates only for drivers with a " +
 				"management agent (mlx4, mlx5, hfi1, …), and the driver's own hw_counters/, per port or for the whole device (mlx5 out_of_buffer, " +

@@ -126,21 +126,25 @@ func TestCountersErrorsByDriver(t *testing.T) {
 			deviceCounter(tr, "rdmap59s0", "cmds_err", "40")
 		}), report.Warn,
 			[]string{"rdmap59s0 device counters: no_completion_cmds = 2 (threshold 10): admin commands to the device that never completed",
-				"cmds_err = 40"}, nil},
+				"cmds_err = 40", "Judge each counter by the meaning printed with it"}, []string{"rdmap59s1 device counters: no_completion"}},
 		{"irdma without PMA is judged by hw_counters", driverHost(t, "ice", 0x8086, 0x159b, [2]string{"irdma0", "irdma1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "ip4InTruncatedPkts", "4")
 			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "tcpRetransSegs", "9")
 		}), report.Warn,
 			[]string{"irdma1 port 1: ip4InTruncatedPkts = 4 (threshold 10): IPv4 packets received truncated", "irdma0 port 1: 7 error counters read, all zero",
-				"tcpRetransSegs = 9"},
-			[]string{"N/A", "could not be determined"}},
+				"tcpRetransSegs = 9", "Judge each counter by the meaning printed with it", "hw_counters reset only when the driver reloads"},
+			[]string{"N/A", "could not be determined", "perfquery -C"}},
+		{"erdma's counters are not in the table", driverHost(t, "erdma", 0x1ded, 0x107f, [2]string{"erdma_0", "erdma_1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "erdma_0", 1, "hw_counters", "listen_failed_cnt", "3")
+		}), report.Skip,
+			[]string{"erdma_0 port 1: erdma exposes no error counters in sysfs (none of its hw_counters/ files is an error counter in rdmadoctor's table"}, nil},
 		{"bnxt_re recoverable_errors is broadcast traffic, not errors", driverHost(t, "bnxt_en", 0x14e4, 0x1750, [2]string{"bnxt_re0", "bnxt_re1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "bnxt_re0", 1, "hw_counters", "recoverable_errors", "123456")
 		}), report.Pass, []string{"bnxt_re0 port 1: 5 error counters read, all zero"}, []string{"recoverable_errors"}},
 		{"cxgb4 has TCP statistics only", driverHost(t, "cxgb4", 0x1425, 0x6410, [2]string{"cxgb4_0", "cxgb4_1"}, func(tr *sysfstest.Tree) {
 			deviceCounter(tr, "cxgb4_0", "ip4RetransSegs", "5")
 		}), report.Skip,
-			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters in sysfs (its hw_counters hold statistics only)", "ip4RetransSegs = 5"}, nil},
+			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters in sysfs (its hw_counters/ hold statistics only)", "ip4RetransSegs = 5"}, nil},
 		{"qedr has no counters", driverHost(t, "qede", 0x1077, 0x8070, [2]string{"qedr0", "qedr1"}, nil), report.Skip,
 			[]string{"all 2 counter sets: qedr0: qedr exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)"}, nil},
 	}

@@ -1,6 +1,10 @@
 package checks
 
-import "github.com/rdmadoctor/rdmadoctor/sysfs"
+import (
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
 
 // counterClass is what counters.errors does with a counter.
 type counterClass int
@@ -300,4 +304,22 @@ func (dc *driverCounters) name(d sysfs.RDMADevice) string {
 		return d.Driver
 	}
 	return "the driver of " + d.Name
+}
+
+// noErrorsWhy says why a unit with counter directories has no error
+// counter: the driver's counters are statistics only (from its source), or
+// the table does not know them.
+func (dc *driverCounters) noErrorsWhy(groups []string) string {
+	dirs := strings.Join(groups, "/ and ") + "/"
+	if dc != nil && len(dc.hw) > 0 {
+		return "its " + dirs + " hold statistics only"
+	}
+	return "none of its " + dirs + " files is an error counter in rdmadoctor's table (" + dc.sourceOrUnknown() + ")"
+}
+
+func (dc *driverCounters) sourceOrUnknown() string {
+	if dc == nil {
+		return "a driver it does not know"
+	}
+	return dc.source
 }
