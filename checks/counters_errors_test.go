@@ -137,14 +137,21 @@ func TestCountersErrorsByDriver(t *testing.T) {
 		{"erdma's counters are not in the table", driverHost(t, "erdma", 0x1ded, 0x107f, [2]string{"erdma_0", "erdma_1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "erdma_0", 1, "hw_counters", "listen_failed_cnt", "3")
 		}), report.Skip,
-			[]string{"erdma_0 port 1: erdma exposes no error counters in sysfs (none of its hw_counters/ files is an error counter in rdmadoctor's table"}, nil},
+			[]string{"erdma_0 port 1: erdma exposes no error counters here (none of its hw_counters/ files is an error counter in rdmadoctor's table"}, nil},
 		{"bnxt_re recoverable_errors is broadcast traffic, not errors", driverHost(t, "bnxt_en", 0x14e4, 0x1750, [2]string{"bnxt_re0", "bnxt_re1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "bnxt_re0", 1, "hw_counters", "recoverable_errors", "123456")
 		}), report.Pass, []string{"bnxt_re0 port 1: 5 error counters read, all zero"}, []string{"recoverable_errors"}},
 		{"cxgb4 has TCP statistics only", driverHost(t, "cxgb4", 0x1425, 0x6410, [2]string{"cxgb4_0", "cxgb4_1"}, func(tr *sysfstest.Tree) {
 			deviceCounter(tr, "cxgb4_0", "ip4RetransSegs", "5")
 		}), report.Skip,
-			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters in sysfs (its hw_counters/ hold statistics only)", "ip4RetransSegs = 5"}, nil},
+			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters here (its hw_counters/ hold statistics only)", "ip4RetransSegs = 5"}, nil},
+		{"mana hardware error", driverHost(t, "mana", 0x1414, 0x00ba, [2]string{"mana_0", "mana_1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "general_hw_error", "11")
+			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "requester_timeout", "4")
+			deviceCounter(tr, "mana_1", "received_ecns", "8")
+		}), report.Fail,
+			[]string{"mana_0 port 1: general_hw_error = 11, beyond the threshold 10: hardware errors the adapter reported", "requester_timeout = 4",
+				"received_ecns = 8", "mana_1 device counters: mana_ib exposes no error counters here (its hw_counters/ hold statistics only)"}, nil},
 		{"qedr has no counters", driverHost(t, "qede", 0x1077, 0x8070, [2]string{"qedr0", "qedr1"}, nil), report.Skip,
 			[]string{"all 2 counter sets: qedr0: qedr exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)"}, nil},
 	}

@@ -198,7 +198,7 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 	case len(s.probs) > 0:
 		v.status, v.line, v.remedy = report.Error, fmt.Sprintf("%s: %v", label, s.probs[0]), countersByHand
 	default:
-		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s exposes no error counters in sysfs (%s)", label, u.drv.name(u.dev), u.drv.noErrorsWhy(s.groups))
+		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s exposes no error counters here (%s)", label, u.drv.name(u.dev), u.drv.noErrorsWhy(s.groups))
 	}
 	if len(j.stats) > 0 && v.status == report.Pass {
 		v.line += fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", len(j.stats))
