@@ -99,13 +99,22 @@ func (u *counterUnit) want(group, name string) bool { _, ok := u.drv.lookup(grou
 // counterUnits lists every port of every device, and each device's own
 // counters, with the driver table that reads them.
 func counterUnits(s *Survey) []counterUnit {
+	pfOf := map[string]string{} // VF address → its PF
+	for _, fn := range s.PCI {
+		if fn.PhysFn != "" {
+			pfOf[fn.Address] = fn.PhysFn
+		}
+	}
 	var out []counterUnit
 	for _, d := range s.Devices {
 		dir := d.SysPath
 		if dir == "" {
 			dir = path.Join(sysfs.InfinibandClass, d.Name)
 		}
-		base := counterUnit{dev: d, drv: counterDriverOf(d), pf: physFnOf(s, d.PCIAddr), dir: dir}
+		base := counterUnit{dev: d, drv: counterDriverOf(d), dir: dir}
+		if d.PCIAddr != "" {
+			base.pf = pfOf[d.PCIAddr]
+		}
 		for _, p := range d.Ports {
 			u := base
 			u.port, u.ib = p.Num, p.LinkLayer == "InfiniBand"
@@ -114,16 +123,6 @@ func counterUnits(s *Survey) []counterUnit {
 		out = append(out, base)
 	}
 	return out
-}
-
-// physFnOf returns the PF of a PCI function that is an SR-IOV VF, "" else.
-func physFnOf(s *Survey, addr string) string {
-	for _, fn := range s.PCI {
-		if addr != "" && fn.Address == addr {
-			return fn.PhysFn
-		}
-	}
-	return ""
 }
 
 // sampleCounters reads every unit's counters. Units are read by a few
