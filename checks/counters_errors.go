@@ -30,7 +30,8 @@ func init() {
 				"16-bit 65535, 32-bit 4294967295) is said to be saturated. With --interval the counters are read twice and one that rises in the window " +
 				"fails. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
 				"marks, completions in error — are reported when nonzero, not judged. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) " +
-				"are unknown; a port none of whose error counters can be read is an error (could not be determined). A driver without error " +
+				"are unknown; a port none of whose error counters can be read is an error (could not be determined), unless the port is not ACTIVE " +
+				"(nothing to count; port.state judges it). A driver without error " +
 				"counters in sysfs (siw; cxgb4, whose only counters are TCP statistics) is skipped with that reason.",
 			Why: "Error counters show a bad cable, corrupt or dropped packets or starving receivers long before an application reports a timeout. " +
 				"They count since boot, the driver's load or the last reset: a count beyond the threshold says the link or the NIC has been faulty; " +
@@ -67,6 +68,7 @@ type counterUnit struct {
 	drv  *driverCounters
 	port int
 	ib   bool   // InfiniBand link layer: the PMA answers perfquery
+	down string // the port's state when it is not ACTIVE ("1: DOWN"), "" else
 	pf   string // the PF when the device's PCI function is an SR-IOV VF
 	dir  string // the device's sysfs directory
 }
@@ -118,6 +120,9 @@ func counterUnits(s *Survey) []counterUnit {
 		for _, p := range d.Ports {
 			u := base
 			u.port, u.ib = p.Num, p.LinkLayer == "InfiniBand"
+			if p.State.Code != 4 { // 4: ACTIVE
+				u.down = p.State.Raw
+			}
 			out = append(out, u)
 		}
 		out = append(out, base)

@@ -43,6 +43,16 @@ func TestCountersErrors(t *testing.T) {
 			contains: []string{"all 2 ports: mlx5_0 port 1: none of its 13 error counters could be read (N/A (no PMA))", "could not be determined",
 				"management agent did not answer", "ethtool -S"},
 			lacks: []string{"SR-IOV"}},
+		{name: "a down port's unreadable counters are not judged", dir: func() string {
+			h := sysfstest.CX5RoCE()
+			h.NICs[1].Ports[0].State, h.NICs[1].Ports[0].PhysState = "1: DOWN", "3: Disabled"
+			tr := sysfstest.Build(h)
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
+			return hwWrite(t, tr)
+		}(), status: report.Pass, exit: 19, rootCause: "port.state",
+			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (N/A (no PMA)) and the port is not ACTIVE (1: DOWN): nothing to judge",
+				"error counters zero on 1 port(s)"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")

@@ -190,6 +190,12 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 		v.status, v.line, v.remedy = report.Warn, label+": "+strings.Join(findings, "; "), judgeByMeaning
 	case j.readable > 0:
 		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, all zero", label, j.readable)
+	case len(j.unknown) > 0 && u.down != "":
+		// A port whose link is down has nothing to count, and its management
+		// agent often cannot answer: port.state judges the port itself.
+		v.status = report.Skip
+		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s) and the port is not ACTIVE (%s): nothing to judge",
+			label, j.unknownCount(), strings.Join(j.reasonKeys(), "; "), u.down)
 	case len(j.unknown) > 0:
 		v.status = report.Error
 		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s): whether it is clean could not be determined",
