@@ -53,6 +53,17 @@ func TestCountersErrors(t *testing.T) {
 		}(), status: report.Pass, exit: 19, rootCause: "port.state",
 			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (N/A (no PMA)) and the port is not ACTIVE (1: DOWN): nothing to judge",
 				"error counters zero on 1 port(s)"}},
+		{name: "counters nobody may read are an error without PMA advice", dir: cx5(func(tr *sysfstest.Tree) {
+			dir := sysfstest.PortDir(tr, "mlx5_1", 1) + "/"
+			tr.Facts.ReadErrors = map[string]string{}
+			for p := range tr.Files {
+				if strings.HasPrefix(p, dir+"counters/") || strings.HasPrefix(p, dir+"hw_counters/") {
+					tr.Facts.ReadErrors[p] = "EACCES"
+				}
+			}
+		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (permission denied)", "run as a user who may read them"},
+			lacks:    []string{"management agent", "SR-IOV"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")
