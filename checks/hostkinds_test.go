@@ -46,7 +46,7 @@ func TestHostKindsRDMADevices(t *testing.T) {
 		// cause and comes first.
 		{name: "exclusive netns container", dir: netFixture("netns-exclusive-container"), status: report.Fail, exit: 14, rootCause: "rdma.devices",
 			contains: []string{"2 RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode exclusive): mlx5_0, mlx5_1",
-				"mlx5_0 exists in another network namespace", "`rdma dev set mlx5_0 netns <namespace>`", "hostNetwork"},
+				"The devices exist in another network namespace", "`rdma dev set <device> netns <namespace>`", "hostNetwork"},
 			lacks: []string{"registered no RDMA device", "modprobe -r", "devlink"}},
 	})
 }

@@ -290,11 +290,12 @@ func (l *deviceLookup) elsewhere(n NIC, devs []string) (string, string) {
 	if l.netns == "exclusive" {
 		why += " (RDMA netns mode exclusive)"
 	}
-	fix := fmt.Sprintf("%s exists in another network namespace: the RDMA netns mode is %s, so a device is seen only in the namespace that holds it. "+
+	// One text for every hidden device, so the remedy says it once.
+	fix := fmt.Sprintf("The devices exist in another network namespace: the RDMA netns mode is %s, so a device is seen only in the namespace that holds it. "+
 		"Run rdmadoctor (and the application) in that namespace — on the host, or in a pod with hostNetwork, or `nsenter -t 1 -n` — "+
-		"or move the device here from the namespace that holds it: `rdma dev set %s netns <namespace>`; "+
-		"`rdma system show` shows the mode (`rdma system set netns shared` is the default that shows every device everywhere, set before devices are moved). "+
-		"The device itself is not broken.", names, valueOrUnknown(l.netns), devs[0])
+		"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>`; "+
+		"`rdma system show` shows the mode (`rdma system set netns shared`, the default, shows every device everywhere; set it before devices are moved). "+
+		"The devices themselves are not broken.", valueOrUnknown(l.netns))
 	return why, fix
 }
 

@@ -318,7 +318,9 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	for _, c := range classes {
 		srcs = append(srcs, fmt.Sprintf("%s → priority %d", c, v.prioOf(c.dscp)))
 	}
-	line += "; traffic judged: " + strings.Join(srcs, ", ")
+	if !strings.Contains(strings.Join(o.problems, " "), " lands on ") {
+		line += "; traffic judged: " + strings.Join(srcs, ", ") // else the problem names it
+	}
 	if len(o.problems) > 0 || len(o.deviations) > 0 {
 		line += " — " + strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")
 		o.kind = "issues"
@@ -389,7 +391,7 @@ func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []t
 		for _, p := range t.ports {
 			o.defaults = append(o.defaults, p)
 		}
-		add(trafficClass{tos: 0, dscp: 0, defaulted: true, port: t.ports[0], source: "nothing sets a class: the default"})
+		add(trafficClass{tos: 0, dscp: 0, defaulted: true, port: t.ports[0], source: "nothing sets a class"})
 	}
 	var classEv []map[string]any
 	for _, c := range classes {
