@@ -203,10 +203,14 @@ func Wrap(s string, width, first, rest int) []string {
 	return out
 }
 
-// fitLine shortens s to one line of at most width bytes, cut between units
-// and marked " …" when something was left out.
+// fitLine shortens s to one line of at most width bytes: long paths first
+// lose their directories ("…/libibverbs.so.1"), then the line is cut between
+// units and marked " …".
 func fitLine(s string, width int) string {
 	if len(s) <= width {
+		return s
+	}
+	if s = elidePaths(s, width); len(s) <= width {
 		return s
 	}
 	const more = " …"
@@ -240,4 +244,35 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// elidePaths replaces the directories of absolute paths in s with "…",
+// longest path first, until s fits in width or no path is left to shorten.
+func elidePaths(s string, width int) string {
+	us := units(s)
+	changed := false
+	for len(strings.Join(us, " ")) > width {
+		best := -1
+		for i, u := range us {
+			if isLongPath(u) && (best < 0 || len(u) > len(us[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		u := us[best]
+		us[best] = "…" + u[strings.LastIndexByte(strings.TrimRight(u, ";,.:)"), '/'):]
+		changed = true
+	}
+	if !changed {
+		return s // as it was, spacing included
+	}
+	return strings.Join(us, " ")
+}
+
+// isLongPath is an absolute path of three or more components, not quoted
+// as a command.
+func isLongPath(u string) bool {
+	return strings.HasPrefix(u, "/") && strings.Count(u, "/") >= 3 && !strings.Contains(u, "`")
 }

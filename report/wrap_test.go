@@ -108,7 +108,11 @@ func TestFitLine(t *testing.T) {
 	}{
 		{"all 2 ports ACTIVE and LinkUp", 40, "all 2 ports ACTIVE and LinkUp"},
 		{"all 2 ports ACTIVE and LinkUp", 20, "all 2 ports …"},
-		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1 → /usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", 30, "/usr/lib/x86_64-linux-gnu/ …"},
+		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1 → /usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0; providers present", 70,
+			"…/libibverbs.so.1 → …/libibverbs.so.1.14.44.0; providers present"},
+		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1 → /usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0; providers present", 40,
+			"…/libibverbs.so.1 → …"},
+		{"averyveryverylongwordwithoutanybreakatall and more", 20, "averyveryverylon …"},
 		{"→→→→→→→→→→", 9, "→ …"}, // never a cut inside a character
 	}
 	for _, c := range cases {
