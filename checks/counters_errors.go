@@ -27,8 +27,8 @@ func init() {
 				"rx_icrc_encapsulated; EFA rx_drops; irdma ip4InDiscards, ip4InTruncatedPkts; bnxt_re rx_roce_errors, rx_roce_discards; rxe send_err, …). " +
 				"An error counter beyond its threshold fails (PortCounters: rdma-core's error_thresholds, e.g. symbol_error 10, port_xmit_discards 100; " +
 				"driver counters: the thresholds documented in the table); nonzero below it warns; a legacy counter at its maximum (link_downed 255, " +
-				"16-bit 65535, 32-bit 4294967295) is said to be saturated. With --interval the counters are read twice and one that rises in the window " +
-				"fails. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
+				"16-bit 65535, 32-bit 4294967295) is said to be saturated and warns: pinned at its maximum it cannot show a fault of today. With --interval " +
+				"the counters are read twice and one that rises in the window fails; one beyond its threshold that did not rise is history and warns. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
 				"marks, completions in error — are reported when nonzero, not judged. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) " +
 				"are unknown; a port none of whose error counters can be read is an error (could not be determined), unless the port is not ACTIVE " +
 				"(nothing to count; port.state judges it). A driver without error " +
@@ -38,7 +38,8 @@ func init() {
 				"a rising one is a fault now.",
 			Failures: []Failure{
 				{report.Warn, "an error counter is nonzero, below its threshold", judgeByMeaning},
-				{report.Fail, "an error counter is beyond its threshold (or saturated)", judgeByMeaning},
+				{report.Fail, "an error counter is beyond its threshold", judgeByMeaning},
+				{report.Warn, "an error counter is saturated, or beyond its threshold without rising during --interval", judgeByMeaning},
 				{report.Fail, "an error counter rose during --interval", risingFix},
 				{report.Error, "no RDMA device to read counters from, the counters could not be listed, or none of a port's error counters could be read (\"N/A (no PMA)\" or EINVAL)",
 					countersByHand},

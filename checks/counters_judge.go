@@ -134,7 +134,12 @@ func (j *unitJudgement) judgeError(u *counterUnit, c sysfs.Counter, spec counter
 		j.saturated = append(j.saturated, c.Name)
 	}
 	text := describeCount(u, c, spec, sat, hasLater, window)
-	if c.Value > spec.threshold || sat {
+	// A saturated counter is pinned at its maximum: it says "at least this
+	// many since the last reset", possibly years ago, and can no longer
+	// show a fault of today — said, not failed. A count beyond the
+	// threshold that did not rise during --interval is history too.
+	stale := sat || (hasLater && l.Known)
+	if c.Value > spec.threshold && !stale {
 		j.fails = append(j.fails, text)
 	} else {
 		j.warns = append(j.warns, text)

@@ -83,6 +83,12 @@ func init() {
 		t := Build(CX6IB())
 		SetCounter(t, "mlx5_0", 1, "counters", "link_downed", "255")
 		SetCounter(t, "mlx5_0", 1, "counters", "symbol_error", "65535")
+		SetCounter(t, "mlx5_0", 1, "counters", "port_rcv_errors", "7")
+		return t
+	})
+	// Receive errors beyond infiniband-diags' PortRcvErrors threshold (10).
+	register("counters-above-threshold", func() *Tree {
+		t := Build(CX6IB())
 		SetCounter(t, "mlx5_0", 1, "counters", "port_rcv_errors", "12")
 		return t
 	})
