@@ -33,12 +33,12 @@ func init() {
 					"Pass the nodes in: `docker run --device=/dev/infiniband/uverbs0 --device=/dev/infiniband/rdma_cm …` (or `--device=/dev/infiniband`), " +
 						"with `--cap-add=IPC_LOCK --ulimit memlock=-1`; on Kubernetes request them through an RDMA device plugin."},
 				{report.Fail, "/dev/infiniband/uverbsN is missing on the host", udevNodeFix},
-				{report.Fail, "an RDMA device has no uverbs device although ib_uverbs is loaded", uverbsUnregisteredFix("the driver's RDMA module")},
+				{report.Fail, "an RDMA device has no uverbs device although ib_uverbs is loaded", uverbsUnregisteredFix(genericReregister)},
 				{report.Fail, "the node is not a character device, or has another device number than the kernel's uverbsN (a stale node)", "Remove it and let udev recreate it (`udevadm trigger`); in a container, pass the host's node."},
 				{report.Fail, "the node does not open (EPERM) while the RDMA subsystem is in exclusive netns mode: the device belongs to another network namespace",
 					exclusiveNetnsFix("")},
 				{report.Fail, "the node does not open for this user (permission denied)", uverbsModeFix},
-				{report.Fail, "the node does not open: no live device behind it (ENXIO, ENODEV, EIO)", uverbsGoneFix("the driver's RDMA module")},
+				{report.Fail, "the node does not open: no live device behind it (ENXIO, ENODEV, EIO)", uverbsGoneFix(genericReregister)},
 				{report.Warn, "rdma_ucm is loaded but /dev/infiniband/rdma_cm is missing or does not open", "Same fixes as for uverbsN; librdmacm needs it."},
 				{report.Error, "the class or the node facts could not be read",
 					"Run where /sys and /dev are readable (a snapshot must record dev_nodes); by hand: `grep . /sys/class/infiniband_verbs/uverbs*/{ibdev,dev}` and `ls -l /dev/infiniband`."},
@@ -66,29 +66,41 @@ const udevNodeFix = "udev did not create the node: `udevadm trigger --subsystem-
 // uverbsUnregisteredFix is the fix for an RDMA device without a uverbs
 // device although ib_uverbs is loaded: first the log and a second look (a
 // device still registering gets it within seconds), and only then, on a
-// host that carries no traffic, re-registering the device by reloading the
-// driver's RDMA module (mod). Reloading ib_uverbs would not do: the RDMA
+// host that carries no traffic, re-registering the device (step, from
+// reregisterStep). Reloading ib_uverbs would not do: the drivers' RDMA
 // modules use it, so modprobe -r refuses.
-func uverbsUnregisteredFix(mod string) string {
-	cmd := "`modprobe -r " + mod + " && modprobe " + mod + "`"
-	arg := mod
-	if strings.Contains(mod, " ") {
-		cmd, arg = "reload it", ""
-	}
+func uverbsUnregisteredFix(step string) string {
 	return "Read the kernel log (`dmesg | grep -i -e uverbs -e infiniband`) and run the check again: a device that is still registering gets its uverbsN within seconds. " +
-		"If it stays without one and the host carries no traffic, re-register the device by reloading " + mod + " (" + cmd + "). " + reloadInterrupts(arg)
+		"If it stays without one and the host carries no traffic, " + step
 }
 
-// uverbsGoneFix is the fix for a uverbs node whose device went away
-// (a firmware reset, a hot-unplug, a driver reset in progress).
-func uverbsGoneFix(mod string) string {
-	arg := mod
-	if strings.Contains(mod, " ") {
-		arg = ""
+// uverbsGoneFix is the fix for a uverbs node whose device went away (a
+// firmware reset, a hot-unplug, a driver reset in progress).
+func uverbsGoneFix(step string) string {
+	return "The device behind the node went away: read `dmesg` for a firmware reset, a health recovery or a hot-unplug; mlx5 and most drivers register the device " +
+		"again when their recovery ends, and udev recreates the node — run the check again. If it does not come back and the host carries no traffic, " + step
+}
+
+// genericReregister is reregisterStep when the device is not known.
+var genericReregister = "re-register the device: reload the driver's RDMA module (mlx5_ib, bnxt_re, irdma, …), or for a software device " +
+	"`rdma link delete <dev>` and `rdma link add <dev> type rxe|siw netdev <netdev>`. " + reloadInterrupts("")
+
+// reregisterStep says how to make the kernel register d again: a software
+// device (rxe, siw) is deleted and added again with rdma link — reloading
+// its module would delete it for good; a NIC's by reloading its driver's
+// RDMA module, with what that interrupts.
+func reregisterStep(d sysfs.RDMADevice, mods *sysfs.Modules) string {
+	drv := driverOfDevice(d, mods)
+	switch {
+	case drv == nil:
+		return genericReregister
+	case drv.Software:
+		netdev := firstOr([]string{d.Parent}, "<netdev>")
+		return fmt.Sprintf("re-create the software device: `rdma link delete %s && rdma link add %s type %s netdev %s` — "+
+			"its connections and registered memory end; the netdev and its IP traffic stay.", d.Name, d.Name, drv.Provider, netdev)
 	}
-	return "The device behind the node went away: read `dmesg` for a firmware reset, a health-recovery or a hot-unplug; mlx5 and most drivers register the device " +
-		"again when their recovery ends, and udev recreates the node — run the check again. If it does not come back and the host carries no traffic, reload " +
-		mod + ". " + reloadInterrupts(arg)
+	m := drv.RDMAModule()
+	return fmt.Sprintf("re-register the device by reloading %s (`modprobe -r %s && modprobe %s`). %s", m, m, m, reloadInterrupts(m))
 }
 
 // Remedy keys for missing nodes: the text, which names every missing node,
@@ -184,7 +196,7 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 				addRemedy("`modprobe ib_uverbs` and add ib_uverbs to /etc/modules-load.d/rdma.conf so it loads at boot.")
 			default:
 				why += " although ib_uverbs is loaded (the device is still registering, or ib_uverbs failed to add it: see dmesg)"
-				addRemedy(uverbsUnregisteredFix(rdmaModuleOf(d, mods)))
+				addRemedy(uverbsUnregisteredFix(reregisterStep(d, mods)))
 			}
 			ev["problem"] = why
 			fails = append(fails, d.Name+": "+why)
@@ -193,7 +205,7 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 		}
 		var nodes []map[string]any
 		for _, e := range ents {
-			nctx.device, nctx.module = d.Name, rdmaModuleOf(d, mods)
+			nctx.device, nctx.reregister = d.Name, reregisterStep(d, mods)
 			nev, problem, isErr, fix := judgeUverbsNode(h, e, nctx)
 			nodes = append(nodes, nev)
 			line := fmt.Sprintf("%s: %s → %s", d.Name, path.Join(UverbsClass, e.name), nev["path"])
@@ -319,28 +331,23 @@ func runUverbsNodes(_ context.Context, env *Env) Result {
 type nodeContext struct {
 	container, user string
 	netns           string // RDMA netns mode: "shared", "exclusive", "" unknown
-	device, module  string // the RDMA device and the module that registers it
+	device          string // the RDMA device
+	reregister      string // how to make the kernel register it again
 }
 
-// rdmaModuleOf names the module that registers d's RDMA device (mlx5_ib,
-// rdma_rxe), or a description when the driver is unknown.
-func rdmaModuleOf(d sysfs.RDMADevice, mods *sysfs.Modules) string {
-	var drv *Driver
+// driverOfDevice is the driver family of d: by its PCI driver, or for a
+// software device by its name and the loaded modules; nil when unknown.
+func driverOfDevice(d sysfs.RDMADevice, mods *sysfs.Modules) *Driver {
 	if d.Software || d.PCIAddr == "" {
-		drv = softwareDriver(d.Name, func(m string) bool {
+		return softwareDriver(d.Name, func(m string) bool {
 			if mods == nil {
 				return false
 			}
 			st := mods.State(m)
 			return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
 		})
-	} else {
-		drv = DriverByPCI(d.Driver)
 	}
-	if drv == nil {
-		return "the driver's RDMA module"
-	}
-	return drv.RDMAModule()
+	return DriverByPCI(d.Driver)
 }
 
 // judgeUverbsNode checks one /dev/infiniband/uverbsN against its class entry.
@@ -387,7 +394,7 @@ func judgeUverbsNode(h *sysfs.Host, e uverbsEntry, c nodeContext) (map[string]an
 			return ev, fmt.Sprintf("%s does not open for %s: permission denied (mode %s, owner %d:%d)", p, who, n.Mode, n.UID, n.GID), false,
 				uverbsModeFix + " In a container the node's permissions come from the host (and from the device cgroup: `--device` grants rw)."
 		case "ENXIO", "ENODEV", "EIO":
-			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false, uverbsGoneFix(c.module)
+			return ev, fmt.Sprintf("%s does not open: %s (no live device behind it)", p, n.Open), false, uverbsGoneFix(c.reregister)
 		}
 		return ev, fmt.Sprintf("%s does not open for %s: %s", p, who, n.Open), false,
 			"Read `dmesg` for uverbs errors; check the node's permissions and, in a container, its device cgroup (`--device`)."
