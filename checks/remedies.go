@@ -19,9 +19,9 @@ import (
 // ("0x0c42a103002b3c4e"); "" writes a placeholder. The text names the
 // port's sysfs files with <dev> and <n>; subnetManagerFixFor fills them in.
 func subnetManagerFix(portGUID string) string {
-	guid := portGUID
+	guid, guidHint := portGUID, ""
 	if guid == "" {
-		guid = "<port GUID>"
+		guid, guidHint = "<port GUID>", " (the Port GUID that `ibstat <dev> <n>` shows)"
 	}
 	return "Look for the fabric's subnet manager before starting one. " +
 		"`sminfo` (infiniband-diags; add `-C <dev> -P <n>` for this port) answers with the master SM's LID, GUID, priority and state when one runs. " +
@@ -32,8 +32,9 @@ func subnetManagerFix(portGUID string) string {
 		"the SM's log and partition configuration, this port's cable and switch port. Never start a second SM on such a fabric: it joins the SM election " +
 		"and, if it wins (higher priority, or equal priority and lower GUID), re-sweeps the fabric with its own routing and partitions. " +
 		"Only when no SM answers anywhere on the fabric: install opensm on ONE host (`apt install opensm` / `dnf install opensm`) and run it on the port " +
-		"that faces this fabric, `opensm -g " + guid + "`; as a service, put `guid " + guid + "` in the opensm.conf its unit reads (`systemctl cat opensm`), " +
-		"then `systemctl enable --now opensm`. Then wait for the port to go ACTIVE with a LID (`ibstat <dev> <n>`)."
+		"that faces this fabric, `opensm -g " + guid + "`" + guidHint + "; as a service, bind it to that port in the configuration its unit reads " +
+		"(`systemctl cat opensm` shows which; opensm.conf's line is `guid " + guid + "`), then `systemctl enable --now opensm`. " +
+		"Then wait for the port to go ACTIVE with a LID (`ibstat <dev> <n>`)."
 }
 
 // subnetManagerFixFor is subnetManagerFix with the port's device and number

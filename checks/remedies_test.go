@@ -28,13 +28,13 @@ func TestSubnetManagerFixLooksBeforeItStartsOne(t *testing.T) {
 	s := subnetManagerFix("0x0c42a103002b3c4e")
 	// Look for the SM (sminfo, sm_lid, P_Keys) first; opensm only last.
 	inOrder(t, "subnet-manager remedy", s, "sminfo", "sm_lid", "pkeys/*", "Never start a second SM", "Only when no SM answers",
-		"install opensm on ONE host", "opensm -g 0x0c42a103002b3c4e", "guid 0x0c42a103002b3c4e")
+		"install opensm on ONE host", "opensm -g 0x0c42a103002b3c4e", "systemctl cat opensm", "guid 0x0c42a103002b3c4e", "systemctl enable --now opensm")
 	for _, w := range []string{"UFM", "a managed switch's SM", "higher priority, or equal priority and lower GUID", "0xffff/0x7fff"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("subnet-manager remedy lacks %q", w)
 		}
 	}
-	if g := subnetManagerFix(""); !strings.Contains(g, "opensm -g <port GUID>") {
+	if g := subnetManagerFix(""); !strings.Contains(g, "opensm -g <port GUID>` (the Port GUID that `ibstat <dev> <n>` shows)") {
 		t.Errorf("without a GUID the remedy must leave a placeholder: %s", g)
 	}
 	f := subnetManagerFixFor("mlx5_2", "1", "")
