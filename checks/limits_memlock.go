@@ -103,28 +103,18 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		r.Remedy = memlockByHand
 		return r
 	}
-	caps, capErr := h.EffectiveCaps()
-	hasCap := capErr == nil && caps&(1<<sysfs.CapIPCLock) != 0
-	capText := "no"
-	switch {
-	case capErr != nil:
-		capText = "unknown"
-	case hasCap:
-		capText = "yes"
-	}
+	hasCap, capText, capLine, capErr := capIPCLock(h)
 	ev := map[string]any{
 		"soft": limitJSON(lim.Soft), "hard": limitJSON(lim.Hard), "min_bytes": limitJSON(threshold), "cap_ipc_lock": hasCap,
+	}
+	if capErr != nil {
+		ev["cap_ipc_lock"] = nil
 	}
 	observed := fmt.Sprintf("soft %s, hard %s, CAP_IPC_LOCK %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(lim.Hard), capText)
 	expected := fmt.Sprintf("soft limit unlimited or ≥ %s, or CAP_IPC_LOCK", sysfs.FormatBytes(threshold))
 	details := []string{
 		fmt.Sprintf("this process: RLIMIT_MEMLOCK soft %s, hard %s (%s)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(lim.Hard), h.Display(sysfs.ProcSelfLimits)),
-	}
-	if capErr != nil {
-		details = append(details, fmt.Sprintf("CAP_IPC_LOCK unknown: %v", capErr))
-		ev["cap_ipc_lock"] = nil
-	} else {
-		details = append(details, fmt.Sprintf("CAP_IPC_LOCK: %s (CapEff %016x)", capText, caps))
+		capLine,
 	}
 
 	mc, slurmDetails, slurmEv := memlockContextOf(h)
@@ -177,6 +167,20 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	}
 	r.Observed, r.Expected, r.Details, r.Evidence = observed, expected, details, ev
 	return r
+}
+
+// capIPCLock says whether this process holds CAP_IPC_LOCK, with which
+// ib_umem_get ignores RLIMIT_MEMLOCK: the answer, "yes"/"no"/"unknown",
+// a detail line, and why it could not be read.
+func capIPCLock(h *sysfs.Host) (bool, string, string, error) {
+	caps, err := h.EffectiveCaps()
+	if err != nil {
+		return false, "unknown", fmt.Sprintf("CAP_IPC_LOCK unknown: %v", err), err
+	}
+	if caps&(1<<sysfs.CapIPCLock) != 0 {
+		return true, "yes", fmt.Sprintf("CAP_IPC_LOCK: yes (CapEff %016x)", caps), nil
+	}
+	return false, "no", fmt.Sprintf("CAP_IPC_LOCK: no (CapEff %016x)", caps), nil
 }
 
 // pamMemlock is what pam_limits gives sessions: the soft value of the `*`
