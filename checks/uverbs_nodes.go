@@ -95,7 +95,10 @@ func reregisterStep(d sysfs.RDMADevice, mods *sysfs.Modules) string {
 	case drv == nil:
 		return genericReregister
 	case drv.Software:
-		netdev := firstOr([]string{d.Parent}, "<netdev>")
+		netdev := d.Parent
+		if netdev == "" {
+			netdev = "<netdev>"
+		}
 		return fmt.Sprintf("re-create the software device: `rdma link delete %s && rdma link add %s type %s netdev %s` — "+
 			"its connections and registered memory end; the netdev and its IP traffic stay.", d.Name, d.Name, drv.Provider, netdev)
 	}
