@@ -405,7 +405,7 @@ func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) 
 		ev["slurmd_limit_memlock"] = s.unit.Value
 		details = append(details, fmt.Sprintf("Slurm: slurmd.service sets LimitMEMLOCK=%s (%s:%d)", s.unit.Value, s.unit.File, s.unit.Line))
 	case s.unitFound:
-		details = append(details, "Slurm: slurmd.service sets no LimitMEMLOCK: slurmd, and so its jobs, get systemd's default (DefaultLimitMEMLOCK, else 8 MiB)")
+		details = append(details, "Slurm: slurmd.service sets no LimitMEMLOCK: slurmd, and so its jobs, get systemd's default (DefaultLimitMEMLOCK, else the built-in 64 KiB or 8 MiB)")
 	}
 	return mc, details, ev
 }

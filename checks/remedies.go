@@ -69,9 +69,13 @@ func reloadInterrupts(module string) string {
 		// refuses while they are loaded.
 		b.WriteString("every application loses its user-space verbs on every RDMA device — queue pairs, connections and registered memory — " +
 			"and `modprobe -r ib_uverbs` refuses while a driver's RDMA module (mlx5_ib, …) or rdma_ucm uses it.")
-	case netdevModules[module] || module == "":
+	case netdevModules[module]:
 		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and the Ethernet netdevs of its " +
 			"functions go away with it — IP traffic, NFS and storage over those ports stop until the netdevs are back and configured again.")
+	case module == "":
+		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and on InfiniBand the IPoIB " +
+			"interfaces (ib0, …) go with them; reloading the NIC driver itself (mlx5_core, bnxt_en, ice, …) also removes its Ethernet netdevs — " +
+			"IP traffic, NFS and storage over those ports stop.")
 	default:
 		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and on InfiniBand the IPoIB " +
 			"interfaces (ib0, …) that sit on those devices go with them — IP traffic, NFS and storage over IPoIB stop.")

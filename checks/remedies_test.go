@@ -58,7 +58,7 @@ func TestReloadInterruptsSaysWhatIsLost(t *testing.T) {
 		{"bnxt_re", []string{"Reloading bnxt_re", "RDMA connection", "Drain the node first"}, []string{"mlx5_bond_N", "Ethernet netdevs"}},
 		{"ice", []string{"Ethernet netdevs", "Drain the node first"}, []string{"mlx5_bond_N"}},
 		{"ib_uverbs", []string{"every RDMA device", "registered memory", "refuses while a driver's RDMA module", "Drain the node first"}, []string{"mlx5_bond_N", "Ethernet netdevs"}},
-		{"", []string{"Reloading the driver's modules", "Ethernet netdevs", "mlx5_bond_N", "Drain the node first"}, nil},
+		{"", []string{"Reloading the driver's modules", "IPoIB", "reloading the NIC driver itself (mlx5_core, bnxt_en, ice, …) also removes its Ethernet netdevs", "mlx5_bond_N", "Drain the node first"}, nil},
 	}
 	for _, c := range cases {
 		s := reloadInterrupts(c.module)
