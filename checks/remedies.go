@@ -26,8 +26,8 @@ func subnetManagerFix(portGUID string) string {
 	return "Look for the fabric's subnet manager before starting one. " +
 		"`sminfo` (infiniband-diags; add `-C <dev> -P <n>` for this port) answers with the master SM's LID, GUID, priority and state when one runs. " +
 		"The port's `sm_lid` (`cat /sys/class/infiniband/<dev>/ports/<n>/sm_lid`, or \"SM lid\" in `ibstat <dev> <n>`) is the SM that configured it; 0 means none has. " +
-		"The port's P_Keys (`cat /sys/class/infiniband/<dev>/ports/<n>/pkeys/*`) are programmed by that SM: a port left out of the partition the jobs use " +
-		"(neither the default 0xffff/0x7fff nor the job's P_Key) reaches no peer even once it is ACTIVE. " +
+		"The port's P_Keys (`grep -v 0x0000 /sys/class/infiniband/<dev>/ports/<n>/pkeys/*`) are programmed by that SM: a port left out of the partition the jobs use " +
+		"(neither the default 0xffff/0x7fff nor the job's P_Key) reaches no peer in it, even once it is ACTIVE. " +
 		"If an SM answers from elsewhere (UFM, a managed switch's SM, an opensm on another host) but this port stays unconfigured, fix it there: " +
 		"the SM's log and partition configuration, this port's cable and switch port. Never start a second SM on such a fabric: it joins the SM election " +
 		"and, if it wins (higher priority, or equal priority and lower GUID), re-sweeps the fabric with its own routing and partitions. " +
