@@ -24,14 +24,16 @@ func subnetManagerFix(portGUID string) string {
 		guid, guidHint = "<port GUID>", " (the Port GUID that `ibstat <dev> <n>` shows)"
 	}
 	return "Look for the fabric's subnet manager before starting one. " +
-		"`sminfo` (infiniband-diags; add `-C <dev> -P <n>` for this port) answers with the master SM's LID, GUID, priority and state when one runs. " +
+		"`sminfo` (infiniband-diags) answers with the master SM's LID, GUID, priority and state when one runs — ask it from a host whose port on this fabric is ACTIVE: " +
+		"on this port (`sminfo -C <dev> -P <n>`) it needs a LID, so its silence here proves nothing. " +
 		"The port's `sm_lid` (`cat /sys/class/infiniband/<dev>/ports/<n>/sm_lid`, or \"SM lid\" in `ibstat <dev> <n>`) is the SM that configured it; 0 means none has. " +
+		"The port needs a link first: phys_state `LinkUp` (`cat /sys/class/infiniband/<dev>/ports/<n>/phys_state`); `Polling` is a cable or switch-port fault no SM can fix. " +
 		"The port's P_Keys (`grep -v 0x0000 /sys/class/infiniband/<dev>/ports/<n>/pkeys/*`) are programmed by that SM: a port left out of the partition the jobs use " +
 		"(neither the default 0xffff/0x7fff nor the job's P_Key) reaches no peer in it, even once it is ACTIVE. " +
 		"If an SM answers from elsewhere (UFM, a managed switch's SM, an opensm on another host) but this port stays unconfigured, fix it there: " +
 		"the SM's log and partition configuration, this port's cable and switch port. Never start a second SM on such a fabric: it joins the SM election " +
 		"and, if it wins (higher priority, or equal priority and lower GUID), re-sweeps the fabric with its own routing and partitions. " +
-		"Only when no SM answers anywhere on the fabric: install opensm on ONE host (`apt install opensm` / `dnf install opensm`) and run it on the port " +
+		"Only when no SM answers anywhere on the fabric (and no UFM or managed switch runs it): install opensm on ONE host (`apt install opensm` / `dnf install opensm`) and run it on the port " +
 		"that faces this fabric, `opensm -g " + guid + "`" + guidHint + "; as a service, bind it to that port in the configuration its unit reads " +
 		"(`systemctl cat opensm` shows which; opensm.conf's line is `guid " + guid + "`), then `systemctl enable --now opensm`. " +
 		"Then wait for the port to go ACTIVE with a LID (`ibstat <dev> <n>`)."

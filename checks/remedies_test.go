@@ -27,7 +27,8 @@ func inOrder(t *testing.T, what, s string, words ...string) {
 func TestSubnetManagerFixLooksBeforeItStartsOne(t *testing.T) {
 	s := subnetManagerFix("0x0c42a103002b3c4e")
 	// Look for the SM (sminfo, sm_lid, P_Keys) first; opensm only last.
-	inOrder(t, "subnet-manager remedy", s, "sminfo", "sm_lid", "pkeys/*", "Never start a second SM", "Only when no SM answers",
+	inOrder(t, "subnet-manager remedy", s, "sminfo", "from a host whose port on this fabric is ACTIVE", "its silence here proves nothing", "sm_lid",
+		"Polling", "pkeys/*", "Never start a second SM", "Only when no SM answers",
 		"install opensm on ONE host", "opensm -g 0x0c42a103002b3c4e", "systemctl cat opensm", "guid 0x0c42a103002b3c4e", "systemctl enable --now opensm")
 	for _, w := range []string{"UFM", "a managed switch's SM", "higher priority, or equal priority and lower GUID", "0xffff/0x7fff"} {
 		if !strings.Contains(s, w) {
