@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -60,11 +61,16 @@ type Options struct {
 	MinMemlock     uint64        // bytes; limits.memlock
 	ExpectRate     float64       // Gb/s; 0 = any
 	ExpectLossless bool
+	RoCETC         int           // the traffic class RoCE applications use (--roce-tc)
+	RoCETCSet      bool          // RoCETC was given
 	Interval       time.Duration // counters.errors sampling window; 0 = one sample
 	ProbeSize      int
 	ProbeTimeout   time.Duration
 	Libibverbs     string // path override for libibverbs.so.1
 	Executable     string // this binary, re-executed for the verbs child
+	// Expect is the expectations class this host matched (--expect), nil
+	// when none: the checks judge against it as well as the hardware.
+	Expect *expect.Class
 }
 
 // Env is what a check may look at: the host reader, the options and the
@@ -72,9 +78,14 @@ type Options struct {
 type Env struct {
 	Host *sysfs.Host
 	Opts Options
+	// Expect is Opts.Expect: the class this host must match, nil when none.
+	// Its methods are nil-safe, so a check asks it without a nil test.
+	Expect *expect.Class
 
 	surveyOnce sync.Once
 	survey     *Survey
+	modelOnce  sync.Once
+	model      *HostModel
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }
@@ -84,7 +95,7 @@ func NewEnv(h *sysfs.Host, opts Options) *Env {
 	if opts.CheckTimeout <= 0 {
 		opts.CheckTimeout = 10 * time.Second
 	}
-	return &Env{Host: h, Opts: opts}
+	return &Env{Host: h, Opts: opts, Expect: opts.Expect}
 }
 
 // Survey returns the shared, once-read picture of the host's RDMA hardware.
@@ -157,4 +168,28 @@ func skip(summary string) Result { return Result{Status: report.Skip, Summary: s
 // errorf is "could not look": the summary says what could not be read and why.
 func errorf(format string, args ...any) Result {
 	return Result{Status: report.Error, Summary: fmt.Sprintf(format, args...)}
+}
+
+// expectedTC is the RoCE traffic class applications are expected to use:
+// --roce-tc, -1 when none is given, and where it comes from.
+func (e *Env) expectedTC() (int, string) {
+	if e.Opts.RoCETC >= 0 && e.Opts.RoCETCSet {
+		return e.Opts.RoCETC, fmt.Sprintf("--roce-tc %d", e.Opts.RoCETC)
+	}
+	if v := e.Expect.ExpectedRoCETC(); v != nil {
+		return v.V, v.Cite()
+	}
+	return -1, ""
+}
+
+// expectLossless tells whether a RoCE netdev that is not lossless fails,
+// and why.
+func (e *Env) expectLossless() (bool, string) {
+	if e.Opts.ExpectLossless {
+		return true, "--expect-lossless"
+	}
+	if v := e.Expect.ExpectedLossless(); v != nil {
+		return v.V, v.Cite()
+	}
+	return false, ""
 }

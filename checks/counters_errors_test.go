@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,26 +20,29 @@ func TestCountersErrors(t *testing.T) {
 		return hwWrite(t, tr)
 	}
 	runNetCases(t, "counters.errors", []netCase{
-		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, contains: []string{"zero on 2 port(s)", "24 error counters read, all zero"}},
+		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass,
+			contains: []string{"error counters zero on 2 port(s)", "mlx5_0 port 1: 13 error counters read, all zero"}},
 		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Pass},
-		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass},
-		{name: "counters-saturated", dir: netFixture("counters-saturated"), status: report.Warn,
-			contains: []string{"link_downed = 255, saturated", "symbol_error = 65535, saturated", "port_rcv_errors = 12: packets received with errors", "--interval",
-				"a saturated counter cannot show a rise: reset it first",
+		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass, contains: []string{"rxe0 port 1: 2 error counters read, all zero"}},
+		{name: "counters-saturated", dir: netFixture("counters-saturated"), status: report.Fail, exit: 22, rootCause: "counters.errors",
+			contains: []string{"link_downed = 255, saturated (the real count is higher; threshold 10)", "symbol_error = 65535, saturated",
+				"port_rcv_errors = 12, beyond the threshold 10: packets received with errors", "--interval",
 				"To start from zero after a repair: `perfquery -C mlx5_0 -P 1 -R` (IB PortCounters; -a for all ports). RoCE ports have no PMA reset: " +
-					"compare with --interval instead. hw_counters reset only when the driver reloads."},
-			lacks: []string{"perfquery -x"}},
+					"compare with --interval instead. hw_counters reset only when the driver reloads.",
+				"reseat or replace the cable/transceiver"},
+			lacks: []string{"perfquery -x", "SR-IOV"}},
 		{name: "counters-na-no-pma", dir: netFixture("counters-na-no-pma"), status: report.Pass,
-			contains: []string{"unknown (N/A (no PMA)): excessive_buffer_overrun_errors", "mlx5_1 port 1: 13 error counters read",
-				"error counters zero on 2 port(s); 11 counters unreadable (N/A (no PMA)) on mlx5_1 port 1", "all readable ones zero"}},
+			contains: []string{"unknown (N/A (no PMA): VL15_dropped, excessive_buffer_overrun_errors", "mlx5_1 port 1: 1 error counters read, all zero",
+				"error counters zero on 2 port(s); 12 counters unreadable (N/A (no PMA)) on mlx5_1 port 1", "all readable ones zero"}},
 		{name: "every counter unknown", dir: cx5(func(tr *sysfstest.Tree) {
 			for _, d := range []string{"mlx5_0", "mlx5_1"} {
 				sysfstest.SetAllCounters(tr, d, 1, "counters", "N/A (no PMA)")
 				sysfstest.SetAllCounters(tr, d, 1, "hw_counters", "N/A (no PMA)")
 			}
 		}), status: report.Error, exit: 22, rootCause: "counters.errors",
-			contains: []string{"no error counter could be read on any of 2 port(s)", "could not be determined", "48 counters unreadable (N/A (no PMA)) on mlx5_0 port 1, mlx5_1 port 1",
-				"ethtool -S"}},
+			contains: []string{"all 2 ports: mlx5_0 port 1: none of its 13 error counters could be read (N/A (no PMA))", "could not be determined",
+				"management agent did not answer", "ethtool -S"},
+			lacks: []string{"SR-IOV"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")
@@ -48,15 +52,127 @@ func TestCountersErrors(t *testing.T) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "lots")
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "hw_counters", "out_of_buffer", "\x00\xff\x01")
 		}), status: report.Pass, contains: []string{`"lots": not a counter value`, "out_of_buffer"}},
-		{name: "hw counter nonzero", dir: cx5(func(tr *sysfstest.Tree) {
+		{name: "a protocol statistic is reported, not judged", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "hw_counters", "out_of_sequence", "42")
-		}), status: report.Warn, contains: []string{"mlx5_1 port 1 out_of_sequence = 42: packets received out of sequence",
-			"To start from zero after a repair: RoCE ports have no PMA reset: compare with --interval instead."},
+			sysfstest.SetCounter(tr, "mlx5_1", 1, "hw_counters", "np_cnp_sent", "7")
+		}), status: report.Pass, contains: []string{"2 protocol statistic(s) nonzero, reported, not judged",
+			"out_of_sequence = 42: packets received out of sequence: packets were lost on the way (reported, not judged)", "np_cnp_sent = 7"}},
+		{name: "symbol_error below its threshold warns", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "3")
+		}), status: report.Warn, contains: []string{"mlx5_0 port 1: symbol_error = 3 (threshold 10): minor link errors",
+			"counts since boot or the last reset", "reseat or replace the cable/transceiver",
+			"To start from zero after a repair: RoCE ports have no PMA reset"},
 			lacks: []string{"perfquery -C"}},
-		{name: "a 32-bit legacy counter at its maximum", dir: cx5(func(tr *sysfstest.Tree) {
+		{name: "symbol_error beyond its threshold fails", dir: cx5(func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "50")
+		}), status: report.Fail, exit: 22, rootCause: "counters.errors",
+			contains: []string{"mlx5_0 port 1: symbol_error = 50, beyond the threshold 10", "2 ports: 1 fail, 1 pass", "reseat or replace the cable/transceiver"}},
+		{name: "a 16-bit legacy counter at its maximum is saturated", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "port_rcv_errors", "65535")
-		}), status: report.Warn, contains: []string{"port_rcv_errors = 65535, saturated"}},
+		}), status: report.Fail, exit: 22, rootCause: "counters.errors", contains: []string{"port_rcv_errors = 65535, saturated"}},
+		{name: "a VF's unreadable PMA names its PF", dir: cx5(func(tr *sysfstest.Tree) {
+			tr.RelLink("/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/physfn", "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
+		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read", "mlx5_1 is an SR-IOV VF of 0000:3b:00.0: the physical link's errors are counted on the PF's port"}},
 	})
+}
+
+// driverHost is CX5RoCE with its two functions given to another driver, as
+// that driver's device names and counters.
+func driverHost(t *testing.T, driver string, vendor, device uint16, ibdevs [2]string, tree func(tr *sysfstest.Tree)) string {
+	t.Helper()
+	h := sysfstest.CX5RoCE()
+	for i := range h.NICs {
+		h.NICs[i].Driver, h.NICs[i].Vendor, h.NICs[i].Device, h.NICs[i].IBDev = driver, vendor, device, ibdevs[i]
+	}
+	tr := sysfstest.Build(h)
+	if tree != nil {
+		tree(tr)
+	}
+	return hwWrite(t, tr)
+}
+
+// deviceCounter writes one of a device's own hw_counters.
+func deviceCounter(tr *sysfstest.Tree, dev, name, value string) {
+	tr.Attr(path.Join(path.Dir(path.Dir(sysfstest.PortDir(tr, dev, 1))), "hw_counters", name), value)
+}
+
+// Each driver is judged by the counters it has: EFA and irdma have no
+// PortCounters, only hw_counters; siw and cxgb4 have no error counters.
+func TestCountersErrorsByDriver(t *testing.T) {
+	efa := [2]string{"rdmap59s0", "rdmap59s1"}
+	cases := []struct {
+		name     string
+		dir      string
+		status   report.Status
+		contains []string
+		lacks    []string
+	}{
+		{"efa clean", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, nil), report.Pass,
+			[]string{"error counters zero on 2 port(s) and 2 device(s)", "rdmap59s0 port 1: 1 error counters read, all zero", "rdmap59s0 device counters: 1 error counters read, all zero"},
+			[]string{"unknown", "N/A"}},
+		{"efa rx_drops beyond the threshold", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "rdmap59s1", 1, "hw_counters", "rx_drops", "25000")
+			sysfstest.SetCounter(tr, "rdmap59s1", 1, "hw_counters", "retrans_pkts", "17852")
+		}), report.Fail,
+			[]string{"rdmap59s1 port 1: rx_drops = 25000, beyond the threshold 10000: packets received and then dropped",
+				"retrans_pkts = 17852: SRD packets retransmitted (reported, not judged)", "receiving application does not post receive buffers",
+				"hw_counters reset only when the driver reloads"},
+			[]string{"perfquery -C"}},
+		{"efa device fault", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, func(tr *sysfstest.Tree) {
+			deviceCounter(tr, "rdmap59s0", "no_completion_cmds", "2")
+			deviceCounter(tr, "rdmap59s0", "cmds_err", "40")
+		}), report.Warn,
+			[]string{"rdmap59s0 device counters: no_completion_cmds = 2 (threshold 10): admin commands to the device that never completed",
+				"cmds_err = 40"}, nil},
+		{"irdma without PMA is judged by hw_counters", driverHost(t, "ice", 0x8086, 0x159b, [2]string{"irdma0", "irdma1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "ip4InTruncatedPkts", "4")
+			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "tcpRetransSegs", "9")
+		}), report.Warn,
+			[]string{"irdma1 port 1: ip4InTruncatedPkts = 4 (threshold 10): IPv4 packets received truncated", "irdma0 port 1: 7 error counters read, all zero",
+				"tcpRetransSegs = 9"},
+			[]string{"N/A", "could not be determined"}},
+		{"bnxt_re recoverable_errors is broadcast traffic, not errors", driverHost(t, "bnxt_en", 0x14e4, 0x1750, [2]string{"bnxt_re0", "bnxt_re1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "bnxt_re0", 1, "hw_counters", "recoverable_errors", "123456")
+		}), report.Pass, []string{"bnxt_re0 port 1: 5 error counters read, all zero"}, []string{"recoverable_errors"}},
+		{"cxgb4 has TCP statistics only", driverHost(t, "cxgb4", 0x1425, 0x6410, [2]string{"cxgb4_0", "cxgb4_1"}, func(tr *sysfstest.Tree) {
+			deviceCounter(tr, "cxgb4_0", "ip4RetransSegs", "5")
+		}), report.Skip,
+			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters in sysfs (its hw_counters hold statistics only)", "ip4RetransSegs = 5"}, nil},
+		{"qedr has no counters", driverHost(t, "qede", 0x1077, 0x8070, [2]string{"qedr0", "qedr1"}, nil), report.Skip,
+			[]string{"all 2 counter sets: qedr0: qedr exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hwRunOne(t, tc.dir, "counters.errors", checks.Options{})
+			text := c.Summary + "\n" + strings.Join(c.Details, "\n") + "\n" + c.Remedy
+			if c.Status != tc.status {
+				t.Fatalf("status %s, want %s\n%s", c.Status, tc.status, text)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(text, s) {
+					t.Errorf("lacks %q:\n%s", s, text)
+				}
+			}
+			for _, s := range tc.lacks {
+				if strings.Contains(text, s) {
+					t.Errorf("holds %q:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
+
+// siw registers no counters at all: skipped with the reason, never error.
+func TestCountersErrorsSoftIWARP(t *testing.T) {
+	h := sysfstest.RXE()
+	h.Soft[0].Name = "siw0"
+	c := hwRunOne(t, hwWrite(t, sysfstest.Build(h)), "counters.errors", checks.Options{})
+	if c.Status != report.Skip || !strings.Contains(c.Summary, "siw0: siw exposes no error counters in sysfs (no counters/ or hw_counters/") {
+		t.Fatalf("%s %q", c.Status, c.Summary)
+	}
 }
 
 // A counter that rises between the two samples of --interval fails; one
@@ -78,21 +194,29 @@ func TestCountersErrorsInterval(t *testing.T) {
 		// Well after the first sample and well before the second, even on
 		// a loaded machine where building the run takes a while.
 		time.Sleep(1500 * time.Millisecond)
-		os.WriteFile(f, []byte("19\n"), 0o644)
+		os.WriteFile(f, []byte("9\n"), 0o644)
 	}()
 	r := hwRun(t, dir, checks.Options{Interval: 3 * time.Second}, "counters.errors")
 	<-done
 	c := hwResult(t, r, "counters.errors")
-	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 12") {
-		t.Fatalf("rising counter: %s exit %d %q", c.Status, r.ExitCode, c.Summary)
+	if c.Status != report.Fail || r.ExitCode != 22 || !strings.Contains(c.Summary, "symbol_error rose by 2") ||
+		!strings.Contains(c.Remedy, "The fault is happening now") {
+		t.Fatalf("rising counter below its threshold: %s exit %d %q", c.Status, r.ExitCode, c.Summary)
 	}
 
-	// A saturated counter cannot rise: --interval does not call it a past event.
+	// A steady count below the threshold warns and says it did not rise.
+	r = hwRun(t, dir, checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
+	c = hwResult(t, r, "counters.errors")
+	if c.Status != report.Warn || !strings.Contains(c.Summary, "symbol_error = 9 (threshold 10): minor link errors on the physical lanes: a marginal cable, dirty or loose optics; it did not rise in 100ms") ||
+		strings.Contains(c.Summary, "counts since boot") {
+		t.Fatalf("steady count: %s %q", c.Status, c.Summary)
+	}
+
+	// A saturated counter cannot rise: --interval says so instead of "did not rise".
 	sat := hwRun(t, netFixture("counters-saturated"), checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
 	c = hwResult(t, sat, "counters.errors")
-	if c.Status != report.Warn || sat.ExitCode != 0 ||
-		!strings.Contains(c.Summary, "link_downed = 255 (the link went down: cable pulled, peer reset or training failed), saturated: whether it still rises cannot be told; reset it (`perfquery -C mlx5_0 -P 1 -R`) and measure again") ||
-		!strings.Contains(c.Summary, "none of the others rose in 100ms: past events") || strings.Contains(c.Summary, "none rose") {
+	if c.Status != report.Fail || !strings.Contains(c.Summary, "link_downed = 255, saturated (the real count is higher; threshold 10): "+
+		"the link went down: cable pulled, peer reset or training failed; whether it still rises cannot be told: reset it (`perfquery -C mlx5_0 -P 1 -R`) and measure again") {
 		t.Fatalf("saturated with --interval: %s exit %d %q", c.Status, sat.ExitCode, c.Summary)
 	}
 
@@ -111,7 +235,7 @@ func TestCountersSaturationIsPerWidth(t *testing.T) {
 	sysfstest.SetCounter(tr, "rxe0", 1, "hw_counters", "link_downed", "255")
 	r := hwRun(t, hwWrite(t, tr), checks.Options{}, "counters.errors")
 	c := hwResult(t, r, "counters.errors")
-	if c.Status != report.Warn || strings.Contains(c.Summary, "saturated") || !strings.Contains(c.Summary, "link_downed = 255") {
+	if c.Status != report.Fail || strings.Contains(c.Summary, "saturated") || !strings.Contains(c.Summary, "link_downed = 255, beyond the threshold 10") {
 		t.Fatalf("%s %q", c.Status, c.Summary)
 	}
 }

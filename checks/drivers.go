@@ -57,6 +57,8 @@ var drivers = []*Driver{
 	{PCIDriver: "cxgb4", Modules: []string{"cxgb4", "iw_cxgb4"}, Provider: "cxgb4", Vendor: 0x1425, Family: "Chelsio T5/T6 iWARP", DevPrefix: "cxgb4_"},
 	{PCIDriver: "erdma", Modules: []string{"erdma"}, Provider: "erdma", Vendor: 0x1ded, Family: "Alibaba Elastic RDMA", DevPrefix: "erdma"},
 	{PCIDriver: "mana", Modules: []string{"mana", "mana_ib"}, Provider: "mana", Vendor: 0x1414, Family: "Microsoft Azure MANA", DevPrefix: "mana_"},
+	{PCIDriver: "hfi1", Modules: []string{"hfi1"}, Provider: "hfi1verbs", Vendor: 0x8086, Family: "Intel Omni-Path (hfi1)", DevPrefix: "hfi1_",
+		DeviceIDs: []uint16{0x24f0, 0x24f1}},
 	{Modules: []string{"rdma_rxe"}, Provider: "rxe", Family: "Soft-RoCE (rxe)", Software: true, DevPrefix: "rxe"},
 	{Modules: []string{"siw"}, Provider: "siw", Family: "Soft-iWARP (siw)", Software: true, DevPrefix: "siw"},
 }
@@ -145,6 +147,9 @@ func ProductName(vendor, device uint16, class uint32) string {
 		}
 		return fmt.Sprintf("Mellanox device 0x%04x", device)
 	}
+	if p, ok := productNames[[2]uint16{vendor, device}]; ok {
+		return p
+	}
 	if vendor == 0x8086 {
 		for _, id := range x722DeviceIDs {
 			if id == device {
@@ -160,6 +165,8 @@ func ProductName(vendor, device uint16, class uint32) string {
 		kind = "InfiniBand controller"
 	case 0x0280:
 		kind = "network controller"
+	case 0x0208:
+		kind = "fabric controller"
 	}
 	return fmt.Sprintf("%s %s 0x%04x", VendorName(vendor), kind, device)
 }
@@ -174,4 +181,16 @@ var knownRDMANICs = map[[2]uint16]string{
 	// Intel X722 (x722DeviceIDs).
 	{0x8086, 0x37ce}: "i40e", {0x8086, 0x37cf}: "i40e", {0x8086, 0x37d0}: "i40e", {0x8086, 0x37d1}: "i40e",
 	{0x8086, 0x37d2}: "i40e", {0x8086, 0x37d3}: "i40e", {0x8086, 0x0dda}: "i40e",
+	// Intel Omni-Path HFI 100 (discrete, integrated).
+	{0x8086, 0x24f0}: "hfi1", {0x8086, 0x24f1}: "hfi1",
+}
+
+// productNames names RDMA NICs of other vendors by their PCI IDs (the
+// pci.ids names), where the ID alone says more than "Ethernet controller".
+var productNames = map[[2]uint16]string{
+	{0x8086, 0x24f0}: "Intel Omni-Path HFI 100", {0x8086, 0x24f1}: "Intel Omni-Path HFI 100 (integrated)",
+	{0x8086, 0x1592}: "Intel E810-C (QSFP)", {0x8086, 0x1593}: "Intel E810-C (SFP)", {0x8086, 0x159b}: "Intel E810-XXV (SFP)",
+	{0x14e4, 0x1750}: "Broadcom BCM57508", {0x14e4, 0x1751}: "Broadcom BCM57504", {0x14e4, 0x1760}: "Broadcom BCM57608",
+	{0x1d0f, 0xefa0}: "AWS EFA", {0x1d0f, 0xefa1}: "AWS EFA (2nd gen)", {0x1d0f, 0xefa2}: "AWS EFA (3rd gen)", {0x1d0f, 0xefa3}: "AWS EFA (4th gen)",
+	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
 }

@@ -76,6 +76,7 @@ func Inventory(env *Env) report.Inventory {
 			carried[nd] = true
 		}
 	}
+	addModel(env.Model(), &inv)
 	mtu := map[string]int{}
 	if nds, err := h.Netdevs(); err == nil {
 		for _, nd := range nds {
@@ -137,4 +138,33 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// addModel writes the host model's classification into the inventory:
+// each device's function and LAG, each port's transport and the devices
+// stacked on its netdev.
+func addModel(m *HostModel, inv *report.Inventory) {
+	byName := map[string]*DeviceModel{}
+	for _, d := range m.Devices {
+		byName[d.Dev.Name] = d
+	}
+	for i := range inv.RDMADevices {
+		rd := &inv.RDMADevices[i]
+		d := byName[rd.Name]
+		if d == nil {
+			continue
+		}
+		rd.Function = string(d.Function)
+		if d.LAG != nil {
+			rd.LAG = &report.LAG{Bond: d.LAG.Bond, Slaves: nonNil(d.LAG.Slaves)}
+		}
+		for j := range rd.Ports {
+			for _, pm := range d.Ports {
+				if pm.Port.Num == rd.Ports[j].Port {
+					rd.Ports[j].Transport = string(pm.Transport)
+					rd.Ports[j].UpperNetdevs = pm.Uppers
+				}
+			}
+		}
+	}
 }

@@ -81,9 +81,14 @@ func runKernelModules(_ context.Context, env *Env) Result {
 		}
 	}
 	var cmMissing []string
+	cmUsed := usesRDMACM(env.Model())
 	for _, m := range CMModules {
 		st := mods.State(m)
 		states[m] = st.String()
+		if !cmUsed {
+			details = append(details, fmt.Sprintf("%s: %s (not needed: no port here connects through rdma_cm)", m, st))
+			continue
+		}
 		details = append(details, fmt.Sprintf("%s: %s (librdmacm connections)", m, st))
 		if st == sysfs.ModuleAbsent {
 			cmMissing = append(cmMissing, m)
@@ -158,4 +163,16 @@ func moduleRemedy(mods *sysfs.Modules, missing []string) string {
 			"(or rebuild MLNX_OFED/DOCA for this kernel) first.", strings.Join(absent, ", "))
 	}
 	return b.String()
+}
+
+// usesRDMACM tells whether any port's transport connects through rdma_cm:
+// InfiniBand, RoCE and iWARP (whose only connection path it is) do; EFA
+// does not — libfabric's efa provider addresses peers by its own address
+// handles. A host with no ports yet (devices not registered) counts as
+// using it, so the missing modules are still said.
+func usesRDMACM(m *HostModel) bool {
+	if len(m.Ports) == 0 {
+		return true
+	}
+	return len(m.PortsOf(InfiniBand, RoCE, IWARP, OmniPath)) > 0
 }

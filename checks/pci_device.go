@@ -43,17 +43,41 @@ func init() {
 
 func runPCIDevice(_ context.Context, env *Env) Result {
 	s := env.Survey()
-	soft := s.SoftwareDevices()
 	if s.PCIErr != nil {
 		r := errorf("could not list PCI functions: %v", s.PCIErr)
 		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
 		r.Remedy = "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`); by hand: " + lspciHint + "."
 		return r
 	}
-	ev := map[string]any{"pci_functions_scanned": len(s.PCI)}
-	var nics []map[string]any
-	var unbound, foreign, assigned, bound []string
-	var boundNICs, foreignNICs []NIC
+	c := sortNICs(s)
+	var r Result
+	switch {
+	case len(c.unbound) > 0 || len(c.foreign) > 0:
+		r = unusableNICsResult(s, c)
+	case len(c.boundNICs) > 0:
+		r = boundNICsResult(c)
+	case len(c.softNames) > 0:
+		r = warn(fmt.Sprintf("only software RDMA: %s — no RDMA NIC", strings.Join(c.softNames, ", ")))
+		r.Observed, r.Expected = "software RDMA only", "an RDMA NIC"
+		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, c.assigned...)
+		r.Remedy = "Nothing to fix for a test host; a production host needs an RDMA NIC."
+	default:
+		r = noNICResult(env, s, c)
+	}
+	r.Evidence = map[string]any{"pci_functions_scanned": len(s.PCI), "rdma_nics": c.nicEv, "software_devices": c.softNames}
+	return r
+}
+
+// nicSort is the host's RDMA NIC functions sorted by what holds them.
+type nicSort struct {
+	nicEv                             []map[string]any
+	unbound, foreign, assigned, bound []string
+	boundNICs, foreignNICs            []NIC
+	softNames                         []string
+}
+
+func sortNICs(s *Survey) nicSort {
+	var c nicSort
 	for _, n := range s.NICs {
 		desc := fmt.Sprintf("%s %s", n.Fn.Address, n.Product)
 		if n.Fn.PhysFn != "" {
@@ -65,109 +89,105 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		if n.Foreign != "" {
 			nev["passthrough"] = true
 		}
-		nics = append(nics, nev)
+		c.nicEv = append(c.nicEv, nev)
 		switch {
 		case n.Bound:
-			bound = append(bound, desc+": driver "+n.Fn.Driver)
-			boundNICs = append(boundNICs, n)
+			c.bound = append(c.bound, desc+": driver "+n.Fn.Driver)
+			c.boundNICs = append(c.boundNICs, n)
 		case n.AssignedVF():
-			assigned = append(assigned, fmt.Sprintf("%s: bound to %s — assigned to a VM (passthrough), not judged", desc, n.Foreign))
+			c.assigned = append(c.assigned, fmt.Sprintf("%s: bound to %s — assigned to a VM (passthrough), not judged", desc, n.Foreign))
 		case n.Foreign != "":
-			foreign = append(foreign, fmt.Sprintf("%s bound to %s (passthrough), not usable on the host", desc, n.Foreign))
-			foreignNICs = append(foreignNICs, n)
+			c.foreign = append(c.foreign, fmt.Sprintf("%s bound to %s (passthrough), not usable on the host", desc, n.Foreign))
+			c.foreignNICs = append(c.foreignNICs, n)
 		default:
-			unbound = append(unbound, desc)
+			c.unbound = append(c.unbound, desc)
 		}
 	}
-	ev["rdma_nics"] = nics
-	softNames := []string{}
-	for _, d := range soft {
+	c.softNames = []string{}
+	for _, d := range s.SoftwareDevices() {
 		name := d.Name
 		if d.Parent != "" {
 			name += " on " + d.Parent
 		}
-		softNames = append(softNames, name)
+		c.softNames = append(c.softNames, name)
 	}
-	ev["software_devices"] = softNames
+	return c
+}
 
-	switch {
-	case len(unbound) > 0 || len(foreign) > 0:
-		var parts, observed, remedies []string
-		if len(unbound) > 0 {
-			parts = append(parts, fmt.Sprintf("%d RDMA NIC function(s) without a driver: %s", len(unbound), strings.Join(unbound, ", ")))
-			observed = append(observed, fmt.Sprintf("%d unbound", len(unbound)))
-			var mods []string
-			for _, n := range s.NICs {
-				if !n.Bound && n.Foreign == "" && n.Driver != nil {
-					mods = appendUnique(mods, n.Driver.PCIDriver)
-				}
-			}
-			remedies = append(remedies, fmt.Sprintf("Load the driver: `modprobe %s`, then read `dmesg | grep -i %s` for probe errors (firmware, IOMMU, unsupported card).",
-				strings.Join(mods, " "), firstOr(mods, "<driver>")))
-		}
-		if len(foreign) > 0 {
-			parts = append(parts, strings.Join(foreign, "; "))
-			byDriver := map[string]int{}
-			var drvs []string
-			for _, n := range foreignNICs {
-				if byDriver[n.Foreign] == 0 {
-					drvs = append(drvs, n.Foreign)
-				}
-				byDriver[n.Foreign]++
-			}
-			for _, d := range drvs {
-				observed = append(observed, fmt.Sprintf("%d bound to %s", byDriver[d], d))
-			}
-			for _, n := range foreignNICs {
-				remedies = append(remedies, passthroughFix(n))
+// unusableNICsResult fails NICs without a driver or held by a passthrough
+// driver.
+func unusableNICsResult(s *Survey, c nicSort) Result {
+	var parts, observed, remedies []string
+	if len(c.unbound) > 0 {
+		parts = append(parts, fmt.Sprintf("%d RDMA NIC function(s) without a driver: %s", len(c.unbound), strings.Join(c.unbound, ", ")))
+		observed = append(observed, fmt.Sprintf("%d unbound", len(c.unbound)))
+		var mods []string
+		for _, n := range s.NICs {
+			if !n.Bound && n.Foreign == "" && n.Driver != nil {
+				mods = appendUnique(mods, n.Driver.PCIDriver)
 			}
 		}
-		r := fail(strings.Join(parts, "; "))
-		r.Observed = strings.Join(observed, ", ")
-		r.Expected = "every RDMA NIC function bound to its RDMA driver"
-		r.Details = append(append(bound, assigned...), unboundDetails(s)...)
-		r.Remedy = strings.Join(remedies, "\n")
-		r.Evidence = ev
-		return r
-	case len(boundNICs) > 0:
-		byProduct := map[string][]string{}
-		for _, n := range boundNICs {
-			k := n.Product + " (" + n.Fn.Driver + ")"
-			byProduct[k] = append(byProduct[k], n.Fn.Address)
-		}
-		var parts []string
-		for k, addrs := range byProduct {
-			parts = append(parts, fmt.Sprintf("%s ×%d", k, len(addrs)))
-		}
-		sort.Strings(parts)
-		r := pass(fmt.Sprintf("%d RDMA NIC function(s): %s", len(boundNICs), strings.Join(parts, ", ")))
-		if len(assigned) > 0 {
-			r.Summary += fmt.Sprintf("; %d VF(s) assigned to VMs (passthrough), not judged", len(assigned))
-		}
-		r.Observed = fmt.Sprintf("%d bound", len(boundNICs))
-		r.Expected = "an RDMA NIC with its driver bound"
-		r.Details = append(append(bound, assigned...), softNames...)
-		r.Evidence = ev
-		return r
-	case len(soft) > 0:
-		r := warn(fmt.Sprintf("only software RDMA: %s — no RDMA NIC", strings.Join(softNames, ", ")))
-		r.Observed = "software RDMA only"
-		r.Expected = "an RDMA NIC"
-		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, assigned...)
-		r.Remedy = "Nothing to fix for a test host; a production host needs an RDMA NIC."
-		r.Evidence = ev
-		return r
+		remedies = append(remedies, fmt.Sprintf("Load the driver: `modprobe %s`, then read `dmesg | grep -i %s` for probe errors (firmware, IOMMU, unsupported card).",
+			strings.Join(mods, " "), firstOr(mods, "<driver>")))
 	}
+	if len(c.foreign) > 0 {
+		parts = append(parts, strings.Join(c.foreign, "; "))
+		byDriver := map[string]int{}
+		var drvs []string
+		for _, n := range c.foreignNICs {
+			if byDriver[n.Foreign] == 0 {
+				drvs = append(drvs, n.Foreign)
+			}
+			byDriver[n.Foreign]++
+		}
+		for _, d := range drvs {
+			observed = append(observed, fmt.Sprintf("%d bound to %s", byDriver[d], d))
+		}
+		for _, n := range c.foreignNICs {
+			remedies = append(remedies, passthroughFix(n))
+		}
+	}
+	r := fail(strings.Join(parts, "; "))
+	r.Observed = strings.Join(observed, ", ")
+	r.Expected = "every RDMA NIC function bound to its RDMA driver"
+	r.Details = append(append(c.bound, c.assigned...), unboundDetails(s)...)
+	r.Remedy = strings.Join(remedies, "\n")
+	return r
+}
+
+// boundNICsResult passes the host's bound NICs, counted by product.
+func boundNICsResult(c nicSort) Result {
+	byProduct := map[string][]string{}
+	for _, n := range c.boundNICs {
+		k := n.Product + " (" + n.Fn.Driver + ")"
+		byProduct[k] = append(byProduct[k], n.Fn.Address)
+	}
+	var parts []string
+	for k, addrs := range byProduct {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, len(addrs)))
+	}
+	sort.Strings(parts)
+	r := pass(fmt.Sprintf("%d RDMA NIC function(s): %s", len(c.boundNICs), strings.Join(parts, ", ")))
+	if len(c.assigned) > 0 {
+		r.Summary += fmt.Sprintf("; %d VF(s) assigned to VMs (passthrough), not judged", len(c.assigned))
+	}
+	r.Observed = fmt.Sprintf("%d bound", len(c.boundNICs))
+	r.Expected = "an RDMA NIC with its driver bound"
+	r.Details = append(append(c.bound, c.assigned...), c.softNames...)
+	return r
+}
+
+// noNICResult fails a host with no RDMA NIC and no software device.
+func noNICResult(env *Env, s *Survey, c nicSort) Result {
 	r := fail(fmt.Sprintf("no RDMA-capable PCI function and no software RDMA device on this host (%d PCI functions scanned)", len(s.PCI)))
 	r.Observed = "none"
 	r.Expected = "an RDMA NIC (or a software RDMA device)"
-	r.Details = append(assigned, unboundDetails(s)...)
+	r.Details = append(c.assigned, unboundDetails(s)...)
 	if mode, err := env.Host.RDMASystem(); err == nil && mode.NetnsMode == "exclusive" {
 		r.Details = append(r.Details, "RDMA netns mode is exclusive: devices are visible only in their own network namespace; a container without host networking sees none")
 	}
 	r.Remedy = "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
 		"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."
-	r.Evidence = ev
 	return r
 }
 

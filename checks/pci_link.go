@@ -20,7 +20,8 @@ func init() {
 				"The expected link is min(the card's max, every bridge's max) for speed and for width separately: a Gen5 card in a Gen4 slot " +
 				"is expected at Gen4 and passes. The function's link below that fails, naming both values; a bridge link on the way below it " +
 				"fails when it leaves less bandwidth than the card's expected link and warns otherwise. Functions that expose no " +
-				"current_link_* files (mlx4) are unknown, not failed.",
+				"current_link_* files (mlx4) are unknown, not failed. With an expectations file (--expect), a function whose trained link differs " +
+				"from its RDMA device's pcie_speed or pcie_width — slower or faster — fails, naming the line.",
 			Why: "A card that trained at x8 instead of x16, or at Gen3 in a Gen4 slot, loses half its bandwidth to the host: RDMA still " +
 				"works, benchmarks and jobs just run slow, and nothing else reports it. The usual causes are a card not fully seated, a riser " +
 				"or retimer, a slot wired narrower than it looks, or a BIOS link-speed setting.",
@@ -32,6 +33,8 @@ func init() {
 				{report.Fail, "a bridge on the way to the root port trained below the card's expected link, leaving less bandwidth",
 					"Same causes one level up: the switch or its uplink (riser, cable, retimer); check the bridge with `lspci -vv -s <bridge>`."},
 				{report.Warn, "a bridge link trained below its capability without limiting the card", "Check the bridge's slot/riser when convenient."},
+				{report.Fail, "the trained link differs from the expectations class's pcie_speed or pcie_width",
+					"The node's card, slot or riser is not its class's: compare `lspci -vv -s <addr>` with a node of the class; if the hardware is meant, update the file or give the node its own class."},
 				{report.Skip, "no function exposes its link (mlx4, virtual functions only) or only software RDMA", "Nothing to do; the link cannot be judged from sysfs."},
 				{report.Error, "a link attribute could not be read or parsed", "Run where /sys is readable; the message names the file."},
 			},
@@ -49,6 +52,10 @@ type linkJudgement struct {
 	expected string
 	summary  string
 	remedy   bool // a degraded link (needs the reseat/BIOS remedy)
+	// cur and curWidth are the trained link, when it could be read.
+	cur      sysfs.LinkSpeed
+	curWidth int
+	deviates []string // the expectations-file keys the link deviates from, cited
 }
 
 func runPCILink(_ context.Context, env *Env) Result {
@@ -71,6 +78,7 @@ func runPCILink(_ context.Context, env *Env) Result {
 			continue
 		}
 		j := judgeLink(env.Host, n)
+		applyPCIeExpect(pcieExpectOf(env, n), n, &j)
 		judged = append(judged, j)
 		details = append(details, j.detail)
 		evidence = append(evidence, j.evidence)
@@ -108,9 +116,16 @@ func runPCILink(_ context.Context, env *Env) Result {
 		f := worst(report.Fail)
 		r = fail(joinSummaries(f))
 		r.Observed, r.Expected = f[0].observed, f[0].expected
+		if !f[0].remedy {
+			r.Remedy = pcieExpectRemedy(f[0])
+			break
+		}
 		r.Remedy = "Reseat the card with the host powered off, or move it to another slot; replace a riser, retimer or cable in the path. " +
 			"Check the slot's electrical width and lane sharing in the board manual and the BIOS PCIe link speed and bifurcation settings. " +
 			"Compare `lspci -vv -s " + f[0].evidence["address"].(string) + " | grep -e LnkCap -e LnkSta` and read `dmesg | grep -i -e 'PCIe bandwidth' -e AER`."
+		if len(f[0].deviates) > 0 {
+			r.Remedy += " If the card or slot was changed on purpose, update " + strings.Join(f[0].deviates, ", ") + " in the expectations file."
+		}
 	case len(worst(report.Error)) > 0:
 		e := worst(report.Error)
 		r = errorf("%s", joinSummaries(e))
@@ -142,6 +157,66 @@ func runPCILink(_ context.Context, env *Env) Result {
 	}
 	r.Details, r.Evidence = details, ev
 	return r
+}
+
+// applyPCIeExpect fails a function whose trained link differs from the
+// expectations class's pcie_speed/pcie_width, whatever the hardware rule
+// said; a link that could not be read is left as it was, with a note that
+// the file's value could not be checked.
+func applyPCIeExpect(pe pcieExpect, n NIC, j *linkJudgement) {
+	if pe.speed == nil && pe.width == nil {
+		return
+	}
+	var cites []string
+	for _, c := range []string{pe.speed.Cite(), pe.width.Cite()} {
+		if c != "" {
+			cites = append(cites, c)
+		}
+	}
+	j.evidence["expect"] = cites
+	if !j.cur.Known() || j.curWidth == 0 {
+		j.detail += fmt.Sprintf("; %s not checked: the trained link could not be read", strings.Join(cites, ", "))
+		return
+	}
+	bad, keys := judgePCIeExpect(pe, j.cur, j.curWidth)
+	if len(bad) == 0 {
+		j.detail += "; as " + strings.Join(cites, ", ") + " expects"
+		return
+	}
+	msg := strings.Join(bad, ", ")
+	if j.status == report.Fail {
+		j.summary += "; " + msg
+	} else {
+		j.summary = fmt.Sprintf("%s trained at %s x%d: %s", n.Fn.Address, j.cur.Short(), j.curWidth, msg)
+		j.expected = expectedLinkText(pe, j)
+	}
+	j.detail += "; DEVIATES from the expectations: " + msg
+	if j.status != report.Fail {
+		j.evidence["status"] = "deviates"
+	}
+	j.status, j.deviates = report.Fail, keys
+}
+
+// pcieExpectRemedy is the fix for a link that is as good as its path
+// allows but not what the class expects: the node is not built like its
+// class (another card, slot or riser), or the file is wrong.
+func pcieExpectRemedy(j linkJudgement) string {
+	return fmt.Sprintf("The link is the best this card and slot allow, but not what %s expects: this node's card, slot or riser differs "+
+		"from its class's. Compare `lspci -vv -s %s | grep -e LnkCap -e LnkSta` with a node of the class; if this hardware is meant, "+
+		"update the expectations file (or give the node a class of its own).", strings.Join(j.deviates, ", "), j.evidence["address"])
+}
+
+// expectedLinkText is the link the expectations ask for, filling in from
+// the hardware rule what the file leaves open.
+func expectedLinkText(pe pcieExpect, j *linkJudgement) string {
+	speed, width := j.cur.Short(), fmt.Sprintf("x%d", j.curWidth)
+	if pe.speed != nil {
+		speed = pe.speed.V
+	}
+	if pe.width != nil {
+		width = fmt.Sprintf("x%d", pe.width.V)
+	}
+	return speed + " " + width
 }
 
 func joinSummaries(js []linkJudgement) string {
@@ -227,6 +302,7 @@ func judgeLink(h *sysfs.Host, n NIC) linkJudgement {
 		return j
 	}
 	j.observed = fmt.Sprintf("%s x%d", fn.Cur.Short(), fn.CurWidth)
+	j.cur, j.curWidth = fn.Cur, fn.CurWidth
 	if !exp.Known() || expW == 0 {
 		j.status = report.Skip
 		j.detail = fmt.Sprintf("%s: trained at %s; no max_link_* on the card or its bridges, so the expected link is unknown", name, j.observed)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -27,19 +28,29 @@ func init() {
 		Title: "every port of every RDMA device is ACTIVE with its link up",
 		Needs: []string{"rdma.devices"},
 		Explain: Explanation{
-			Judges: "Every port of every device under /sys/class/infiniband (never only port 1): ports/<n>/state must be ACTIVE and phys_state LinkUp. " +
-				"On InfiniBand the port's LID and the subnet manager's LID (lid, sm_lid) must not be 0. With --expect-rate GBPS, a port whose rate " +
-				"(\"100 Gb/sec (4X EDR)\") is below that fails.",
+			Judges: "Every port of every device under /sys/class/infiniband (never only port 1), by what the port is (the host model: InfiniBand, " +
+				"Omni-Path, RoCE, iWARP, EFA): ports/<n>/state must be ACTIVE and phys_state LinkUp. InfiniBand and Omni-Path: LID and SM LID (lid, sm_lid) " +
+				"not 0; phys_state Disabled is set only by management (ibportstate, the SM), so it warns — a missing cable reads Polling and fails; " +
+				"a port trained 1X (\"50 Gb/sec (1X HDR)\") warns — HCAs train 4X and 2X is how HDR100/NDR200 split ports run. RoCE and iWARP: " +
+				"mlx5, bnxt_re and irdma report DOWN/Disabled whenever the netdev has no carrier, so the netdev's admin state and carrier decide the finding " +
+				"(admin-down: bring it up; up without carrier: the cable or the switch port). EFA ports have no LID. VF representor ports that are down are " +
+				"not judged (they follow the VF's use). With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
-				"A port that trained at a lower rate (a bad cable, a 1X link) works but slowly.",
+				"A port that trained on fewer lanes (a bad cable, a 1X link) works, but at a fraction of its rate. A port switched off on purpose " +
+				"is not a fault, and a node must not be drained for it.",
 			Failures: []Failure{
-				{report.Fail, "a port is DOWN (phys Polling: no link; Disabled: switched off)",
-					"Check the cable and transceiver and the switch port (`ethtool <netdev>` on Ethernet, `ibstat` on InfiniBand); on Ethernet `ip link set <netdev> up`; " +
-						"a Disabled local IB port is enabled by direct route, `ibportstate -C <dev> -P <port> -D 0 <port> enable`, or enable the switch side of the link."},
+				{report.Fail, "a port has no link (phys Polling): no cable, a dead transceiver, or the other end down",
+					"Check the cable and transceiver and the switch port (`ibstat` / `iblinkinfo` on InfiniBand, `ethtool <netdev>` on Ethernet)."},
+				{report.Fail, "a RoCE/iWARP port is down and its netdev is administratively down", "`ip link set <netdev> up`, and bring it up at boot in the network configuration."},
+				{report.Fail, "a RoCE/iWARP port is down and its netdev is up without carrier",
+					"The cable, the transceiver or the switch port: `ethtool <netdev>` (Link detected: no), `ethtool -m <netdev>` reads the module; check the switch port is enabled and its speed matches."},
+				{report.Warn, "an InfiniBand port is Disabled (by management)",
+					"If the port should carry traffic, enable it by direct route (`ibportstate -C <dev> -P <port> -D 0 <port> enable`) or from the switch side; if it is unused on purpose, say so in the expectations file."},
 				{report.Fail, "an InfiniBand port is INIT/ARMED, or its LID or SM LID is 0: no subnet manager answered",
-					"No subnet manager answered: " + smRemedy + ". `sminfo` and `ibstat` show whether one answers."},
-				{report.Fail, "a device lists no ports", "Check `dmesg` for the driver's errors while it registered the device, and reload the driver."},
+					"No subnet manager answered. " + subnetManagerFix("")},
+				{report.Warn, "an InfiniBand port trained 1X: one lane of four", "Reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends)."},
+				{report.Fail, "a device lists no ports", "Read `dmesg` for the driver's errors while it registered the device."},
 				{report.Fail, "a port's rate is below --expect-rate", "Reseat or replace the cable/transceiver; check the switch port's speed and width settings (`ibportstate`, `ethtool`) and the card's firmware."},
 				{report.Error, "a port's state, phys_state or rate could not be read",
 					"Read them by hand: `grep . /sys/class/infiniband/<dev>/ports/<port>/{state,phys_state,rate}`, `ibstat <dev> <port>` or `rdma link show <dev>/<port>`; run where /sys/class/infiniband is readable."},
@@ -105,152 +116,301 @@ func runPortState(_ context.Context, env *Env) Result {
 		r.Remedy = "Fix the RDMA devices first (see rdma.devices)."
 		return r
 	}
-	var details, bad, noPorts, unknown []string
-	remedies := map[string]bool{}
-	var remedyOrder []string
-	addRemedy := func(s string) {
-		if !remedies[s] {
-			remedies[s] = true
-			remedyOrder = append(remedyOrder, s)
-		}
-	}
-	var ports []map[string]any
-	total, active := 0, 0
-	for _, d := range s.Devices {
+	pj := newPortJudge(env)
+	var vs []verdict
+	var ports []any
+	for _, d := range env.Model().Devices {
 		if len(d.Ports) == 0 {
-			// A device without ports is not a port: it is counted apart so
-			// that "N of M ports" stays true.
-			noPorts = append(noPorts, d.Name)
-			line := fmt.Sprintf("%s: no ports under %s/%s/ports", d.Name, sysfs.InfinibandClass, d.Name)
-			if len(d.Problems) > 0 {
-				line += " (" + strings.Join(d.Problems, "; ") + ")"
-			}
-			details = append(details, line)
-			addRemedy(fmt.Sprintf("%s lists no ports: check `dmesg` for the driver's errors while it registered the device, and reload the driver (%s).",
-				d.Name, valueOrUnknown(d.Driver)))
+			vs = append(vs, noPortsVerdict(d.Dev))
 			continue
 		}
-		for _, p := range d.Ports {
-			total++
-			label := portLabel(d.Name, p.Num)
-			nd := portNetdev(s, d, p)
-			ev := map[string]any{"device": d.Name, "port": p.Num, "state": p.State.String(), "phys_state": p.PhysState.String(),
-				"rate": p.Rate, "link_layer": p.LinkLayer}
-			line := fmt.Sprintf("%s: %s, %s, %s", label, stateText(p), valueOrUnknown(p.Rate), valueOrUnknown(p.LinkLayer))
-			if nd != "" {
-				line += ", netdev " + nd
-				ev["netdev"] = nd
-			}
-			ib := p.LinkLayer == "InfiniBand"
-			if ib && p.HasLID {
-				line += fmt.Sprintf(", LID 0x%x, SM LID 0x%x", p.LID, p.SMLID)
-				ev["lid"], ev["sm_lid"] = p.LID, p.SMLID
-			}
-			var findings []string
-			if p.State.Name == "" || p.PhysState.Name == "" {
-				unknown = append(unknown, fmt.Sprintf("%s: %s", label, strings.Join(p.Problems, "; ")))
-				details = append(details, line+" — state unknown: "+strings.Join(p.Problems, "; "))
-				ports = append(ports, ev)
-				continue
-			}
-			switch {
-			case p.PhysState.Code != physLinkUp:
-				switch p.PhysState.Code {
-				case physDisabled:
-					findings = append(findings, stateText(p)+": port disabled")
-					addRemedy(fmt.Sprintf("%s is Disabled: enable it (%s).", label, enableHint(ib, d.Name, p.Num, nd)))
-				case physPolling, physSleep:
-					findings = append(findings, stateText(p)+": no link")
-					addRemedy(fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd)))
-				default:
-					findings = append(findings, stateText(p)+": link not up")
-					addRemedy(fmt.Sprintf("%s is training (%s): if it stays there, check the cable and the switch port's speed/width settings%s.", label, p.PhysState, linkHint(ib, nd)))
-				}
-			case p.State.Code != portStateActive:
-				findings = append(findings, stateText(p))
-				if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
-					findings[len(findings)-1] += ": no subnet manager answered"
-					addRemedy(smRemedyFor(label, p))
-				} else {
-					addRemedy(fmt.Sprintf("%s is %s with the link up: check `dmesg` for the driver's messages%s.", label, p.State, linkHint(ib, nd)))
-				}
-			}
-			if ib && p.State.Code == portStateActive && p.HasLID && (p.LID == 0 || p.SMLID == 0) {
-				findings = append(findings, fmt.Sprintf("LID 0x%x, SM LID 0x%x: no subnet manager answered", p.LID, p.SMLID))
-				addRemedy(smRemedyFor(label, p))
-			}
-			if env.Opts.ExpectRate > 0 && p.State.Code == portStateActive {
-				rate, err := sysfs.ParseRate(p.Rate)
-				switch {
-				case err != nil:
-					unknown = append(unknown, fmt.Sprintf("%s: rate %v", label, err))
-					line += fmt.Sprintf(" — rate unknown: %v", err)
-				case rate.Gbps < env.Opts.ExpectRate:
-					findings = append(findings, fmt.Sprintf("rate %s below the expected %g Gb/sec", p.Rate, env.Opts.ExpectRate))
-					addRemedy(fmt.Sprintf("%s trained at %s: reseat or replace the cable/transceiver, check the switch port's speed and width, and the firmware.", label, p.Rate))
-				default:
-					ev["rate_gbps"] = rate.Gbps
-				}
-			}
-			if len(findings) > 0 {
-				bad = append(bad, fmt.Sprintf("%s %s", label, strings.Join(findings, "; ")))
-				line += " — " + strings.Join(findings, "; ")
-				ev["ok"] = false
-			} else {
-				active++
-				ev["ok"] = true
-			}
-			details = append(details, line)
-			ports = append(ports, ev)
+		for _, pm := range d.Ports {
+			v := pj.judge(pm)
+			vs = append(vs, v)
+			ports = append(ports, v.evidence)
 		}
 	}
-	expected := "every port ACTIVE and LinkUp; InfiniBand LID and SM LID ≠ 0"
+	r := combineUnits(vs, "port", "ports")
+	r.Details = nil
+	for _, v := range vs {
+		if len(v.details) == 0 {
+			r.Details = append(r.Details, v.line)
+		}
+		r.Details = append(r.Details, v.details...)
+	}
+	if r.Status == report.Pass || r.Status == report.Skip {
+		r.Status = report.Pass
+		r.Summary = portsPassSummary(vs)
+	}
+	r.Expected = "every port in use ACTIVE and LinkUp; InfiniBand LID and SM LID ≠ 0, 4X (2X on split ports)"
 	if env.Opts.ExpectRate > 0 {
-		expected += fmt.Sprintf("; rate ≥ %g Gb/sec", env.Opts.ExpectRate)
+		r.Expected += fmt.Sprintf("; rate ≥ %g Gb/sec", env.Opts.ExpectRate)
 	}
-	var r Result
-	switch {
-	case len(bad) > 0 || len(noPorts) > 0:
-		var parts []string
-		if len(bad) > 0 {
-			parts = append(parts, fmt.Sprintf("%d of %d ports not usable: %s", len(bad), total, strings.Join(bad, "; ")))
-		}
-		if len(noPorts) > 0 {
-			parts = append(parts, fmt.Sprintf("%d device(s) with no ports: %s", len(noPorts), strings.Join(noPorts, ", ")))
-		}
-		r = fail(strings.Join(parts, "; "))
-		r.Remedy = strings.Join(remedyOrder, "\n")
-		all := append(append([]string{}, bad...), noPortsFindings(noPorts)...)
-		r.Observed = firstBad(s, all)
-	case len(unknown) > 0:
-		r = errorf("could not read the state of %d port(s): %s", len(unknown), strings.Join(unknown, "; "))
-		r.Observed = fmt.Sprintf("%d of %d ports unknown", len(unknown), total)
-		r.Remedy = portsByHand
-	default:
-		r = pass(fmt.Sprintf("all %d ports ACTIVE and LinkUp", total))
-		r.Observed = fmt.Sprintf("%d of %d ports usable", active, total)
-	}
-	r.Expected, r.Details = expected, details
 	r.Evidence = map[string]any{"ports": ports, "expect_rate_gbps": env.Opts.ExpectRate}
 	return r
 }
 
-// smRemedy is the one wording of "run a subnet manager" that every check
-// uses, so that a report reads the same advice wherever it appears.
-const smRemedy = "install and start opensm on one host of the fabric (`apt install opensm` / `dnf install opensm`; `systemctl enable --now opensm`), " +
-	"or enable the switch's SM; one opensm instance serves one port: `opensm -g <port GUID>` per fabric"
+// portsPassSummary says how many ports are up, and how many were not
+// judged and why, when none failed.
+func portsPassSummary(vs []verdict) string {
+	up, skipped := 0, 0
+	for _, v := range vs {
+		if v.status == report.Skip {
+			skipped++
+		} else {
+			up++
+		}
+	}
+	if skipped == 0 {
+		return fmt.Sprintf("all %d ports ACTIVE and LinkUp", up)
+	}
+	return fmt.Sprintf("%d port(s) ACTIVE and LinkUp; %d not judged (see details)", up, skipped)
+}
+
+func noPortsVerdict(d sysfs.RDMADevice) verdict {
+	line := fmt.Sprintf("%s: no ports under %s/%s/ports", d.Name, sysfs.InfinibandClass, d.Name)
+	if len(d.Problems) > 0 {
+		line += " (" + strings.Join(d.Problems, "; ") + ")"
+	}
+	return verdict{status: report.Fail, line: line,
+		remedy: fmt.Sprintf("%s lists no ports: read `dmesg` for the driver's errors while it registered the device (%s).", d.Name, valueOrUnknown(d.Driver))}
+}
+
+// portJudge judges one port at a time with what the whole host offers.
+type portJudge struct {
+	env     *Env
+	netdevs map[string]sysfs.Netdev
+	ndErr   error
+}
+
+func newPortJudge(env *Env) *portJudge {
+	pj := &portJudge{env: env, netdevs: map[string]sysfs.Netdev{}}
+	nds, err := env.Host.Netdevs()
+	pj.ndErr = err
+	for _, nd := range nds {
+		pj.netdevs[nd.Name] = nd
+	}
+	return pj
+}
+
+// portFinding is one thing wrong with a port, with its status and fix.
+type portFinding struct {
+	status report.Status
+	text   string
+	fix    string
+}
+
+func (pj *portJudge) judge(pm *PortModel) verdict {
+	p := pm.Port
+	ib := pm.Transport == InfiniBand || pm.Transport == OmniPath
+	ev := map[string]any{"device": pm.Device.Dev.Name, "port": p.Num, "state": p.State.String(), "phys_state": p.PhysState.String(),
+		"rate": p.Rate, "link_layer": p.LinkLayer, "transport": string(pm.Transport)}
+	line := fmt.Sprintf("%s: %s, %s, %s", pm.Label, stateText(p), valueOrUnknown(p.Rate), pm.Transport)
+	if pm.Netdev != "" {
+		line += ", netdev " + pm.Netdev
+		ev["netdev"] = pm.Netdev
+	}
+	if ib && p.HasLID {
+		line += fmt.Sprintf(", LID 0x%x, SM LID 0x%x", p.LID, p.SMLID)
+		ev["lid"], ev["sm_lid"] = p.LID, p.SMLID
+	}
+	v := verdict{status: report.Pass, line: line, evidence: ev}
+	if p.State.Name == "" || p.PhysState.Name == "" {
+		v.status, v.line = report.Error, pm.Label+" state unknown: "+strings.Join(p.Problems, "; ")
+		v.details = []string{line + " — state unknown"}
+		v.remedy = portsByHand
+		ev["ok"] = false
+		return v
+	}
+	pe := pj.env.Expect.Port(pm.Device.Dev.Name, p.Num)
+	if pe.Unused != nil && pe.Unused.V {
+		v.status, v.line = report.Skip, line+" — unused on purpose ("+pe.Unused.Cite()+"): not judged"
+		ev["unused"] = true
+		return v
+	}
+	if pm.Representor && !portActive(p) {
+		v.status, v.line = report.Skip, line+" — a VF representor: its state follows the VF's use; not judged"
+		return v
+	}
+	var fs []portFinding
+	if !portActive(p) {
+		fs = append(fs, expectedUp(pj.linkFinding(pm, ib), pe))
+	}
+	fs = append(fs, pj.addressFindings(pm, ib)...)
+	fs = append(fs, pj.rateFindings(pm, ib, ev, pe)...)
+	fs = append(fs, portExpectFindings(pm, pe)...)
+	var texts []string
+	for _, f := range fs {
+		if worse(f.status, v.status) {
+			v.status = f.status
+		}
+		texts = append(texts, f.text)
+		if f.fix != "" {
+			v.remedy = joinRemedy(v.remedy, f.fix)
+		}
+	}
+	if len(texts) > 0 {
+		// The summary names the port and what is wrong; Details keep the
+		// whole observed line.
+		v.details = []string{v.line + " — " + strings.Join(texts, "; ")}
+		v.line = pm.Label + " " + strings.Join(texts, "; ")
+	}
+	ev["ok"] = v.status == report.Pass
+	return v
+}
+
+func joinRemedy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
+}
+
+// linkFinding judges a port that is not ACTIVE with its link up.
+func (pj *portJudge) linkFinding(pm *PortModel, ib bool) portFinding {
+	p, label, nd := pm.Port, pm.Label, pm.Netdev
+	switch {
+	case p.PhysState.Code == physLinkUp:
+		if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
+			return portFinding{report.Fail, stateText(p) + ": no subnet manager brought it ACTIVE", smRemedyFor(label, p, pm.Transport)}
+		}
+		return portFinding{report.Fail, stateText(p),
+			fmt.Sprintf("%s is %s with the link up: read `dmesg` for the driver's messages%s.", label, p.State, linkHint(ib, nd))}
+	case ib && p.PhysState.Code == physDisabled:
+		// Only management (ibportstate, the SM, the switch) disables an
+		// InfiniBand port: a port off on purpose is not a fault.
+		return portFinding{report.Warn, stateText(p) + ": disabled by management (unused on purpose, or switched off)",
+			fmt.Sprintf("If %s should carry traffic, enable it: %s. If it is unused on purpose, say so in the expectations file (`unused = true`).", label, enableHint(true, pm.Device.Dev.Name, p.Num, nd))}
+	case !ib && (p.PhysState.Code == physDisabled || p.State.Code == portStateDown):
+		return pj.ethernetDown(pm)
+	case p.PhysState.Code == physPolling || p.PhysState.Code == physSleep:
+		return portFinding{report.Fail, stateText(p) + ": no link",
+			fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd))}
+	}
+	return portFinding{report.Fail, stateText(p) + ": link not up",
+		fmt.Sprintf("%s is training (%s): if it stays there, check the cable and the switch port's speed/width settings%s.", label, p.PhysState, linkHint(ib, nd))}
+}
+
+// ethernetDown judges a RoCE or iWARP port that is down: mlx5, bnxt_re and
+// irdma report DOWN/Disabled whenever the netdev has no carrier, so the
+// netdev's admin state says whose move it is.
+func (pj *portJudge) ethernetDown(pm *PortModel) portFinding {
+	p, label, name := pm.Port, pm.Label, pm.Netdev
+	nd, ok := pj.netdevs[name]
+	switch {
+	case name == "" || pj.ndErr != nil || !ok:
+		return portFinding{report.Fail, stateText(p) + ": no link",
+			fmt.Sprintf("%s is down: `rdma link show %s/%d` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier.",
+				label, pm.Device.Dev.Name, p.Num)}
+	case !nd.AdminUp:
+		return portFinding{report.Fail, fmt.Sprintf("%s: netdev %s is administratively down", stateText(p), name),
+			fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name)}
+	}
+	return portFinding{report.Fail, fmt.Sprintf("%s: netdev %s is up but has no carrier", stateText(p), name),
+		fmt.Sprintf("%s has no carrier although it is up: the cable, the transceiver or the switch port (`ethtool %s` shows Link detected: no; "+
+			"`ethtool -m %s` reads the module; check the switch port is enabled and its speed matches).", name, name, name)}
+}
+
+// expectedUp turns a disabled port's warning into a fault when the
+// expectations file says how the port must be (so it is in use).
+func expectedUp(f portFinding, pe expect.PortExpect) portFinding {
+	cite := firstCite(pe)
+	if f.status != report.Warn || cite == "" {
+		return f
+	}
+	f.status = report.Fail
+	f.text += "; the port is expected in use by " + cite
+	return f
+}
+
+// firstCite names the first expectation the class has for a port.
+func firstCite(pe expect.PortExpect) string {
+	for _, c := range []string{pe.LinkLayer.Cite(), pe.Rate.Cite(), pe.Width.Cite(), pe.MTU.Cite(), pe.PFCPriority.Cite()} {
+		if c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// portExpectFindings compares an ACTIVE port with the expectations file:
+// its link layer, rate and width; a deviation fails and names the key.
+func portExpectFindings(pm *PortModel, pe expect.PortExpect) []portFinding {
+	p := pm.Port
+	const fix = "The port is not as its class says: reseat or replace the cable/transceiver, check the switch port and the firmware's link type; " +
+		"if it changed on purpose, update the line of the expectations file the finding names."
+	var fs []portFinding
+	if pe.LinkLayer != nil && p.LinkLayer != pe.LinkLayer.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("link layer %s, expected %s by %s", valueOrUnknown(p.LinkLayer), pe.LinkLayer.V, pe.LinkLayer.Cite()), fix})
+	}
+	if p.State.Code != portStateActive || (pe.Rate == nil && pe.Width == nil) {
+		return fs
+	}
+	rate, err := sysfs.ParseRate(p.Rate)
+	if err != nil {
+		return append(fs, portFinding{report.Error, fmt.Sprintf("rate unknown (%v), expected by %s", err, firstCite(pe)), portsByHand})
+	}
+	if pe.Rate != nil && rate.Gbps != pe.Rate.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %g Gb/sec, expected %g by %s", rate.Gbps, pe.Rate.V, pe.Rate.Cite()), fix})
+	}
+	if pe.Width != nil && rate.Width != pe.Width.V {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("width %s, expected %s by %s", valueOrUnknown(rate.Width), pe.Width.V, pe.Width.Cite()), fix})
+	}
+	return fs
+}
+
+// addressFindings judges an ACTIVE InfiniBand port's LID and SM LID.
+func (pj *portJudge) addressFindings(pm *PortModel, ib bool) []portFinding {
+	p := pm.Port
+	if !ib || p.State.Code != portStateActive || !p.HasLID || (p.LID != 0 && p.SMLID != 0) {
+		return nil
+	}
+	return []portFinding{{report.Fail, fmt.Sprintf("LID 0x%x, SM LID 0x%x: no subnet manager answered", p.LID, p.SMLID), smRemedyFor(pm.Label, p, pm.Transport)}}
+}
+
+// rateFindings judges the trained width of an InfiniBand port and the
+// rate against --expect-rate. HCAs train 4X; 2X is how HDR100/NDR200
+// split ports run; 1X on InfiniBand is a lane or cable fault. On
+// Ethernet 1X is simply how a 25 GbE port reads.
+func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe expect.PortExpect) []portFinding {
+	p := pm.Port
+	if p.State.Code != portStateActive {
+		return nil
+	}
+	rate, err := sysfs.ParseRate(p.Rate)
+	if err != nil {
+		if pj.env.Opts.ExpectRate > 0 {
+			return []portFinding{{report.Error, fmt.Sprintf("rate unknown: %v", err), portsByHand}}
+		}
+		return nil
+	}
+	ev["rate_gbps"] = rate.Gbps
+	var fs []portFinding
+	if ib && rate.Width == "1X" && (pe.Width == nil || pe.Width.V != "1X") {
+		fs = append(fs, portFinding{report.Warn, fmt.Sprintf("trained at %s: 1 lane of 4", p.Rate),
+			fmt.Sprintf("%s runs on one lane: reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends' width); "+
+				"the link works at a quarter of its rate.", pm.Label)})
+	}
+	if want := pj.env.Opts.ExpectRate; want > 0 && rate.Gbps < want {
+		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %s below the expected %g Gb/sec", p.Rate, want),
+			fmt.Sprintf("%s trained at %s: reseat or replace the cable/transceiver, check the switch port's speed and width, and the firmware.", pm.Label, p.Rate)})
+	}
+	return fs
+}
 
 // portsByHand says how to read port states without rdmadoctor.
 const portsByHand = "Read the port files by hand: `grep . /sys/class/infiniband/*/ports/*/{state,phys_state,rate}`, or `ibstat` / `rdma link show`."
 
 // smRemedyFor is smRemedy for one port, with the port's GUID when its GID
 // table shows it (the interface ID of GID 0 is the port GUID on InfiniBand).
-func smRemedyFor(label string, p sysfs.RDMAPort) string {
-	r := label + ": no subnet manager answered: " + smRemedy
-	if g := portGUID(p); g != "" {
-		r += " (this port's GUID: " + g + ")"
+// Omni-Path fabrics are run by the Omni-Path fabric manager (opafm).
+func smRemedyFor(label string, p sysfs.RDMAPort, t Transport) string {
+	if t == OmniPath {
+		return label + ": no fabric manager answered: check that the Omni-Path fabric manager runs (`opainfo` shows the port state and SM LID; " +
+			"`systemctl status opafm` on the FM host or the switch's embedded FM); start it on one host only when none runs."
 	}
-	return r + ". `sminfo` shows whether one answers; `ibstat` shows the port become ACTIVE with a LID."
+	dev, port := labelParts(label)
+	return label + ": no subnet manager answered. " + subnetManagerFixFor(dev, port, portGUID(p))
 }
 
 // portGUID is the port GUID as opensm -g takes it ("0x0c42a103002b3c4e"),
@@ -271,14 +431,6 @@ func portGUID(p sysfs.RDMAPort) string {
 		return fmt.Sprintf("0x%x", []byte(id))
 	}
 	return ""
-}
-
-func noPortsFindings(devs []string) []string {
-	out := make([]string, len(devs))
-	for i, d := range devs {
-		out[i] = d + ": no ports"
-	}
-	return out
 }
 
 // enableHint says how to enable a Disabled port. An InfiniBand port is

@@ -18,7 +18,7 @@ func init() {
 			Judges: "On every ACTIVE port a send CQ is created with cqe=1 (what the provider granted is reported), its RC QP connected to a peer " +
 				"whose receive CQ is large, and more signaled SENDs than the CQ holds are posted without polling it. The context's async fd " +
 				"(non-blocking, polled with a deadline, every event acked) must report IBV_EVENT_CQ_ERR for that CQ. retry_cnt is 3 so nothing " +
-				"retries forever. Fail: completions were lost and no event came." +
+				"retries forever. Fail: completions were lost and no event came. " +
 				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp.",
 			Why: "An application whose CQ is too small loses completions; the only signal it gets is IBV_EVENT_CQ_ERR on the async fd. " +
 				"A stack that drops completions without that event turns a sizing bug into silent hangs.",

@@ -111,192 +111,294 @@ func parseGID(s string) net.IP {
 }
 
 func runRoCEConfig(_ context.Context, env *Env) Result {
-	s := env.Survey()
-	h := env.Host
-	nds, ndErr := h.Netdevs()
-	byName := map[string]sysfs.Netdev{}
-	for _, nd := range nds {
-		byName[nd.Name] = nd
-	}
-	var details, bad, unknown, warns []string
-	var remedy []string
-	addRemedy := func(r string) {
-		for _, x := range remedy {
-			if x == r {
-				return
-			}
+	m := env.Model()
+	rj := newRoCEJudge(env)
+	var vs []verdict
+	var ports []any
+	var other []*PortModel
+	for _, pm := range m.Ports {
+		if pm.Transport != RoCE {
+			other = append(other, pm)
+			continue
 		}
-		remedy = append(remedy, r)
+		v := rj.judge(pm)
+		vs = append(vs, v)
+		ports = append(ports, v.evidence)
 	}
-	var ports []map[string]any
-	var notJudged []string
-	roce := 0
-	for _, d := range s.Devices {
-		for _, p := range d.Ports {
-			if p.LinkLayer != "Ethernet" {
-				continue
-			}
-			label := portLabel(d.Name, p.Num)
-			if !portActive(p) {
-				notJudged = append(notJudged, fmt.Sprintf("%s: not judged: %s", label, stateText(p)))
-				ports = append(ports, map[string]any{"device": d.Name, "port": p.Num, "judged": false, "state": valueOrUnknown(p.State.String())})
-				continue
-			}
-			roce++
-			ev := map[string]any{"device": d.Name, "port": p.Num, "judged": true}
-			ports = append(ports, ev)
-			var find []string
-			name := portNetdev(s, d, p)
-			if name == "" {
-				find = append(find, "no netdev carries it (gid_attrs/ndevs empty)")
-				addRemedy(fmt.Sprintf("%s has no netdev: check the Ethernet driver bound to %s and `dmesg`.", label, valueOrUnknown(d.PCIAddr)))
-				bad = append(bad, label+": "+strings.Join(find, "; "))
-				details = append(details, label+": "+strings.Join(find, "; "))
-				continue
-			}
-			ev["netdev"] = name
-			line := fmt.Sprintf("%s → %s", label, name)
-
-			// netdev state, addresses and MTU
-			var addrs []string
-			switch nd, ok := byName[name]; {
-			case ndErr != nil:
-				unknown = append(unknown, fmt.Sprintf("%s: netdev %s: %v", label, name, ndErr))
-				line += ": netdev state unknown"
-			case !ok:
-				find = append(find, fmt.Sprintf("netdev %s not found", name))
-				addRemedy(fmt.Sprintf("%s names netdev %s, which this network namespace does not list: check `ip link show %s` and `rdma link show`; "+
-					"a netdev moved to another namespace takes its RoCE GIDs with it.", label, name, name))
-			default:
-				ev["operstate"], ev["mtu"], ev["addresses"] = nd.OperState, nd.MTU, nonNil(nd.Addresses)
-				line += fmt.Sprintf(": %s, MTU %d", nd.OperState, nd.MTU)
-				if !nd.AdminUp || (nd.OperState != "up" && nd.OperState != "unknown") {
-					find = append(find, fmt.Sprintf("netdev %s is %s", name, nd.OperState))
-					addRemedy(fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name))
-				}
-				addrs = routableAddrs(nd.Addresses)
-				if len(addrs) == 0 {
-					find = append(find, fmt.Sprintf("netdev %s has no IP address", name))
-					addRemedy(fmt.Sprintf("Give %s an address (`ip addr add <addr>/<prefix> dev %s`) and make it persistent in the network configuration; its RoCE v2 GID appears with it.", name, name))
-				} else {
-					line += ", " + strings.Join(addrs, " ")
-				}
-				if nd.MTU > 0 {
-					am := RoCEActiveMTU(nd.MTU)
-					ev["active_mtu"] = am
-					line += fmt.Sprintf(" (RoCE active MTU %d)", am)
-					if am < 1024 {
-						warns = append(warns, fmt.Sprintf("%s: netdev MTU %d allows a RoCE MTU of only %d", label, nd.MTU, am))
-						addRemedy(fmt.Sprintf("Raise the MTU of %s: 1500 allows a RoCE MTU of 1024, 9000 allows 4096 (the switches must carry it too).", name))
-					}
-				}
-			}
-
-			// GID types
-			var v1, v2 int
-			v2ByIP := map[string]bool{}
-			for _, g := range p.GIDs {
-				if g.Netdev != "" && g.Netdev != name {
-					continue
-				}
-				switch g.Type {
-				case gidTypeV2:
-					v2++
-					if ip := parseGID(g.GID); ip != nil {
-						v2ByIP[ip.String()] = true
-					}
-				case gidTypeV1:
-					v1++
-				}
-			}
-			ev["gids_v1"], ev["gids_v2"] = v1, v2
-			line += fmt.Sprintf("; GIDs: %d RoCE v2, %d v1", v2, v1)
-			var missing []string
-			for _, a := range addrs {
-				if ip := gidForAddr(a); ip != nil && !v2ByIP[ip.String()] {
-					missing = append(missing, a)
-				}
-			}
-			switch {
-			case v2 == 0 && v1 > 0:
-				find = append(find, "only RoCE v1 GIDs (v1 is not routable)")
-				addRemedy(fmt.Sprintf("%s has no RoCE v2 GID: check the NIC and firmware support RoCE v2 (%s) and the driver is current.", label, roceV2Cards))
-			case v2 == 0:
-				find = append(find, "no RoCE GID at all")
-				addRemedy(fmt.Sprintf("%s has no RoCE GID: %s", label, lowerFirst(roceNoGIDFix(name))))
-			case len(missing) > 0:
-				find = append(find, "no RoCE v2 GID for "+strings.Join(missing, ", "))
-				addRemedy(fmt.Sprintf("%s lacks RoCE v2 GIDs for some addresses of %s: check `dmesg` for GID table errors (a full GID table, a VLAN or bond setup the driver does not follow).", label, name))
-			}
-
-			// rdma_cm default mode
-			mode, err := h.DefaultRoCEMode(d.Name, p.Num)
-			switch {
-			case err == nil:
-				ev["default_roce_mode"] = mode
-				line += fmt.Sprintf("; default_roce_mode %q", mode)
-				switch mode {
-				case gidTypeV2:
-				case gidTypeV1:
-					find = append(find, fmt.Sprintf("rdma_cm default_roce_mode is %q", mode))
-					addRemedy(fmt.Sprintf("`echo \"RoCE v2\" > %s` (configfs, rdma_cm loaded); it does not survive a reboot, so set it from a boot unit.",
-						sysfs.RoCEModePath(d.Name, p.Num)))
-				default:
-					ev["default_roce_mode"] = "unknown"
-					line += " (not a mode rdma_cm writes: unknown)"
-				}
-			case sysfs.IsNotExist(err):
-				ev["default_roce_mode"] = "unknown"
-				line += "; default_roce_mode unknown (no rdma_cm configfs entry), judged from GID types"
-			default:
-				ev["default_roce_mode"] = "unknown"
-				line += fmt.Sprintf("; default_roce_mode unknown (%v)", err)
-			}
-			if len(find) > 0 {
-				bad = append(bad, label+": "+strings.Join(find, "; "))
-				line += " — " + strings.Join(find, "; ")
-				ev["ok"] = false
-			} else {
-				ev["ok"] = true
-			}
-			details = append(details, line)
-		}
-	}
-	details = append(details, notJudged...)
-	ev := map[string]any{"ports": ports}
-	if roce == 0 && len(notJudged) == 0 {
-		r := skip("no Ethernet ports (InfiniBand only): RoCE does not apply")
+	ev := map[string]any{"ports": nonNilAny(ports)}
+	if len(vs) == 0 {
+		r := skip(notRoCEText(other))
 		r.Evidence = ev
 		return r
 	}
-	if roce == 0 {
-		r := skip(fmt.Sprintf("no ACTIVE RoCE port to judge (%s); port.state reports why", strings.Join(notJudged, "; ")))
-		r.Details, r.Evidence = details, ev
-		return r
+	judged := 0
+	for _, v := range vs {
+		if v.status != report.Skip {
+			judged++
+		}
 	}
-	var r Result
+	r := combineUnits(vs, "RoCE port", "RoCE ports")
+	r.Details = nil
+	for _, v := range vs {
+		r.Details = append(r.Details, v.details...)
+	}
+	if len(other) > 0 {
+		r.Details = append(r.Details, "not RoCE, not judged here: "+transportTally(other))
+	}
 	switch {
-	case len(bad) > 0:
-		r = fail(fmt.Sprintf("%d of %d RoCE ports misconfigured: %s", len(bad), roce, strings.Join(bad, "; ")))
-		r.Observed = firstBad(s, bad)
-	case len(unknown) > 0:
-		r = errorf("could not judge %d RoCE port(s): %s", len(unknown), strings.Join(unknown, "; "))
-		r.Observed = "netdev state unknown"
-		addRemedy(netdevByHand)
-	case len(warns) > 0:
-		r = warn(strings.Join(warns, "; "))
-		r.Observed = warns[0]
-	default:
-		r = pass(fmt.Sprintf("%d RoCE port(s): netdev up with an IP, RoCE v2 GIDs present", roce))
-		r.Observed = fmt.Sprintf("%d RoCE ports configured", roce)
+	case judged == 0:
+		r = Result{Status: report.Skip, Summary: "no ACTIVE RoCE port to judge; port.state reports why", Details: r.Details}
+	case r.Status == report.Pass || r.Status == report.Skip:
+		r.Status = report.Pass
+		r.Summary = fmt.Sprintf("%d RoCE port(s): netdev up with an IP, RoCE v2 GIDs present", judged)
+		if n := len(vs) - judged; n > 0 {
+			r.Summary += fmt.Sprintf("; %d not judged (see details)", n)
+		}
+		r.Remedy = ""
 	}
-	if len(notJudged) > 0 && r.Status != report.Error {
-		r.Summary += fmt.Sprintf("; %d not judged (not ACTIVE, see port.state)", len(notJudged))
+	if r.Status == report.Error {
+		r.Remedy = joinRemedy(r.Remedy, netdevByHand)
 	}
-	if r.Status != report.Pass {
-		r.Remedy = strings.Join(remedy, "\n")
-	}
-	r.Expected = "every ACTIVE RoCE port: netdev up with an IP, RoCE v2 GIDs, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
-	r.Details, r.Evidence = details, ev
+	r.Expected = "every ACTIVE RoCE port: a netdev (or an upper device: VLAN, bond) up with an IP, RoCE v2 GIDs for it, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
+	r.Evidence = ev
 	return r
+}
+
+func nonNilAny(v []any) []any {
+	if v == nil {
+		return []any{}
+	}
+	return v
+}
+
+// notRoCEText says why roce.config judged nothing: the host's ports are of
+// other transports, each named.
+func notRoCEText(other []*PortModel) string {
+	if len(other) == 0 {
+		return "no RDMA port: RoCE does not apply"
+	}
+	return "no RoCE port (" + transportTally(other) + "): RoCE mode, GIDs and the netdev's address do not apply" + transportWhy(other)
+}
+
+// transportWhy adds the reason the RoCE checks do not apply to a transport
+// that looks like Ethernet.
+func transportWhy(ports []*PortModel) string {
+	for _, p := range ports {
+		switch p.Transport {
+		case IWARP:
+			return "; iWARP runs over TCP and connects through rdma_cm"
+		case EFA:
+			return "; EFA runs SRD over the AWS network, with no GID types or PFC to set"
+		}
+	}
+	return ""
+}
+
+// roceJudge judges one RoCE port with what the host offers.
+type roceJudge struct {
+	env    *Env
+	h      *sysfs.Host
+	byName map[string]sysfs.Netdev
+	ndErr  error
+}
+
+func newRoCEJudge(env *Env) *roceJudge {
+	rj := &roceJudge{env: env, h: env.Host, byName: map[string]sysfs.Netdev{}}
+	nds, err := env.Host.Netdevs()
+	rj.ndErr = err
+	for _, nd := range nds {
+		rj.byName[nd.Name] = nd
+	}
+	return rj
+}
+
+// roceFindings collects one port's findings and fixes.
+type roceFindings struct {
+	fail, warn []string
+	fixes      []string
+}
+
+func (f *roceFindings) add(status report.Status, text, fix string) {
+	if status == report.Warn {
+		f.warn = append(f.warn, text)
+	} else {
+		f.fail = append(f.fail, text)
+	}
+	if fix != "" {
+		f.fixes = appendUnique(f.fixes, fix)
+	}
+}
+
+func (rj *roceJudge) judge(pm *PortModel) verdict {
+	label, d, p := pm.Label, pm.Device.Dev, pm.Port
+	ev := map[string]any{"device": d.Name, "port": p.Num, "judged": false}
+	if !portActive(p) {
+		line := fmt.Sprintf("%s: not judged: %s", label, stateText(p))
+		ev["state"] = valueOrUnknown(p.State.String())
+		return verdict{status: report.Skip, line: line, details: []string{line}, evidence: ev}
+	}
+	if pm.Netdev == "" {
+		line := label + ": no netdev carries it (gid_attrs/ndevs empty)"
+		return verdict{status: report.Fail, line: line, details: []string{line}, evidence: ev,
+			remedy: fmt.Sprintf("%s has no netdev: check the Ethernet driver bound to %s and `dmesg`.", label, valueOrUnknown(d.PCIAddr))}
+	}
+	ev["netdev"] = pm.Netdev
+	if !pm.NetdevHere && (pm.IsVF() || pm.Representor) {
+		line := fmt.Sprintf("%s → %s: the VF's netdev is in another network namespace (moved into a pod or guest): not judged here", label, pm.Netdev)
+		return verdict{status: report.Skip, line: line, details: []string{line}, evidence: ev}
+	}
+	ev["judged"] = true
+	var f roceFindings
+	line := fmt.Sprintf("%s → %s", label, pm.Netdev)
+	addrs, ok := rj.netdevState(pm, &f, ev, &line)
+	if ok {
+		rj.gids(pm, addrs, &f, ev, &line)
+	}
+	rj.defaultMode(pm, &f, ev, &line)
+	v := verdict{status: report.Pass, line: line, evidence: ev}
+	switch {
+	case len(f.fail) > 0:
+		v.status, v.line = report.Fail, label+": "+strings.Join(f.fail, "; ")
+		line += " — " + strings.Join(f.fail, "; ")
+	case !ok:
+		v.status, v.line = report.Error, label+": netdev state unknown"
+	case len(f.warn) > 0:
+		v.status, v.line = report.Warn, label+": "+strings.Join(f.warn, "; ")
+	}
+	ev["ok"] = v.status == report.Pass
+	v.details = []string{line}
+	v.remedy = strings.Join(f.fixes, "\n")
+	return v
+}
+
+// netdevState judges the netdevs that carry a port: the port's netdev up,
+// an address on it or on an upper device (VLAN, macvlan, the LAG's bond),
+// its MTU. A VF or representor without an address on the host is normal:
+// its traffic belongs to a guest or a pod. ok is false when the netdev
+// state could not be read.
+func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]any, line *string) (addrs []string, ok bool) {
+	name, label := pm.Netdev, pm.Label
+	nd, found := rj.byName[name]
+	switch {
+	case rj.ndErr != nil:
+		*line += fmt.Sprintf(": netdev state unknown (%v)", rj.ndErr)
+		return nil, false
+	case !found:
+		f.add(report.Fail, fmt.Sprintf("netdev %s not found", name), fmt.Sprintf("%s names netdev %s, which this network namespace does not list: check `ip link show %s` and `rdma link show`; "+
+			"a netdev moved to another namespace takes its RoCE GIDs with it.", label, name, name))
+		return nil, true
+	}
+	ev["operstate"], ev["mtu"], ev["addresses"] = nd.OperState, nd.MTU, nonNil(nd.Addresses)
+	*line += fmt.Sprintf(": %s, MTU %d", nd.OperState, nd.MTU)
+	if !nd.AdminUp || (nd.OperState != "up" && nd.OperState != "unknown") {
+		f.add(report.Fail, fmt.Sprintf("netdev %s is %s", name, nd.OperState), fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name))
+	}
+	byCarrier := map[string][]string{}
+	for _, c := range pm.Carriers() {
+		if cnd, ok := rj.byName[c]; ok {
+			if a := routableAddrs(cnd.Addresses); len(a) > 0 {
+				byCarrier[c] = a
+				addrs = append(addrs, a...)
+				*line += fmt.Sprintf(", %s on %s", strings.Join(a, " "), c)
+			}
+		}
+	}
+	if len(pm.Uppers) > 0 {
+		ev["uppers"] = pm.Uppers
+	}
+	if len(addrs) == 0 {
+		switch {
+		case pm.IsVF() || pm.Representor:
+			*line += "; no IP on the host (normal for a VF or representor: its traffic belongs to a guest or a pod)"
+		default:
+			f.add(report.Fail, fmt.Sprintf("netdev %s has no IP address", name)+upperText(pm),
+				fmt.Sprintf("Give %s (or the VLAN/bond on it that the fabric uses) an address (`ip addr add <addr>/<prefix> dev %s`) and make it persistent in the network configuration; its RoCE v2 GID appears with it.", name, name))
+		}
+	}
+	if want := rj.env.Expect.Port(pm.Device.Dev.Name, pm.Port.Num).MTU; want != nil && nd.MTU != want.V {
+		f.add(report.Fail, fmt.Sprintf("netdev %s MTU %d, expected %d by %s", name, nd.MTU, want.V, want.Cite()),
+			fmt.Sprintf("Set the MTU of %s as its class says (`ip link set %s mtu %d`, and in the network configuration), or update the expectations file if it changed on purpose.", name, name, want.V))
+	}
+	if nd.MTU > 0 {
+		am := RoCEActiveMTU(nd.MTU)
+		ev["active_mtu"] = am
+		*line += fmt.Sprintf(" (RoCE active MTU %d)", am)
+		if am < 1024 {
+			f.add(report.Warn, fmt.Sprintf("netdev MTU %d allows a RoCE MTU of only %d", nd.MTU, am),
+				fmt.Sprintf("Raise the MTU of %s: 1500 allows a RoCE MTU of 1024, 9000 allows 4096 (the switches must carry it too).", name))
+		}
+	}
+	return addrs, true
+}
+
+func upperText(pm *PortModel) string {
+	if len(pm.Uppers) == 0 {
+		return ""
+	}
+	return " (nor its upper devices " + strings.Join(pm.Uppers, ", ") + ")"
+}
+
+// gids judges the GID table of a port: RoCE v2 GIDs for the addresses of
+// the netdevs that carry it.
+func (rj *roceJudge) gids(pm *PortModel, addrs []string, f *roceFindings, ev map[string]any, line *string) {
+	carriers := map[string]bool{}
+	for _, c := range pm.Carriers() {
+		carriers[c] = true
+	}
+	var v1, v2 int
+	v2ByIP := map[string]bool{}
+	for _, g := range pm.Port.GIDs {
+		if g.Netdev != "" && !carriers[g.Netdev] {
+			continue
+		}
+		switch g.Type {
+		case gidTypeV2:
+			v2++
+			if ip := parseGID(g.GID); ip != nil {
+				v2ByIP[ip.String()] = true
+			}
+		case gidTypeV1:
+			v1++
+		}
+	}
+	ev["gids_v1"], ev["gids_v2"] = v1, v2
+	*line += fmt.Sprintf("; GIDs: %d RoCE v2, %d v1", v2, v1)
+	var missing []string
+	for _, a := range addrs {
+		if ip := gidForAddr(a); ip != nil && !v2ByIP[ip.String()] {
+			missing = append(missing, a)
+		}
+	}
+	switch {
+	case v2 == 0 && v1 > 0:
+		f.add(report.Fail, "only RoCE v1 GIDs (v1 is not routable)", fmt.Sprintf("%s has no RoCE v2 GID: check the NIC and firmware support RoCE v2 (%s) and the driver is current.", pm.Label, roceV2Cards))
+	case v2 == 0:
+		f.add(report.Fail, "no RoCE GID at all", fmt.Sprintf("%s has no RoCE GID: %s", pm.Label, lowerFirst(roceNoGIDFix(pm.Netdev))))
+	case len(missing) > 0:
+		f.add(report.Fail, "no RoCE v2 GID for "+strings.Join(missing, ", "), fmt.Sprintf("%s lacks RoCE v2 GIDs for some addresses of %s: check `dmesg` for GID table errors (a full GID table, a VLAN or bond setup the driver does not follow).", pm.Label, pm.Netdev))
+	}
+}
+
+// defaultMode reads rdma_cm's default RoCE mode of the port, where its
+// configfs entry exists.
+func (rj *roceJudge) defaultMode(pm *PortModel, f *roceFindings, ev map[string]any, line *string) {
+	d, p := pm.Device.Dev, pm.Port
+	mode, err := rj.h.DefaultRoCEMode(d.Name, p.Num)
+	ev["default_roce_mode"] = "unknown"
+	switch {
+	case err == nil && mode == gidTypeV2:
+		ev["default_roce_mode"] = mode
+		*line += fmt.Sprintf("; default_roce_mode %q", mode)
+	case err == nil && mode == gidTypeV1:
+		ev["default_roce_mode"] = mode
+		*line += fmt.Sprintf("; default_roce_mode %q", mode)
+		f.add(report.Fail, fmt.Sprintf("rdma_cm default_roce_mode is %q", mode), fmt.Sprintf("`echo \"RoCE v2\" > %s` (configfs, rdma_cm loaded); it does not survive a reboot, so set it from a boot unit.",
+			sysfs.RoCEModePath(d.Name, p.Num)))
+	case err == nil:
+		*line += fmt.Sprintf("; default_roce_mode %q (not a mode rdma_cm writes: unknown)", mode)
+	case sysfs.IsNotExist(err):
+		*line += "; default_roce_mode unknown (no rdma_cm configfs entry), judged from GID types"
+	default:
+		*line += fmt.Sprintf("; default_roce_mode unknown (%v)", err)
+	}
 }

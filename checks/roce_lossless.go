@@ -11,18 +11,19 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
-// roceDefaultTC is the traffic class RoCE applications are usually told to
-// set (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, perftest --tclass): 106 = DSCP 26
-// (AF31) << 2 | ECT(0). Nothing on the host says what applications set;
-// rdma_cm's default_roce_tos is read where it exists, else this is assumed
-// and the report says so.
+// roceRecommendedTC is the traffic class RoCE deployments usually give
+// applications (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, perftest --tclass): 106 =
+// DSCP 26 (AF31) << 2 | ECT(0). It is only ever recommended, never
+// assumed: rdma_cm's default ToS is 0, and NCCL, UCX and perftest send ToS
+// 0 unless told, so without a default_roce_tos or an expected class the
+// traffic judged is ToS 0.
 const (
-	roceDefaultTC   = 106
-	roceDefaultDSCP = roceDefaultTC >> 2
+	roceRecommendedTC   = 106
+	roceRecommendedDSCP = roceRecommendedTC >> 2
 )
 
-// assumedTC is the sentence that states the assumption.
-var assumedTC = fmt.Sprintf("assuming applications set TC %d (DSCP %d)", roceDefaultTC, roceDefaultDSCP)
+// howAppsChooseTC says where applications take their traffic class from.
+const howAppsChooseTC = "applications choose it with NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, perftest --tclass, or rdma_cm's default_roce_tos"
 
 const losslessFix = "Configure the NIC the way the switches are configured (both ends must agree): PFC on the priority RoCE's DSCP maps to, trust dscp, " +
 	"and ECN on that priority. MLNX_OFED/DOCA: `mlnx_qos -i <netdev> --trust dscp --pfc 0,0,0,1,0,0,0,0` (PFC on priority 3, which DSCP 26 maps to); " +
@@ -39,20 +40,26 @@ func init() {
 		Title: "RoCE netdevs run lossless: PFC on a priority, trust matching the marking, ECN on that priority",
 		Needs: []string{"roce.config"},
 		Explain: Explanation{
-			Judges: "For the netdev of every ACTIVE hardware RoCE port (the others are listed as not judged): PFC from DCB netlink (RTM_GETDCB / " +
-				"DCB_CMD_IEEE_GET: the pfc_en bitmap of struct ieee_pfc); the trust mode from MLNX_OFED's /sys/class/net/<if>/qos/trust, else DSCP " +
-				"entries in the DCB IEEE APP table (trust dscp) or none (trust pcp); ECN per priority from /sys/class/net/<if>/ecn/roce_np|roce_rp/enable/<prio> " +
-				"where those files exist. The DSCP RoCE traffic carries is read from rdma_cm's /sys/kernel/config/rdma_cm/<dev>/ports/<n>/default_roce_tos " +
-				"where that file exists (rdmadoctor never creates configfs entries); otherwise the report says it assumes TC 106 (DSCP 26). It warns when " +
-				"RoCE runs lossy (no PFC priority) or half-configured (PFC on a priority with ECN off there; trust pcp while DSCP is mapped; untagged RoCE " +
-				"with trust pcp going to priority 0 without PFC; RoCE's DSCP landing on a priority without PFC); --expect-lossless makes those fail. " +
-				"A driver without DCB answers EOPNOTSUPP: skip.",
+			Judges: "For every ACTIVE hardware RoCE port (iWARP, EFA, InfiniBand and software ports say why they are not judged; VFs and representors " +
+				"are the PF's business), where PFC, trust and ECN live: the port's netdev, or on an mlx5 RoCE LAG each slave of the bond (the bond " +
+				"itself answers EOPNOTSUPP). PFC from DCB netlink (RTM_GETDCB / DCB_CMD_IEEE_GET: the pfc_en bitmap of struct ieee_pfc); the trust mode " +
+				"from MLNX_OFED's /sys/class/net/<if>/qos/trust, else DSCP entries in the DCB IEEE APP table (trust dscp) or none (trust pcp); ECN per " +
+				"priority from /sys/class/net/<if>/ecn/roce_np|roce_rp/enable/<prio> where those files exist. The traffic judged is the class RoCE " +
+				"applications really use: the expected class (--roce-tc, or roce_tc in the expectations file) when given, rdma_cm's default_roce_tos " +
+				"where set (rdmadoctor never creates configfs entries), and otherwise ToS 0 — the kernel's default, and what NCCL (NCCL_IB_TC), UCX " +
+				"(UCX_IB_TRAFFIC_CLASS) and perftest (--tclass) send unless told. The report names the class it judged and where it came from. It warns " +
+				"when RoCE runs lossy (no PFC priority) or the judged class lands on a priority without PFC, or half-configured (ECN off on the PFC " +
+				"priority; trust pcp while DSCP is mapped; untagged RoCE with trust pcp going to priority 0); --expect-lossless (or lossless = true in " +
+				"the expectations file) makes those fail. A driver without DCB answers EOPNOTSUPP: skip.",
 			Why: "RoCE's transport recovers from loss with go-back-N retransmission: on a lossy fabric a dropped packet costs a timeout and a " +
 				"burst of retransmissions, and throughput collapses under congestion. Lossless RoCE needs PFC on the RoCE priority, traffic classified " +
 				"onto it (trust dscp for untagged RoCE v2: under trust pcp an untagged frame has no PCP and lands on priority 0), and ECN so that " +
 				"congestion slows senders before PFC pauses the fabric.",
 			Failures: []Failure{
 				{report.Warn, "RoCE runs lossy: PFC is off on every priority (fail with --expect-lossless)", losslessFix},
+				{report.Warn, "the class applications send (ToS 0 unless something sets one) lands on a priority without PFC",
+					"Make applications mark the class whose DSCP maps to the PFC priority (TC 106 for DSCP 26): rdma_cm's default_roce_tos, NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, perftest --tclass; " +
+						"if they already do, tell rdmadoctor with --roce-tc N."},
 				{report.Warn, "half-configured: PFC on a priority whose ECN is off, trust pcp while DSCP is mapped, untagged RoCE with trust pcp goes to priority 0, " +
 					"or RoCE's DSCP on a priority without PFC (fail with --expect-lossless)", losslessFix},
 				{report.Skip, "the driver has no DCB (EOPNOTSUPP): nothing to judge", "Nothing to fix on the host; a fabric that needs lossless RoCE needs a NIC whose driver supports DCB."},
@@ -63,9 +70,11 @@ func init() {
 	})
 }
 
-// losslessPort is one netdev to judge and the ports it carries.
+// losslessPort is one netdev to judge — where PFC, trust and ECN live for
+// the ports it carries: the port's netdev, or each slave of a LAG's bond.
 type losslessPort struct {
 	netdev string
+	note   string // ", slave of bond0"
 	ports  []portRef
 }
 
@@ -75,21 +84,18 @@ type portRef struct {
 	label string
 }
 
-// trafficClass is one DSCP RoCE traffic on a netdev carries, and why the
-// check believes so.
+// trafficClass is one traffic class RoCE traffic on a netdev carries, and
+// why the check believes so.
 type trafficClass struct {
-	dscp    int
-	tos     int
-	assumed bool   // no default_roce_tos to read
-	source  string // "mlx5_0 port 1 default_roce_tos 0" or the assumption
-	port    portRef
+	dscp      int
+	tos       int
+	defaulted bool   // nothing sets a class: the kernel's and the applications' ToS 0
+	source    string // "mlx5_0 port 1 default_roce_tos 106", "--roce-tc 106", …
+	port      portRef
 }
 
 func (t trafficClass) String() string {
-	if t.assumed {
-		return fmt.Sprintf("RoCE's DSCP %d", t.dscp)
-	}
-	return fmt.Sprintf("rdma_cm's default_roce_tos %d (DSCP %d) on %s", t.tos, t.dscp, t.port.label)
+	return fmt.Sprintf("ToS %d (DSCP %d, %s)", t.tos, t.dscp, t.source)
 }
 
 // pfcBitmapArg prints a PFC bitmap as mlnx_qos --pfc takes it: "0,0,0,1,0,0,0,0".
@@ -113,328 +119,473 @@ func ecnFix(netdev string, prio int, points ...string) string {
 	return strings.Join(cmds, " and ")
 }
 
-// tosFix is the remedy line that makes applications mark RoCE traffic
-// with TC 106, for the ports given.
-func tosFix(ports []portRef) string {
+// tosFix is the remedy that makes applications mark RoCE traffic with the
+// class whose DSCP lands on the PFC priority, for the ports given.
+func tosFix(ports []portRef, tc int) string {
 	var cmds []string
 	for _, p := range ports {
 		cmds = append(cmds, fmt.Sprintf("`mkdir -p %s && echo %d > %s`", path.Dir(path.Dir(path.Dir(sysfs.RoCETOSPath(p.dev, p.port)))),
-			roceDefaultTC, sysfs.RoCETOSPath(p.dev, p.port)))
+			tc, sysfs.RoCETOSPath(p.dev, p.port)))
 	}
-	return fmt.Sprintf("Make applications mark RoCE traffic with TC %d (DSCP %d), the class this configuration is judged for: rdma_cm users with %s "+
-		"(rdma_cm loaded, configfs mounted; not persistent: set it from a boot unit), NCCL with NCCL_IB_TC=%d, UCX with UCX_IB_TRAFFIC_CLASS=%d, perftest with --tclass=%d.",
-		roceDefaultTC, roceDefaultDSCP, strings.Join(cmds, ", "), roceDefaultTC, roceDefaultTC, roceDefaultTC)
+	return fmt.Sprintf("Applications send ToS 0 unless told, and ToS 0 lands on a priority without PFC. Make them mark TC %d (DSCP %d), the class the PFC priority expects: "+
+		"rdma_cm users with %s (rdma_cm loaded, configfs mounted; not persistent: set it from a boot unit), NCCL with NCCL_IB_TC=%d, UCX with UCX_IB_TRAFFIC_CLASS=%d, perftest with --tclass=%d. "+
+		"If the applications already set a class, tell rdmadoctor which: --roce-tc N (or roce_tc in the expectations file).",
+		tc, tc>>2, strings.Join(cmds, ", "), tc, tc, tc)
 }
 
 func runRoCELossless(_ context.Context, env *Env) Result {
-	s := env.Survey()
-	h := env.Host
+	targets, notJudged, skipReason := losslessTargets(env)
+	if len(targets) == 0 {
+		r := skip(skipReason)
+		r.Details = notJudged
+		return r
+	}
+	lj := &losslessJudge{env: env, h: env.Host}
+	outs := make([]losslessOutcome, 0, len(targets))
+	for _, t := range targets {
+		outs = append(outs, lj.judge(t))
+	}
+	return losslessResult(env, outs, notJudged)
+}
+
+// losslessTargets lists the netdevs to judge for every ACTIVE hardware RoCE
+// port; the ports not judged with why; and, when nothing is judged, the
+// reason for the skip.
+func losslessTargets(env *Env) ([]*losslessPort, []string, string) {
 	var targets []*losslessPort
 	byNetdev := map[string]*losslessPort{}
-	var softOnly, notJudged []string
-	eth := 0
-	for _, d := range s.Devices {
-		for _, p := range d.Ports {
-			if p.LinkLayer != "Ethernet" {
-				continue
-			}
-			eth++
-			label := portLabel(d.Name, p.Num)
-			if d.Software || d.PCIAddr == "" {
-				softOnly = append(softOnly, label)
-				continue
-			}
-			if !portActive(p) {
-				notJudged = append(notJudged, fmt.Sprintf("%s: not judged: %s", label, stateText(p)))
-				continue
-			}
-			nd := portNetdev(s, d, p)
-			if nd == "" {
-				continue // roce.config reports it
-			}
-			ref := portRef{dev: d.Name, port: p.Num, label: label}
+	var notJudged, other []*PortModel
+	var lines []string
+	for _, pm := range env.Model().Ports {
+		reason := losslessNotJudged(pm)
+		switch {
+		case pm.Transport != RoCE:
+			other = append(other, pm)
+			continue
+		case reason != "":
+			notJudged = append(notJudged, pm)
+			lines = append(lines, fmt.Sprintf("%s: not judged: %s", pm.Label, reason))
+			continue
+		}
+		ref := portRef{dev: pm.Device.Dev.Name, port: pm.Port.Num, label: pm.Label}
+		for _, nd := range pm.DCBNetdevs {
 			if t, ok := byNetdev[nd]; ok {
 				t.ports = append(t.ports, ref)
 				continue
 			}
 			t := &losslessPort{netdev: nd, ports: []portRef{ref}}
+			if pm.Device.LAG != nil && nd != pm.Netdev {
+				t.note = ", slave of " + pm.Netdev
+			}
 			byNetdev[nd] = t
 			targets = append(targets, t)
 		}
 	}
-	if eth == 0 {
-		return skip("no Ethernet ports (InfiniBand only): PFC/ECN do not apply")
+	if len(targets) > 0 {
+		if len(other) > 0 {
+			lines = append(lines, "not RoCE, not judged here: "+transportTally(other))
+		}
+		return targets, lines, ""
 	}
-	if len(targets) == 0 {
+	switch {
+	case len(notJudged) > 0:
+		return nil, lines, fmt.Sprintf("no ACTIVE hardware RoCE port to judge (%d not judged, see details)", len(notJudged))
+	case len(other) > 0:
+		return nil, lines, "no RoCE port (" + transportTally(other) + "): PFC, trust and ECN for RoCE do not apply" + transportWhy(other)
+	}
+	return nil, lines, "no RDMA port: PFC/ECN do not apply"
+}
+
+// losslessNotJudged says why a RoCE port's lossless setup is not judged,
+// "" when it is.
+func losslessNotJudged(pm *PortModel) string {
+	d := pm.Device
+	switch {
+	case pm.Transport != RoCE:
+		return ""
+	case d.Function == SoftwareDevice:
+		return "software RoCE: lossless configuration belongs to the NIC under it"
+	case !portActive(pm.Port):
+		return stateText(pm.Port) + " (see port.state)"
+	case pm.Netdev == "":
+		return "no netdev carries it (roce.config reports it)"
+	case pm.IsVF():
+		return "a VF: PFC, trust and ECN are the PF's (" + valueOrUnknown(d.PhysFn) + ")"
+	case pm.Representor:
+		return "a VF representor: its traffic leaves through the uplink, judged there"
+	}
+	return ""
+}
+
+// losslessJudge judges one netdev's DCB state.
+type losslessJudge struct {
+	env *Env
+	h   *sysfs.Host
+}
+
+// losslessOutcome is one netdev judged.
+type losslessOutcome struct {
+	netdev   string
+	kind     string // "ok", "issues", "no-dcb", "unknown"
+	problems []string
+	remedies []string
+	defaults []portRef // ports judged at ToS 0 because nothing sets a class
+	wantTC   int       // the class that lands on PFC, when the default does not (0 = none)
+	// deviations are where the netdev differs from the expectations file:
+	// they fail whatever --expect-lossless says.
+	deviations []string
+	details  []string
+	ecnKnown bool
+	ev       map[string]any
+}
+
+// dcbView is a netdev's DCB answer read for judging.
+type dcbView struct {
+	dcb       sysfs.DCB
+	pfc       []int
+	dscpMap   map[int]int
+	trust     string
+	trustFrom string
+}
+
+// prioOf is the priority a DSCP lands on under trust dscp: the APP table's
+// entry, else the NIC's default map (DSCP >> 3).
+func (v dcbView) prioOf(dscp int) int {
+	if p, ok := v.dscpMap[dscp]; ok {
+		return p
+	}
+	return dscp >> 3
+}
+
+// dscpFor is the DSCP that lands on prio: the APP table's entry for it,
+// else the default map's first.
+func (v dcbView) dscpFor(prio int) int {
+	best := -1
+	for d, p := range v.dscpMap {
+		if p == prio && (best < 0 || d < best) {
+			best = d
+		}
+	}
+	if best < 0 {
+		best = prio << 3
+	}
+	return best
+}
+
+func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
+	labels := make([]string, len(t.ports))
+	for i, p := range t.ports {
+		labels[i] = p.label
+	}
+	nd := t.netdev
+	head := fmt.Sprintf("%s (%s%s)", nd, strings.Join(labels, ", "), t.note)
+	o := losslessOutcome{netdev: nd, kind: "ok", ev: map[string]any{"netdev": nd, "ports": labels}}
+	dcb, err := lj.h.DCB(nd)
+	switch {
+	case err != nil:
+		o.kind, o.ev["dcb"] = "unknown", "unknown"
+		o.problems = []string{fmt.Sprintf("%s: %v", nd, err)}
+		o.details = []string{fmt.Sprintf("%s: DCB unknown: %v", head, err)}
+		return o
+	case dcb.Err == sysfs.ErrNoDCB:
+		o.kind, o.ev["dcb"] = "no-dcb", dcb.Err
+		o.details = []string{fmt.Sprintf("%s: driver has no DCB (%s)", head, dcb.Err)}
+		return o
+	case dcb.Err != "":
+		o.kind, o.ev["dcb"] = "unknown", dcb.Err
+		o.problems = []string{fmt.Sprintf("%s: DCB answered %s", nd, dcb.Err)}
+		o.details = []string{fmt.Sprintf("%s: DCB answered %s", head, dcb.Err)}
+		return o
+	}
+	v := lj.readView(nd, head, dcb, &o)
+	classes := lj.trafficClasses(t, &o)
+	vlan, verr := lj.h.IsVLAN(nd)
+	if verr != nil {
+		o.details = append(o.details, fmt.Sprintf("%s: VLAN or not unknown: %v", head, verr))
+	}
+	o.ev["vlan"] = vlan
+	ecn := lj.h.ECN(nd)
+	o.ecnKnown = ecn.Present
+	lj.judgePFC(nd, v, classes, ecn, &o)
+	lj.judgeExpectedPriority(t, nd, v, &o)
+	lj.judgeECN(nd, v, ecn, head, &o)
+	lj.judgeTrust(nd, v, classes, vlan, &o)
+	line := fmt.Sprintf("%s: PFC on %s, trust %s (%s), ECN %s", head, priorityList(v.pfc), v.trust, v.trustFrom, ecnSummary(ecn))
+	if vlan {
+		line += ", VLAN netdev"
+	}
+	var srcs []string
+	for _, c := range classes {
+		srcs = append(srcs, fmt.Sprintf("%s → priority %d", c, v.prioOf(c.dscp)))
+	}
+	line += "; traffic judged: " + strings.Join(srcs, ", ")
+	if len(o.problems) > 0 || len(o.deviations) > 0 {
+		line += " — " + strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")
+		o.kind = "issues"
+	}
+	o.ev["issues"] = nonNil(o.problems)
+	o.details = append(o.details, line)
+	return o
+}
+
+// readView reads PFC and the trust mode: MLNX_OFED's qos/trust, else DSCP
+// entries in the APP table (trust dscp) or none (trust pcp).
+func (lj *losslessJudge) readView(nd, head string, dcb sysfs.DCB, o *losslessOutcome) dcbView {
+	v := dcbView{dcb: dcb, pfc: sysfs.PFCPriorities(dcb.PFCEn), dscpMap: map[int]int{}}
+	o.ev["pfc_enabled"], o.ev["pfc_cap"] = nonNilInts(v.pfc), dcb.PFCCap
+	for _, a := range dcb.App {
+		if a.Selector == "dscp" {
+			v.dscpMap[a.Protocol] = a.Priority
+		}
+	}
+	if tr, err := lj.h.Trust(nd); err == nil {
+		v.trust, v.trustFrom = tr, "qos/trust"
+	} else if !sysfs.IsNotExist(err) {
+		o.details = append(o.details, fmt.Sprintf("%s: trust unreadable: %v", head, err))
+	}
+	if v.trust == "" {
+		v.trustFrom, v.trust = "DCB APP table", "pcp"
+		if len(v.dscpMap) > 0 {
+			v.trust = "dscp"
+		}
+	}
+	o.ev["trust"], o.ev["trust_source"] = v.trust, v.trustFrom
+	if len(v.dscpMap) > 0 {
+		m := map[string]int{}
+		for k, p := range v.dscpMap {
+			m[fmt.Sprint(k)] = p
+		}
+		o.ev["dscp_to_priority"] = m
+	}
+	return v
+}
+
+// trafficClasses are the classes the netdev's RoCE traffic really uses: the
+// expected class (--roce-tc, the expectations file) when given, and
+// rdma_cm's default_roce_tos of each port where set; with neither, ToS 0 —
+// the kernel's default and what NCCL, UCX and perftest send unless told.
+func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []trafficClass {
+	var classes []trafficClass
+	seen := map[int]bool{}
+	add := func(c trafficClass) {
+		if !seen[c.tos] {
+			seen[c.tos] = true
+			classes = append(classes, c)
+		}
+	}
+	if tc, src := lj.env.expectedTC(); tc >= 0 {
+		add(trafficClass{tos: tc, dscp: tc >> 2, source: src, port: t.ports[0]})
+	}
+	for _, p := range t.ports {
+		tos, err := lj.h.DefaultRoCETOS(p.dev, p.port)
 		switch {
-		case len(notJudged) > 0:
-			r := skip(fmt.Sprintf("no ACTIVE hardware RoCE port to judge (%s); port.state reports why", strings.Join(notJudged, "; ")))
-			r.Details = append(notJudged, softOnly...)
-			return r
-		case len(softOnly) > 0:
-			return skip(fmt.Sprintf("only software RoCE (%s): lossless configuration belongs to the NIC under it", strings.Join(softOnly, ", ")))
+		case err == nil:
+			add(trafficClass{tos: int(tos), dscp: int(tos) >> 2, source: fmt.Sprintf("%s default_roce_tos", p.label), port: p})
+		case !sysfs.IsNotExist(err):
+			o.details = append(o.details, fmt.Sprintf("%s: default_roce_tos unreadable: %v", p.label, err))
 		}
-		return skip("no netdev carries a hardware RoCE port (roce.config reports it)")
 	}
-	var details, issues, unknown, noDCB, noECN []string
-	var remedy []string
-	addRemedy := func(r string) {
-		for _, x := range remedy {
-			if x == r {
-				return
-			}
-		}
-		remedy = append(remedy, r)
-	}
-	var assumedPorts []portRef
-	judgedTOS := false
-	var evs []map[string]any
-	for _, t := range targets {
-		labels := make([]string, len(t.ports))
-		for i, p := range t.ports {
-			labels[i] = p.label
-		}
-		nd := t.netdev
-		ev := map[string]any{"netdev": nd, "ports": labels}
-		evs = append(evs, ev)
-		head := fmt.Sprintf("%s (%s)", nd, strings.Join(labels, ", "))
-		dcb, err := h.DCB(nd)
-		if err != nil {
-			unknown = append(unknown, fmt.Sprintf("%s: %v", nd, err))
-			details = append(details, fmt.Sprintf("%s: DCB unknown: %v", head, err))
-			ev["dcb"] = "unknown"
-			continue
-		}
-		if dcb.Err != "" {
-			ev["dcb"] = dcb.Err
-			if dcb.Err == sysfs.ErrNoDCB {
-				noDCB = append(noDCB, nd)
-				details = append(details, fmt.Sprintf("%s: driver has no DCB (%s)", head, dcb.Err))
-			} else {
-				unknown = append(unknown, fmt.Sprintf("%s: DCB answered %s", nd, dcb.Err))
-				details = append(details, fmt.Sprintf("%s: DCB answered %s", head, dcb.Err))
-			}
-			continue
-		}
-		pfc := sysfs.PFCPriorities(dcb.PFCEn)
-		ev["pfc_enabled"], ev["pfc_cap"] = nonNilInts(pfc), dcb.PFCCap
-
-		// trust: OFED's file first, else the APP table
-		dscpMap := map[int]int{}
-		for _, a := range dcb.App {
-			if a.Selector == "dscp" {
-				dscpMap[a.Protocol] = a.Priority
-			}
-		}
-		trust, trustFrom := "", ""
-		if tr, err := h.Trust(nd); err == nil {
-			trust, trustFrom = tr, "qos/trust"
-		} else if !sysfs.IsNotExist(err) {
-			details = append(details, fmt.Sprintf("%s: trust unreadable: %v", head, err))
-		}
-		if trust == "" {
-			trustFrom = "DCB APP table"
-			trust = "pcp"
-			if len(dscpMap) > 0 {
-				trust = "dscp"
-			}
-		}
-		ev["trust"], ev["trust_source"] = trust, trustFrom
-		if len(dscpMap) > 0 {
-			m := map[string]int{}
-			for k, v := range dscpMap {
-				m[fmt.Sprint(k)] = v
-			}
-			ev["dscp_to_priority"] = m
-		}
-		// prioOf is the priority a DSCP lands on under trust dscp: the APP
-		// table's entry, else the NIC's default map (DSCP >> 3).
-		prioOf := func(dscp int) int {
-			if p, ok := dscpMap[dscp]; ok {
-				return p
-			}
-			return dscp >> 3
-		}
-
-		// the DSCPs RoCE traffic carries: rdma_cm's default where readable
-		var classes []trafficClass
-		seen := map[int]bool{}
+	if len(classes) == 0 {
 		for _, p := range t.ports {
-			tos, err := h.DefaultRoCETOS(p.dev, p.port)
-			tc := trafficClass{port: p}
-			switch {
-			case err == nil:
-				tc.tos, tc.dscp, tc.source = int(tos), int(tos)>>2, fmt.Sprintf("%s default_roce_tos %d", p.label, tos)
-				judgedTOS = true
-			case sysfs.IsNotExist(err):
-				tc.tos, tc.dscp, tc.assumed, tc.source = roceDefaultTC, roceDefaultDSCP, true, assumedTC
-				assumedPorts = append(assumedPorts, p)
-			default:
-				details = append(details, fmt.Sprintf("%s: default_roce_tos unreadable (%v): %s", head, err, assumedTC))
-				tc.tos, tc.dscp, tc.assumed, tc.source = roceDefaultTC, roceDefaultDSCP, true, assumedTC
-				assumedPorts = append(assumedPorts, p)
-			}
-			key := tc.dscp
-			if tc.assumed {
-				key = -1 - tc.dscp // an assumption and a file saying the same stay apart
-			}
-			if !seen[key] {
-				seen[key] = true
-				classes = append(classes, tc)
-			}
+			o.defaults = append(o.defaults, p)
 		}
-		var classEv []map[string]any
-		for _, c := range classes {
-			classEv = append(classEv, map[string]any{"dscp": c.dscp, "tos": c.tos, "source": c.source, "assumed": c.assumed})
-		}
-		ev["traffic_classes"] = classEv
+		add(trafficClass{tos: 0, dscp: 0, defaulted: true, port: t.ports[0], source: "nothing sets a class: the default"})
+	}
+	var classEv []map[string]any
+	for _, c := range classes {
+		classEv = append(classEv, map[string]any{"dscp": c.dscp, "tos": c.tos, "source": c.source, "defaulted": c.defaulted})
+	}
+	o.ev["traffic_classes"] = classEv
+	return classes
+}
 
-		vlan, verr := h.IsVLAN(nd)
-		if verr != nil {
-			details = append(details, fmt.Sprintf("%s: VLAN or not unknown: %v", head, verr))
+// judgePFC finds RoCE running lossy (no PFC at all), and traffic classes
+// landing on a priority without PFC.
+func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, ecn sysfs.ECNState, o *losslessOutcome) {
+	if len(v.pfc) == 0 {
+		target := v.prioOf(classes[0].dscp)
+		o.problems = append(o.problems, "PFC off on every priority: RoCE runs lossy")
+		fix := fmt.Sprintf("%s: turn PFC on for priority %d, the one %s maps to, as the switches are configured: `mlnx_qos -i %s --trust dscp --pfc %s` (MLNX_OFED/DOCA), "+
+			"or upstream iproute2 `dcb pfc set dev %s prio-pfc %d:on` and `dcb app add dev %s dscp-prio %d:%d`",
+			nd, target, classes[0], nd, pfcBitmapArg(1<<target), nd, target, nd, classes[0].dscp, target)
+		if ecn.Present && !(ecn.NP[target] && ecn.RP[target]) {
+			fix += "; and turn ECN on for it: " + ecnFix(nd, target, "roce_np", "roce_rp")
 		}
-		ev["vlan"] = vlan
-
-		ecn := h.ECN(nd)
-		var problems []string
-		// target is the priority RoCE should be lossless on: where the
-		// first traffic class lands under trust dscp.
-		target := prioOf(classes[0].dscp)
-		if len(pfc) == 0 {
-			problems = append(problems, "PFC off on every priority: RoCE runs lossy")
-			fix := fmt.Sprintf("%s: turn PFC on for priority %d, the one DSCP %d maps to, as the switches are configured: `mlnx_qos -i %s --trust dscp --pfc %s` (MLNX_OFED/DOCA), "+
-				"or upstream iproute2 `dcb pfc set dev %s prio-pfc %d:on` and `dcb app add dev %s dscp-prio %d:%d`",
-				nd, target, classes[0].dscp, nd, pfcBitmapArg(1<<target), nd, target, nd, classes[0].dscp, target)
-			if ecn.Present && !(ecn.NP[target] && ecn.RP[target]) {
-				fix += "; and turn ECN on for it: " + ecnFix(nd, target, "roce_np", "roce_rp")
-			}
-			addRemedy(fix + ".")
+		o.remedies = append(o.remedies, fix+".")
+		return
+	}
+	if v.trust != "dscp" {
+		return
+	}
+	for _, c := range classes {
+		prio := v.prioOf(c.dscp)
+		if v.dcb.PFCEn&(1<<prio) != 0 {
+			continue
 		}
-		if ecn.Present {
-			ecnEv := map[string]any{}
-			for _, p := range pfc {
-				np, npKnown := ecn.NP[p]
-				rp, rpKnown := ecn.RP[p]
-				ecnEv[fmt.Sprint(p)] = map[string]any{"np": boolOrUnknown(np, npKnown), "rp": boolOrUnknown(rp, rpKnown)}
-				var off []string
-				if npKnown && !np {
-					off = append(off, "roce_np")
-				}
-				if rpKnown && !rp {
-					off = append(off, "roce_rp")
-				}
-				if len(off) > 0 {
-					problems = append(problems, fmt.Sprintf("PFC on priority %d but ECN off there (%s)", p, strings.Join(off, ", ")))
-					addRemedy(fmt.Sprintf("%s: turn ECN (DCQCN) on for priority %d: %s.", nd, p, ecnFix(nd, p, off...)))
-				}
-			}
-			ev["ecn"] = ecnEv
-			for _, pr := range ecn.Probs {
-				details = append(details, fmt.Sprintf("%s: ECN: %s", head, pr))
-			}
-		} else {
-			ev["ecn"] = "unknown"
-			noECN = append(noECN, nd)
-		}
+		o.problems = append(o.problems, fmt.Sprintf("%s lands on priority %d, which has no PFC (PFC is on %s)", c, prio, priorityList(v.pfc)))
+		want := v.dscpFor(v.pfc[0])<<2 | 2
 		switch {
-		case trust == "pcp" && len(dscpMap) > 0:
-			problems = append(problems, "trust pcp while the APP table maps DSCP: the DSCP map is ignored and untagged RoCE lands on priority 0")
-			addRemedy(fmt.Sprintf("%s: trust the DSCP marking: `mlnx_qos -i %s --trust dscp`.", nd, nd))
-		case trust == "pcp" && !vlan && len(pfc) > 0 && dcb.PFCEn&1 == 0:
-			problems = append(problems, fmt.Sprintf("untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on %s)", priorityList(pfc)))
-			addRemedy(fmt.Sprintf("%s: classify RoCE by DSCP onto priority %d: `mlnx_qos -i %s --trust dscp --dscp2prio set,%d,%d` (MLNX_OFED), or upstream "+
-				"`dcb app add dev %s dscp-prio %d:%d` (a DSCP entry switches mlx5 to trust dscp); or carry RoCE on a VLAN whose egress priority is %d.",
-				nd, pfc[0], nd, classes[0].dscp, pfc[0], nd, classes[0].dscp, pfc[0], pfc[0]))
-		case trust == "dscp" && len(pfc) > 0:
-			for _, c := range classes {
-				prio := prioOf(c.dscp)
-				if dcb.PFCEn&(1<<prio) != 0 {
-					continue
-				}
-				problems = append(problems, fmt.Sprintf("%s maps to priority %d, which has no PFC", c, prio))
-				if !c.assumed {
-					addRemedy(fmt.Sprintf("%s: rdma_cm connections that set no ToS go out with DSCP %d: `echo %d > %s`, or map DSCP %d to priority %d: `dcb app replace dev %s dscp-prio %d:%d`.",
-						c.port.label, c.dscp, roceDefaultTC, sysfs.RoCETOSPath(c.port.dev, c.port.port), c.dscp, pfc[0], nd, c.dscp, pfc[0]))
-					continue
-				}
-				addRemedy(fmt.Sprintf("%s: map DSCP %d to the PFC priority %d: `dcb app replace dev %s dscp-prio %d:%d` (MLNX_OFED `mlnx_qos -i %s --dscp2prio set,%d,%d`), "+
-					"or turn PFC on for priority %d: `dcb pfc set dev %s prio-pfc %d:on` (`mlnx_qos -i %s --pfc %s`) — whichever the switches match.",
-					nd, c.dscp, pfc[0], nd, c.dscp, pfc[0], nd, c.dscp, pfc[0], prio, nd, prio, nd, pfcBitmapArg(dcb.PFCEn|1<<prio)))
+		case c.defaulted:
+			o.wantTC = want // one remedy for every such port, written by losslessResult
+		case strings.HasSuffix(c.source, "default_roce_tos"):
+			o.remedies = append(o.remedies, fmt.Sprintf("%s: rdma_cm connections that set no ToS go out with DSCP %d: `echo %d > %s`, or map DSCP %d to priority %d: `dcb app replace dev %s dscp-prio %d:%d`.",
+				c.port.label, c.dscp, want, sysfs.RoCETOSPath(c.port.dev, c.port.port), c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0]))
+		default:
+			o.remedies = append(o.remedies, fmt.Sprintf("%s: map DSCP %d to the PFC priority %d: `dcb app replace dev %s dscp-prio %d:%d` (MLNX_OFED `mlnx_qos -i %s --dscp2prio set,%d,%d`), "+
+				"or turn PFC on for priority %d: `dcb pfc set dev %s prio-pfc %d:on` (`mlnx_qos -i %s --pfc %s`) — whichever the switches match.",
+				nd, c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0], prio, nd, prio, nd, pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
+		}
+	}
+}
+
+// judgeExpectedPriority compares PFC with the pfc_priority the
+// expectations file gives the netdev's ports.
+func (lj *losslessJudge) judgeExpectedPriority(t *losslessPort, nd string, v dcbView, o *losslessOutcome) {
+	for _, p := range t.ports {
+		want := lj.env.Expect.Port(p.dev, p.port).PFCPriority
+		if want == nil || want.V < 0 || want.V > 7 || v.dcb.PFCEn&(1<<want.V) != 0 {
+			continue
+		}
+		o.deviations = append(o.deviations, fmt.Sprintf("PFC off on priority %d, expected on by %s (PFC is on %s)", want.V, want.Cite(), priorityList(v.pfc)))
+		o.remedies = append(o.remedies, fmt.Sprintf("%s: turn PFC on for priority %d as its class says: `dcb pfc set dev %s prio-pfc %d:on` (MLNX_OFED `mlnx_qos -i %s --pfc %s`), "+
+			"or update the expectations file if the fabric changed on purpose.", nd, want.V, nd, want.V, nd, pfcBitmapArg(v.dcb.PFCEn|1<<want.V)))
+		return
+	}
+}
+
+// judgeECN finds PFC priorities whose ECN (DCQCN) is off, where readable.
+func (lj *losslessJudge) judgeECN(nd string, v dcbView, ecn sysfs.ECNState, head string, o *losslessOutcome) {
+	if !ecn.Present {
+		o.ev["ecn"] = "unknown"
+		return
+	}
+	ecnEv := map[string]any{}
+	for _, p := range v.pfc {
+		np, npKnown := ecn.NP[p]
+		rp, rpKnown := ecn.RP[p]
+		ecnEv[fmt.Sprint(p)] = map[string]any{"np": boolOrUnknown(np, npKnown), "rp": boolOrUnknown(rp, rpKnown)}
+		var off []string
+		if npKnown && !np {
+			off = append(off, "roce_np")
+		}
+		if rpKnown && !rp {
+			off = append(off, "roce_rp")
+		}
+		if len(off) > 0 {
+			o.problems = append(o.problems, fmt.Sprintf("PFC on priority %d but ECN off there (%s)", p, strings.Join(off, ", ")))
+			o.remedies = append(o.remedies, fmt.Sprintf("%s: turn ECN (DCQCN) on for priority %d: %s.", nd, p, ecnFix(nd, p, off...)))
+		}
+	}
+	o.ev["ecn"] = ecnEv
+	for _, pr := range ecn.Probs {
+		o.details = append(o.details, fmt.Sprintf("%s: ECN: %s", head, pr))
+	}
+}
+
+// judgeTrust finds classification that sends RoCE where PFC is not: trust
+// pcp with a DSCP map, or untagged traffic under trust pcp (no PCP: it
+// lands on priority 0).
+func (lj *losslessJudge) judgeTrust(nd string, v dcbView, classes []trafficClass, vlan bool, o *losslessOutcome) {
+	switch {
+	case v.trust == "pcp" && len(v.dscpMap) > 0:
+		o.problems = append(o.problems, "trust pcp while the APP table maps DSCP: the DSCP map is ignored and untagged RoCE lands on priority 0")
+		o.remedies = append(o.remedies, fmt.Sprintf("%s: trust the DSCP marking: `mlnx_qos -i %s --trust dscp`.", nd, nd))
+	case v.trust == "pcp" && !vlan && len(v.pfc) > 0 && v.dcb.PFCEn&1 == 0:
+		o.problems = append(o.problems, fmt.Sprintf("untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on %s)", priorityList(v.pfc)))
+		dscp := v.dscpFor(v.pfc[0])
+		if !classes[0].defaulted {
+			dscp = classes[0].dscp // the class the applications send
+		}
+		o.remedies = append(o.remedies, fmt.Sprintf("%s: classify RoCE by DSCP onto priority %d: `mlnx_qos -i %s --trust dscp --dscp2prio set,%d,%d` (MLNX_OFED), or upstream "+
+			"`dcb app add dev %s dscp-prio %d:%d` (a DSCP entry switches mlx5 to trust dscp); or carry RoCE on a VLAN whose egress priority is %d.",
+			nd, v.pfc[0], nd, dscp, v.pfc[0], nd, dscp, v.pfc[0], v.pfc[0]))
+	}
+}
+
+// losslessResult combines the netdevs' outcomes: a problem warns (fails
+// with --expect-lossless or the expectations file), an unreadable DCB is
+// an error, and drivers without DCB are skipped.
+func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result {
+	var details, issues, unknown, noDCB, noECN, remedies []string
+	var evs []map[string]any
+	var defaults []portRef
+	var deviations []string
+	wantTC := 0
+	judged := 0
+	for _, o := range outs {
+		if o.wantTC != 0 {
+			defaults, wantTC = append(defaults, o.defaults...), o.wantTC
+		}
+		details = append(details, o.details...)
+		evs = append(evs, o.ev)
+		switch o.kind {
+		case "unknown":
+			unknown = append(unknown, o.problems...)
+			continue
+		case "no-dcb":
+			noDCB = append(noDCB, o.netdev)
+			continue
+		case "issues":
+			deviations = append(deviations, o.deviations...)
+			issues = append(issues, fmt.Sprintf("%s: %s", o.netdev, strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")))
+			for _, f := range o.remedies {
+				remedies = appendUnique(remedies, f)
 			}
 		}
-		line := fmt.Sprintf("%s: PFC on %s, trust %s (%s), ECN %s", head, priorityList(pfc), trust, trustFrom, ecnSummary(ecn))
-		if vlan {
-			line += ", VLAN netdev"
+		judged++
+		if !o.ecnKnown {
+			noECN = append(noECN, o.netdev)
 		}
-		var srcs []string
-		for _, c := range classes {
-			srcs = append(srcs, c.source)
-		}
-		line += "; traffic class: " + strings.Join(srcs, ", ")
-		if len(problems) > 0 {
-			line += " — " + strings.Join(problems, "; ")
-			issues = append(issues, fmt.Sprintf("%s: %s", nd, strings.Join(problems, "; ")))
-		}
-		ev["issues"] = nonNil(problems)
-		details = append(details, line)
 	}
 	details = append(details, notJudged...)
-	for _, l := range softOnly {
-		details = append(details, l+": software RoCE, not judged")
-	}
-	judged := len(targets) - len(noDCB) - len(unknown)
-	// classNote says which traffic class the judgement rests on.
-	classNote := ""
-	switch {
-	case len(assumedPorts) > 0 && judgedTOS:
-		classNote = "; traffic class from rdma_cm's default_roce_tos where set, elsewhere " + assumedTC
-	case len(assumedPorts) > 0:
-		classNote = "; " + assumedTC
-	case judgedTOS:
-		classNote = "; traffic class from rdma_cm's default_roce_tos"
-	}
+	expectLossless, lossSrc := env.expectLossless()
 	var r Result
 	switch {
 	case len(issues) > 0:
-		msg := fmt.Sprintf("RoCE is not lossless on %d netdev(s): %s%s", len(issues), strings.Join(issues, "; "), classNote)
-		if env.Opts.ExpectLossless {
+		msg := fmt.Sprintf("RoCE is not lossless on %d netdev(s): %s", len(issues), strings.Join(issues, "; "))
+		switch {
+		case len(deviations) > 0:
 			r = fail(msg)
-		} else {
+		case expectLossless:
+			r = fail(msg + " (lossless expected: " + lossSrc + ")")
+		default:
 			r = warn(msg + " (--expect-lossless makes this fail)")
 		}
-		if len(assumedPorts) > 0 {
-			addRemedy(tosFix(assumedPorts))
+		if wantTC != 0 {
+			remedies = append(remedies, tosFix(defaults, wantTC))
 		}
-		r.Remedy = strings.Join(remedy, "\n")
+		r.Remedy = strings.Join(remedies, "\n")
 		r.Observed = issues[0]
 	case len(unknown) > 0:
 		r = errorf("could not read the DCB state of %s", strings.Join(unknown, "; "))
-		r.Observed = "DCB unknown"
-		r.Remedy = dcbByHand
+		r.Observed, r.Remedy = "DCB unknown", dcbByHand
 	case judged == 0:
 		r = skip(fmt.Sprintf("driver has no DCB (%s) on %s: PFC/trust cannot be read", sysfs.ErrNoDCB, strings.Join(noDCB, ", ")))
 		r.Observed = "no DCB"
 	default:
-		ecnText := "trust and ECN match"
-		switch {
-		case len(noECN) == judged:
-			ecnText = "trust matches; ECN not readable (no MLNX_OFED ecn files)"
-		case len(noECN) > 0:
-			ecnText = fmt.Sprintf("trust and ECN match; ECN not readable (no MLNX_OFED ecn files) on %s", strings.Join(noECN, ", "))
-		}
-		r = pass(fmt.Sprintf("%d netdev(s) lossless: PFC on the RoCE priority, %s%s", judged, ecnText, classNote))
+		r = pass(fmt.Sprintf("%d netdev(s) lossless: the traffic judged lands on a PFC priority, %s", judged, ecnText(judged, noECN)))
 		r.Observed = fmt.Sprintf("%d lossless", judged)
 		if len(noDCB) > 0 {
 			r.Summary += fmt.Sprintf("; %d without DCB (%s)", len(noDCB), strings.Join(noDCB, ", "))
 		}
 	}
 	if len(notJudged) > 0 && r.Status != report.Error {
-		r.Summary += fmt.Sprintf("; %d port(s) not judged (not ACTIVE, see port.state)", len(notJudged))
+		r.Summary += fmt.Sprintf("; %d line(s) not judged (see details)", len(notJudged))
 	}
-	r.Expected = "PFC on the priority RoCE's DSCP maps to, trust dscp (or pcp with tagged traffic), ECN on the PFC priority"
+	r.Expected = "PFC on the priority the RoCE traffic really uses (rdma_cm's default ToS, else ToS 0, or the expected class), trust dscp (or pcp with tagged traffic), ECN on the PFC priority; " + howAppsChooseTC
 	r.Details = details
-	r.Evidence = map[string]any{"netdevs": evs, "expect_lossless": env.Opts.ExpectLossless}
+	r.Evidence = map[string]any{"netdevs": evs, "expect_lossless": expectLossless}
 	return r
+}
+
+func ecnText(judged int, noECN []string) string {
+	switch {
+	case len(noECN) == judged:
+		return "trust matches; ECN not readable (no MLNX_OFED ecn files)"
+	case len(noECN) > 0:
+		return fmt.Sprintf("trust and ECN match; ECN not readable (no MLNX_OFED ecn files) on %s", strings.Join(noECN, ", "))
+	}
+	return "trust and ECN match"
 }
 
 func priorityList(p []int) string {

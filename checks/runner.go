@@ -54,14 +54,18 @@ func Select(ids []string) ([]*Check, error) {
 // check that actually failed), so the first red line is the cause and not
 // one of twenty echoes. Level-2 checks are skipped below level 2. A panic or
 // an overrun deadline inside one check becomes that check's error; the run
-// goes on.
+// goes on. A check the expectations class skips is skipped, naming the line.
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 	results := make([]report.CheckResult, 0, len(sel))
 	blockedBy := map[string]string{} // check id → the failed check that blocks it
 	for _, c := range sel {
 		start := time.Now()
 		var r Result
-		if by := blocker(c, blockedBy); by != "" {
+		if sk := env.Expect.Skipped(c.ID); sk != nil {
+			// The operator's file says this check does not apply to
+			// the class: a skip, which blocks nothing that needs it.
+			r = skip("skipped by " + sk.Cite())
+		} else if by := blocker(c, blockedBy); by != "" {
 			blockedBy[c.ID] = by
 			r = skip("blocked by " + by)
 		} else if c.Level > env.Opts.Level {

@@ -17,7 +17,8 @@ func init() {
 		Explain: Explanation{
 			Judges: "In a child process, through the real libibverbs, on every ACTIVE port: ibv_open_device, ibv_query_device, ibv_query_port, " +
 				"ibv_alloc_pd, ibv_reg_mr on a page-aligned buffer (--probe-size, at least one page), ibv_create_cq (16 entries, within max_cqe) and " +
-				"ibv_create_qp (RC, 16 work requests and 1 SGE each way, within max_qp_wr and max_sge), then destroys them in order. " +
+				"ibv_create_qp (RC, 16 work requests and 1 SGE each way, within max_qp_wr and max_sge; UD on a device without RC QPs, " +
+				"EFA, which accepts UD and SRD only), then destroys them in order. " +
 				"Each step is reported with its errno and what that errno means at that step.",
 			Why: "This is the sequence every RDMA application runs first. When it breaks, the layer that breaks says why: " +
 				"EACCES at open is the device node's permissions, ENOMEM at reg_mr is the locked-memory limit, EINVAL at create_qp is " +
@@ -111,7 +112,7 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (verdict,
 	}
 	ev := map[string]any{
 		"mr_bytes": r.MRBytes, "cqe_asked": r.CQEAsked, "cqe_granted": r.CQEGranted,
-		"qp_caps_asked": r.QPAsked, "qp_caps_granted": r.QPGranted, "memlock_bytes": r.MemlockBytes,
+		"qp_caps_asked": r.QPAsked, "qp_caps_granted": r.QPGranted, "qp_type": r.QPType, "memlock_bytes": r.MemlockBytes,
 		"software_device": software, "duration_ms": r.Millis,
 	}
 	if r.Device != nil {
@@ -120,11 +121,21 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (verdict,
 	if r.Port != nil {
 		ev["port"] = r.Port
 	}
+	if r.NoRC != "" {
+		ev["no_rc"] = r.NoRC
+	}
 	st := r.Failed()
 	if st == nil {
-		line := fmt.Sprintf("%s: PD, MR (%s, page aligned), CQ (%d asked, %d granted), RC QP (send/recv %d/%d work requests granted) created and destroyed",
-			label, fmtBytes(r.MRBytes), r.CQEAsked, r.CQEGranted, r.QPGranted.MaxSendWR, r.QPGranted.MaxRecvWR)
+		qpType := r.QPType
+		if qpType == "" {
+			qpType = "RC"
+		}
+		line := fmt.Sprintf("%s: PD, MR (%s, page aligned), CQ (%d asked, %d granted), %s QP (send/recv %d/%d work requests granted) created and destroyed",
+			label, fmtBytes(r.MRBytes), r.CQEAsked, r.CQEGranted, qpType, r.QPGranted.MaxSendWR, r.QPGranted.MaxRecvWR)
 		v := verdict{status: report.Pass, line: line, evidence: ev}
+		if r.NoRC != "" {
+			v.details = append(v.details, "a UD QP, not RC: "+r.NoRC)
+		}
 		if r.Port != nil {
 			v.details = append(v.details, fmt.Sprintf("port %s, %s, active MTU %d", r.Port.State, r.Port.LinkLayer, r.Port.ActiveMTU))
 		}

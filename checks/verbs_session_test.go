@@ -170,10 +170,10 @@ func TestLevel2SkipsOnSnapshot(t *testing.T) {
 
 func TestRecordedResultsDecode(t *testing.T) {
 	pr := healthyPort(t)
-	if pr.Resources == nil || pr.QPState == nil || pr.SendPoll == nil || pr.CQOverflow == nil || pr.DestroyOrder == nil {
+	if pr.Resources == nil || pr.QPState == nil || pr.SendPoll == nil || pr.CQOverflow == nil || pr.DestroyOrder == nil || pr.UD == nil {
 		t.Fatalf("recorded run lacks a probe: %+v", pr)
 	}
-	for _, p := range []*probe.Probe{&pr.Resources.Probe, &pr.QPState.Probe, &pr.SendPoll.Probe, &pr.CQOverflow.Probe, &pr.DestroyOrder.Probe} {
+	for _, p := range []*probe.Probe{&pr.Resources.Probe, &pr.QPState.Probe, &pr.SendPoll.Probe, &pr.CQOverflow.Probe, &pr.DestroyOrder.Probe, &pr.UD.Probe} {
 		if p.Skipped != "" || len(p.Steps) == 0 {
 			t.Errorf("%s: skipped %q, %d steps", p.Name, p.Skipped, len(p.Steps))
 		}

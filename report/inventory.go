@@ -45,7 +45,17 @@ type RDMADevice struct {
 	FWVer    string `json:"fw_ver,omitempty"`
 	HCAType  string `json:"hca_type,omitempty"`
 	BoardID  string `json:"board_id,omitempty"`
-	Ports    []Port `json:"ports"`
+	// Function is what the device sits on: "PF", "VF", "SF" or "software".
+	Function string `json:"function,omitempty"`
+	// LAG is set on a RoCE LAG device (mlx5_bond_N).
+	LAG   *LAG   `json:"lag,omitempty"`
+	Ports []Port `json:"ports"`
+}
+
+// LAG is the bond a RoCE LAG device serves, and its slaves.
+type LAG struct {
+	Bond   string   `json:"bond"`
+	Slaves []string `json:"slaves"`
 }
 
 // Port is one port of an RDMA device.
@@ -55,9 +65,15 @@ type Port struct {
 	PhysState string `json:"phys_state"` // "LinkUp"
 	Rate      string `json:"rate"`
 	LinkLayer string `json:"link_layer"`
-	LID       *int   `json:"lid,omitempty"`
-	SMLID     *int   `json:"sm_lid,omitempty"`
-	Netdev    string `json:"netdev,omitempty"`
+	// Transport is what the port speaks: InfiniBand, RoCE, iWARP, EFA (SRD),
+	// Omni-Path or unknown — the kind every check judges it as.
+	Transport string `json:"transport,omitempty"`
+	// UpperNetdevs are the devices stacked on the port's netdev (VLAN,
+	// macvlan, bond): their addresses make GIDs of the port too.
+	UpperNetdevs []string `json:"upper_netdevs,omitempty"`
+	LID          *int     `json:"lid,omitempty"`
+	SMLID        *int     `json:"sm_lid,omitempty"`
+	Netdev       string   `json:"netdev,omitempty"`
 	// ActiveMTU is the RoCE MTU the netdev MTU allows (ibv_devinfo's active_mtu), 0 when unknown.
 	ActiveMTU int   `json:"active_mtu,omitempty"`
 	GIDs      []GID `json:"gids"`

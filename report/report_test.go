@@ -58,7 +58,7 @@ func TestTextColourIsDecidedByTheCaller(t *testing.T) {
 	if !strings.Contains(col.String(), "\x1b[") {
 		t.Error("no escape codes with colour")
 	}
-	for _, want := range []string{"FAIL", "x.y", "broken", "(expected: fixed)", "fix: do it", "root cause: x.y", "exit 10"} {
+	for _, want := range []string{"FAIL", "x.y", "broken", "expected: fixed", "fix: do it", "root cause: x.y", "exit 10"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, plain.String())
 		}

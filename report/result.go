@@ -51,6 +51,17 @@ type HostInfo struct {
 	Hostname string `json:"hostname"`
 	Kernel   string `json:"kernel"`
 	Root     string `json:"root"`
+	// Expect names the expectations that judged the host; absent when no
+	// file was read.
+	Expect *ExpectInfo `json:"expect,omitempty"`
+}
+
+// ExpectInfo is the expectations file read and the class that judged the
+// host; Class is "" when the default file has no class for this host name
+// (the host is then judged on its hardware alone).
+type ExpectInfo struct {
+	File  string `json:"file"`
+	Class string `json:"class"`
 }
 
 // Summary counts the checks by status.

@@ -48,69 +48,116 @@ func ParseCounter(s string) (uint64, error) {
 // maxCountersPerDir bounds how many files one counters directory may hold.
 const maxCountersPerDir = 512
 
+// CounterGroups are the counter directories below a port: the IB PMA
+// PortCounters (created by the core only for drivers with process_mad,
+// drivers/infiniband/core/sysfs.c) and the driver's own hw_counters.
+var CounterGroups = []string{"counters", "hw_counters"}
+
 // PortCounters reads the files of ports/<port>/counters and hw_counters
 // under an RDMA device directory (the resolved /sys/devices path, or
-// /sys/class/infiniband/<dev>) whose names want accepts (nil: every file).
-// Each file stands alone: one unreadable or malformed file is an unknown
-// counter, never an error for the rest. The returned errors are directories
-// that exist but could not be listed.
+// /sys/class/infiniband/<dev>) whose group and name want accepts (nil: every
+// file). Each file stands alone: one unreadable or malformed file is an
+// unknown counter, never an error for the rest. The returned errors are
+// directories that exist but could not be listed; groups lists the counter
+// directories that exist.
 //
 // The port directory is opened once and every file read relative to it:
 // a host with a thousand VFs has tens of thousands of counter files, and a
 // path walk per file would cost more than the rest of level 1.
-func (h *Host) PortCounters(devDir string, port int, want func(name string) bool) ([]Counter, []error) {
-	portDir := path.Join(devDir, "ports", strconv.Itoa(port))
+func (h *Host) PortCounters(devDir string, port int, want func(group, name string) bool) (cs []Counter, groups []string, probs []error) {
+	return h.readCounterDirs(path.Join(devDir, "ports", strconv.Itoa(port)), CounterGroups, want)
+}
+
+// DeviceCounters reads <devDir>/hw_counters: the statistics a driver
+// registers for the whole device (alloc_hw_device_stats) rather than per
+// port. groups is empty when the device has none.
+func (h *Host) DeviceCounters(devDir string, want func(group, name string) bool) (cs []Counter, groups []string, probs []error) {
+	return h.readCounterDirs(devDir, []string{"hw_counters"}, want)
+}
+
+// readCounterDirs reads the counter directories names below base.
+func (h *Host) readCounterDirs(base string, names []string, want func(group, name string) bool) ([]Counter, []string, []error) {
 	var out []Counter
+	var groups []string
 	var probs []error
-	pr, err := h.openDirRoot(portDir)
+	br, err := h.openDirRoot(base)
 	if err != nil {
 		if !IsNotExist(err) {
-			probs = append(probs, h.pathErr("open", portDir, err))
+			probs = append(probs, h.pathErr("open", base, err))
 		}
-		return nil, probs
+		return nil, nil, probs
 	}
-	defer pr.Close()
+	defer br.Close()
 	buf := make([]byte, attrReadSize)
-	for _, g := range []string{"counters", "hw_counters"} {
-		dir := path.Join(portDir, g)
-		h.note(dir, AccessList)
-		names, gr, err := listRoot(pr, g)
+	for _, g := range names {
+		cs, bounded, err := h.readCounterDir(br, base, g, want, buf)
 		if err != nil {
 			if !IsNotExist(err) {
-				probs = append(probs, h.pathErr("list", dir, err))
+				probs = append(probs, err)
 			}
 			continue
 		}
-		if len(names) > maxCountersPerDir {
-			probs = append(probs, fmt.Errorf("%s: %d files, only the first %d read", h.Display(dir), len(names), maxCountersPerDir))
-			names = names[:maxCountersPerDir]
+		if bounded != nil {
+			probs = append(probs, bounded)
 		}
-		for _, n := range names {
-			if want != nil && !want(n) {
-				continue
-			}
-			p := path.Join(dir, n)
-			h.note(p, AccessRead)
-			c := Counter{Name: n, Group: g, Path: h.Display(p)}
-			s, err := readAttrIn(gr, n, buf)
-			switch {
-			case errors.Is(err, syscall.EINVAL):
-				c.Unknown = "EINVAL: the driver refused the read"
-			case err != nil:
-				c.Unknown = describeErr(unwrapPathError(err))
-			default:
-				v, perr := ParseCounter(s)
-				if perr != nil {
-					c.Unknown = perr.Error()
-				} else {
-					c.Value, c.Known = v, true
-				}
-			}
-			out = append(out, c)
-		}
-		gr.Close()
+		groups = append(groups, g)
+		out = append(out, cs...)
 	}
-	return out, probs
+	return out, groups, probs
+}
+
+// readCounterDir lists and reads one counter directory g below br (whose
+// host path is base). err is a directory that could not be listed; bounded
+// says that only the first maxCountersPerDir files were read.
+func (h *Host) readCounterDir(br *os.Root, base, g string, want func(group, name string) bool, buf []byte) (out []Counter, bounded, err error) {
+	dir := path.Join(base, g)
+	h.note(dir, AccessList)
+	names, gr, err := listRoot(br, g)
+	if err != nil {
+		if IsNotExist(err) {
+			return nil, nil, err
+		}
+		return nil, nil, h.pathErr("list", dir, err)
+	}
+	defer gr.Close()
+	if len(names) > maxCountersPerDir {
+		bounded = fmt.Errorf("%s: %d files, only the first %d read", h.Display(dir), len(names), maxCountersPerDir)
+		names = names[:maxCountersPerDir]
+	}
+	for _, n := range names {
+		if want != nil && !want(g, n) {
+			continue
+		}
+		out = append(out, h.readCounter(gr, path.Join(dir, n), g, n, buf))
+	}
+	return out, bounded, nil
+}
+
+// readCounter reads one counter file p (named n in gr). A read error the
+// facts file records for p (a snapshot of a host whose driver refused the
+// read) is replayed as that error, as ReadAttr does.
+func (h *Host) readCounter(gr *os.Root, p, g, n string, buf []byte) Counter {
+	h.note(p, AccessRead)
+	c := Counter{Name: n, Group: g, Path: h.Display(p)}
+	var s string
+	err := h.recordedReadError(p)
+	if err == nil {
+		s, err = readAttrIn(gr, n, buf)
+	}
+	switch {
+	case errors.Is(err, syscall.EINVAL):
+		c.Unknown = "EINVAL: the driver refused the read"
+	case err != nil:
+		c.Unknown = describeErr(unwrapPathError(err))
+	default:
+		v, perr := ParseCounter(s)
+		if perr != nil {
+			c.Unknown = perr.Error()
+		} else {
+			c.Value, c.Known = v, true
+		}
+	}
+	return c
 }
 
 // openDirRoot opens a host directory as an os.Root: inside the fixture

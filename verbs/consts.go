@@ -104,6 +104,11 @@ const (
 	MaskRCToRTS = QPAttrState | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrSqPSN |
 		QPAttrMaxQPRdAtomic
 	MaskState = QPAttrState
+	// A UD QP has no peer: INIT takes its Q_Key, RTR nothing beyond the
+	// state, RTS the send PSN.
+	MaskUDToInit = QPAttrState | QPAttrPkeyIndex | QPAttrPort | QPAttrQKey
+	MaskUDToRTR  = QPAttrState
+	MaskUDToRTS  = QPAttrState | QPAttrSqPSN
 )
 
 // WROpcode is enum ibv_wr_opcode.
@@ -161,6 +166,21 @@ func (s WCStatus) String() string {
 	}
 	return fmt.Sprintf("IBV_WC_STATUS(%d)", uint32(s))
 }
+
+// WCFlags is enum ibv_wc_flags.
+type WCFlags uint32
+
+// Work completion flags.
+const (
+	// WCGRH says the first 40 bytes of a UD receive buffer hold the
+	// packet's GRH (on RoCE, the IP header in GRH form).
+	WCGRH     WCFlags = 1 << 0
+	WCWithImm WCFlags = 1 << 1
+)
+
+// GRHBytes is sizeof(struct ibv_grh): the room a UD receive buffer must
+// leave in front of the payload, whether or not a GRH arrives.
+const GRHBytes = 40
 
 // WCOpcode is enum ibv_wc_opcode.
 type WCOpcode uint32
@@ -423,6 +443,9 @@ func enumLayout() []LayoutEntry {
 		enumValue("IBV_WC_RDMA_WRITE", int64(WCOpRDMAWrite)),
 		enumValue("IBV_WC_RDMA_READ", int64(WCOpRDMARead)),
 		enumValue("IBV_WC_RECV", int64(WCOpRecv)),
+		enumValue("IBV_WC_GRH", int64(WCGRH)),
+		enumValue("IBV_WC_WITH_IMM", int64(WCWithImm)),
+		enumValue("sizeof(struct ibv_grh)", GRHBytes),
 		enumValue("IBV_PORT_NOP", int64(PortNOP)),
 		enumValue("IBV_PORT_DOWN", int64(PortDown)),
 		enumValue("IBV_PORT_INIT", int64(PortInit)),

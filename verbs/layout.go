@@ -208,6 +208,7 @@ const (
 	wrUDAH           = 0
 	wrUDRemoteQPN    = 8
 	wrUDRemoteQKey   = 12
+	wrUDSize         = 16
 )
 
 // cRecvWR mirrors struct ibv_recv_wr.
@@ -230,7 +231,7 @@ type WC struct {
 	ImmData      uint32 // union { imm_data; invalidated_rkey }
 	QPNum        uint32
 	SrcQP        uint32
-	WCFlags      uint32
+	WCFlags      WCFlags
 	PkeyIndex    uint16
 	SLID         uint16
 	SL           uint8
@@ -413,6 +414,14 @@ type cQP struct {
 	QPType    QPType
 }
 
+// cAH mirrors struct ibv_ah (the whole struct; the library allocates it).
+type cAH struct {
+	_       structs.HostLayout
+	Context uintptr
+	PD      uintptr
+	Handle  uint32
+}
+
 // LayoutEntry is one mirrored fact about <infiniband/verbs.h>: a struct
 // size, a field offset or an enum value, as the Go mirror has it. C is the
 // C expression that yields the same number.
@@ -457,6 +466,7 @@ func MirrorLayout() []LayoutEntry {
 		ch   cCompChannel
 		cq   cCQ
 		qp   cQP
+		cah  cAH
 	)
 	abiExt := abiIsExtended // a variable, so the conversion below wraps
 	const (
@@ -482,6 +492,7 @@ func MirrorLayout() []LayoutEntry {
 		sCh   = "struct ibv_comp_channel"
 		sCQ   = "struct ibv_cq"
 		sQP   = "struct ibv_qp"
+		sAHo  = "struct ibv_ah"
 	)
 	l := []LayoutEntry{
 		sizeOf("union ibv_gid", unsafe.Sizeof(gid)),
@@ -623,6 +634,7 @@ func MirrorLayout() []LayoutEntry {
 		offsetOf(sSWR, "wr.ud.ah", unsafe.Offsetof(swr.WR)+wrUDAH),
 		offsetOf(sSWR, "wr.ud.remote_qpn", unsafe.Offsetof(swr.WR)+wrUDRemoteQPN),
 		offsetOf(sSWR, "wr.ud.remote_qkey", unsafe.Offsetof(swr.WR)+wrUDRemoteQKey),
+		{C: "sizeof(((" + sSWR + " *)0)->wr.ud)", Go: wrUDSize},
 		offsetOf(sSWR, "qp_type", unsafe.Offsetof(swr.QPType)),
 		offsetOf(sSWR, "bind_mw", unsafe.Offsetof(swr.Tail)),
 
@@ -718,6 +730,11 @@ func MirrorLayout() []LayoutEntry {
 		offsetOf(sQP, "qp_num", unsafe.Offsetof(qp.QPNum)),
 		offsetOf(sQP, "state", unsafe.Offsetof(qp.State)),
 		offsetOf(sQP, "qp_type", unsafe.Offsetof(qp.QPType)),
+
+		sizeOf(sAHo, unsafe.Sizeof(cah)),
+		offsetOf(sAHo, "context", unsafe.Offsetof(cah.Context)),
+		offsetOf(sAHo, "pd", unsafe.Offsetof(cah.PD)),
+		offsetOf(sAHo, "handle", unsafe.Offsetof(cah.Handle)),
 
 		{C: "(long long)__VERBS_ABI_IS_EXTENDED", Go: int64(abiExt)},
 	}

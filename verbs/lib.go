@@ -41,6 +41,8 @@ type Lib struct {
 	modifyQP          uintptr
 	queryQP           uintptr
 	destroyQP         uintptr
+	createAH          uintptr
+	destroyAH         uintptr
 	getAsyncEvent     uintptr
 	ackAsyncEvent     uintptr
 
@@ -79,6 +81,8 @@ func (l *Lib) symbols() []symbol {
 		{"ibv_modify_qp", &l.modifyQP, false},
 		{"ibv_query_qp", &l.queryQP, false},
 		{"ibv_destroy_qp", &l.destroyQP, false},
+		{"ibv_create_ah", &l.createAH, false},
+		{"ibv_destroy_ah", &l.destroyAH, false},
 		{"ibv_get_async_event", &l.getAsyncEvent, false},
 		{"ibv_ack_async_event", &l.ackAsyncEvent, false},
 		{"_ibv_query_gid_table", &l.queryGIDTable, true},

@@ -296,6 +296,12 @@ type SendWR struct {
 	Imm        uint32 // network byte order, for *_WITH_IMM
 	RemoteAddr uint64 // RDMA opcodes
 	RKey       uint32 // RDMA opcodes
+	// UD: the address handle and the destination QP and Q_Key. A SEND
+	// whose Q_Key differs from the receiving QP's is dropped by the
+	// receiver, without a completion on either side saying so.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is one receive work request (struct ibv_recv_wr).
@@ -352,8 +358,12 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		cw.Opcode = w.Opcode
 		cw.SendFlags = w.Flags
 		cw.ImmData = w.Imm
-		cw.WR[0] = w.RemoteAddr
-		cw.WR[1] = uint64(w.RKey)
+		if w.AH != nil {
+			cw.setUD(w.AH.ptr, w.RemoteQPN, w.RemoteQKey)
+		} else {
+			cw.WR[0] = w.RemoteAddr
+			cw.WR[1] = uint64(w.RKey)
+		}
 		var ok bool
 		if cw.SGList, cw.NumSGE, ok = a.sgList(w.SGEs); !ok {
 			return tooMany

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -45,12 +44,16 @@ func (e usageError) Error() string { return e.msg }
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "inventory":
+			return cmdInventory(args[1:], stdout, stderr)
 		case "list":
 			return cmdList(args[1:], stdout, stderr)
 		case "explain":
 			return cmdExplain(args[1:], stdout, stderr)
 		case "snapshot":
 			return cmdSnapshot(args[1:], stdout, stderr)
+		case "expect":
+			return cmdExpect(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -82,10 +85,12 @@ type flags struct {
 	minMemlock     string
 	expectRate     float64
 	expectLossless bool
+	roceTC         int
 	interval       time.Duration
 	probeSize      int
 	probeTimeout   time.Duration
 	libibverbs     string
+	expect         string
 }
 
 func newFlagSet(f *flags) *pflag.FlagSet {
@@ -105,10 +110,12 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.minMemlock, "min-memlock", "64MiB", "limits.memlock: smallest RLIMIT_MEMLOCK that passes without CAP_IPC_LOCK")
 	fs.Float64Var(&f.expectRate, "expect-rate", 0, "port.state: fail ports slower than this many Gb/s (0: any rate)")
 	fs.BoolVar(&f.expectLossless, "expect-lossless", false, "roce.lossless: fail (not warn) when RoCE runs lossy or half-configured")
+	fs.IntVar(&f.roceTC, "roce-tc", -1, "roce.lossless: the traffic class (ToS, 0-255) RoCE applications use (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS); default: rdma_cm's default_roce_tos, else 0")
 	fs.DurationVar(&f.interval, "interval", 0, "counters.errors: sample the error counters twice this far apart; a rising counter fails")
 	fs.IntVar(&f.probeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	fs.StringVar(&f.expect, "expect", "", expectFlagHelp)
 	return fs
 }
 
@@ -120,7 +127,9 @@ usage:
   rdmadoctor [flags]           run the checks (exit 0 healthy, else the root cause's code; 1 internal, 2 usage)
   rdmadoctor list              the catalog: code, id, level, title
   rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
+  rdmadoctor inventory         the devices, ports, addresses and GID indexes, as ibv_devinfo shows them
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
+  rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
 
 flags:
 %s`, version, fs.FlagUsages())
@@ -144,7 +153,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, snapshot, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -157,6 +166,9 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	if _, err := parseSize(f.minMemlock); err != nil {
 		return nil, usageError{fmt.Sprintf("bad --min-memlock %q: %v", f.minMemlock, err)}
+	}
+	if fs.Changed("roce-tc") && (f.roceTC < 0 || f.roceTC > 255) {
+		return nil, usageError{fmt.Sprintf("--roce-tc %d: a traffic class is 0-255 (106 is DSCP 26 with ECT)", f.roceTC)}
 	}
 	if f.timeout <= 0 || f.probeTimeout <= 0 || f.interval < 0 || f.probeSize <= 0 || f.expectRate < 0 {
 		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
@@ -240,12 +252,21 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	}
 	defer cleanup()
 
+	hostname := host.Hostname()
+	if host.Live() && hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	class, expectInfo, err := expectFor(f.expect, host.Live(), hostname)
+	if err != nil {
+		return report.ExitUsage, err
+	}
 	memlock, _ := parseSize(f.minMemlock)
 	exe, _ := os.Executable()
 	env := checks.NewEnv(host, checks.Options{
 		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
+		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
 		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
-		Libibverbs: f.libibverbs, Executable: exe,
+		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
 	})
 	// One check's deadline must cover its work: the counter sampling window,
 	// and for the verbs checks one probe child per device whose ports are
@@ -261,10 +282,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	started := time.Now()
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
 	rep.Host.Root = f.root
-	rep.Host.Hostname = host.Hostname()
-	if host.Live() && rep.Host.Hostname == "" {
-		rep.Host.Hostname, _ = os.Hostname()
-	}
+	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 	rep.Host.Kernel, _ = host.KernelRelease()
 	rep.Checks = checks.Run(ctx, env, sel)
 	rep.Inventory = checks.Inventory(env)
@@ -296,7 +314,8 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	case "prometheus":
 		err = report.WritePrometheus(stdout, rep)
 	default:
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose})
+		err = report.WriteText(stdout, withKernelLogPointers(host, rep), report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
+			Width: textWidth(stdout), NotRun: notRun(f.checkIDs, rep)})
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
@@ -332,51 +351,4 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
 	}
 	return 0
-}
-
-func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	c, ok := checks.Lookup(args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
-		return report.ExitUsage
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (exit code %d, level %d): %s\n\n", c.ID, c.Code, c.Level, c.Title)
-	fmt.Fprintf(&b, "What it judges\n  %s\n\nWhy it matters\n  %s\n", wrap(c.Explain.Judges, 2), wrap(c.Explain.Why, 2))
-	if len(c.Needs) > 0 {
-		needs := append([]string(nil), c.Needs...)
-		sort.Strings(needs)
-		fmt.Fprintf(&b, "\nRuns after\n  %s (skipped as blocked when one of them fails)\n", strings.Join(needs, ", "))
-	}
-	b.WriteString("\nWhat it can report, and the fix\n")
-	for _, fl := range c.Explain.Failures {
-		fmt.Fprintf(&b, "  %-5s %s\n        fix: %s\n", fl.Status, wrap(fl.Finding, 8), wrap(fl.Fix, 13))
-	}
-	io.WriteString(stdout, b.String())
-	return 0
-}
-
-// wrap folds text at 88 columns, indenting continuation lines.
-func wrap(s string, indent int) string {
-	const width = 88
-	var b strings.Builder
-	col := indent
-	for i, w := range strings.Fields(s) {
-		if i > 0 {
-			if col+1+len(w) > width {
-				b.WriteString("\n" + strings.Repeat(" ", indent))
-				col = indent
-			} else {
-				b.WriteByte(' ')
-				col++
-			}
-		}
-		b.WriteString(w)
-		col += len(w)
-	}
-	return b.String()
 }

@@ -144,6 +144,11 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	if n := len(m.Unreadable); n > 0 {
 		fmt.Fprintf(stdout, "%d path(s) could not be read (listed in %s), e.g. %s: %s\n", n, snapshot.ManifestFile, m.Unreadable[0].Path, m.Unreadable[0].Reason)
 	}
+	if kl := m.KernelLog; kl != nil {
+		fmt.Fprintf(stdout, "kernel log: %d RDMA line(s) kept in %s\n", kl.Lines, kl.File)
+	} else if why, ok := m.FactsUnavailable["kernel_log"]; ok {
+		fmt.Fprintf(stdout, "kernel log not kept: %s\n", why)
+	}
 	if n := len(m.FactsUnavailable); n > 0 {
 		fmt.Fprintf(stdout, "%d fact(s) could not be gathered (listed in %s under \"unavailable\")\n", n, sysfs.FactsFile)
 	}
@@ -228,6 +233,10 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := notHostRoot(dir, "the archive "+root); err != nil {
+			remove()
+			return nil, nil, err
+		}
 		h, err := sysfs.OpenSnapshot(dir)
 		if err != nil {
 			remove()
@@ -235,8 +244,16 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 		}
 		return h, func() { h.Close(); remove() }, nil
 	}
+	if errors.Is(err, os.ErrNotExist) {
+		if near := similarNames(root); len(near) > 0 {
+			return nil, nil, fmt.Errorf("%s does not exist; did you mean %s?", root, strings.Join(near, " or "))
+		}
+	}
 	open := sysfs.Open
-	if err == nil && fi.IsDir() && root != "/" {
+	if err == nil && fi.IsDir() && filepath.Clean(root) != "/" {
+		if err := notHostRoot(root, root); err != nil {
+			return nil, nil, err
+		}
 		if _, err := os.Lstat(filepath.Join(root, snapshot.ManifestFile)); err == nil {
 			open = sysfs.OpenSnapshot
 		}

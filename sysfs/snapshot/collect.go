@@ -42,7 +42,7 @@ func (c *collector) collect(recorded map[string]sysfs.Access) error {
 		if err := c.ctx.Err(); err != nil {
 			return fmt.Errorf("copy stopped at %s: %w", p, err)
 		}
-		if p == "/"+sysfs.FactsFile || p == "/"+ManifestFile {
+		if p == "/"+sysfs.FactsFile || p == "/"+ManifestFile || p == "/"+sysfs.KernelLogFile {
 			continue // written by the capture itself
 		}
 		c.walk(p, recorded[p], 0)

@@ -53,6 +53,9 @@ type Manifest struct {
 	// NotRedacted lists copied files that --redact could not rewrite
 	// (binary content).
 	NotRedacted []string `json:"not_redacted,omitempty"`
+	// KernelLog describes the kernel log kept; absent when it could not be
+	// read (facts_unavailable["kernel_log"] says why).
+	KernelLog *KernelLogNote `json:"kernel_log,omitempty"`
 }
 
 // CheckStatus is one check's outcome at capture time.

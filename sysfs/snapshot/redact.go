@@ -418,6 +418,7 @@ func redactSnapshot(s *Snapshot) {
 
 	r.registerOnly = true
 	r.learnMACs(factsJSON)
+	r.learnMACs(s.KernelLog)
 	for _, e := range entries {
 		if e.Kind == File && !e.Placeholder {
 			r.learnMACs(e.Data)
@@ -443,6 +444,7 @@ func redactSnapshot(s *Snapshot) {
 		s.Tree.bytes += int64(len(out) - len(e.Data))
 		e.Data = out
 	}
+	redactKernelLog(r, s)
 	s.Manifest.Source = string(mustText(r, []byte(s.Manifest.Source)))
 	for i := range s.Manifest.Unreadable {
 		s.Manifest.Unreadable[i].Reason = string(mustText(r, []byte(s.Manifest.Unreadable[i].Reason)))
@@ -475,4 +477,23 @@ func (r *Redactor) learnMACs(s []byte) {
 func mustText(r *Redactor, s []byte) []byte {
 	out, _ := r.Text(s)
 	return out
+}
+
+// redactKernelLog rewrites the kernel log with the snapshot's Redactor.
+// A log it cannot rewrite (binary bytes) is dropped, never kept unredacted.
+func redactKernelLog(r *Redactor, s *Snapshot) {
+	if s.KernelLog == nil {
+		return
+	}
+	out, ok := r.Text(s.KernelLog)
+	if !ok {
+		s.KernelLog, s.Manifest.KernelLog = nil, nil
+		if s.Facts.Unavailable == nil {
+			s.Facts.Unavailable = map[string]string{}
+		}
+		s.Facts.Unavailable["kernel_log"] = "dropped: --redact cannot rewrite it (binary bytes)"
+		s.Manifest.FactsUnavailable = s.Facts.Unavailable
+		return
+	}
+	s.KernelLog = out
 }

@@ -134,7 +134,9 @@ func TestRedactedSnapshot(t *testing.T) {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "sys/class/net/ens1f0np0/address")); err == nil && strings.TrimSpace(string(b)) != mac {
+	// The file is there as an empty placeholder when only its directory was
+	// listed (the host model lists a netdev's upper_/lower_ links).
+	if b, err := os.ReadFile(filepath.Join(out, "sys/class/net/ens1f0np0/address")); err == nil && len(b) > 0 && strings.TrimSpace(string(b)) != mac {
 		t.Errorf("netdev address %s, facts MAC %s", b, mac)
 	}
 	if got, want := read("sys/class/infiniband/mlx5_0/ports/1/gids/0"), eui64GID(mac); got != want {

@@ -72,6 +72,9 @@ type Snapshot struct {
 	Tree     *Tree
 	Facts    *sysfs.Facts
 	Manifest *Manifest
+	// KernelLog is the RDMA part of the kernel log (sysfs.KernelLogFile),
+	// nil when it could not be read (the facts say why).
+	KernelLog []byte
 }
 
 // Capture runs opts.Exercise on h with recording on, then copies every path
@@ -124,6 +127,8 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	}
 	// A file that exists but failed to read (EINVAL counters, EACCES) fails
 	// the same way on replay; one that was absent stays absent.
+	s := &Snapshot{Tree: c.tree, Facts: facts, Manifest: man}
+	captureKernelLog(h, s)
 	for _, u := range man.Unreadable {
 		if u.Errno != "" && u.Errno != "ENOENT" {
 			if facts.ReadErrors == nil {
@@ -137,7 +142,6 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	} else {
 		facts.Unavailable = nil
 	}
-	s := &Snapshot{Tree: c.tree, Facts: facts, Manifest: man}
 	if opts.Redact {
 		redactSnapshot(s)
 	}

@@ -111,7 +111,7 @@ func (s *Snapshot) WriteDir(dir string) error {
 	})
 }
 
-// writeTop writes the facts file and the manifest.
+// writeTop writes the facts file, the kernel log and the manifest.
 func (s *Snapshot) writeTop(write func(name string, data []byte) error) error {
 	facts, err := s.factsJSON()
 	if err != nil {
@@ -123,6 +123,11 @@ func (s *Snapshot) writeTop(write func(name string, data []byte) error) error {
 	}
 	if err := write(sysfs.FactsFile, facts); err != nil {
 		return err
+	}
+	if s.KernelLog != nil {
+		if err := write(sysfs.KernelLogFile, s.KernelLog); err != nil {
+			return err
+		}
 	}
 	return write(ManifestFile, man)
 }
@@ -149,6 +154,9 @@ func (s *Snapshot) WriteTarGz(w io.Writer, prefix string) error {
 // file and the manifest. Unpack counts them against MaxEntries.
 func (s *Snapshot) archiveEntries() int {
 	n := 3 + s.Tree.Len()
+	if s.KernelLog != nil {
+		n++
+	}
 	seen := map[string]bool{}
 	for _, e := range s.Tree.Entries() {
 		for d := path.Dir(e.Path); d != "." && !seen[d]; d = path.Dir(d) {

@@ -62,7 +62,7 @@ func CX5RoCE() Host {
 		}
 	}
 	return Host{
-		Hostname: "cx5-node01", Kernel: "6.1.0-18-amd64", Modules: rdmaModulesMLX5, Memlock: "unlimited", CapIPCLock: true,
+		Hostname: "cx5-node01", Kernel: "6.1.0-18-amd64", Modules: rdmaModulesMLX5, Memlock: "unlimited", CapIPCLock: true, RoCETOS: "106",
 		Providers: []string{"mlx5", "mlx4", "rxe", "siw", "bnxt_re", "efa", "irdma", "qedr", "hns", "cxgb4", "erdma", "mana"},
 		NICs: []NIC{
 			nic(0, "ens1f0np0", "0c:42:a1:2b:3c:4c", "192.0.2.10/24"),

@@ -30,6 +30,30 @@ type Host struct {
 	ExtraNetdevs []sysfs.Netdev
 	// Layout is the distribution's file layout; nil means Debian 12.
 	Layout *Layout
+	// Bonds are bonding masters over ports' netdevs (a RoCE LAG's bond0).
+	Bonds []Bond
+	// NetnsMode is the RDMA subsystem's netns mode ("" = shared).
+	NetnsMode string
+	// RoCETOS, when set, is rdma_cm's default_roce_tos of every port of
+	// every RoCE NIC (set at boot on a lossless fabric); "" leaves
+	// rdma_cm's configfs unmade.
+	RoCETOS string
+}
+
+// Bond is a bonding master; its slaves are the ports whose Port.Bond names it.
+type Bond struct {
+	Name  string
+	MAC   string // the bond takes its first slave's MAC
+	MTU   int
+	Addrs []string
+}
+
+// Upper is a device stacked on a port's netdev: a VLAN or a macvlan.
+type Upper struct {
+	Name  string // "ens1f0np0.100"
+	VLAN  int    // 802.1Q ID; 0 for a macvlan
+	MAC   string // "" = the lower device's
+	Addrs []string
 }
 
 // Layout is what differs between distributions in what the checks read
@@ -152,6 +176,11 @@ type NIC struct {
 	HCAType     string // "MT4119"
 	BoardID     string
 	Ports       []Port
+	// NodeType is the RDMA device's node_type ("" = "1: CA"); iWARP
+	// drivers register "4: RNIC", EFA "7: unspecified".
+	NodeType string
+	// PhysFn is the PF of an SR-IOV VF ("" for a PF).
+	PhysFn string
 }
 
 // Port is one RDMA port and, for RoCE, the netdev that carries it.
@@ -168,6 +197,19 @@ type Port struct {
 	MTU       int
 	OperUp    bool
 	Addrs     []string // CIDR
+	// NoCarrier: the netdev is admin-up but has no carrier (cable, switch
+	// port): operstate down.
+	NoCarrier bool
+	// Bond is the bond this port's netdev is enslaved to; a LAG device's
+	// GIDs are made from the bond.
+	Bond string
+	// Uppers are VLAN/macvlan devices on the port's netdev.
+	Uppers []Upper
+	// PhysPortName is the netdev's phys_port_name ("p0", "pf0vf1").
+	PhysPortName string
+	// Away: the netdev lives in another network namespace (a pod's): the
+	// GID table still names it, this namespace does not list it.
+	Away bool
 }
 
 // SoftDevice is an rxe/siw device on a netdev.
@@ -211,14 +253,16 @@ func Build(h Host) *Tree {
 		writePCI(t, n)
 		fnDir := pciPath(n)
 		for _, p := range n.Ports {
-			if p.Netdev != "" {
+			if p.Netdev != "" && !p.Away {
 				netdevs = append(netdevs, writeNetdev(t, path.Join(fnDir, "net"), p, len(netdevs)+1))
 				writeQoS(t, path.Join(fnDir, "net", p.Netdev), n, p) // net.go
+				netdevs = writeUppers(t, path.Join(fnDir, "net", p.Netdev), p, netdevs)
 			}
 		}
 		if n.IBDev != "" {
 			devDir := path.Join(fnDir, "infiniband", n.IBDev)
-			writeIBDevice(t, devDir, n.IBDev, n.NodeGUID, n.FW, n.HCAType, n.BoardID, n.Ports, false)
+			writeIBDevice(t, devDir, ibDevice{Name: n.IBDev, GUID: n.NodeGUID, FW: n.FW, HCA: n.HCAType, Board: n.BoardID,
+				NodeType: n.NodeType, Driver: n.Driver, Ports: n.Ports, Bonds: h.Bonds})
 			t.Link(path.Join(devDir, "device"), "../../../"+n.Addr) // the kernel's own form
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
@@ -226,12 +270,18 @@ func Build(h Host) *Tree {
 			t.Facts.RDMAResources = append(t.Facts.RDMAResources, zeroResources(n.IBDev))
 		}
 	}
+	netdevs = writeBonds(t, h, netdevs)
+	writeRoCETOS(t, h)
+	if h.NetnsMode != "" {
+		t.Facts.RDMASystem.NetnsMode = h.NetnsMode
+	}
 	for _, s := range h.Soft {
 		if _, ok := t.Links[path.Join("/sys/class/net", s.Port.Netdev)]; !ok {
 			netdevs = append(netdevs, writeNetdev(t, "/sys/devices/virtual/net", s.Port, len(netdevs)+1))
 		}
 		devDir := path.Join("/sys/devices/virtual/infiniband", s.Name)
-		writeIBDevice(t, devDir, s.Name, s.NodeGUID, "", "", "", []Port{s.Port}, true)
+		writeIBDevice(t, devDir, ibDevice{Name: s.Name, GUID: s.NodeGUID, NodeType: softNodeType(s.Name), Driver: softDriver(s.Name),
+			Ports: []Port{s.Port}, Soft: true})
 		t.Attr(path.Join(devDir, "parent"), s.Port.Netdev)
 		t.RelLink(path.Join("/sys/class/infiniband", s.Name), devDir)
 		writeUverbs(t, "/sys/devices/virtual/infiniband_verbs", s.Uverbs, s.Name)
@@ -256,6 +306,24 @@ func Build(h Host) *Tree {
 	}
 	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
+}
+
+// writeRoCETOS makes rdma_cm's configfs entry of every RoCE port of the
+// host's NICs with the host's default ToS.
+func writeRoCETOS(t *Tree, h Host) {
+	if h.RoCETOS == "" {
+		return
+	}
+	for _, n := range h.NICs {
+		if n.IBDev == "" || n.NodeType != "" {
+			continue
+		}
+		for i, p := range n.Ports {
+			if p.LinkLayer == "Ethernet" {
+				SetRoCETOS(t, n.IBDev, i+1, h.RoCETOS)
+			}
+		}
+	}
 }
 
 func zeroResources(dev string) sysfs.RDMAResource {
@@ -315,6 +383,16 @@ func writePCI(t *Tree, n NIC) {
 		t.RelLink(path.Join(drv, n.Addr), dir)
 	}
 	t.RelLink(path.Join("/sys/bus/pci/devices", n.Addr), dir)
+	if n.PhysFn != "" {
+		pf := path.Join(path.Dir(dir), n.PhysFn)
+		t.RelLink(path.Join(dir, "physfn"), pf)
+		vf := 0
+		for t.Links[path.Join(pf, fmt.Sprintf("virtfn%d", vf))] != "" {
+			vf++
+		}
+		t.RelLink(path.Join(pf, fmt.Sprintf("virtfn%d", vf)), dir)
+		t.Attr(path.Join(pf, "sriov_numvfs"), fmt.Sprint(vf+1))
+	}
 }
 
 func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
@@ -330,25 +408,103 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 	t.Attr(path.Join(dir, "type"), "1")
 	if p.OperUp {
 		t.Attr(path.Join(dir, "carrier"), "1")
+	} else if p.NoCarrier {
+		t.Attr(path.Join(dir, "carrier"), "0")
+	}
+	if p.PhysPortName != "" {
+		t.Attr(path.Join(dir, "phys_port_name"), p.PhysPortName)
+	}
+	if p.Bond != "" {
+		bondDir := path.Join("/sys/devices/virtual/net", p.Bond)
+		t.RelLink(path.Join(dir, "master"), bondDir)
+		t.RelLink(path.Join(dir, "upper_"+p.Bond), bondDir)
+		t.RelLink(path.Join(bondDir, "lower_"+p.Netdev), dir)
 	}
 	t.RelLink(path.Join("/sys/class/net", p.Netdev), dir)
-	return sysfs.Netdev{Name: p.Netdev, Index: index, OperState: state, AdminUp: p.OperUp, Carrier: p.OperUp,
+	return sysfs.Netdev{Name: p.Netdev, Index: index, OperState: state, AdminUp: p.OperUp || p.NoCarrier, Carrier: p.OperUp,
 		MTU: p.MTU, MAC: p.MAC, Addresses: append([]string(nil), p.Addrs...)}
 }
 
-func writeIBDevice(t *Tree, dir, name, guid, fw, hca, board string, ports []Port, soft bool) {
-	t.Attr(path.Join(dir, "node_type"), "1: CA")
-	t.Attr(path.Join(dir, "node_guid"), guid)
-	t.Attr(path.Join(dir, "sys_image_guid"), guid)
-	if fw != "" {
-		t.Attr(path.Join(dir, "fw_ver"), fw)
+// writeUppers writes the VLAN and macvlan devices on a port's netdev: each
+// a virtual netdev with a lower_ link to the port's netdev and an upper_
+// link back (net/core/dev.c), a VLAN listed in /proc/net/vlan, and no DCB.
+func writeUppers(t *Tree, lowerDir string, p Port, netdevs []sysfs.Netdev) []sysfs.Netdev {
+	for _, u := range p.Uppers {
+		dir := path.Join("/sys/devices/virtual/net", u.Name)
+		mac := u.MAC
+		if mac == "" {
+			mac = p.MAC
+		}
+		up := Port{Netdev: u.Name, MAC: mac, MTU: p.MTU, OperUp: p.OperUp, Addrs: u.Addrs}
+		netdevs = append(netdevs, writeNetdev(t, "/sys/devices/virtual/net", up, len(netdevs)+1))
+		t.RelLink(path.Join(dir, "lower_"+p.Netdev), lowerDir)
+		t.RelLink(path.Join(lowerDir, "upper_"+u.Name), dir)
+		if u.VLAN > 0 {
+			t.File(path.Join(sysfs.ProcNetVLAN, u.Name), fmt.Sprintf("%s  VID: %d\t REORDER_HDR: 1  dev->priv_flags: 1021\n", u.Name, u.VLAN))
+		}
+		t.Facts.DCB[u.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 	}
-	if hca != "" {
-		t.Attr(path.Join(dir, "hca_type"), hca)
-		t.Attr(path.Join(dir, "board_id"), board)
+	return netdevs
+}
+
+// writeBonds writes each bonding master: a virtual netdev with
+// bonding/slaves and lower_ links to its slaves (the slaves' side is
+// written with them), its addresses, and no DCB of its own — PFC, trust
+// and ECN are set on the slaves.
+func writeBonds(t *Tree, h Host, netdevs []sysfs.Netdev) []sysfs.Netdev {
+	for _, b := range h.Bonds {
+		var slaves []string
+		for _, n := range h.NICs {
+			for _, p := range n.Ports {
+				if p.Bond == b.Name && p.Netdev != "" {
+					slaves = append(slaves, p.Netdev)
+				}
+			}
+		}
+		dir := path.Join("/sys/devices/virtual/net", b.Name)
+		nd := writeNetdev(t, "/sys/devices/virtual/net", Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
+		netdevs = append(netdevs, nd)
+		t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
+		t.Attr(path.Join(dir, "bonding", "mode"), "802.3ad 4")
+		t.Facts.DCB[b.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 	}
-	t.Attr(path.Join(dir, "node_desc"), name)
-	for i, p := range ports {
+	return netdevs
+}
+
+// ibDevice is what writeIBDevice needs of an RDMA device.
+type ibDevice struct {
+	Name, GUID, FW, HCA, Board string
+	NodeType                   string // "" = "1: CA"
+	Driver                     string // the PCI driver; "rdma_rxe"/"siw" for software
+	Ports                      []Port
+	Soft                       bool
+	Bonds                      []Bond
+}
+
+func softNodeType(name string) string {
+	if strings.HasPrefix(name, "siw") {
+		return "4: RNIC" // siw registers RDMA_NODE_RNIC
+	}
+	return ""
+}
+
+func writeIBDevice(t *Tree, dir string, d ibDevice) {
+	nt := d.NodeType
+	if nt == "" {
+		nt = "1: CA"
+	}
+	t.Attr(path.Join(dir, "node_type"), nt)
+	t.Attr(path.Join(dir, "node_guid"), d.GUID)
+	t.Attr(path.Join(dir, "sys_image_guid"), d.GUID)
+	if d.FW != "" {
+		t.Attr(path.Join(dir, "fw_ver"), d.FW)
+	}
+	if d.HCA != "" {
+		t.Attr(path.Join(dir, "hca_type"), d.HCA)
+		t.Attr(path.Join(dir, "board_id"), d.Board)
+	}
+	t.Attr(path.Join(dir, "node_desc"), d.Name)
+	for i, p := range d.Ports {
 		pd := path.Join(dir, "ports", fmt.Sprint(i+1))
 		t.Attr(path.Join(pd, "state"), p.State)
 		t.Attr(path.Join(pd, "phys_state"), p.PhysState)
@@ -358,26 +514,66 @@ func writeIBDevice(t *Tree, dir, name, guid, fw, hca, board string, ports []Port
 		t.Attr(path.Join(pd, "sm_lid"), fmt.Sprintf("0x%x", p.SMLID))
 		t.Attr(path.Join(pd, "lid_mask_count"), "0")
 		t.Attr(path.Join(pd, "sm_sl"), "0")
-		writeGIDs(t, pd, p)
-		writeCounters(t, pd, soft)
+		writeGIDs(t, pd, gidEntries(d, p))
+		writeCounters(t, pd, d.Driver)
 	}
 }
 
-// writeGIDs fills a GID table: for IB the port GID; for RoCE the link-local
-// and the IPv4-mapped GID of each address, each as a v1 and a v2 entry.
-func writeGIDs(t *Tree, pd string, p Port) {
-	var entries []struct{ gid, typ string }
-	if p.LinkLayer == "InfiniBand" {
-		entries = append(entries, struct{ gid, typ string }{"fe80:0000:0000:0000:" + p.PortGUID, "IB/RoCE v1"})
-	} else {
-		ll := linkLocalGID(p.MAC)
-		entries = append(entries, struct{ gid, typ string }{ll, "IB/RoCE v1"}, struct{ gid, typ string }{ll, "RoCE v2"})
-		for _, a := range p.Addrs {
+// gidEntry is one populated GID table entry.
+type gidEntry struct{ gid, typ, ndev string }
+
+// gidEntries is a port's GID table as the kernel fills it. InfiniBand: the
+// port GID. iWARP (node_type RNIC): the port's MAC in the first six bytes
+// (iw_cxgb4, irdma and siw query_gid), labelled "IB/RoCE v1" like every
+// non-RoCE GID, with no netdev attribute. EFA: the device's address, no
+// netdev. RoCE (core/roce_gid_mgmt.c): for the port's netdev — or the bond
+// a LAG device sits on — and every upper device (VLAN, macvlan) the
+// link-local GID and one per IP address, each as a v1 and a v2 entry,
+// gid_attrs/ndevs naming the device the address is on.
+func gidEntries(d ibDevice, p Port) []gidEntry {
+	v1 := "IB/RoCE v1"
+	switch {
+	case p.LinkLayer == "InfiniBand":
+		return []gidEntry{{"fe80:0000:0000:0000:" + p.PortGUID, v1, ""}}
+	case strings.HasPrefix(d.NodeType, "4:"):
+		return []gidEntry{{macGID(p.MAC), v1, ""}}
+	case strings.HasPrefix(d.NodeType, "7:"):
+		return []gidEntry{{"fe80:0000:0000:0000:" + p.PortGUID, v1, ""}}
+	}
+	type carrier struct {
+		name, mac string
+		addrs     []string
+	}
+	own := carrier{p.Netdev, p.MAC, p.Addrs}
+	for _, b := range d.Bonds {
+		if b.Name == p.Bond {
+			own = carrier{b.Name, b.MAC, b.Addrs}
+		}
+	}
+	cs := []carrier{own}
+	for _, u := range p.Uppers {
+		mac := u.MAC
+		if mac == "" {
+			mac = own.mac
+		}
+		cs = append(cs, carrier{u.Name, mac, u.Addrs})
+	}
+	var out []gidEntry
+	for _, c := range cs {
+		ll := linkLocalGID(c.mac)
+		out = append(out, gidEntry{ll, v1, c.name}, gidEntry{ll, "RoCE v2", c.name})
+		for _, a := range c.addrs {
 			if g := v4MappedGID(a); g != "" {
-				entries = append(entries, struct{ gid, typ string }{g, "IB/RoCE v1"}, struct{ gid, typ string }{g, "RoCE v2"})
+				out = append(out, gidEntry{g, v1, c.name}, gidEntry{g, "RoCE v2", c.name})
 			}
 		}
 	}
+	return out
+}
+
+// writeGIDs fills a GID table: the populated entries, then unused (zero)
+// ones up to the table's size.
+func writeGIDs(t *Tree, pd string, entries []gidEntry) {
 	for i := 0; i < 8 || i < len(entries); i++ {
 		is := fmt.Sprint(i)
 		if i >= len(entries) {
@@ -386,10 +582,21 @@ func writeGIDs(t *Tree, pd string, p Port) {
 		}
 		t.Attr(path.Join(pd, "gids", is), entries[i].gid)
 		t.Attr(path.Join(pd, "gid_attrs", "types", is), entries[i].typ)
-		if p.Netdev != "" {
-			t.Attr(path.Join(pd, "gid_attrs", "ndevs", is), p.Netdev)
+		if entries[i].ndev != "" {
+			t.Attr(path.Join(pd, "gid_attrs", "ndevs", is), entries[i].ndev)
 		}
 	}
+}
+
+// macGID is an iWARP port's GID: the MAC, then zeros.
+func macGID(mac string) string {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return sysfs.ZeroGID
+	}
+	b := make([]byte, 16)
+	copy(b, hw)
+	return gidString(b)
 }
 
 func linkLocalGID(mac string) string {
@@ -415,56 +622,6 @@ func gidString(b []byte) string {
 		parts = append(parts, fmt.Sprintf("%02x%02x", b[i], b[i+1]))
 	}
 	return strings.Join(parts, ":")
-}
-
-var pmaCounters = []string{"VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
-	"local_link_integrity_errors", "port_rcv_constraint_errors", "port_rcv_data", "port_rcv_errors",
-	"port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
-	"port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets",
-	"port_xmit_wait", "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets"}
-
-var mlx5HWCounters = []string{"duplicate_request", "implied_nak_seq_err", "lifespan", "local_ack_timeout_err",
-	"np_cnp_sent", "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err",
-	"req_cqe_error", "req_remote_access_errors", "req_remote_invalid_request", "resp_cqe_error",
-	"resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err", "roce_adp_retrans",
-	"rp_cnp_handled", "rx_atomic_requests", "rx_read_requests", "rx_write_requests"}
-
-var rxeHWCounters = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan",
-	"link_downed", "out_of_seq_request", "rcvd_pkts", "rcvd_rnr_err", "rcvd_seq_err", "rdma_recvs",
-	"rdma_sends", "retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_pkts"}
-
-func writeCounters(t *Tree, pd string, soft bool) {
-	if soft {
-		for _, c := range rxeHWCounters {
-			v := "0"
-			if c == "lifespan" {
-				v = "10"
-			}
-			t.Attr(path.Join(pd, "hw_counters", c), v)
-		}
-		return
-	}
-	for _, c := range pmaCounters {
-		v := "0"
-		switch c {
-		case "port_xmit_data":
-			v = "2203791820"
-		case "port_rcv_data":
-			v = "2196417504"
-		case "port_xmit_packets", "unicast_xmit_packets":
-			v = "31337902"
-		case "port_rcv_packets", "unicast_rcv_packets":
-			v = "31290611"
-		}
-		t.Attr(path.Join(pd, "counters", c), v)
-	}
-	for _, c := range mlx5HWCounters {
-		v := "0"
-		if c == "lifespan" {
-			v = "12"
-		}
-		t.Attr(path.Join(pd, "hw_counters", c), v)
-	}
 }
 
 func writeUverbs(t *Tree, parent string, n int, ibdev string) {

@@ -21,7 +21,7 @@ var mellanoxVFs = map[uint16]bool{0x1014: true, 0x1016: true, 0x1018: true, 0x10
 // facts and MLNX_OFED's qos/trust and ecn files in sysfs. Every other
 // driver, and VFs, have no DCB: the kernel answers EOPNOTSUPP.
 func writeQoS(t *Tree, netdevDir string, n NIC, p Port) {
-	if n.Driver != "mlx5_core" || mellanoxVFs[n.Device] || p.LinkLayer != "Ethernet" {
+	if !dcbDrivers[n.Driver] || mellanoxVFs[n.Device] || n.PhysFn != "" || p.LinkLayer != "Ethernet" || n.NodeType != "" || strings.Contains(p.PhysPortName, "vf") {
 		t.Facts.DCB[p.Netdev] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 		return
 	}
@@ -29,6 +29,9 @@ func writeQoS(t *Tree, netdevDir string, n NIC, p Port) {
 		{Selector: "dscp", Protocol: 26, Priority: RoCEPriority},
 		{Selector: "dscp", Protocol: 48, Priority: 6},
 	}}
+	if n.Driver != "mlx5_core" {
+		return // qos/trust and ecn/ are MLNX_OFED's files
+	}
 	t.Attr(path.Join(netdevDir, "qos", "trust"), "dscp")
 	for prio := 0; prio < 8; prio++ {
 		for _, point := range []string{"roce_np", "roce_rp"} {
@@ -36,6 +39,10 @@ func writeQoS(t *Tree, netdevDir string, n NIC, p Port) {
 		}
 	}
 }
+
+// dcbDrivers answer DCB netlink with IEEE PFC and APP (DSCP) support:
+// mlx5_core, ice (ice_dcb_nl.c) and bnxt_en (bnxt_dcb.c).
+var dcbDrivers = map[string]bool{"mlx5_core": true, "ice": true, "bnxt_en": true}
 
 // writeUserMemlock writes the memlock default of users' sessions.
 func writeUserMemlock(t *Tree, v string) {

@@ -20,6 +20,10 @@
 #                       snapshot: --exit holds for both, the replayed JSON equals
 #                       the live one but for started, duration_ms and host.root
 #                       (with --redact 1: statuses, exit code, root cause)
+#   --kernel-log TEXT   (snapshot) the snapshot's kernel.log holds TEXT; repeated:
+#                       each after the one before
+#   --refs 1 also runs `rdmadoctor inventory` (text and JSON) beside the tools and
+#                       compares both with them
 # What the guest acts on:
 #   --break 'SHELL'     helpers: hide PATH... (a file "removed", restored after),
 #                       wait_ready (rxe0 ACTIVE again), wait_active DEV [GID];
@@ -53,7 +57,7 @@ scenario two-rxe-devices --needs pci.device \
 
 scenario healthy-l2 --needs pci.device --exit 0 --root none \
 	--status verbs.resources=pass --status verbs.qp_state=pass --status probe.send_poll=pass \
-	--status probe.cq_overflow=pass --status probe.destroy_order=pass \
+	--status probe.cq_overflow=pass --status probe.destroy_order=pass --status probe.ud=pass \
 	-- --level 2 --format json
 
 # rdma_rxe needs ib_uverbs, so only the connection-manager modules can go.
@@ -105,12 +109,21 @@ scenario snapshot-roundtrip-redacted --needs pci.device --kind snapshot --redact
 scenario snapshot-dummy0-down --needs port.state --kind snapshot --break '/usr/bin/ip link set dummy0 down' \
 	--exit 19 --root port.state -- --level 1 --format json
 
+# The kernel log travels with a snapshot: a marker written in the driver's
+# name, then rdma_rxe reloaded (its init logs "rdma_rxe: loaded"), just
+# before the capture; the snapshot's kernel.log must hold both, in order.
+scenario snapshot-kernel-log --needs pci.device --kind snapshot \
+	--break 'echo "<4>rdma_rxe: rdvm provoked message" >/dev/kmsg && rdma link delete rxe0 &&
+		rmmod rdma_rxe && mod_load rdma_rxe && rdma link add rxe0 type rxe netdev dummy0 && wait_ready' \
+	--kernel-log 'rdvm provoked message' --kernel-log 'rdma_rxe: loaded' \
+	--exit 0 --root none -- --level 1 --format json
+
 # SIGKILL the level-2 child while it holds verbs objects: nothing may leak
 # (`rdma -j resource` back to its counts from before the run).
 # The run must say so: a level-2 check is the root cause (error), not exit 0.
 scenario probe-child-killed --needs verbs.resources --kind killprobe \
-	--exit 30,31,32,33,34 \
-	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order \
+	--exit 30,31,32,33,34,35 \
+	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order,probe.ud \
 	-- --level 2 --format json
 
 scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \

@@ -113,6 +113,17 @@ func cause(verb string, errno syscall.Errno, c *causeInfo) string {
 		case syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH:
 			return "no route to the destination GID (RoCE: the netdev has no neighbour/route for it)"
 		}
+	case "ibv_create_ah":
+		switch errno {
+		case syscall.EINVAL:
+			return "the kernel refused the address: on RoCE an address handle needs is_global=1 with a GRH (source GID index and destination GID); the port number or the GID index may not exist"
+		case syscall.ENODATA, syscall.ENOENT:
+			return "the source GID index names an empty GID table entry"
+		case syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH:
+			return "no route or neighbour for the destination GID's address (RoCE resolves it to a MAC address when the handle is created)"
+		case syscall.ENOMEM:
+			return "the device has no address handle left or the kernel is out of memory"
+		}
 	case "ibv_query_port":
 		if errno == syscall.EINVAL {
 			return "the port number does not exist on this device"

@@ -40,6 +40,7 @@ type request struct {
 	PortTimeoutNS     int64    `json:"port_timeout_ns,omitempty"`
 	Probes            []string `json:"probes,omitempty"`
 	SysfsRoot         string   `json:"sysfs_root,omitempty"`
+	NoRC              string   `json:"no_rc,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).

@@ -180,7 +180,7 @@ func TestFakeLoopHealthy(t *testing.T) {
 	if d.Failure != nil {
 		t.Fatalf("failure %+v\n%s", d.Failure, d.Stderr)
 	}
-	for _, p := range []*Probe{&pr.Resources.Probe, &pr.QPState.Probe, &pr.SendPoll.Probe, &pr.CQOverflow.Probe, &pr.DestroyOrder.Probe} {
+	for _, p := range []*Probe{&pr.Resources.Probe, &pr.QPState.Probe, &pr.SendPoll.Probe, &pr.CQOverflow.Probe, &pr.DestroyOrder.Probe, &pr.UD.Probe} {
 		if !p.OK() {
 			t.Errorf("%s: skipped %q, failed %+v", p.Name, p.Skipped, p.Failed())
 		}
@@ -203,6 +203,9 @@ func TestFakeIWARPSkipsConnectedProbes(t *testing.T) {
 		if p.Skipped != iwarpSkip || p.Failed() != nil {
 			t.Errorf("%s: skipped %q, failed %+v", p.Name, p.Skipped, p.Failed())
 		}
+	}
+	if pr.UD.Skipped != iwarpNoUD || len(pr.UD.Steps) != 0 {
+		t.Errorf("probe.ud on iWARP: skipped %q, steps %+v", pr.UD.Skipped, pr.UD.Steps)
 	}
 }
 

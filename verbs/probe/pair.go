@@ -149,6 +149,12 @@ func (r *runner) gidCandidates(s *session) ([]verbs.GIDEntry, error) {
 
 // createRC creates an RC QP on the given CQs.
 func (r *runner) createRC(p *Probe, s *session, pd *verbs.PD, name string, send, recv *verbs.CQ, wr uint32) (*verbs.QP, bool) {
+	return r.createQP(p, s, pd, verbs.QPTRC, name, send, recv, wr)
+}
+
+// createQP creates a QP of type typ on the given CQs, with wr work
+// requests each way (within max_qp_wr) and one SGE.
+func (r *runner) createQP(p *Probe, s *session, pd *verbs.PD, typ verbs.QPType, name string, send, recv *verbs.CQ, wr uint32) (*verbs.QP, bool) {
 	if wr > uint32(s.attr.MaxQPWR) && s.attr.MaxQPWR > 0 {
 		wr = uint32(s.attr.MaxQPWR)
 	}
@@ -156,7 +162,7 @@ func (r *runner) createRC(p *Probe, s *session, pd *verbs.PD, name string, send,
 	r.info.QPAsked = capsOf(asked)
 	var qp *verbs.QP
 	if !r.step(p, "ibv_create_qp "+name, func() (err error) {
-		qp, err = pd.CreateQP(verbs.QPInit{SendCQ: send, RecvCQ: recv, Cap: asked, Type: verbs.QPTRC})
+		qp, err = pd.CreateQP(verbs.QPInit{SendCQ: send, RecvCQ: recv, Cap: asked, Type: typ})
 		return err
 	}) {
 		return nil, false

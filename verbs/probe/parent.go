@@ -150,7 +150,7 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 	req := request{
 		Library: opts.Library, Device: t.Device, Ports: ports, Size: opts.Size,
 		Iterations: opts.Iterations, IterationBudgetNS: int64(opts.IterationBudget),
-		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot,
+		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot, NoRC: t.NoRC,
 	}
 	var decodeErrs []string
 	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports))+startupMargin, func(ev event) {
@@ -193,6 +193,9 @@ func decodeProbe(pr *PortResult, name string, raw json.RawMessage) error {
 	case DestroyOrder:
 		pr.DestroyOrder = &DestroyOrderResult{}
 		err = json.Unmarshal(raw, pr.DestroyOrder)
+	case UD:
+		pr.UD = &UDResult{}
+		err = json.Unmarshal(raw, pr.UD)
 	default:
 		return fmt.Errorf("result of unknown probe %q", name)
 	}

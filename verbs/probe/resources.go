@@ -62,8 +62,16 @@ func (r *runner) resources() *ResourcesResult {
 	}
 	s.td.push("ibv_destroy_cq", cq.Destroy)
 	res.CQEGranted = cq.CQE()
+	var typ verbs.QPType
 
-	qp, ok := r.createRC(&res.Probe, s, pd, "RC", cq, cq, probeWR)
+	// A device without RC (EFA) gets the QP type it has: the layer is
+	// the same, and what it proves (the provider creates a QP within the
+	// device's limits) too.
+	typ, res.QPType = verbs.QPTRC, "RC"
+	if r.noRC != "" {
+		typ, res.QPType, res.NoRC = verbs.QPTUD, "UD", r.noRC
+	}
+	qp, ok := r.createQP(&res.Probe, s, pd, typ, res.QPType, cq, cq, probeWR)
 	res.QPAsked = r.info.QPAsked
 	if ok {
 		res.QPGranted = capsOf(qp.Cap)

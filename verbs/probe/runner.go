@@ -35,6 +35,9 @@ type runner struct {
 	// through rdma_cm, so the probes that connect QPs with ibv_modify_qp
 	// cannot run there.
 	iwarp bool
+	// noRC is why the device has no RC QPs (the parent's word, from the
+	// device's driver and node type); empty when it has them.
+	noRC string
 }
 
 // iwarpSkip is why the probes that need a connected QP do not run on an
@@ -45,7 +48,7 @@ const iwarpSkip = "iWARP RC QPs connect only through rdma_cm; this probe connect
 
 func runProbes(em *emitter, req request) {
 	opts := req.options()
-	r := &runner{em: em, opts: opts}
+	r := &runner{em: em, opts: opts, noRC: req.NoRC}
 	r.info.Device = req.Device
 	r.info.MemlockBytes = memlockBytes()
 
@@ -110,6 +113,8 @@ func runProbes(em *emitter, req request) {
 				res = r.cqOverflow(resourcesFailed)
 			case name == DestroyOrder:
 				res = r.destroyOrder(resourcesFailed)
+			case name == UD:
+				res = r.ud(resourcesFailed)
 			default:
 				continue
 			}
@@ -140,6 +145,8 @@ func outOfTime(name string, port int, timeout time.Duration) any {
 		return &CQOverflowResult{Probe: p, Events: []AsyncEventRecord{}}
 	case DestroyOrder:
 		return &DestroyOrderResult{Probe: p}
+	case UD:
+		return &UDResult{Probe: p, PayloadOffset: -1}
 	}
 	return nil
 }
@@ -237,13 +244,18 @@ func (r *runner) blocked(p *Probe, resourcesFailed string) bool {
 }
 
 // needsConnectedQP is blocked for the probes that connect RC QPs with
-// ibv_modify_qp: on iWARP they are skipped (not failed), saying why.
+// ibv_modify_qp: on iWARP, and on a device without RC QPs (EFA), they are
+// skipped (not failed), saying why.
 func (r *runner) needsConnectedQP(p *Probe, resourcesFailed string) bool {
 	if r.blocked(p, resourcesFailed) {
 		return true
 	}
-	if r.iwarp {
+	switch {
+	case r.iwarp:
 		p.Skipped = iwarpSkip
+		return true
+	case r.noRC != "":
+		p.Skipped = r.noRC
 		return true
 	}
 	return false

@@ -10,16 +10,21 @@ const (
 	SendPoll     = "probe.send_poll"
 	CQOverflow   = "probe.cq_overflow"
 	DestroyOrder = "probe.destroy_order"
+	UD           = "probe.ud"
 )
 
-// AllProbes lists every probe in run order.
-var AllProbes = []string{Resources, QPState, SendPoll, CQOverflow, DestroyOrder}
+// AllProbes lists every probe in run order: the catalog's.
+var AllProbes = []string{Resources, QPState, SendPoll, CQOverflow, DestroyOrder, UD}
 
 // Target is one device and the ports to probe on it (normally its ACTIVE
 // ports).
 type Target struct {
 	Device string `json:"device"`
 	Ports  []int  `json:"ports"`
+	// NoRC says why the device has no RC queue pairs ("EFA has no RC queue
+	// pairs ..."); empty when it has them. The RC probes then skip with
+	// this reason and verbs.resources creates a UD QP instead.
+	NoRC string `json:"no_rc,omitempty"`
 }
 
 // Options tune a probe run. Zero values take the defaults.
@@ -158,6 +163,10 @@ type ResourcesResult struct {
 	CQEGranted   int         `json:"cqe_granted"`
 	QPAsked      Caps        `json:"qp_caps_asked"`
 	QPGranted    Caps        `json:"qp_caps_granted"`
+	// QPType is the QP created: "RC", or "UD" on a device without RC
+	// (NoRC says why).
+	QPType string `json:"qp_type"`
+	NoRC   string `json:"no_rc,omitempty"`
 }
 
 // Addressing is how the two loopback QPs reach each other.
@@ -278,6 +287,38 @@ type DestroyOrderResult struct {
 	CountsDrift string `json:"counts_drift,omitempty"`
 }
 
+// UDResult is probe.ud: a loopback UD SEND through an address handle, and
+// what the stack does with the two classic UD mistakes.
+type UDResult struct {
+	Probe
+	Software   bool        `json:"software_device"`
+	Addressing *Addressing `json:"addressing,omitempty"`
+	QKey       uint32      `json:"qkey"`
+	Payload    int         `json:"payload_bytes"`
+	// The SEND with the right Q_Key, checked in full.
+	SendStatus  string `json:"send_status,omitempty"`
+	RecvStatus  string `json:"recv_status,omitempty"`
+	ByteLen     uint32 `json:"byte_len"`
+	ByteLenWant uint32 `json:"byte_len_want"` // payload + the 40-byte GRH area
+	GRHFlag     bool   `json:"grh_flag"`      // IBV_WC_GRH on the receive completion
+	SrcQP       uint32 `json:"src_qp"`
+	SenderQPN   uint32 `json:"sender_qpn"`
+	// PayloadOffset is where the payload was found in the receive buffer:
+	// 40 on a correct stack, -1 nowhere.
+	PayloadOffset int   `json:"payload_offset"`
+	Latency       Stats `json:"latency"`
+	// WrongQKey is what became of a SEND with another Q_Key: "dropped"
+	// (correct), "delivered", or empty when not tried.
+	WrongQKey string `json:"wrong_qkey_outcome,omitempty"`
+	// QKeyViolations is the port's qkey_viol_cntr (ibv_query_port) before
+	// and after that SEND; providers that do not count leave it unmoved.
+	QKeyViolations *CounterDelta `json:"qkey_violations,omitempty"`
+	// NoGRHRoom is the completion of a receive whose buffer holds the
+	// payload but not the GRH area in front of it: "IBV_WC_LOC_LEN_ERR"
+	// on a correct stack, "no completion", or empty when not tried.
+	NoGRHRoom string `json:"no_grh_room_outcome,omitempty"`
+}
+
 // PortResult holds every probe's result on one port; a probe not selected
 // is nil.
 type PortResult struct {
@@ -287,6 +328,7 @@ type PortResult struct {
 	SendPoll     *SendPollResult     `json:"probe_send_poll,omitempty"`
 	CQOverflow   *CQOverflowResult   `json:"probe_cq_overflow,omitempty"`
 	DestroyOrder *DestroyOrderResult `json:"probe_destroy_order,omitempty"`
+	UD           *UDResult           `json:"probe_ud,omitempty"`
 }
 
 // ChildFailure says why a child process gave no (complete) answer.

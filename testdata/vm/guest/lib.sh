@@ -166,6 +166,9 @@ refs() {
 	rdma -j dev >"$1/ref.rdma_dev.json" 2>&1
 	rdma -j resource >"$1/ref.rdma_resource.json" 2>&1
 	/usr/bin/ip -j addr show >"$1/ref.ip_addr.json" 2>&1
+	# rdmadoctor's own view, to hold against the references above.
+	rdmadoctor inventory >"$1/inventory.txt" 2>&1
+	rdmadoctor inventory --format json >"$1/inventory.json" 2>&1
 }
 
 # scenario NAME [--key value]... -- RDMADOCTOR-ARGS...

@@ -126,6 +126,9 @@ func (v *verifier) snapshotRoundTrip(o *outcome, dir string, m meta, active bool
 			}
 		}
 	}
+	if words := m.all("kernel-log"); len(words) > 0 {
+		kernelLogHolds(o, filepath.Join(dir, "snap.tar.gz"), words)
+	}
 }
 
 // reportDiffs compares two JSON reports, leaving out what differs by nature
@@ -272,6 +275,20 @@ func verdictDiffs(live, replay any) ([]string, int) {
 // readSnapshotManifest reads the manifest from a snapshot archive (one top
 // directory holding rdmadoctor.manifest.json) and returns the archive's size.
 func readSnapshotManifest(file string) (*snapshotManifest, int64, error) {
+	data, size, err := readSnapshotTop(file, manifestName)
+	if err != nil {
+		return nil, 0, err
+	}
+	var m snapshotManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", manifestName, err)
+	}
+	return &m, size, nil
+}
+
+// readSnapshotTop reads one file at the top of a snapshot archive (under its
+// one top directory) and returns it with the archive's size.
+func readSnapshotTop(file, name string) ([]byte, int64, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, 0, err
@@ -289,22 +306,48 @@ func readSnapshotManifest(file string) (*snapshotManifest, int64, error) {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, 0, fmt.Errorf("no %s in the archive", manifestName)
+			return nil, 0, fmt.Errorf("no %s in the archive", name)
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("tar: %w", err)
 		}
-		if path.Base(h.Name) != manifestName || strings.Count(strings.Trim(path.Clean(h.Name), "/"), "/") > 1 {
+		if path.Base(h.Name) != name || strings.Count(strings.Trim(path.Clean(h.Name), "/"), "/") > 1 {
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, 16<<20))
 		if err != nil {
 			return nil, 0, fmt.Errorf("read %s: %w", h.Name, err)
 		}
-		var m snapshotManifest
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		return &m, fi.Size(), nil
+		return data, fi.Size(), nil
 	}
+}
+
+// kernelLogHolds asserts that the snapshot's kernel.log holds each of the
+// words, in this order: a message provoked before the capture, then what
+// the driver logged after it.
+func kernelLogHolds(o *outcome, archive string, words []string) {
+	data, _, err := readSnapshotTop(archive, "kernel.log")
+	if err != nil {
+		o.fail("kernel log: %v", err)
+		return
+	}
+	rest := string(data)
+	for _, w := range words {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			o.fail("kernel.log does not hold %q (in this order); its last lines:\n%s", w, lastLines(string(data), 8))
+			return
+		}
+		rest = rest[i+len(w):]
+	}
+	o.ok("kernel.log holds %s", strings.Join(words, " … "))
+	o.Extra = append(o.Extra, fmt.Sprintf("kernel.log: %d RDMA line(s), holding %q", strings.Count(string(data), "\n"), words))
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
 }

@@ -415,6 +415,7 @@ func (v *verifier) scenario(name string) *outcome {
 				o.fail("inventory: nothing was compared")
 			}
 		}
+		inventoryCommand(o, dir)
 	}
 
 	switch {

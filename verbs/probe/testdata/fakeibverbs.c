@@ -21,6 +21,21 @@
  *                   flushed silently (nothing more arrives)
  *   cq-page         every CQ is granted 4096 entries, whatever was asked
  *   poll-neg        ibv_poll_cq returns -2, as mlx5 does for a CQ in error
+ * UD QPs deliver through address handles as the real stack does: the
+ * receiver drops a SEND whose Q_Key is not its own (and counts it in the
+ * port's qkey_viol_cntr), writes the payload after the 40-byte GRH area,
+ * reports byte_len = payload + 40 (IBV_WC_GRH when the handle is global),
+ * and completes a receive without room for the GRH with
+ * IBV_WC_LOC_LEN_ERR. Modes that change the device or break UD:
+ *   roce             link layer Ethernet, GID 0 is ::ffff:192.0.2.1
+ *   efa              node type UNSPECIFIED, link layer unspecified, LID 0,
+ *                    a GID at index 0; RC QPs fail with EOPNOTSUPP
+ *   ud-bytelen       (RoCE) byte_len counts the payload alone
+ *   ud-nogrh         (RoCE) IBV_WC_GRH never set
+ *   ud-offset0       (RoCE) the payload lands at offset 0
+ *   ud-norecv        (RoCE) UD SENDs complete but never arrive
+ *   ud-qkey-ignored  (RoCE) the receiver accepts any Q_Key
+ *   ud-silent-len    (RoCE) a receive without GRH room is dropped silently
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -45,10 +60,15 @@ static const char *mode(void)
 
 static int is(const char *m) { return !strcmp(mode(), m); }
 
+static int ud_fault_mode(void) { return !strncmp(mode(), "ud-", 3); }
+
+/* RoCE link layer: the roce mode and every UD fault mode. */
+static int roce_mode(void) { return is("roce") || ud_fault_mode(); }
+
 static int loop_mode(void)
 {
 	return is("loop") || is("iwarp") || is("silent") || is("send-err") || is("cq-err-partial") ||
-	       is("cq-page") || is("poll-neg");
+	       is("cq-page") || is("poll-neg") || roce_mode() || is("efa");
 }
 
 static struct ibv_device devs[2];
@@ -91,6 +111,10 @@ struct ibv_device **ibv_get_device_list(int *num)
 			devs[0].node_type = IBV_NODE_RNIC;
 			devs[0].transport_type = IBV_TRANSPORT_IWARP;
 		}
+		if (is("efa")) {
+			devs[0].node_type = IBV_NODE_UNSPECIFIED;
+			devs[0].transport_type = IBV_TRANSPORT_UNSPECIFIED;
+		}
 		n = 1;
 	}
 	for (int i = 0; i < n; i++)
@@ -126,6 +150,7 @@ struct fcq {
 struct fqp {
 	struct ibv_qp qp;
 	uint32_t dest;
+	uint32_t qkey; /* UD */
 	int broken; /* cq-err-partial: flushes everything after an overflow */
 	uint64_t rid[MAX_RECV];
 	uint64_t raddr[MAX_RECV];
@@ -149,6 +174,13 @@ struct event_rec {
 	enum ibv_event_type type;
 	void *element;
 };
+
+struct fah {
+	struct ibv_ah ah;
+	int is_global;
+};
+
+static uint32_t qkey_violations;
 
 static void raise_event(struct ibv_context *c, enum ibv_event_type type, void *element)
 {
@@ -205,6 +237,40 @@ static struct fqp *find_qp(uint32_t qpn)
 	return NULL;
 }
 
+/* ud_deliver hands one UD SEND of len bytes at src to the QP it names. */
+static void ud_deliver(struct ibv_qp *qp, struct ibv_send_wr *wr, uint32_t len)
+{
+	struct fqp *peer = find_qp(wr->wr.ud.remote_qpn);
+	struct fah *ah = (struct fah *)wr->wr.ud.ah;
+	if (!peer || !ah || is("ud-norecv") || peer->qp.state < IBV_QPS_RTR || peer->rcount == 0)
+		return; /* UD: nobody tells the sender */
+	if (wr->wr.ud.remote_qkey != peer->qkey && !is("ud-qkey-ignored")) {
+		qkey_violations++;
+		return;
+	}
+	int h = peer->rhead;
+	struct ibv_wc rwc = {.wr_id = peer->rid[h], .opcode = IBV_WC_RECV, .qp_num = peer->qp.qp_num,
+			     .src_qp = qp->qp_num, .byte_len = len + 40};
+	if (peer->rlen[h] < len + 40) {
+		if (is("ud-silent-len"))
+			return;
+		rwc.status = IBV_WC_LOC_LEN_ERR;
+		rwc.byte_len = 0;
+		peer->qp.state = IBV_QPS_ERR;
+	} else {
+		char *dst = (char *)(uintptr_t)peer->raddr[h];
+		memset(dst, 0x47, 40);
+		memcpy(dst + (is("ud-offset0") ? 0 : 40), (void *)(uintptr_t)wr->sg_list[0].addr, len);
+		if (ah->is_global && !is("ud-nogrh"))
+			rwc.wc_flags |= IBV_WC_GRH;
+		if (is("ud-bytelen"))
+			rwc.byte_len = len;
+	}
+	peer->rhead = (h + 1) % MAX_RECV;
+	peer->rcount--;
+	push(peer->qp.recv_cq, &rwc);
+}
+
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fqp *f = (struct fqp *)qp;
@@ -212,6 +278,17 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		if (qp->state != IBV_QPS_RTS) {
 			*bad = wr;
 			return EINVAL;
+		}
+		if (qp->qp_type == IBV_QPT_UD) {
+			if (wr->num_sge != 1 || !key_ok(wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length)) {
+				*bad = wr;
+				return EINVAL;
+			}
+			ud_deliver(qp, wr, wr->sg_list[0].length);
+			struct ibv_wc wc = {.wr_id = wr->wr_id, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num};
+			if (wr->send_flags & IBV_SEND_SIGNALED)
+				push(qp->send_cq, &wc);
+			continue;
 		}
 		if (is("silent") || f->broken)
 			continue;
@@ -339,13 +416,52 @@ int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_
 	a->lid = 1;
 	a->sm_lid = 1;
 	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	a->qkey_viol_cntr = qkey_violations;
+	if (roce_mode()) {
+		a->lid = a->sm_lid = 0;
+		a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	} else if (is("efa")) {
+		a->lid = a->sm_lid = 0;
+		a->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
+	}
 	return 0;
 }
 
 int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
 {
-	(void)c; (void)p; (void)i;
+	(void)c; (void)p;
 	memset(g, 0, sizeof *g);
+	if ((roce_mode() || is("efa")) && i == 0) {
+		static const uint8_t v4mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1};
+		memcpy(g->raw, v4mapped, 16);
+		if (is("efa"))
+			g->raw[0] = 0xfe;
+	}
+	return 0;
+}
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	if (roce_mode() && !attr->is_global) {
+		errno = EINVAL; /* RoCE needs a GRH */
+		return NULL;
+	}
+	if (!roce_mode() && !is("efa") && !attr->is_global && attr->dlid != 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct fah *a = calloc(1, sizeof *a);
+	a->ah.context = pd->context;
+	a->ah.pd = pd;
+	a->is_global = attr->is_global;
+	((struct fpd *)pd)->users++;
+	return &a->ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	((struct fpd *)ah->pd)->users--;
+	free(ah);
 	return 0;
 }
 
@@ -420,6 +536,10 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
+	if (is("efa") && a->qp_type == IBV_QPT_RC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	for (int i = 0; i < MAX_QPS; i++) {
 		if (!qps[i]) {
 			struct fqp *f = calloc(1, sizeof *f);
@@ -456,6 +576,10 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if (to == IBV_QPS_RTR && (mask & IBV_QP_DEST_QPN))
 		f->dest = a->dest_qp_num;
+	if (to == IBV_QPS_INIT && (mask & IBV_QP_QKEY))
+		f->qkey = a->qkey;
+	if (qp->qp_type == IBV_QPT_UD && to == IBV_QPS_INIT && from == IBV_QPS_RESET && !(mask & IBV_QP_QKEY))
+		return EINVAL; /* UD needs its Q_Key at INIT */
 	if (to == IBV_QPS_RESET)
 		f->rhead = f->rcount = 0;
 	qp->state = to;
@@ -468,6 +592,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_
 	memset(a, 0, sizeof *a);
 	memset(init, 0, sizeof *init);
 	a->qp_state = qp->state;
+	a->qkey = ((struct fqp *)qp)->qkey;
 	return 0;
 }
 

@@ -1,0 +1,309 @@
+// Package expect reads, matches and writes rdmadoctor's expectations file:
+// what each class of node must look like, so that a deviation from the
+// class (a firmware, a PCIe link, a port rate that differs from the file)
+// is a failure naming the line that demanded it. Like NHC's configuration,
+// host-name globs decide which class a node belongs to.
+//
+// The format, version 1:
+//
+//	# rdmadoctor expectations, format 1
+//	[class cx5-roce]
+//	hosts = cx5-node* cx5-spare-??        # space-separated globs on the host name; required
+//	devices = 2                           # RDMA devices the node must have
+//	skip = counters.errors probe.cq_overflow   # checks not run on this class
+//	roce_tc = 106                         # traffic class RoCE applications use (DSCP<<2); 0..255
+//	lossless = true                       # PFC/trust/ECN faults fail instead of warn
+//	mlx5_*.fw = 16.35.2000                # device keys: <device glob>.<key>
+//	mlx5_*.pcie_speed = 8.0 GT/s PCIe
+//	mlx5_*.pcie_width = 16
+//	mlx5_*.ports = 1
+//	mlx5_*/1.link_layer = Ethernet        # port keys: <device glob>/<port number or *>.<key>
+//	mlx5_*/1.rate = 100                   # Gb/s, the number sysfs rate shows
+//	mlx5_*/1.width = 4X
+//	mlx5_*/1.mtu = 9000                   # the netdev MTU (RoCE) / active MTU (IB)
+//	mlx5_*/1.pfc_priority = 3
+//	mlx5_1/1.unused = true                # a port unused on purpose: never judged
+//
+// Rules: '#' starts a comment, on its own line or after a value; blank lines
+// are ignored; every key belongs to a [class NAME] section. For the same
+// unit (class, device glob, or device glob and port) and key a later line
+// wins over an earlier one, and Device and Port merge every rule whose glob
+// matches, the later line winning, so a specific rule may follow a general
+// one. Globs use path.Match syntax. Unknown keys, bad values, bad globs,
+// duplicate class names, lines over 4 KiB and files over 1 MiB are errors
+// that name FILE:LINE and the key.
+//
+// The package knows nothing of the checks: whether a skip names a real
+// check is for the caller to decide (File.CheckSkips).
+package expect
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Value is one expected value and the line that set it, so that a finding
+// can cite the line an operator wrote.
+type Value[T any] struct {
+	V    T
+	Key  string // as written: "mlx5_*/1.rate"
+	Line int
+	File string
+	// Comment is the text after '#' on the value's line; Write writes it back.
+	Comment string
+}
+
+// Cite names the value for a finding: "expect.conf:12 mlx5_*/1.rate = 100"
+// (the file's base name: the path is in the report's header). A nil value
+// cites as "".
+func (v *Value[T]) Cite() string {
+	if v == nil {
+		return ""
+	}
+	where := filepath.Base(v.File)
+	if v.File == "" {
+		where = "expectations"
+	}
+	return fmt.Sprintf("%s:%d %s = %s", where, v.Line, v.Key, formatValue(v.V))
+}
+
+// formatValue prints a value as the file spells it.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// File is a parsed expectations file.
+type File struct {
+	Name    string // the path it was read from, as given
+	Classes []*Class
+}
+
+// Class is one [class NAME] section: the nodes it applies to and what they
+// must look like.
+type Class struct {
+	Name  string
+	Line  int // the line of its [class NAME] header
+	File  string
+	Hosts []string // globs on the host name
+
+	Devices  *Value[int]
+	Skip     []*Value[string] // check IDs not run on this class
+	RoCETC   *Value[int]
+	Lossless *Value[bool]
+
+	DeviceRules []*DeviceRule // in file order
+	PortRules   []*PortRule   // in file order
+
+	lastLine int // the last line Set numbered (generated classes)
+}
+
+// DeviceRule is the device keys of one device glob.
+type DeviceRule struct {
+	Glob string
+	DeviceExpect
+}
+
+// PortRule is the port keys of one device glob and port.
+type PortRule struct {
+	Glob string
+	Port int // 0: every port ("*")
+	PortExpect
+}
+
+// DeviceExpect is what one RDMA device must show; a nil field is not judged.
+type DeviceExpect struct {
+	FW        *Value[string]
+	PCIeSpeed *Value[string] // as sysfs prints it: "8.0 GT/s PCIe"
+	PCIeWidth *Value[int]
+	Ports     *Value[int]
+}
+
+// PortExpect is what one port must show; a nil field is not judged.
+type PortExpect struct {
+	LinkLayer   *Value[string] // InfiniBand, Ethernet or Unknown
+	Rate        *Value[float64]
+	Width       *Value[string] // 1X 2X 4X 8X 12X
+	MTU         *Value[int]
+	PFCPriority *Value[int]
+	Unused      *Value[bool]
+}
+
+// NewClass starts a class for a program to fill with Set, refusing a name
+// or host glob the parser would refuse.
+func NewClass(name string, hosts []string) (*Class, error) {
+	if !classNameRE.MatchString(name) {
+		return nil, fmt.Errorf("class name %q: want letters, digits, '.', '_' or '-', at most 64, starting with a letter or digit", clip(name))
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("class %s: no host glob", name)
+	}
+	for _, g := range hosts {
+		if err := checkGlob(g); err != nil {
+			return nil, fmt.Errorf("host glob %q: %v", clip(g), err)
+		}
+	}
+	return &Class{Name: name, Hosts: append([]string(nil), hosts...)}, nil
+}
+
+// Device merges every device rule whose glob matches name; a later line
+// wins. A nil class expects nothing.
+func (c *Class) Device(name string) DeviceExpect {
+	var out DeviceExpect
+	if c == nil {
+		return out
+	}
+	for _, r := range c.DeviceRules {
+		if !globMatch(r.Glob, name) {
+			continue
+		}
+		out.FW = later(out.FW, r.FW)
+		out.PCIeSpeed = later(out.PCIeSpeed, r.PCIeSpeed)
+		out.PCIeWidth = later(out.PCIeWidth, r.PCIeWidth)
+		out.Ports = later(out.Ports, r.Ports)
+	}
+	return out
+}
+
+// Port merges every port rule whose glob matches dev and whose port is
+// port or "*"; a later line wins. A nil class expects nothing.
+func (c *Class) Port(dev string, port int) PortExpect {
+	var out PortExpect
+	if c == nil {
+		return out
+	}
+	for _, r := range c.PortRules {
+		if (r.Port != 0 && r.Port != port) || !globMatch(r.Glob, dev) {
+			continue
+		}
+		out.LinkLayer = later(out.LinkLayer, r.LinkLayer)
+		out.Rate = later(out.Rate, r.Rate)
+		out.Width = later(out.Width, r.Width)
+		out.MTU = later(out.MTU, r.MTU)
+		out.PFCPriority = later(out.PFCPriority, r.PFCPriority)
+		out.Unused = later(out.Unused, r.Unused)
+	}
+	return out
+}
+
+// ExpectedDevices is the class's devices key, nil when unset or on a nil
+// class; ExpectedRoCETC and ExpectedLossless are the same for roce_tc and
+// lossless, so a check reads a class key without a nil test.
+func (c *Class) ExpectedDevices() *Value[int] {
+	if c == nil {
+		return nil
+	}
+	return c.Devices
+}
+
+// ExpectedRoCETC is the class's roce_tc key (see ExpectedDevices).
+func (c *Class) ExpectedRoCETC() *Value[int] {
+	if c == nil {
+		return nil
+	}
+	return c.RoCETC
+}
+
+// ExpectedLossless is the class's lossless key (see ExpectedDevices).
+func (c *Class) ExpectedLossless() *Value[bool] {
+	if c == nil {
+		return nil
+	}
+	return c.Lossless
+}
+
+// Skipped returns the skip value that names check id, or nil (also on a
+// nil class).
+func (c *Class) Skipped(id string) *Value[string] {
+	if c == nil {
+		return nil
+	}
+	for _, s := range c.Skip {
+		if s.V == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Source names the class for a report: "cx5-roce (expect.conf:2)".
+func (c *Class) Source() string {
+	if c == nil {
+		return ""
+	}
+	if c.File == "" {
+		return c.Name
+	}
+	return fmt.Sprintf("%s (%s:%d)", c.Name, filepath.Base(c.File), c.Line)
+}
+
+// later returns whichever value was set by the later line; b wins a tie
+// (the rule that comes later in file order).
+func later[T any](a, b *Value[T]) *Value[T] {
+	if b == nil {
+		return a
+	}
+	if a == nil || b.Line >= a.Line {
+		return b
+	}
+	return a
+}
+
+// globMatch is path.Match with a bad pattern matching nothing; the parser
+// has already refused bad patterns, so this only guards hand-built classes.
+func globMatch(glob, name string) bool {
+	ok, err := path.Match(glob, name)
+	return err == nil && ok
+}
+
+// Match returns the first class one of whose host globs matches hostname.
+// No match is an error naming the host and every class with its globs.
+func (f *File) Match(hostname string) (*Class, error) {
+	if f == nil {
+		return nil, fmt.Errorf("no expectations file")
+	}
+	if hostname == "" {
+		return nil, fmt.Errorf("%s: the host name is unknown, so no class can be chosen", f.Name)
+	}
+	var classes []string
+	for _, c := range f.Classes {
+		for _, g := range c.Hosts {
+			if globMatch(g, hostname) {
+				return c, nil
+			}
+		}
+		classes = append(classes, fmt.Sprintf("%s [%s]", c.Name, strings.Join(c.Hosts, " ")))
+	}
+	if len(classes) == 0 {
+		return nil, fmt.Errorf("%s: no class for host %q: the file has no [class] section", f.Name, hostname)
+	}
+	return nil, fmt.Errorf("%s: no class matches host %q; classes: %s", f.Name, hostname, strings.Join(classes, ", "))
+}
+
+// CheckSkips verifies that every skip value names a check for which known
+// returns true; the error names the first that does not, by FILE:LINE.
+func (f *File) CheckSkips(known func(id string) bool) error {
+	if f == nil {
+		return nil
+	}
+	for _, c := range f.Classes {
+		for _, s := range c.Skip {
+			if !known(s.V) {
+				return &ParseError{File: s.File, Line: s.Line, Key: "skip", Msg: fmt.Sprintf("%q is not a check ID (rdmadoctor list shows them)", s.V)}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package expect
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// pos is where a value was written.
+type pos struct {
+	file    string
+	line    int
+	comment string
+}
+
+func mk[T any](v T, key string, p pos) *Value[T] {
+	return &Value[T]{V: v, Key: key, Line: p.line, File: p.file, Comment: p.comment}
+}
+
+// Set adds one KEY = VALUE to a class as if it were the next line of its
+// file, with the parser's validation: a program that builds a class (the
+// expect --from-host command) writes only what Parse reads back. comment is
+// what Write puts after the value.
+func (c *Class) Set(key, value, comment string) error {
+	if c == nil {
+		return fmt.Errorf("no class")
+	}
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	// What a line cannot hold, Set refuses: a value read from a hostile
+	// host must not make a file that reads back as something else.
+	if value == "" || strings.ContainsFunc(key+value, func(r rune) bool { return r == '#' || r != '\t' && unicode.IsControl(r) }) {
+		return fmt.Errorf("%s = %q cannot be written on a line", clip(key), clip(value))
+	}
+	c.lastLine++
+	return c.set(key, value, pos{file: c.File, line: c.lastLine, comment: comment})
+}
+
+// set routes a key to the class, a device rule or a port rule. The error
+// says what is wrong with the value; the caller adds FILE:LINE and the key.
+func (c *Class) set(key, value string, p pos) error {
+	c.lastLine = max(c.lastLine, p.line)
+	dot := strings.LastIndexByte(key, '.')
+	if dot < 0 {
+		return c.setClassKey(key, value, p)
+	}
+	unit, name := key[:dot], key[dot+1:]
+	glob, port, isPort := strings.Cut(unit, "/")
+	if err := checkGlob(glob); err != nil {
+		return fmt.Errorf("device glob %q: %v", clip(glob), err)
+	}
+	if !isPort {
+		return c.deviceRule(glob).set(name, key, value, p)
+	}
+	n, err := parsePort(port)
+	if err != nil {
+		return err
+	}
+	return c.portRule(glob, n).set(name, key, value, p)
+}
+
+// checkIDRE is the shape of a check ID ("counters.errors").
+var checkIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
+
+const classKeys = "hosts, devices, skip, roce_tc, lossless, or <device glob>.<key> / <device glob>/<port>.<key>"
+
+func (c *Class) setClassKey(key, value string, p pos) error {
+	switch key {
+	case "hosts":
+		globs := strings.Fields(value)
+		for _, g := range globs {
+			if err := checkGlob(g); err != nil {
+				return fmt.Errorf("host glob %q: %v", clip(g), err)
+			}
+		}
+		c.Hosts = globs
+	case "devices":
+		v, err := parseInt(value, 0, 4096)
+		c.Devices = orKeep(c.Devices, mk(v, key, p), err)
+		return err
+	case "skip":
+		var skip []*Value[string]
+		for _, id := range strings.Fields(value) {
+			if !checkIDRE.MatchString(id) {
+				return fmt.Errorf("%q is not a check ID such as counters.errors", clip(id))
+			}
+			skip = append(skip, mk(id, key, p))
+		}
+		c.Skip = skip
+	case "roce_tc":
+		v, err := parseInt(value, 0, 255)
+		c.RoCETC = orKeep(c.RoCETC, mk(v, key, p), err)
+		return err
+	case "lossless":
+		v, err := parseBool(value)
+		c.Lossless = orKeep(c.Lossless, mk(v, key, p), err)
+		return err
+	default:
+		return fmt.Errorf("unknown key; valid: %s", classKeys)
+	}
+	return nil
+}
+
+// orKeep returns v, or old when parsing v failed.
+func orKeep[T any](old, v *Value[T], err error) *Value[T] {
+	if err != nil {
+		return old
+	}
+	return v
+}
+
+func (c *Class) deviceRule(glob string) *DeviceRule {
+	for _, r := range c.DeviceRules {
+		if r.Glob == glob {
+			return r
+		}
+	}
+	r := &DeviceRule{Glob: glob}
+	c.DeviceRules = append(c.DeviceRules, r)
+	return r
+}
+
+func (c *Class) portRule(glob string, port int) *PortRule {
+	for _, r := range c.PortRules {
+		if r.Glob == glob && r.Port == port {
+			return r
+		}
+	}
+	r := &PortRule{Glob: glob, Port: port}
+	c.PortRules = append(c.PortRules, r)
+	return r
+}
+
+func (r *DeviceRule) set(name, key, value string, p pos) error {
+	var err error
+	switch name {
+	case "fw":
+		r.FW = mk(value, key, p) // fw_ver as the driver prints it; compared as text
+	case "pcie_speed":
+		err = checkPCIeSpeed(value)
+		r.PCIeSpeed = orKeep(r.PCIeSpeed, mk(value, key, p), err)
+	case "pcie_width":
+		var v int
+		if v, err = parseInt(value, 1, 32); err == nil && !validPCIeWidth(v) {
+			err = fmt.Errorf("%d is not a PCIe link width (1, 2, 4, 8, 12, 16 or 32)", v)
+		}
+		r.PCIeWidth = orKeep(r.PCIeWidth, mk(v, key, p), err)
+	case "ports":
+		var v int
+		v, err = parseInt(value, 0, 255)
+		r.Ports = orKeep(r.Ports, mk(v, key, p), err)
+	default:
+		err = fmt.Errorf("unknown device key %q; valid: fw, pcie_speed, pcie_width, ports (a port key needs <device glob>/<port>.)", clip(name))
+	}
+	return err
+}
+
+func (r *PortRule) set(name, key, value string, p pos) error {
+	var err error
+	switch name {
+	case "link_layer":
+		var v string
+		v, err = oneOf(value, "InfiniBand", "Ethernet", "Unknown")
+		r.LinkLayer = orKeep(r.LinkLayer, mk(v, key, p), err)
+	case "rate":
+		var v float64
+		v, err = parseRate(value)
+		r.Rate = orKeep(r.Rate, mk(v, key, p), err)
+	case "width":
+		var v string
+		v, err = oneOf(value, "1X", "2X", "4X", "8X", "12X")
+		r.Width = orKeep(r.Width, mk(v, key, p), err)
+	case "mtu":
+		var v int
+		v, err = parseInt(value, 256, 65535)
+		r.MTU = orKeep(r.MTU, mk(v, key, p), err)
+	case "pfc_priority":
+		var v int
+		v, err = parseInt(value, 0, 7)
+		r.PFCPriority = orKeep(r.PFCPriority, mk(v, key, p), err)
+	case "unused":
+		var v bool
+		v, err = parseBool(value)
+		r.Unused = orKeep(r.Unused, mk(v, key, p), err)
+	default:
+		err = fmt.Errorf("unknown port key %q; valid: link_layer, rate, width, mtu, pfc_priority, unused", clip(name))
+	}
+	return err
+}
+
+// checkGlob refuses an empty, blank or malformed path.Match pattern.
+// path.Match checks the whole pattern, so matching the empty name is
+// enough to find a syntax error anywhere in it.
+func checkGlob(g string) error {
+	if g == "" {
+		return fmt.Errorf("empty")
+	}
+	if strings.ContainsAny(g, " \t/") {
+		return fmt.Errorf("contains a space or '/'")
+	}
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Errorf("bad pattern (path.Match syntax: * ? [a-z])")
+	}
+	return nil
+}
+
+func parsePort(s string) (int, error) {
+	if s == "*" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 255 || s[0] == '+' {
+		return 0, fmt.Errorf("port %q: want a port number 1..255 or *", clip(s))
+	}
+	return n, nil
+}
+
+func parseInt(s string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || s[0] == '+' {
+		return 0, fmt.Errorf("%q is not a whole number", clip(s))
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%d is out of range %d..%d", n, lo, hi)
+	}
+	return n, nil
+}
+
+func parseBool(s string) (bool, error) {
+	switch s {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q: want true or false", clip(s))
+}
+
+// parseRate reads a port rate in Gb/s, the number sysfs rate starts with.
+func parseRate(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(s, "xXpP_") {
+		return 0, fmt.Errorf("%q is not a rate in Gb/s (the number sysfs rate shows, e.g. 100)", clip(s))
+	}
+	if v <= 0 || v > 1e6 {
+		return 0, fmt.Errorf("%s Gb/s is out of range (above 0, at most 1000000)", s)
+	}
+	return v, nil
+}
+
+// oneOf matches a value against its allowed spellings, ignoring case, and
+// returns the canonical one.
+func oneOf(s string, valid ...string) (string, error) {
+	for _, v := range valid {
+		if strings.EqualFold(s, v) {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%q: want one of %s", clip(s), strings.Join(valid, ", "))
+}
+
+// checkPCIeSpeed accepts a link speed as sysfs prints it: "8.0 GT/s PCIe"
+// (kernels since 4.19) or "8 GT/s".
+func checkPCIeSpeed(s string) error {
+	f := strings.Fields(s)
+	bad := len(f) < 2 || len(f) > 3 || f[1] != "GT/s" || (len(f) == 3 && f[2] != "PCIe")
+	if !bad {
+		v, err := strconv.ParseFloat(f[0], 64)
+		bad = err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1024 || strings.ContainsAny(f[0], "xXpP_")
+	}
+	if bad {
+		return fmt.Errorf("%q is not a PCIe link speed as sysfs prints it, e.g. 16.0 GT/s PCIe", clip(s))
+	}
+	return nil
+}
+
+// PCIeGTs is the GT/s number of a pcie_speed value ("16.0 GT/s PCIe" → 16),
+// 0 when it is not one; the parser has already refused such values.
+func PCIeGTs(s string) float64 {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+func validPCIeWidth(n int) bool {
+	switch n {
+	case 1, 2, 4, 8, 12, 16, 32:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func init() {
+	register(Check{
+		ID: "probe.ud", Code: 35, Level: 2,
+		Title: "a loopback UD SEND through an address handle arrives with the GRH area, the right Q_Key and payload; wrong Q_Keys are dropped",
+		Needs: []string{"verbs.resources"},
+		Explain: Explanation{
+			Judges: "On every ACTIVE port three UD QPs walk RESET→INIT (pkey_index 0, the port, Q_Key 0x11111111)→RTR→RTS (sq_psn 0), and an address " +
+				"handle to the port itself is created with ibv_create_ah: on RoCE is_global=1 with the port's RoCE v2 GID as sgid_index and as " +
+				"destination GID; on InfiniBand dlid = the port's LID; on EFA (link layer Unknown) the device's GID at index 0 with a GRH. " +
+				"B posts a receive of payload + 40 bytes (the payload is the probe size within the active MTU: a UD message is one packet), A sends " +
+				"to it with wr.ud {ah, remote_qpn, remote_qkey}. Pass: the send completion is IBV_WC_SUCCESS; the receive completion is IBV_WC_SUCCESS " +
+				"with byte_len = payload + 40 (a UD receive always consumes the 40-byte GRH area in front of the payload, GRH present or not), " +
+				"IBV_WC_GRH set on RoCE (every RoCE packet carries one), src_qp = A's QP number, and the payload at offset 40. " +
+				"Then up to 200 round trips (at most 200 ms) are timed. Two classic mistakes are then made on purpose, as the kernel's rxe handles " +
+				"them (its receive path checks the Q_Key and drops a mismatch, counting it in the port's qkey_viol_cntr; its responder writes the " +
+				"40-byte GRH area first and fails the receive whose buffer has no room left for the payload — IBV_WC_LOC_QP_OP_ERR on Linux 6.1, " +
+				"where the verbs contract says IBV_WC_LOC_LEN_ERR): a SEND with another Q_Key must complete IBV_WC_SUCCESS on the sender (UD is " +
+				"unacknowledged) and bring no receive completion within 200 ms, and a SEND with the right Q_Key after it must land in that same " +
+				"receive; a receive posted with room for the payload but not the GRH must complete with an error status (any). " +
+				"iWARP devices skip it: iWARP has no UD.",
+			Why: "UD carries the InfiniBand management datagrams, IPoIB, rdma_cm's address resolution and the datagram transports of UCX, " +
+				"libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong Q_Key). Every ConnectX " +
+				"and every RoCE NIC supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
+				"(the destination LID or GID, is_global on RoCE), a remote_qpn or remote_qkey that is not the receiver's, or a receive buffer " +
+				"without the 40 bytes the GRH area takes.",
+			Failures: []Failure{
+				{report.Fail, "ibv_create_ah fails", ahFix},
+				{report.Fail, "the SEND never arrives (no receive completion)", udNoDeliveryFix + " On rxe also check that no firewall drops UDP 4791."},
+				{report.Fail, "a completion with an error status", udStatusFix},
+				{report.Fail, "byte_len without the 40-byte GRH area, no IBV_WC_GRH on RoCE, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Warn, "a SEND with the wrong Q_Key is delivered", udQKeyFix},
+				{report.Warn, "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all", udGRHRoomFix},
+				childFailure,
+			},
+		},
+		Run: func(ctx context.Context, env *Env) Result {
+			return runLevel2(ctx, env, probe.UD, judgeUD)
+		},
+	})
+}
+
+const (
+	ahFix = "The kernel refused the address handle: on RoCE it needs is_global=1 and a GRH whose sgid_index is a populated GID of the port " +
+		"(RoCE v2: `rdma link show`, `ibv_devinfo -v -d <device>` lists the GID table) and whose destination GID has a route and a neighbour; " +
+		"on InfiniBand a destination LID on an ACTIVE port (a subnet manager has assigned LIDs). " + udPingpongGeneric + " fails the same way if the stack is broken."
+	udNoDeliveryFix = "A UD SEND goes where its address handle says and is accepted only with the receiving QP's Q_Key; nothing reports a miss. " +
+		"Check what the probe could not: on RoCE that the GID's address is on an up netdev and that no pause storm stalls the port; on InfiniBand " +
+		"the LID and the subnet manager. In an application, the usual causes are an address handle that was never created or filled " +
+		"(dlid, or is_global with dgid and sgid_index on RoCE), a remote_qpn or remote_qkey that is not the receiver's, or a receive buffer " +
+		"without 40 bytes in front of the payload. The same loopback by hand: " + udPingpongGeneric + "."
+	udStatusFix = "The completion status names the cause: LOC_QP_OP_ERR — the work request is not valid for UD (no address handle, a message " +
+		"larger than the path MTU: a UD message is one packet); LOC_PROT_ERR — the lkey was refused; LOC_LEN_ERR on a receive — the buffer " +
+		"has no room for the 40-byte GRH area plus the payload. Compare with " + udPingpongGeneric + "."
+	udLayoutFix = "The provider reports the UD receive against the verbs contract (the first 40 bytes of a UD receive buffer are the GRH area, " +
+		"byte_len counts them, IBV_WC_GRH is set when a GRH came, src_qp names the sender): update rdma-core and the firmware, and report " +
+		"it to the provider's maintainers with `ibv_devinfo -v` output."
+	udQKeyFix = "This stack delivered a UD SEND whose Q_Key is not the receiving QP's, so Q_Keys do not keep UD applications apart here. " +
+		"Data still flows; report it to the provider's (or driver's) maintainers with the kernel and rdma-core versions."
+	udGRHRoomFix = "A UD receive buffer must hold the 40-byte GRH area in front of the payload; this stack did not complete such a receive " +
+		"with an error, so a program that posts receives of exactly the payload size gets no error to find the mistake by. " +
+		"Post UD receives of payload + 40 bytes and read the payload at offset 40."
+	// udPingpongGeneric is rdma-core's UD loopback on one port.
+	udPingpongGeneric = "`ibv_ud_pingpong -d <device> -i <port> -g <gid index> -s <size>` and, in a second shell, " +
+		"`ibv_ud_pingpong -d <device> -i <port> -g <gid index> -s <size> localhost`"
+)
+
+// udPingpong is udPingpongGeneric for one port, with the probe's GID index
+// and payload size (InfiniBand needs no GID: the LID addresses the port).
+func udPingpong(label string, r *probe.UDResult) string {
+	dev, port := labelParts(label)
+	g := " -g <gid index>"
+	switch {
+	case r.Addressing != nil && r.Addressing.LinkLayer == "InfiniBand":
+		g = ""
+	case r.Addressing != nil && r.Addressing.GID != "":
+		g = fmt.Sprintf(" -g %d", r.Addressing.GIDIndex)
+	}
+	cmd := fmt.Sprintf("ibv_ud_pingpong -d %s -i %s%s -s %d", dev, port, g, r.Payload)
+	return fmt.Sprintf("`%s` and, in a second shell, `%s localhost`", cmd, cmd)
+}
+
+// udFailed splits the probe's failed steps: the first that broke the data
+// path (a fail) and the first classic-mistake observation that came out
+// otherwise than on a correct stack (a warn: the steps with a Want).
+func udFailed(p *probe.Probe) (broken, deviation *probe.Step) {
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		switch {
+		case st.OK:
+		case st.Want == "" && broken == nil:
+			broken = st
+		case st.Want != "" && deviation == nil:
+			deviation = st
+		}
+	}
+	return broken, deviation
+}
+
+// judgeUD judges probe.ud on one port.
+func judgeUD(label string, software bool, pr *probe.PortResult) (verdict, bool) {
+	r := pr.UD
+	if r == nil {
+		return verdict{}, false
+	}
+	if r.Skipped != "" {
+		return skippedVerdict(label, &r.Probe), true
+	}
+	ev := udEvidence(r, software)
+	broken, deviation := udFailed(&r.Probe)
+	switch {
+	case broken != nil:
+		ev["failed_step"] = broken
+		return verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(broken)), evidence: ev,
+			remedy: udRemedy(broken, label, r, software), details: []string{stepsDone(&r.Probe)}}, true
+	case deviation != nil:
+		ev["failed_step"] = deviation
+		remedy := udQKeyFix
+		if strings.Contains(deviation.Name, "GRH") {
+			remedy = udGRHRoomFix
+		}
+		return verdict{status: report.Warn, line: fmt.Sprintf("%s: UD data path works, but %s", label, stepText(deviation)),
+			evidence: ev, remedy: remedy}, true
+	}
+	return udPass(label, software, r, ev), true
+}
+
+func udEvidence(r *probe.UDResult, software bool) map[string]any {
+	ev := map[string]any{
+		"qkey": r.QKey, "payload_bytes": r.Payload, "send_status": r.SendStatus, "recv_status": r.RecvStatus,
+		"byte_len": r.ByteLen, "byte_len_want": r.ByteLenWant, "grh_flag": r.GRHFlag, "src_qp": r.SrcQP,
+		"sender_qpn": r.SenderQPN, "payload_offset": r.PayloadOffset, "latency_ns": r.Latency,
+		"wrong_qkey_outcome": r.WrongQKey, "no_grh_room_outcome": r.NoGRHRoom,
+		"software_device": software, "duration_ms": r.Millis,
+	}
+	if r.Addressing != nil {
+		ev["addressing"] = r.Addressing
+	}
+	if r.QKeyViolations != nil {
+		ev["qkey_violations"] = r.QKeyViolations
+	}
+	return ev
+}
+
+// udRemedy picks the fix for a step that broke the UD data path.
+func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) string {
+	dev, _ := labelParts(label)
+	pp := udPingpong(label, r)
+	fill := func(s string) string {
+		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev).Replace(s)
+	}
+	switch {
+	case strings.HasPrefix(st.Name, "ibv_create_ah"):
+		return fill(ahFix)
+	case strings.Contains(st.Error, "no completion"):
+		fix := fill(udNoDeliveryFix)
+		if software {
+			fix += rxeFirewallNote
+		}
+		return fix
+	case strings.Contains(st.Name, "IBV_WC_SUCCESS"):
+		return fill(udStatusFix)
+	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "IBV_WC_GRH"),
+		strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
+		return udLayoutFix
+	case strings.HasPrefix(st.Name, "ibv_modify_qp"):
+		return "A UD QP takes pkey_index, port and qkey at INIT, only the state at RTR and sq_psn at RTS; the probe gave exactly those, so " +
+			"the refusal is the provider's or the kernel's: " + genericVerbsFixFor(label, nil)
+	}
+	return resourcesRemedy(st, label, nil)
+}
+
+// udPass is the line of a port where UD behaved as a correct stack does.
+func udPass(label string, software bool, r *probe.UDResult, ev map[string]any) verdict {
+	grh := ""
+	if r.GRHFlag {
+		grh = ", IBV_WC_GRH set"
+	}
+	line := fmt.Sprintf("%s: %d-byte UD SEND through an address handle arrived IBV_WC_SUCCESS, byte_len %d (payload + 40-byte GRH area), payload at offset 40%s; %d round trips: min %s, median %s, p99 %s",
+		label, r.Payload, r.ByteLen, grh, r.Latency.N, fmtNS(r.Latency.MinNS), fmtNS(r.Latency.MedNS), fmtNS(r.Latency.P99NS))
+	v := verdict{status: report.Pass, line: line, evidence: ev}
+	if r.WrongQKey != "" {
+		d := fmt.Sprintf("a SEND with the wrong Q_Key was %s", r.WrongQKey)
+		if q := r.QKeyViolations; q != nil {
+			d += fmt.Sprintf(" (qkey_viol_cntr +%d)", q.Delta)
+		}
+		v.details = append(v.details, d)
+	}
+	if r.NoGRHRoom != "" {
+		v.details = append(v.details, "a receive without room for the GRH completed "+r.NoGRHRoom)
+	}
+	if r.Addressing != nil {
+		v.details = append(v.details, udAddressLine(r.Addressing))
+	}
+	if software {
+		v.details = append(v.details, "software device"+softwareNote(true))
+	}
+	return v
+}
+
+func udAddressLine(a *probe.Addressing) string {
+	if a.GID != "" {
+		return fmt.Sprintf("address handle: %s, GID index %d (%s, %s)", a.LinkLayer, a.GIDIndex, a.GID, a.GIDType)
+	}
+	return fmt.Sprintf("address handle: %s, DLID %d", a.LinkLayer, a.DLID)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// cmdExplain is `rdmadoctor explain ID|CODE`: what a check judges, why it
+// matters, what runs before it, and every finding it can report with its
+// fix — folded to the terminal's width like the report, never inside a
+// command, so a fix can be copied as printed.
+func cmdExplain(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
+		return report.ExitUsage
+	}
+	c, ok := checks.Lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
+		return report.ExitUsage
+	}
+	io.WriteString(stdout, explainText(c, textWidth(stdout)))
+	return 0
+}
+
+// explainText renders one check's explanation at the given width.
+func explainText(c *checks.Check, width int) string {
+	var b strings.Builder
+	para := func(s string, first, rest int) {
+		b.WriteString(strings.Join(report.Wrap(s, width, first, rest), "\n") + "\n")
+	}
+	para(fmt.Sprintf("%s (exit code %d, level %d): %s", c.ID, c.Code, c.Level, c.Title), 0, 2)
+	b.WriteString("\nWhat it judges\n  ")
+	para(c.Explain.Judges, 2, 2)
+	b.WriteString("\nWhy it matters\n  ")
+	para(c.Explain.Why, 2, 2)
+	if len(c.Needs) > 0 {
+		needs := append([]string(nil), c.Needs...)
+		sort.Strings(needs)
+		b.WriteString("\nRuns after\n  ")
+		para(strings.Join(needs, ", ")+" (skipped as blocked when one of them fails)", 2, 2)
+	}
+	b.WriteString("\nWhat it can report, and the fix\n")
+	for _, fl := range c.Explain.Failures {
+		fmt.Fprintf(&b, "  %-5s ", fl.Status)
+		para(fl.Finding, 8, 8)
+		b.WriteString("        fix: ")
+		para(fl.Fix, 13, 13)
+	}
+	return b.String()
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
+)
+
+// hostMarkers are what makes a directory a host root: a tree laid out like
+// / (sys/, proc/), or the facts file or manifest of a fixture or snapshot.
+// One is enough — a host that lacks parts is still judged, part by part.
+var hostMarkers = []string{"sys/", "proc/", sysfs.FactsFile, snapshot.ManifestFile}
+
+// notHostRoot says why dir cannot be a host root, or returns nil when it
+// holds one of the host markers. A typo, or the parent of the fixtures,
+// would otherwise be judged as a host with no RDMA NIC — a verdict about a
+// host that does not exist. shown is how the error names dir; the host
+// roots inside dir are named too when shown is dir's own path.
+func notHostRoot(dir, shown string) error {
+	for _, m := range hostMarkers {
+		fi, err := os.Stat(filepath.Join(dir, strings.TrimSuffix(m, "/")))
+		if err == nil && (fi.IsDir() == strings.HasSuffix(m, "/")) {
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("%s is not a host root: it has none of %s", shown, strings.Join(hostMarkers, ", "))
+	if hosts := hostsInside(dir); len(hosts) > 0 && shown == dir {
+		msg += fmt.Sprintf("; host roots inside it: %s", listSome(hosts, shown, 4))
+	}
+	return errors.New(msg)
+}
+
+// hostsInside lists the subdirectories of dir that are host roots, sorted:
+// given the parent of the fixtures, the operator sees what to add.
+func hostsInside(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if len(out) >= 1000 {
+			break // a huge directory is not worth listing further
+		}
+		if !e.IsDir() {
+			continue
+		}
+		for _, m := range hostMarkers {
+			if _, err := os.Lstat(filepath.Join(dir, e.Name(), strings.TrimSuffix(m, "/"))); err == nil {
+				out = append(out, e.Name())
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// similarNames suggests, for a --root that does not exist, the entries of
+// its parent directory that differ from its last element by a small edit
+// (a typo): "cx5-roce-helthy" → "cx5-roce-healthy".
+func similarNames(root string) []string {
+	parent, base := filepath.Split(filepath.Clean(root))
+	if parent == "" {
+		parent = "."
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil || base == "" {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if d := editDistance(base, e.Name(), 3); d <= max(1, min(3, len(base)/4)) {
+			out = append(out, filepath.Join(filepath.Dir(root), e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, or limit+1 when it
+// is above limit (names longer than 255 bytes are never similar).
+func editDistance(a, b string, limit int) int {
+	if len(a) > 255 || len(b) > 255 || abs(len(a)-len(b)) > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// listSome names up to n entries under dir, and how many more there are.
+func listSome(names []string, dir string, n int) string {
+	var parts []string
+	for i, nm := range names {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-n))
+			break
+		}
+		parts = append(parts, filepath.Join(dir, nm))
+	}
+	return strings.Join(parts, ", ")
+}

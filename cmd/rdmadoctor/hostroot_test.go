@@ -1,0 +1,124 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// writeTarGz writes an archive holding the given directories (names ending
+// in "/") and empty files.
+func writeTarGz(t *testing.T, path string, names ...string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for _, n := range names {
+		h := &tar.Header{Name: n, Mode: 0o644, Typeflag: tar.TypeReg}
+		if strings.HasSuffix(n, "/") {
+			h.Mode, h.Typeflag = 0o755, tar.TypeDir
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRootThatIsNotAHost: a --root with none of sys/, proc/, the facts file
+// or the manifest is a usage error that names what was looked for; a typo
+// names the near miss; the parent of the fixtures names the hosts in it.
+func TestRootThatIsNotAHost(t *testing.T) {
+	tmp := t.TempDir()
+	empty := filepath.Join(tmp, "empty")
+	os.Mkdir(empty, 0o755)
+	files := filepath.Join(tmp, "files")
+	os.MkdirAll(filepath.Join(files, "etc"), 0o755)
+	os.WriteFile(filepath.Join(files, "sys"), []byte("a file, not a directory"), 0o644)
+	notHost := filepath.Join(tmp, "nothost.tar.gz")
+	writeTarGz(t, notHost, "etc/", "etc/hostname")
+
+	cases := []struct {
+		name, root string
+		says       []string
+	}{
+		{"empty directory", empty, []string{"is not a host root", "sys/, proc/, rdmadoctor.facts.json, rdmadoctor.manifest.json"}},
+		{"sys is a file", files, []string{"is not a host root"}},
+		{"parent of the fixtures", hostsDir, []string{"is not a host root", filepath.Join(hostsDir, "counters-na-no-pma"), "more"}},
+		{"typo", filepath.Join(hostsDir, "cx5-roce-helthy"), []string{"does not exist", "did you mean " + filepath.Join(hostsDir, "cx5-roce-healthy")}},
+		{"archive without a host", notHost, []string{"the archive " + notHost + " is not a host root"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "--root", c.root, "--level", "1")
+			if code != report.ExitUsage {
+				t.Fatalf("exit %d, want 2\n%s%s", code, out, errOut)
+			}
+			if out != "" || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("want one line on stderr and nothing on stdout; got %q / %q", out, errOut)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr does not say %q: %s", s, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestRootThatIsAPartialHost: one marker is enough; what is missing is
+// judged check by check, never a usage error.
+func TestRootThatIsAPartialHost(t *testing.T) {
+	tmp := t.TempDir()
+	onlyProc := filepath.Join(tmp, "onlyproc")
+	os.MkdirAll(filepath.Join(onlyProc, "proc"), 0o755)
+	onlyFacts := filepath.Join(tmp, "onlyfacts")
+	os.Mkdir(onlyFacts, 0o755)
+	os.WriteFile(filepath.Join(onlyFacts, "rdmadoctor.facts.json"), []byte(`{"schema":"rdmadoctor.facts/v1"}`), 0o644)
+	archive := filepath.Join(tmp, "host.tar.gz")
+	writeTarGz(t, archive, "node/", "node/sys/", "node/proc/")
+	for _, root := range []string{onlyProc, onlyFacts, archive} {
+		t.Run(filepath.Base(root), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "--root", root, "--level", "1", "--no-color")
+			if code == report.ExitUsage || code == report.ExitOK {
+				t.Fatalf("exit %d, want a check's code\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, "root cause:") {
+				t.Errorf("no report:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"port-down", "port-down", 0},
+		{"port-dwn", "port-down", 1},
+		{"cx5-roce-helthy", "cx5-roce-healthy", 1},
+		{"abc", "xyz", 3},
+		{"a", "abcdefgh", 4}, // over the limit: limit+1
+		{strings.Repeat("a", 300), strings.Repeat("a", 300), 4},
+	}
+	for _, c := range cases {
+		if got := editDistance(c.a, c.b, 3); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+//go:build linux
+
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxKmsgRecords bounds one read of /dev/kmsg: a kernel that logs faster
+// than it is read must not keep a capture reading forever.
+const maxKmsgRecords = 1 << 20
+
+// readLiveKernelLog reads the kernel's ring buffer without consuming it:
+// /dev/kmsg opened non-blocking (each read is one record, EAGAIN at the
+// end), else syslog(2) SYSLOG_ACTION_READ_ALL. Both need CAP_SYSLOG when
+// kernel.dmesg_restrict is 1.
+func readLiveKernelLog() ([]KernelRecord, error) {
+	recs, kerr := readKmsg("/dev/kmsg")
+	if kerr == nil {
+		return recs, nil
+	}
+	recs, serr := readSyslogAll()
+	if serr == nil {
+		return recs, nil
+	}
+	return nil, fmt.Errorf("the kernel log could not be read: %v; syslog(2): %v%s", kerr, serr, restrictHint(kerr, serr))
+}
+
+func restrictHint(errs ...error) string {
+	for _, err := range errs {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM) {
+			return " (kernel.dmesg_restrict=1 lets only CAP_SYSLOG read it: take the snapshot as root)"
+		}
+	}
+	return ""
+}
+
+func readKmsg(path string) ([]KernelRecord, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	buf := make([]byte, 16<<10) // one record is at most about 8 KiB with its dictionary
+	var out []KernelRecord
+	for range maxKmsgRecords {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			return out, nil
+		case errors.Is(err, unix.EPIPE):
+			continue // the record was overwritten while we read: go on with the next
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		case n == 0:
+			return out, nil
+		}
+		if r, ok := ParseKmsgRecord(buf[:n]); ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func readSyslogAll() ([]KernelRecord, error) {
+	const actionSizeBuffer, actionReadAll = 10, 3
+	size, err := unix.Klogctl(actionSizeBuffer, nil)
+	if err != nil {
+		return nil, err
+	}
+	if size <= 0 || size > 64<<20 {
+		size = 1 << 20
+	}
+	buf := make([]byte, size)
+	n, err := unix.Klogctl(actionReadAll, buf)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyslogBuffer(buf[:n]), nil
+}
+
+// monotonicNow is the time since boot on the clock the kernel log stamps
+// its records with.
+func monotonicNow() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package sysfs
+
+import (
+	"errors"
+	"time"
+)
+
+func readLiveKernelLog() ([]KernelRecord, error) {
+	return nil, errors.New("the kernel log is read only on Linux")
+}
+
+func monotonicNow() time.Duration { return 0 }

@@ -1,0 +1,198 @@
+package probe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+)
+
+// Causes of a completion that never came on the UD probe's queues.
+const (
+	udNoSendCompletion = "the device never completed the SEND: a UD SEND completes once it leaves the port, acknowledged or not, " +
+		"so the port is down or the device stalled"
+	// udErrorWait bounds the wait for the error completion of a receive
+	// without room for the GRH.
+	udErrorWait = 500 * time.Millisecond
+)
+
+// udPoll waits for one completion on cq as a step; noneCause explains a
+// wait that ran out.
+func (r *runner) udPoll(p *Probe, name string, cq *verbs.CQ, noneCause string) (verbs.WC, bool) {
+	var wc verbs.WC
+	ok := r.step(p, name, func() (err error) {
+		wc, err = pollOne(cq, r.pollWait())
+		var ce *causedError
+		if errors.As(err, &ce) {
+			ce.cause = noneCause
+		}
+		return err
+	})
+	return wc, ok
+}
+
+// pollQuiet watches cq for wait (within the port's deadline) and reports
+// the completion that came, if any.
+func (r *runner) pollQuiet(cq *verbs.CQ, wait time.Duration) (verbs.WC, bool, error) {
+	if left := r.pollWait(); left < wait {
+		wait = left
+	}
+	var wc [1]verbs.WC
+	deadline := time.Now().Add(wait)
+	for {
+		n, err := cq.Poll(wc[:])
+		if err != nil || n == 1 {
+			return wc[0], n == 1, err
+		}
+		if time.Now().After(deadline) {
+			return verbs.WC{}, false, nil
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// udSendAndComplete posts a UD SEND from A and waits for its completion,
+// which must be IBV_WC_SUCCESS whatever becomes of the packet: UD has no
+// acknowledgement. tag tells the SENDs' steps apart ("", " — wrong Q_Key").
+func (r *runner) udSendAndComplete(p *Probe, label, tag string, wr verbs.SendWR, g *udRig) (verbs.WC, bool) {
+	if !r.step(p, "ibv_post_send A → "+label, func() error { return g.a.PostSend(wr) }) {
+		return verbs.WC{}, false
+	}
+	swc, ok := r.udPoll(p, "ibv_poll_cq A (send completion"+tag+")", g.cqA, udNoSendCompletion)
+	if !ok {
+		return swc, false
+	}
+	return swc, r.note(p, "send completion IBV_WC_SUCCESS"+tag, swc.Status == verbs.WCSuccess,
+		fmt.Sprintf("send completed with %s (vendor error %#x)", swc.Status, swc.VendorErr), "")
+}
+
+// udGoodSend is the SEND with the right Q_Key: B's receive leaves room for
+// the GRH; both completions and the received bytes are judged.
+func (r *runner) udGoodSend(res *UDResult, g *udRig) bool {
+	p := &res.Probe
+	sent := g.region(slotSendGood, g.payload)
+	fillPattern(sent, 3)
+	clear(g.region(slotRecvGood, g.slot))
+	res.SenderQPN = g.a.Num
+	res.ByteLenWant = uint32(g.payload + verbs.GRHBytes)
+	if !r.step(p, "ibv_post_recv B (payload + 40-byte GRH area)", func() error {
+		return g.b.PostRecv(g.recvWR(2, slotRecvGood, g.payload+verbs.GRHBytes))
+	}) {
+		return false
+	}
+	swc, ok := r.udSendAndComplete(p, fmt.Sprintf("B (qkey %#x, through the address handle)", udQKey), "", g.sendWR(1, slotSendGood, g.b, udQKey), g)
+	res.SendStatus = swc.Status.String()
+	if !ok {
+		return false
+	}
+	rwc, ok := r.udPoll(p, "ibv_poll_cq B (receive completion)", g.cqB, udNoDelivery)
+	if !ok {
+		return false
+	}
+	return r.udJudgeReceive(res, g, rwc, sent)
+}
+
+// udJudgeReceive checks B's receive completion and buffer.
+func (r *runner) udJudgeReceive(res *UDResult, g *udRig, wc verbs.WC, sent []byte) bool {
+	p := &res.Probe
+	res.RecvStatus, res.ByteLen, res.SrcQP = wc.Status.String(), wc.ByteLen, wc.SrcQP
+	res.GRHFlag = wc.WCFlags&verbs.WCGRH != 0
+	if !r.note(p, "receive completion IBV_WC_SUCCESS", wc.Status == verbs.WCSuccess,
+		fmt.Sprintf("receive completed with %s (vendor error %#x)", wc.Status, wc.VendorErr), "") {
+		return false
+	}
+	ll := g.s.port.LinkLayer
+	lenOK, lenNote := wc.ByteLen == res.ByteLenWant, ""
+	if ll == verbs.LinkLayerUnspecified && int(wc.ByteLen) == g.payload {
+		// EFA's byte count is the device's own; the layout of the buffer
+		// (payload at offset 40) is what its datagram users rely on.
+		lenOK, lenNote = true, "byte_len counts the payload alone (link layer Unknown)"
+	}
+	ok := r.note(p, "receive byte_len = payload + 40 (GRH area)", lenOK,
+		fmt.Sprintf("byte_len %d, expected %d (%d-byte payload + the 40-byte GRH area, which a UD receive always consumes)", wc.ByteLen, res.ByteLenWant, g.payload), lenNote)
+	if ll == verbs.LinkLayerEthernet {
+		ok = r.note(p, "IBV_WC_GRH set (RoCE always carries a GRH)", res.GRHFlag,
+			fmt.Sprintf("wc_flags %#x lack IBV_WC_GRH: a RoCE packet always carries a GRH, so the first 40 bytes hold it", uint32(wc.WCFlags)), "") && ok
+	}
+	ok = r.note(p, "src_qp is A's QP number", wc.SrcQP == g.a.Num,
+		fmt.Sprintf("src_qp %#x, A is %#x: a UD receiver answers the QP src_qp names", wc.SrcQP, g.a.Num), "") && ok
+	got := g.region(slotRecvGood, g.slot)
+	res.PayloadOffset = payloadOffset(got, sent)
+	return r.note(p, "payload at offset 40", res.PayloadOffset == verbs.GRHBytes, payloadOffsetError(res.PayloadOffset), "") && ok
+}
+
+// payloadOffset finds sent in the receive buffer got: at the GRH offset
+// (40, correct) or at 0; -1 when it is in neither place.
+func payloadOffset(got, sent []byte) int {
+	for _, off := range []int{verbs.GRHBytes, 0} {
+		if off+len(sent) <= len(got) && bytes.Equal(got[off:off+len(sent)], sent) {
+			return off
+		}
+	}
+	return -1
+}
+
+func payloadOffsetError(off int) string {
+	if off == 0 {
+		return "the payload starts at offset 0 of the receive buffer, not after the 40-byte GRH area"
+	}
+	return "the payload is not in the receive buffer (neither at offset 40 nor at 0)"
+}
+
+// udRoundTrips times UD SENDs from A to B: post_send to both completions
+// polled, up to udMaxRoundTrips within udRoundTripBudget.
+func (r *runner) udRoundTrips(res *UDResult, g *udRig) bool {
+	r.begin(&res.Probe, "timed round trips")
+	budget := udRoundTripBudget
+	if d := time.Until(r.deadline) / 2; d < budget {
+		budget = d
+	}
+	end := time.Now().Add(budget)
+	send, recv := g.sendWR(5, slotSendGood, g.b, udQKey), g.recvWR(6, slotRecvGood, g.payload+verbs.GRHBytes)
+	var lat []time.Duration
+	var loopErr error
+	for len(lat) < udMaxRoundTrips && time.Now().Before(end) {
+		var d time.Duration
+		if d, loopErr = r.udRoundTrip(g, send, recv); loopErr != nil {
+			loopErr = fmt.Errorf("round trip %d: %w", len(lat)+1, loopErr)
+			break
+		}
+		lat = append(lat, d)
+	}
+	res.Latency = stats(lat)
+	st := Step{Name: "timed round trips", OK: loopErr == nil && len(lat) > 0,
+		Detail: fmt.Sprintf("%d round trips", len(lat))}
+	if loopErr != nil {
+		r.fill(&st, loopErr)
+	} else if len(lat) == 0 {
+		st.Error = "no round trip fitted in the time budget"
+	}
+	res.Steps = append(res.Steps, st)
+	return st.OK
+}
+
+// udRoundTrip is one timed SEND: the receive is posted first (untimed).
+func (r *runner) udRoundTrip(g *udRig, send verbs.SendWR, recv verbs.RecvWR) (time.Duration, error) {
+	if err := g.b.PostRecv(recv); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if err := g.a.PostSend(send); err != nil {
+		return 0, err
+	}
+	for _, c := range []struct {
+		cq   *verbs.CQ
+		what string
+	}{{g.cqA, "send"}, {g.cqB, "receive"}} {
+		wc, err := pollOne(c.cq, r.pollWait())
+		if err != nil {
+			return 0, err
+		}
+		if wc.Status != verbs.WCSuccess {
+			return 0, fmt.Errorf("%s completed with %s", c.what, wc.Status)
+		}
+	}
+	return time.Since(t0), nil
+}
