@@ -107,3 +107,16 @@ func TestLargeHostPassesLevel1(t *testing.T) {
 		t.Errorf("inventory has %d VFs, want 16", vfs)
 	}
 }
+
+// BenchmarkCountersErrorsLargeHost is counters.errors alone on the large
+// host: a thousand VFs' ports, each with its counters and hw_counters.
+func BenchmarkCountersErrorsLargeHost(b *testing.B) {
+	dir := largeHostDir(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if r := hwRunOne(b, dir, "counters.errors", checks.Options{}); r.Status != report.Pass {
+			b.Fatalf("%s %s", r.Status, r.Summary)
+		}
+	}
+}

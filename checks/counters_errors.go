@@ -20,7 +20,7 @@ func init() {
 		Title: "error counters are below their thresholds and not rising",
 		Needs: []string{"rdma.devices"},
 		Explain: Explanation{
-			Judges: "The error counters each driver really has (checks/counters_table.go, from the kernel sources): the IB PortCounters under " +
+			Judges: "The error counters each driver really has (a table per driver, taken from the kernel sources): the IB PortCounters under " +
 				"ports/N/counters/ (symbol_error, link_downed, link_error_recovery, port_rcv_errors, port_rcv_remote_physical_errors, port_xmit_discards, " +
 				"local_link_integrity_errors, excessive_buffer_overrun_errors, VL15_dropped, …), which the kernel creates only for drivers with a " +
 				"management agent (mlx4, mlx5, hfi1, …), and the driver's own hw_counters/, per port or for the whole device (mlx5 out_of_buffer, " +
@@ -30,7 +30,8 @@ func init() {
 				"16-bit 65535, 32-bit 4294967295) is said to be saturated. With --interval the counters are read twice and one that rises in the window " +
 				"fails. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
 				"marks, completions in error — are reported when nonzero, not judged. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) " +
-				"are unknown; a port none of whose error counters can be read is an error (could not be determined). A driver without error " +
+				"are unknown; a port none of whose error counters can be read is an error (could not be determined), unless the port is not ACTIVE " +
+				"(nothing to count; port.state judges it). A driver without error " +
 				"counters in sysfs (siw; cxgb4, whose only counters are TCP statistics) is skipped with that reason.",
 			Why: "Error counters show a bad cable, corrupt or dropped packets or starving receivers long before an application reports a timeout. " +
 				"They count since boot, the driver's load or the last reset: a count beyond the threshold says the link or the NIC has been faulty; " +
@@ -67,6 +68,7 @@ type counterUnit struct {
 	drv  *driverCounters
 	port int
 	ib   bool   // InfiniBand link layer: the PMA answers perfquery
+	down string // the port's state when it is not ACTIVE ("1: DOWN"), "" else
 	pf   string // the PF when the device's PCI function is an SR-IOV VF
 	dir  string // the device's sysfs directory
 }
@@ -99,31 +101,33 @@ func (u *counterUnit) want(group, name string) bool { _, ok := u.drv.lookup(grou
 // counterUnits lists every port of every device, and each device's own
 // counters, with the driver table that reads them.
 func counterUnits(s *Survey) []counterUnit {
+	pfOf := map[string]string{} // VF address → its PF
+	for _, fn := range s.PCI {
+		if fn.PhysFn != "" {
+			pfOf[fn.Address] = fn.PhysFn
+		}
+	}
 	var out []counterUnit
 	for _, d := range s.Devices {
 		dir := d.SysPath
 		if dir == "" {
 			dir = path.Join(sysfs.InfinibandClass, d.Name)
 		}
-		base := counterUnit{dev: d, drv: counterDriverOf(d), pf: physFnOf(s, d.PCIAddr), dir: dir}
+		base := counterUnit{dev: d, drv: counterDriverOf(d), dir: dir}
+		if d.PCIAddr != "" {
+			base.pf = pfOf[d.PCIAddr]
+		}
 		for _, p := range d.Ports {
 			u := base
 			u.port, u.ib = p.Num, p.LinkLayer == "InfiniBand"
+			if p.State.Code != 4 { // 4: ACTIVE
+				u.down = p.State.Raw
+			}
 			out = append(out, u)
 		}
 		out = append(out, base)
 	}
 	return out
-}
-
-// physFnOf returns the PF of a PCI function that is an SR-IOV VF, "" else.
-func physFnOf(s *Survey, addr string) string {
-	for _, fn := range s.PCI {
-		if addr != "" && fn.Address == addr {
-			return fn.PhysFn
-		}
-	}
-	return ""
 }
 
 // sampleCounters reads every unit's counters. Units are read by a few

@@ -43,6 +43,27 @@ func TestCountersErrors(t *testing.T) {
 			contains: []string{"all 2 ports: mlx5_0 port 1: none of its 13 error counters could be read (N/A (no PMA))", "could not be determined",
 				"management agent did not answer", "ethtool -S"},
 			lacks: []string{"SR-IOV"}},
+		{name: "a down port's unreadable counters are not judged", dir: func() string {
+			h := sysfstest.CX5RoCE()
+			h.NICs[1].Ports[0].State, h.NICs[1].Ports[0].PhysState = "1: DOWN", "3: Disabled"
+			tr := sysfstest.Build(h)
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
+			return hwWrite(t, tr)
+		}(), status: report.Pass, exit: 19, rootCause: "port.state",
+			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (N/A (no PMA)) and the port is not ACTIVE (1: DOWN): nothing to judge",
+				"error counters zero on 1 port(s)"}},
+		{name: "counters nobody may read are an error without PMA advice", dir: cx5(func(tr *sysfstest.Tree) {
+			dir := sysfstest.PortDir(tr, "mlx5_1", 1) + "/"
+			tr.Facts.ReadErrors = map[string]string{}
+			for p := range tr.Files {
+				if strings.HasPrefix(p, dir+"counters/") || strings.HasPrefix(p, dir+"hw_counters/") {
+					tr.Facts.ReadErrors[p] = "EACCES"
+				}
+			}
+		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (permission denied)", "run as a user who may read them"},
+			lacks:    []string{"management agent", "SR-IOV"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")
@@ -126,21 +147,32 @@ func TestCountersErrorsByDriver(t *testing.T) {
 			deviceCounter(tr, "rdmap59s0", "cmds_err", "40")
 		}), report.Warn,
 			[]string{"rdmap59s0 device counters: no_completion_cmds = 2 (threshold 10): admin commands to the device that never completed",
-				"cmds_err = 40"}, nil},
+				"cmds_err = 40", "Judge each counter by the meaning printed with it"}, []string{"rdmap59s1 device counters: no_completion"}},
 		{"irdma without PMA is judged by hw_counters", driverHost(t, "ice", 0x8086, 0x159b, [2]string{"irdma0", "irdma1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "ip4InTruncatedPkts", "4")
 			sysfstest.SetCounter(tr, "irdma1", 1, "hw_counters", "tcpRetransSegs", "9")
 		}), report.Warn,
 			[]string{"irdma1 port 1: ip4InTruncatedPkts = 4 (threshold 10): IPv4 packets received truncated", "irdma0 port 1: 7 error counters read, all zero",
-				"tcpRetransSegs = 9"},
-			[]string{"N/A", "could not be determined"}},
+				"tcpRetransSegs = 9", "Judge each counter by the meaning printed with it", "hw_counters reset only when the driver reloads"},
+			[]string{"N/A", "could not be determined", "perfquery -C"}},
+		{"erdma's counters are not in the table", driverHost(t, "erdma", 0x1ded, 0x107f, [2]string{"erdma_0", "erdma_1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "erdma_0", 1, "hw_counters", "listen_failed_cnt", "3")
+		}), report.Skip,
+			[]string{"erdma_0 port 1: erdma exposes no error counters here (none of its hw_counters/ files is an error counter in rdmadoctor's table"}, nil},
 		{"bnxt_re recoverable_errors is broadcast traffic, not errors", driverHost(t, "bnxt_en", 0x14e4, 0x1750, [2]string{"bnxt_re0", "bnxt_re1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "bnxt_re0", 1, "hw_counters", "recoverable_errors", "123456")
 		}), report.Pass, []string{"bnxt_re0 port 1: 5 error counters read, all zero"}, []string{"recoverable_errors"}},
 		{"cxgb4 has TCP statistics only", driverHost(t, "cxgb4", 0x1425, 0x6410, [2]string{"cxgb4_0", "cxgb4_1"}, func(tr *sysfstest.Tree) {
 			deviceCounter(tr, "cxgb4_0", "ip4RetransSegs", "5")
 		}), report.Skip,
-			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters in sysfs (its hw_counters hold statistics only)", "ip4RetransSegs = 5"}, nil},
+			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters here (its hw_counters/ hold statistics only)", "ip4RetransSegs = 5"}, nil},
+		{"mana hardware error", driverHost(t, "mana", 0x1414, 0x00ba, [2]string{"mana_0", "mana_1"}, func(tr *sysfstest.Tree) {
+			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "general_hw_error", "11")
+			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "requester_timeout", "4")
+			deviceCounter(tr, "mana_1", "received_ecns", "8")
+		}), report.Fail,
+			[]string{"mana_0 port 1: general_hw_error = 11, beyond the threshold 10: hardware errors the adapter reported", "requester_timeout = 4",
+				"received_ecns = 8", "mana_1 device counters: mana_ib exposes no error counters here (its hw_counters/ hold statistics only)"}, nil},
 		{"qedr has no counters", driverHost(t, "qede", 0x1077, 0x8070, [2]string{"qedr0", "qedr1"}, nil), report.Skip,
 			[]string{"all 2 counter sets: qedr0: qedr exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)"}, nil},
 	}

@@ -14,7 +14,6 @@ import (
 type judgedUnit struct {
 	u       *counterUnit // nil for a device with no counters at all
 	v       verdict
-	judged  int            // error counters read
 	stats   int            // protocol statistics nonzero
 	unknown map[string]int // unreadable error counters by reason
 }
@@ -90,7 +89,7 @@ func judgeUnit(u *counterUnit, first counterSample, later *counterSample, window
 			j.judgeError(u, c, spec, l, hasLater, window)
 		}
 	}
-	ju := judgedUnit{u: u, v: j.verdict(u, first), judged: j.readable, stats: len(j.stats), unknown: map[string]int{}}
+	ju := judgedUnit{u: u, v: j.verdict(u, first), stats: len(j.stats), unknown: map[string]int{}}
 	for r, names := range j.unknown {
 		ju.unknown[r] = len(names)
 	}
@@ -190,6 +189,12 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 		v.status, v.line, v.remedy = report.Warn, label+": "+strings.Join(findings, "; "), judgeByMeaning
 	case j.readable > 0:
 		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, all zero", label, j.readable)
+	case len(j.unknown) > 0 && u.down != "":
+		// A port whose link is down has nothing to count, and its management
+		// agent often cannot answer: port.state judges the port itself.
+		v.status = report.Skip
+		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s) and the port is not ACTIVE (%s): nothing to judge",
+			label, j.unknownCount(), strings.Join(j.reasonKeys(), "; "), u.down)
 	case len(j.unknown) > 0:
 		v.status = report.Error
 		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s): whether it is clean could not be determined",
@@ -198,8 +203,7 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 	case len(s.probs) > 0:
 		v.status, v.line, v.remedy = report.Error, fmt.Sprintf("%s: %v", label, s.probs[0]), countersByHand
 	default:
-		v.status = report.Skip
-		v.line = fmt.Sprintf("%s: %s exposes no error counters in sysfs (its %s hold statistics only)", label, u.drv.name(u.dev), strings.Join(s.groups, "/ and "))
+		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s exposes no error counters here (%s)", label, u.drv.name(u.dev), u.drv.noErrorsWhy(s.groups))
 	}
 	if len(j.stats) > 0 && v.status == report.Pass {
 		v.line += fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", len(j.stats))
@@ -260,12 +264,20 @@ func (j *unitJudgement) detailLines(s counterSample) []string {
 	return out
 }
 
-// unreadableRemedy explains counters that read "N/A (no PMA)" or EINVAL.
-// The PMA is answered by the driver's management agent (process_mad); only
-// a VF gets the advice to look at its PF, because only a VF has one.
+// unreadableRemedy explains counters that could not be read. "N/A (no
+// PMA)" and EINVAL come from the driver's management agent (process_mad),
+// which did not answer; only a VF gets the advice to look at its PF,
+// because only a VF has one.
 func unreadableRemedy(u *counterUnit, unknown map[string][]string) string {
+	agent := false
+	for r := range unknown {
+		agent = agent || strings.HasPrefix(r, "N/A") || strings.HasPrefix(r, "EINVAL")
+	}
+	if !agent {
+		return "The files exist but could not be read as counters (see the reasons above): run as a user who may read them, or look at the driver. " + countersByHand
+	}
 	s := "The driver did not answer these reads (\"N/A (no PMA)\" or EINVAL: its management agent did not answer the PerfMgt query, " +
-		"e.g. while the port is down or when the firmware does not serve PortCounters). "
+		"e.g. when the firmware does not serve PortCounters). "
 	if u.pf != "" {
 		s += fmt.Sprintf("%s is an SR-IOV VF of %s: the physical link's errors are counted on the PF's port — read them there. ", u.dev.Name, u.pf)
 	}

@@ -1,6 +1,10 @@
 package checks
 
-import "github.com/rdmadoctor/rdmadoctor/sysfs"
+import (
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
 
 // counterClass is what counters.errors does with a counter.
 type counterClass int
@@ -105,8 +109,8 @@ var counterDrivers = []driverCounters{
 	{driver: "hns3", rdma: "hns_roce_hw_v2", source: "drivers/infiniband/hw/hns/hns_roce_main.c (hns_roce_port_stats_descs, the DFX part)", hw: hnsCounters},
 	{driver: "cxgb4", rdma: "iw_cxgb4", source: "drivers/infiniband/hw/cxgb4/provider.c (cxgb4_descs: TCP statistics only)", hw: cxgb4Counters},
 	{driver: "qede", rdma: "qedr", source: "drivers/infiniband/hw/qedr registers no hw_counters"},
-	{driver: "erdma", rdma: "erdma", source: "no hw_counters table judged"},
-	{driver: "mana", rdma: "mana_ib", source: "no hw_counters table judged"},
+	{driver: "erdma", rdma: "erdma", source: "the hw_counters names seen are those of Alibaba's out-of-tree erdma (connection and command-queue statistics); not judged"},
+	{driver: "mana", rdma: "mana_ib", source: "drivers/infiniband/hw/mana/counters.c (mana_ib_port_stats_desc, mana_ib_device_stats_desc)", hw: manaCounters},
 	{driver: "rdma_rxe", rdma: "rdma_rxe", source: "drivers/infiniband/sw/rxe/rxe_hw_counters.c (rxe_counter_descs)", hw: rxeCounters},
 	{driver: "siw", rdma: "siw", source: "drivers/infiniband/sw/siw registers no counters"},
 }
@@ -241,6 +245,40 @@ var cxgb4Counters = map[string]counterSpec{
 	"ip6OutRsts":     statC("TCP resets sent (IPv6)"),
 }
 
+// manaCounters: drivers/infiniband/hw/mana/counters.c, per port
+// (mana_ib_port_stats_desc) and for the device (mana_ib_device_stats_desc).
+var manaCounters = map[string]counterSpec{
+	"general_hw_error": errC("hardware errors the adapter reported", deviceFaultThreshold),
+
+	"requester_timeout":                  statC("requests that timed out"),
+	"requester_oos_nak":                  statC("out-of-sequence NAKs received"),
+	"requester_rnr_nak":                  statC("RNR NAKs received"),
+	"responder_rnr_nak":                  statC("RNR NAKs sent"),
+	"responder_oos":                      statC("requests received out of sequence"),
+	"responder_dup_request":              statC("duplicate requests seen by the responder"),
+	"requester_implicit_nak":             statC("read/atomic responses implied a lost request"),
+	"requester_readresp_psn_mismatch":    statC("read responses with an unexpected PSN"),
+	"nak_inv_req":                        statC("invalid-request NAKs"),
+	"nak_access_error":                   statC("remote access error NAKs"),
+	"nak_opp_error":                      statC("remote operation error NAKs"),
+	"nak_inv_read":                       statC("invalid read NAKs"),
+	"responder_local_len_error":          statC("incoming messages longer than the posted receive buffer"),
+	"requestor_local_prot_error":         statC("local protection errors (bad lkey)"),
+	"responder_rem_access_error":         statC("incoming requests with a bad rkey or permissions"),
+	"responder_local_qp_error":           statC("responder local QP errors"),
+	"responder_malformed_wqe":            statC("malformed receive WQEs"),
+	"requester_rnr_nak_retries_exceeded": statC("requests that ran out of RNR retries"),
+	"requester_retries_exceeded":         statC("requests that ran out of retries"),
+	"total_fatal_error":                  statC("QPs that hit a fatal error"),
+	"received_cnps":                      statC("CNPs received (congestion control at work)"),
+	"num_qps_congested":                  statC("QPs slowed down by congestion control"),
+	"dup_rx_requests":                    statC("duplicate requests received"),
+	"sent_cnps":                          statC("CNPs sent"),
+	"received_ecns":                      statC("ECN-marked packets received (congestion on the way)"),
+	"received_cnp_count":                 statC("CNPs received"),
+	"qp_congested_events":                statC("times a QP was slowed down by congestion control"),
+}
+
 // rxeCounters: drivers/infiniband/sw/rxe/rxe_hw_counters.c, per port.
 // rxe's link_downed is a 64-bit software count, not the 8-bit PMA one.
 var rxeCounters = map[string]counterSpec{
@@ -300,4 +338,22 @@ func (dc *driverCounters) name(d sysfs.RDMADevice) string {
 		return d.Driver
 	}
 	return "the driver of " + d.Name
+}
+
+// noErrorsWhy says why a unit with counter directories has no error
+// counter: the driver's counters are statistics only (from its source), or
+// the table does not know them.
+func (dc *driverCounters) noErrorsWhy(groups []string) string {
+	dirs := strings.Join(groups, "/ and ") + "/"
+	if dc != nil && len(dc.hw) > 0 {
+		return "its " + dirs + " hold statistics only"
+	}
+	return "none of its " + dirs + " files is an error counter in rdmadoctor's table (" + dc.sourceOrUnknown() + ")"
+}
+
+func (dc *driverCounters) sourceOrUnknown() string {
+	if dc == nil {
+		return "a driver it does not know"
+	}
+	return dc.source
 }

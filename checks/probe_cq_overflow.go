@@ -19,7 +19,8 @@ func init() {
 				"whose receive CQ is large, and more signaled SENDs than the CQ holds are posted without polling it. The context's async fd " +
 				"(non-blocking, polled with a deadline, every event acked) must report IBV_EVENT_CQ_ERR for that CQ. retry_cnt is 3 so nothing " +
 				"retries forever. Fail: completions were lost and no event came. " +
-				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp.",
+				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp. " +
+				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
 			Why: "An application whose CQ is too small loses completions; the only signal it gets is IBV_EVENT_CQ_ERR on the async fd. " +
 				"A stack that drops completions without that event turns a sizing bug into silent hangs.",
 			Failures: []Failure{

@@ -23,7 +23,7 @@ func init() {
 				"per-object dumps (`rdma resource show qp|cq|mr|pd`) by the probe process's PID, so other processes and kernel users do not " +
 				"count — must be back where they were before it opened the device. On a kernel without those dumps the device-wide summary " +
 				"(`rdma resource`) is compared instead, and a difference there only warns: anyone may have changed it. iWARP devices are " +
-				"skipped: their RC QPs connect only through rdma_cm.",
+				"skipped: their RC QPs connect only through rdma_cm; so are devices without RC QPs (EFA: UD and SRD only).",
 			Why: "A stack that frees a PD or a CQ under a live QP lets a buggy application corrupt kernel state; one that completes a SEND " +
 				"through a deregistered key reads freed memory; one whose counts do not come back leaks kernel resources on every job.",
 			Failures: []Failure{

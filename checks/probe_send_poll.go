@@ -20,7 +20,8 @@ func init() {
 				"Then up to 1000 round trips (at most 1 s) are timed from ibv_post_send to both completions polled (min, median, p99), and, apart " +
 				"from them, the time of the ibv_post_send call alone — the CPU cost of building the WQE and ringing the doorbell, not the NIC's " +
 				"latency. port_xmit_data/port_rcv_data (×4 bytes) or the software device's packet counters are read before and after. " +
-				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp.",
+				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp. " +
+				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
 			Why: "It is the smallest real data transfer through the whole stack: if it does not complete, or completes with an error status, " +
 				"no application on this port will work. A hardware port whose data counters do not move while traffic flows is not counting.",
 			Failures: []Failure{

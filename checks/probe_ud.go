@@ -21,24 +21,28 @@ func init() {
 				"B posts a receive of payload + 40 bytes (the payload is the probe size within the active MTU: a UD message is one packet), A sends " +
 				"to it with wr.ud {ah, remote_qpn, remote_qkey}. Pass: the send completion is IBV_WC_SUCCESS; the receive completion is IBV_WC_SUCCESS " +
 				"with byte_len = payload + 40 (a UD receive always consumes the 40-byte GRH area in front of the payload, GRH present or not), " +
-				"IBV_WC_GRH set on RoCE (every RoCE packet carries one), src_qp = A's QP number, and the payload at offset 40. " +
+				"src_qp = A's QP number, and the payload at offset 40; IBV_WC_GRH must be set on RoCE (every RoCE packet carries one: " +
+				"its absence warns, as does a byte_len of the payload alone; on EFA, link layer Unknown, that count passes). " +
 				"Then up to 200 round trips (at most 200 ms) are timed. Two classic mistakes are then made on purpose, as the kernel's rxe handles " +
 				"them (its receive path checks the Q_Key and drops a mismatch, counting it in the port's qkey_viol_cntr; its responder writes the " +
 				"40-byte GRH area first and fails the receive whose buffer has no room left for the payload — IBV_WC_LOC_QP_OP_ERR on Linux 6.1, " +
 				"where the verbs contract says IBV_WC_LOC_LEN_ERR): a SEND with another Q_Key must complete IBV_WC_SUCCESS on the sender (UD is " +
 				"unacknowledged) and bring no receive completion within 200 ms, and a SEND with the right Q_Key after it must land in that same " +
 				"receive; a receive posted with room for the payload but not the GRH must complete with an error status (any). " +
-				"iWARP devices skip it: iWARP has no UD.",
-			Why: "UD carries the InfiniBand management datagrams, IPoIB, rdma_cm's address resolution and the datagram transports of UCX, " +
-				"libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong Q_Key). Every ConnectX " +
-				"and every RoCE NIC supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
+				"Devices whose applications cannot create UD QPs skip it: iWARP (RC over TCP), qedr (RC only), mana (RC and raw packet), " +
+				"and any provider that refuses the UD QP with EOPNOTSUPP.",
+			Why: "UD carries the InfiniBand management datagrams (subnet administration, connection management), IPoIB and the datagram " +
+				"transports of UCX, libfabric and EFA; its failures are silent by design (no acknowledgement, no error completion for a wrong " +
+				"Q_Key). Every ConnectX supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
 				"(the destination LID or GID, is_global on RoCE), a remote_qpn or remote_qkey that is not the receiver's, or a receive buffer " +
 				"without the 40 bytes the GRH area takes.",
 			Failures: []Failure{
 				{report.Fail, "ibv_create_ah fails", ahFix},
 				{report.Fail, "the SEND never arrives (no receive completion)", udNoDeliveryFix + " On rxe also check that no firewall drops UDP 4791."},
 				{report.Fail, "a completion with an error status", udStatusFix},
-				{report.Fail, "byte_len without the 40-byte GRH area, no IBV_WC_GRH on RoCE, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Fail, "another byte_len, a wrong src_qp or the payload not at offset 40", udLayoutFix},
+				{report.Warn, "no IBV_WC_GRH on a RoCE receive completion", udGRHFlagFix},
+				{report.Warn, "byte_len counts the payload alone (the payload itself intact at offset 40)", udByteLenFix},
 				{report.Warn, "a SEND with the wrong Q_Key is delivered", udQKeyFix},
 				{report.Warn, "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all", udGRHRoomFix},
 				childFailure,
@@ -52,8 +56,9 @@ func init() {
 
 const (
 	ahFix = "The kernel refused the address handle: on RoCE it needs is_global=1 and a GRH whose sgid_index is a populated GID of the port " +
-		"(RoCE v2: `rdma link show`, `ibv_devinfo -v -d <device>` lists the GID table) and whose destination GID has a route and a neighbour; " +
-		"on InfiniBand a destination LID on an ACTIVE port (a subnet manager has assigned LIDs). " + udPingpongGeneric + " fails the same way if the stack is broken."
+		"(`ibv_devinfo -v -d <device>` lists the GID table; /sys/class/infiniband/<device>/ports/<port>/gid_attrs/types says which entries are RoCE v2) " +
+		"and whose destination GID has a route and a neighbour; on InfiniBand a destination LID on an ACTIVE port (a subnet manager has " +
+		"assigned LIDs). " + udPingpongGeneric + " fail the same way if the stack is broken."
 	udNoDeliveryFix = "A UD SEND goes where its address handle says and is accepted only with the receiving QP's Q_Key; nothing reports a miss. " +
 		"Check what the probe could not: on RoCE that the GID's address is on an up netdev and that no pause storm stalls the port; on InfiniBand " +
 		"the LID and the subnet manager. In an application, the usual causes are an address handle that was never created or filled " +
@@ -63,8 +68,15 @@ const (
 		"larger than the path MTU: a UD message is one packet); LOC_PROT_ERR — the lkey was refused; LOC_LEN_ERR on a receive — the buffer " +
 		"has no room for the 40-byte GRH area plus the payload. Compare with " + udPingpongGeneric + "."
 	udLayoutFix = "The provider reports the UD receive against the verbs contract (the first 40 bytes of a UD receive buffer are the GRH area, " +
-		"byte_len counts them, IBV_WC_GRH is set when a GRH came, src_qp names the sender): update rdma-core and the firmware, and report " +
+		"byte_len counts them, src_qp names the sender): update rdma-core and the firmware, and report " +
 		"it to the provider's maintainers with `ibv_devinfo -v` output."
+	udGRHFlagFix = "The provider does not set IBV_WC_GRH on RoCE receive completions, although every RoCE packet carries a GRH (it is in " +
+		"the first 40 bytes of the receive buffer). Data arrives; what breaks is a reply built from the completion with ibv_init_ah_from_wc " +
+		"or ibv_create_ah_from_wc, which makes the handle global only when the flag is set, and RoCE refuses a handle without a GRH. " +
+		"Update rdma-core's provider, and report it to its maintainers."
+	udByteLenFix = "The provider's byte_len counts the UD payload without the 40-byte GRH area in front of it, against the verbs contract " +
+		"(rxe counts it, and IPoIB strips 40 bytes from every UD byte count). Data arrives; a program that takes byte_len − 40 as the payload " +
+		"size reads 40 bytes short. Update rdma-core's provider and the firmware, and report it to the provider's maintainers."
 	udQKeyFix = "This stack delivered a UD SEND whose Q_Key is not the receiving QP's, so Q_Keys do not keep UD applications apart here. " +
 		"Data still flows; report it to the provider's (or driver's) maintainers with the kernel and rdma-core versions."
 	udGRHRoomFix = "A UD receive buffer must hold the 40-byte GRH area in front of the payload; this stack did not complete such a receive " +
@@ -125,14 +137,24 @@ func judgeUD(label string, software bool, pr *probe.PortResult) (verdict, bool) 
 			remedy: udRemedy(broken, label, r, software), details: []string{stepsDone(&r.Probe)}}, true
 	case deviation != nil:
 		ev["failed_step"] = deviation
-		remedy := udQKeyFix
-		if strings.Contains(deviation.Name, "GRH") {
-			remedy = udGRHRoomFix
-		}
 		return verdict{status: report.Warn, line: fmt.Sprintf("%s: UD data path works, but %s", label, stepText(deviation)),
-			evidence: ev, remedy: remedy}, true
+			evidence: ev, remedy: udDeviationFix(deviation)}, true
 	}
 	return udPass(label, software, r, ev), true
+}
+
+// udDeviationFix is the fix for an observation that came out otherwise
+// than on a correct stack.
+func udDeviationFix(st *probe.Step) string {
+	switch {
+	case strings.Contains(st.Name, "Q_Key"):
+		return udQKeyFix
+	case strings.Contains(st.Name, "IBV_WC_GRH"):
+		return udGRHFlagFix
+	case strings.Contains(st.Name, "byte_len"):
+		return udByteLenFix
+	}
+	return udGRHRoomFix
 }
 
 func udEvidence(r *probe.UDResult, software bool) map[string]any {
@@ -154,10 +176,10 @@ func udEvidence(r *probe.UDResult, software bool) map[string]any {
 
 // udRemedy picks the fix for a step that broke the UD data path.
 func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) string {
-	dev, _ := labelParts(label)
+	dev, port := labelParts(label)
 	pp := udPingpong(label, r)
 	fill := func(s string) string {
-		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev).Replace(s)
+		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev, "<port>", port).Replace(s)
 	}
 	switch {
 	case strings.HasPrefix(st.Name, "ibv_create_ah"):
@@ -170,8 +192,7 @@ func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) st
 		return fix
 	case strings.Contains(st.Name, "IBV_WC_SUCCESS"):
 		return fill(udStatusFix)
-	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "IBV_WC_GRH"),
-		strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
+	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
 		return udLayoutFix
 	case strings.HasPrefix(st.Name, "ibv_modify_qp"):
 		return "A UD QP takes pkey_index, port and qkey at INIT, only the state at RTR and sq_psn at RTS; the probe gave exactly those, so " +

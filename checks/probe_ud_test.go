@@ -19,7 +19,7 @@ func TestJudgeUD(t *testing.T) {
 			contains: []string{"1024-byte UD SEND through an address handle arrived IBV_WC_SUCCESS", "byte_len 1064", "IBV_WC_GRH set",
 				"200 round trips: min", "wrong Q_Key was dropped (qkey_viol_cntr +1)", "without room for the GRH completed IBV_WC_LOC_QP_OP_ERR",
 				"GID index 1", "software RoCE"}},
-		{name: "address handle refused", status: report.Fail, remedy: "is_global=1",
+		{name: "address handle refused", status: report.Fail, remedy: "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "ibv_create_ah"), 22, "EINVAL", "ibv_create_ah: EINVAL (invalid argument)", "")
 			},
@@ -39,15 +39,28 @@ func TestJudgeUD(t *testing.T) {
 				failStep(step(t, &pr.UD.Probe, "send completion IBV_WC_SUCCESS"), 0, "", "send completed with IBV_WC_LOC_QP_OP_ERR (vendor error 0x0)", "")
 			},
 			contains: []string{"IBV_WC_LOC_QP_OP_ERR"}},
-		{name: "byte_len without the GRH area", status: report.Fail, remedy: "the first 40 bytes of a UD receive buffer are the GRH area",
+		{name: "a wrong byte_len fails", status: report.Fail, remedy: "the first 40 bytes of a UD receive buffer are the GRH area",
 			edit: func(pr *probe.PortResult) {
-				failStep(step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)"), 0, "", "byte_len 1024, expected 1064", "")
+				failStep(step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)"), 0, "", "byte_len 512, expected 1064", "")
 			},
-			contains: []string{"byte_len 1024, expected 1064"}},
-		{name: "no GRH flag on RoCE", status: report.Fail, remedy: "IBV_WC_GRH is set when a GRH came",
+			contains: []string{"byte_len 512, expected 1064"}},
+		{name: "byte_len without the GRH area warns", status: report.Warn, remedy: "reads 40 bytes short",
+			edit: func(pr *probe.PortResult) {
+				st := step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)")
+				failStep(st, 0, "", "byte_len 1024 counts the 1024-byte payload alone", "")
+				st.Want = "byte_len = payload + 40"
+			},
+			contains: []string{"UD data path works, but"}},
+		{name: "no GRH flag on RoCE warns", status: report.Warn, remedy: "ibv_init_ah_from_wc",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "IBV_WC_GRH set (RoCE always carries a GRH)"), 0, "", "wc_flags 0 lack IBV_WC_GRH", "")
-			}},
+			},
+			contains: []string{"UD data path works, but", "lack IBV_WC_GRH"}},
+		{name: "device without UD skips", status: report.Skip,
+			edit: func(pr *probe.PortResult) {
+				pr.UD = &probe.UDResult{Probe: probe.Probe{Name: probe.UD, Skipped: qedrNoUD}}
+			},
+			contains: []string{"qedr offers applications RC queue pairs only"}},
 		{name: "payload at offset 0", status: report.Fail, remedy: "update rdma-core",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "payload at offset 40"), 0, "", "the payload starts at offset 0 of the receive buffer", "")
@@ -78,8 +91,9 @@ func TestJudgeUD(t *testing.T) {
 	})
 }
 
-// The classic-mistake steps are the ones with a Want: the recorded run has
-// both, and a correct stack passes them.
+// The observations are the steps with a Want (the GRH flag on RoCE and the
+// two classic mistakes): the recorded run has all three, and a correct
+// stack passes them.
 func TestRecordedUDObservesTheMistakes(t *testing.T) {
 	u := healthyPort(t).UD
 	var wants []string
@@ -91,7 +105,7 @@ func TestRecordedUDObservesTheMistakes(t *testing.T) {
 			}
 		}
 	}
-	if len(wants) != 2 || u.WrongQKey != "dropped" || u.NoGRHRoom == "" || u.NoGRHRoom == "IBV_WC_SUCCESS" {
+	if len(wants) != 3 || u.WrongQKey != "dropped" || u.NoGRHRoom == "" || u.NoGRHRoom == "IBV_WC_SUCCESS" {
 		t.Fatalf("observations %q, wrong Q_Key %q, no GRH room %q", wants, u.WrongQKey, u.NoGRHRoom)
 	}
 	if u.ByteLen != uint32(u.Payload+40) || u.PayloadOffset != 40 || !u.GRHFlag || u.SrcQP != u.SenderQPN {
@@ -118,6 +132,26 @@ func TestRCCapable(t *testing.T) {
 		rc, why := rcCapable(c.driver, c.nodeType)
 		if rc != c.rc || (c.why == "") != (why == "") || !strings.HasPrefix(why, c.why) {
 			t.Errorf("rcCapable(%q, %q) = %v, %q", c.driver, c.nodeType, rc, why)
+		}
+	}
+}
+
+func TestUDCapable(t *testing.T) {
+	for _, c := range []struct {
+		driver, nodeType string
+		why              string
+	}{
+		{"cxgb4", "4: RNIC", iwarpNoUD},
+		{"qede", "1: CA", qedrNoUD},
+		{"mana", "1: CA", manaNoUD},
+		{"efa", "7: UNSPECIFIED", ""},
+		{"mlx5_core", "1: CA", ""},
+		{"bnxt_en", "1: CA", ""},
+		{"", "", ""},
+	} {
+		ud, why := udCapable(c.driver, c.nodeType)
+		if ud != (c.why == "") || why != c.why {
+			t.Errorf("udCapable(%q, %q) = %v, %q", c.driver, c.nodeType, ud, why)
 		}
 	}
 }
@@ -159,6 +193,11 @@ func TestPlanMarksDevicesWithoutRC(t *testing.T) {
 	}
 	if len(marked) != 1 || marked[0] != "mlx5_0: "+efaNoRC {
 		t.Fatalf("targets %+v", plan.targets)
+	}
+	for _, tg := range plan.targets {
+		if tg.NoUD != "" {
+			t.Errorf("%s marked without UD: %s", tg.Device, tg.NoUD)
+		}
 	}
 }
 

@@ -234,9 +234,9 @@ type losslessOutcome struct {
 	// deviations are where the netdev differs from the expectations file:
 	// they fail whatever --expect-lossless says.
 	deviations []string
-	details  []string
-	ecnKnown bool
-	ev       map[string]any
+	details    []string
+	ecnKnown   bool
+	ev         map[string]any
 }
 
 // dcbView is a netdev's DCB answer read for judging.

@@ -19,7 +19,8 @@ func init() {
 				"the QP stays RESET. Two RC QPs are then connected to each other — RoCE: is_global with a RoCE v2 GID of the port " +
 				"(IPv4-mapped first), InfiniBand: dlid = the port's LID — RESET→INIT→RTR→RTS, read back with ibv_query_qp after each step. " +
 				"One is then moved RTS→ERR→RESET→INIT, which must work. retry_cnt and rnr_retry are 3 (7 would retry forever). " +
-				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp.",
+				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp. " +
+				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
 			Why: "Connection setup is where most RDMA applications fail in the field: a wrong GID index, a path MTU above the port's, a LID of 0 " +
 				"with no subnet manager. A provider that accepts illegal transitions hides application bugs until they corrupt traffic; " +
 				"one that cannot recover a QP from ERR forces applications to leak QPs.",

@@ -182,6 +182,9 @@ func planProbes(env *Env) probePlan {
 			if ok, why := rcCapable(d.Driver, d.NodeType); !ok {
 				t.NoRC = why
 			}
+			if ok, why := udCapable(d.Driver, d.NodeType); !ok {
+				t.NoUD = why
+			}
 			p.targets = append(p.targets, t)
 		}
 	}

@@ -82,6 +82,18 @@ var bnxtReHWCounters = []string{"active_pds", "active_ahs", "active_qps", "activ
 var cxgb4DeviceCounters = []string{"ip4InSegs", "ip4OutSegs", "ip4RetransSegs", "ip4OutRsts", "ip6InSegs",
 	"ip6OutSegs", "ip6RetransSegs", "ip6OutRsts"}
 
+// manaPortCounters and manaDeviceCounters: drivers/infiniband/hw/mana/counters.c.
+var manaPortCounters = []string{"requester_timeout", "requester_oos_nak", "requester_rnr_nak", "responder_rnr_nak",
+	"responder_oos", "responder_dup_request", "requester_implicit_nak", "requester_readresp_psn_mismatch", "nak_inv_req",
+	"nak_access_error", "nak_opp_error", "nak_inv_read", "responder_local_len_error", "requestor_local_prot_error",
+	"responder_rem_access_error", "responder_local_qp_error", "responder_malformed_wqe", "general_hw_error",
+	"requester_rnr_nak_retries_exceeded", "requester_retries_exceeded", "total_fatal_error", "received_cnps",
+	"num_qps_congested", "rate_inc_events", "num_qps_recovered", "current_rate", "dup_rx_requests", "tx_bytes",
+	"rx_bytes", "rx_send_requests", "rx_write_requests", "rx_read_requests", "tx_packets", "rx_packets"}
+
+var manaDeviceCounters = []string{"sent_cnps", "received_ecns", "received_cnp_count", "qp_congested_events",
+	"qp_recovered_events", "rate_inc_events"}
+
 // driverCounterFiles is what one driver creates: PortCounters or not, its
 // per-port and its per-device hw_counters. A driver not listed has none
 // (siw, qedr).
@@ -103,6 +115,7 @@ var counterFiles = map[string]driverCounterFiles{
 	"i40e":      {port: irdmaHWCounters},
 	"bnxt_en":   {port: bnxtReHWCounters},
 	"cxgb4":     {device: cxgb4DeviceCounters},
+	"mana":      {port: manaPortCounters, device: manaDeviceCounters},
 }
 
 // writeCounters writes the counter files of the port directory pd of a

@@ -41,6 +41,7 @@ type request struct {
 	Probes            []string `json:"probes,omitempty"`
 	SysfsRoot         string   `json:"sysfs_root,omitempty"`
 	NoRC              string   `json:"no_rc,omitempty"`
+	NoUD              string   `json:"no_ud,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).

@@ -1,7 +1,9 @@
 // Package probe runs the verbs checks in a child process: the level-1
 // enumeration (what ibv_devices shows) and the level-2 probes
 // (verbs.resources, verbs.qp_state, probe.send_poll, probe.cq_overflow,
-// probe.destroy_order) on each port of a device.
+// probe.destroy_order, probe.ud) on each port of a device. A Target marked
+// NoRC (a device without RC queue pairs: EFA) gets a UD QP in
+// verbs.resources and skips the RC probes with that reason.
 //
 // Every call into libibverbs happens in a child: the same executable,
 // re-executed with ChildArg as its first argument. A provider that hangs or

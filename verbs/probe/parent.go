@@ -150,7 +150,7 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 	req := request{
 		Library: opts.Library, Device: t.Device, Ports: ports, Size: opts.Size,
 		Iterations: opts.Iterations, IterationBudgetNS: int64(opts.IterationBudget),
-		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot, NoRC: t.NoRC,
+		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot, NoRC: t.NoRC, NoUD: t.NoUD,
 	}
 	var decodeErrs []string
 	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports))+startupMargin, func(ev event) {

@@ -38,6 +38,8 @@ type runner struct {
 	// noRC is why the device has no RC QPs (the parent's word, from the
 	// device's driver and node type); empty when it has them.
 	noRC string
+	// noUD is why applications cannot create UD QPs on the device.
+	noUD string
 }
 
 // iwarpSkip is why the probes that need a connected QP do not run on an
@@ -48,7 +50,7 @@ const iwarpSkip = "iWARP RC QPs connect only through rdma_cm; this probe connect
 
 func runProbes(em *emitter, req request) {
 	opts := req.options()
-	r := &runner{em: em, opts: opts, noRC: req.NoRC}
+	r := &runner{em: em, opts: opts, noRC: req.NoRC, noUD: req.NoUD}
 	r.info.Device = req.Device
 	r.info.MemlockBytes = memlockBytes()
 

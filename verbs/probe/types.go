@@ -25,6 +25,9 @@ type Target struct {
 	// pairs ..."); empty when it has them. The RC probes then skip with
 	// this reason and verbs.resources creates a UD QP instead.
 	NoRC string `json:"no_rc,omitempty"`
+	// NoUD says why applications cannot create UD queue pairs on the
+	// device; probe.ud then skips with this reason.
+	NoUD string `json:"no_ud,omitempty"`
 }
 
 // Options tune a probe run. Zero values take the defaults.

@@ -2,6 +2,8 @@ package probe
 
 import (
 	"fmt"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/verbs"
@@ -68,7 +70,11 @@ func (r *runner) ud(resourcesFailed string) *UDResult {
 	if r.blocked(&res.Probe, resourcesFailed) {
 		return res
 	}
-	if r.iwarp {
+	switch {
+	case r.noUD != "":
+		res.Skipped = r.noUD
+		return res
+	case r.iwarp:
 		res.Skipped = iwarpNoUD
 		return res
 	}
@@ -79,6 +85,7 @@ func (r *runner) ud(resourcesFailed string) *UDResult {
 	defer r.teardown(&res.Probe, &s.td)
 	g, ok := r.udSetup(res, s)
 	if !ok {
+		noUDQPs(res)
 		return res
 	}
 	if !r.udGoodSend(res, g) {
@@ -89,6 +96,16 @@ func (r *runner) ud(resourcesFailed string) *UDResult {
 	}
 	r.udNoGRHRoom(res, g)
 	return res
+}
+
+// noUDQPs turns a UD ibv_create_qp refused with EOPNOTSUPP into a skip: the
+// provider offers applications no UD QPs (a device the parent's driver
+// table does not know as such), which is no fault of the host.
+func noUDQPs(res *UDResult) {
+	st := res.Failed()
+	if st != nil && strings.HasPrefix(st.Name, "ibv_create_qp") && syscall.Errno(st.Errno) == syscall.EOPNOTSUPP {
+		res.Skipped = "the device offers applications no UD queue pairs: ibv_create_qp (UD) failed with EOPNOTSUPP"
+	}
 }
 
 // udPayload is the bytes per UD SEND: the probe size, within the port's

@@ -78,8 +78,6 @@ func TestFakeUDFaults(t *testing.T) {
 	for _, c := range []struct {
 		mode, step, text string
 	}{
-		{"ud-bytelen", "receive byte_len = payload + 40 (GRH area)", "byte_len 1024, expected 1064"},
-		{"ud-nogrh", "IBV_WC_GRH set (RoCE always carries a GRH)", "lack IBV_WC_GRH"},
 		{"ud-offset0", "payload at offset 40", "offset 0"},
 		{"ud-norecv", "ibv_poll_cq B (receive completion)", "no completion"},
 	} {
@@ -99,11 +97,22 @@ func TestFakeUDFaults(t *testing.T) {
 	}
 }
 
-// The classic mistakes that the stack fails to catch are observations
-// with a Want, after a data path that worked.
+// The classic mistakes that the stack fails to catch, and a RoCE receive
+// without IBV_WC_GRH, are observations with a Want, after a data path that
+// worked.
 func TestFakeUDMistakesNotCaught(t *testing.T) {
-	u := runUD(t, "ud-qkey-ignored", Target{}, UD).UD
+	u := runUD(t, "ud-bytelen", Target{}, UD).UD
 	st := u.Failed()
+	if st == nil || st.Want != wantByteLen || !strings.Contains(st.Error, "byte_len 1024 counts the 1024-byte payload alone") || u.PayloadOffset != 40 {
+		t.Fatalf("byte_len: step %+v", st)
+	}
+	u = runUD(t, "ud-nogrh", Target{}, UD).UD
+	st = u.Failed()
+	if st == nil || st.Name != "IBV_WC_GRH set (RoCE always carries a GRH)" || st.Want != wantGRHFlag || !strings.Contains(st.Error, "lack IBV_WC_GRH") {
+		t.Fatalf("GRH flag: step %+v", st)
+	}
+	u = runUD(t, "ud-qkey-ignored", Target{}, UD).UD
+	st = u.Failed()
 	if st == nil || st.Name != "SEND with the wrong Q_Key dropped" || st.Want != wantDropped || u.WrongQKey != "delivered" {
 		t.Fatalf("wrong Q_Key: %q, step %+v", u.WrongQKey, st)
 	}
@@ -130,6 +139,18 @@ func TestFakeEFA(t *testing.T) {
 	u := pr.UD
 	if !u.OK() || u.Addressing == nil || u.Addressing.GIDIndex != 0 || !strings.HasPrefix(u.Addressing.GID, "fe00:") {
 		t.Fatalf("probe.ud on EFA: %+v, addressing %+v", u.Failed(), u.Addressing)
+	}
+}
+
+// A device the parent marks without UD skips probe.ud with that reason.
+func TestFakeNoUDSkips(t *testing.T) {
+	u := runUD(t, "roce", Target{NoUD: "qedr offers applications RC queue pairs only"}, UD).UD
+	if u.Skipped != "qedr offers applications RC queue pairs only" || len(u.Steps) != 0 {
+		t.Fatalf("skipped %q, steps %+v", u.Skipped, u.Steps)
+	}
+	u = runUD(t, "ud-refused", Target{}, UD).UD
+	if !strings.Contains(u.Skipped, "EOPNOTSUPP") {
+		t.Fatalf("a provider refusing UD QPs: skipped %q, failed %+v", u.Skipped, u.Failed())
 	}
 }
 

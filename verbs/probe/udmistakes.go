@@ -6,9 +6,13 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/verbs"
 )
 
-// What a correct stack does with the two classic UD mistakes; the steps
-// that observe them carry these as Want.
+// What a correct stack does with the two classic UD mistakes, with the GRH
+// flag of a RoCE receive and with the byte count of a payload that arrived
+// intact; the steps that observe them carry these as Want (a deviation
+// there leaves the UD data path working).
 const (
+	wantGRHFlag  = "IBV_WC_GRH on a RoCE receive completion"
+	wantByteLen  = "byte_len = payload + 40"
 	wantDropped  = "dropped: no receive completion"
 	wantLenError = "an error completion (IBV_WC_LOC_LEN_ERR; rxe on Linux 6.1 gives IBV_WC_LOC_QP_OP_ERR)"
 )

@@ -36,6 +36,7 @@
  *   ud-norecv        (RoCE) UD SENDs complete but never arrive
  *   ud-qkey-ignored  (RoCE) the receiver accepts any Q_Key
  *   ud-silent-len    (RoCE) a receive without GRH room is dropped silently
+ *   ud-refused       (RoCE) UD QPs fail with EOPNOTSUPP, as on qedr
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -536,7 +537,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
-	if (is("efa") && a->qp_type == IBV_QPT_RC) {
+	if ((is("efa") && a->qp_type == IBV_QPT_RC) || (is("ud-refused") && a->qp_type == IBV_QPT_UD)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
