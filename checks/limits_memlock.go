@@ -72,7 +72,8 @@ func init() {
 			Failures: []Failure{
 				{report.Fail, "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM", memlockFix},
 				{report.Fail, "the same, in an application container (docker, podman, Kubernetes)", containerMemlockFix},
-				{report.Fail, "the same, in a Slurm job", "The Slurm line first, with the slurm.conf line this node needs: " + strings.TrimPrefix(memlockSlurm, "- ")},
+				{report.Fail, "the same, in a Slurm job", "First the Slurm fix, with the exact slurm.conf line this node's slurm.conf needs: " +
+					strings.TrimSuffix(strings.TrimPrefix(memlockSlurm, "- Slurm: "), ";") + "."},
 				{report.Warn, "the default users' logins get (limits.conf / limits.d) is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
 				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
 			},
