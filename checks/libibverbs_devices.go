@@ -166,10 +166,6 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 
 // judgeVerbsDevices compares the library's list with the kernel's devices.
 func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, netns string, driverOf func(sysfs.RDMADevice) *Driver) Result {
-	lib := firstOr([]string{l.LoadedFrom}, "")
-	if lib == "" {
-		lib = firstOr([]string{l.Library}, LibibverbsSoname)
-	}
 	ev := map[string]any{
 		"library": l.Library, "loaded_from": l.LoadedFrom, "devices": nonNilListed(l.Devices),
 	}
@@ -180,40 +176,8 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		ev["providers_loaded"] = l.Providers
 	}
 	expected := "ibv_get_device_list lists every device in /sys/class/infiniband"
-	switch {
-	case l.LoadError != "":
-		ev["load_error"] = l.LoadError
-		r := fail(fmt.Sprintf("%s could not be loaded: %s", firstOr([]string{l.Library}, LibibverbsSoname), l.LoadError))
-		r.Observed, r.Expected, r.Evidence = "not loadable", expected, ev
-		r.Remedy = installLibRemedy(family, pretty)
-		return r
-	case len(l.Missing) > 0:
-		ev["missing_symbols"] = l.Missing
-		r := fail(fmt.Sprintf("%s is not a usable libibverbs: it lacks %d verb(s): %s", lib, len(l.Missing), strings.Join(l.Missing, ", ")))
-		r.Observed, r.Expected, r.Evidence = "wrong library", expected, ev
-		r.Remedy = "The file the loader finds first as " + LibibverbsSoname + " is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
-			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibRemedy(family, pretty)
-		return r
-	case l.ListErrno != "":
-		ev["list_errno"] = l.ListErrno
-		r := fail(fmt.Sprintf("ibv_get_device_list returned NULL with %s", l.ListErrno))
-		r.Observed, r.Expected, r.Evidence = "NULL, "+l.ListErrno, expected, ev
-		if l.ListErrno == "ENOSYS" {
-			r.Summary += ": the kernel has no uverbs (no InfiniBand user access)"
-			r.Remedy = noUverbsFix
-		} else {
-			r.Remedy = genericVerbsFix
-		}
-		r.Details = l.Warnings
-		return r
-	case l.ListError != "":
-		// NULL without errno: the library failed and did not say why.
-		// That is no empty list, and no provider's fault to guess at.
-		ev["list_error"] = l.ListError
-		r := fail("ibv_get_device_list returned NULL without setting errno: " + l.ListError)
-		r.Observed, r.Expected, r.Evidence = "NULL, no errno", expected, ev
-		r.Remedy = nullListFix
-		r.Details = l.Warnings
+	if r, failed := libraryFailure(l, family, pretty, ev); failed {
+		r.Expected, r.Evidence = expected, ev
 		return r
 	}
 
@@ -233,29 +197,11 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		inKernel[k.Name] = true
 		d, ok := listed[k.Name]
 		if !ok {
-			what := fmt.Sprintf("%s: in the kernel, not listed by the library", k.Name)
-			if drv := driverOf(k); drv != nil {
-				drvName := drv.PCIDriver
-				if drvName == "" {
-					drvName = drv.RDMAModule()
-				}
-				what = fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load", k.Name, drvName, drv.Provider)
-				if exclusive {
-					// The provider is installed (libibverbs.install passed);
-					// in exclusive mode the device is in another namespace.
-					what = fmt.Sprintf("%s (driver %s): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace "+
-						"(or its provider lib%s-rdmav*.so did not load)", k.Name, drvName, drv.Provider)
-				}
-				for _, w := range l.Warnings {
-					if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
-						what += " — the library said: " + w
-						break
-					}
-				}
+			drv := driverOf(k)
+			what := notListed(k, drv, l.Warnings, exclusive)
+			if drv != nil {
 				remedies = appendUnique(remedies, installProviderRemedy(family))
 				remedies = appendUnique(remedies, "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load.")
-			} else {
-				what += fmt.Sprintf(" (driver %q has no known provider)", k.Driver)
 			}
 			missing = append(missing, what)
 			missingNames = append(missingNames, k.Name)
@@ -315,6 +261,77 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 	r.Details = details
 	r.Evidence = ev
 	return r
+}
+
+// notListed says why the library may not list kernel device k of driver
+// drv (nil: unknown), with what the library printed about its provider.
+func notListed(k sysfs.RDMADevice, drv *Driver, warnings []string, exclusive bool) string {
+	if drv == nil {
+		return fmt.Sprintf("%s: in the kernel, not listed by the library (driver %q has no known provider)", k.Name, k.Driver)
+	}
+	drvName := drv.PCIDriver
+	if drvName == "" {
+		drvName = drv.RDMAModule()
+	}
+	what := fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load", k.Name, drvName, drv.Provider)
+	if exclusive {
+		// The provider is installed (libibverbs.install passed); in
+		// exclusive mode the device is in another namespace.
+		what = fmt.Sprintf("%s (driver %s): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace "+
+			"(or its provider lib%s-rdmav*.so did not load)", k.Name, drvName, drv.Provider)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
+			return what + " — the library said: " + w
+		}
+	}
+	return what
+}
+
+// libraryFailure judges a library that did not answer with a list: it did
+// not load, lacks verbs, or ibv_get_device_list returned NULL. It fills in
+// ev and reports whether the library failed.
+func libraryFailure(l verbsList, family, pretty string, ev map[string]any) (Result, bool) {
+	name := orDefault(l.Library, LibibverbsSoname)
+	lib := orDefault(l.LoadedFrom, name)
+	var r Result
+	switch {
+	case l.LoadError != "":
+		ev["load_error"] = l.LoadError
+		r = fail(fmt.Sprintf("%s could not be loaded: %s", name, l.LoadError))
+		r.Observed, r.Remedy = "not loadable", installLibRemedy(family, pretty)
+	case len(l.Missing) > 0:
+		ev["missing_symbols"] = l.Missing
+		r = fail(fmt.Sprintf("%s is not a usable libibverbs: it lacks %d verb(s): %s", lib, len(l.Missing), strings.Join(l.Missing, ", ")))
+		r.Observed = "wrong library"
+		r.Remedy = "The file the loader finds first as " + LibibverbsSoname + " is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
+			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibRemedy(family, pretty)
+	case l.ListErrno != "":
+		ev["list_errno"] = l.ListErrno
+		r = fail(fmt.Sprintf("ibv_get_device_list returned NULL with %s", l.ListErrno))
+		r.Observed, r.Remedy, r.Details = "NULL, "+l.ListErrno, genericVerbsFix, l.Warnings
+		if l.ListErrno == "ENOSYS" {
+			r.Summary += ": the kernel has no uverbs (no InfiniBand user access)"
+			r.Remedy = noUverbsFix
+		}
+	case l.ListError != "":
+		// NULL without errno: the library failed and did not say why.
+		// That is no empty list, and no provider's fault to guess at.
+		ev["list_error"] = l.ListError
+		r = fail("ibv_get_device_list returned NULL without setting errno: " + l.ListError)
+		r.Observed, r.Remedy, r.Details = "NULL, no errno", nullListFix, l.Warnings
+	default:
+		return Result{}, false
+	}
+	return r, true
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func normGUID(g string) string {

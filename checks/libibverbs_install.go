@@ -57,44 +57,89 @@ type libCandidate struct {
 }
 
 func runLibibverbsInstall(_ context.Context, env *Env) Result {
-	h := env.Host
-	s := env.Survey()
-	abi := sysfs.NativeLDFlags()
-	var details, warns []string
-	ev := map[string]any{}
+	li := &libInstall{h: env.Host, abi: sysfs.NativeLDFlags(), ev: map[string]any{}, missing: true}
+	if r, failed := li.readCache(); failed {
+		return r
+	}
+	li.ev["abi"] = sysfs.LDArchName(li.abi)
+	li.gather(env.Opts.Libibverbs)
+	for i := range li.cands {
+		li.judge(&li.cands[i])
+	}
+	li.ev["candidates"] = li.candEv
+	osr, osErr := li.h.OSRelease()
+	family := ""
+	if osErr == nil {
+		family = osr.Family()
+		li.ev["distribution"] = map[string]string{"id": osr.ID, "family": family}
+	}
+	if li.missing {
+		return li.notInstalled(family, osr.PrettyName)
+	}
+	li.copiesFinding(family)
+	if r, failed := li.providers(env.Survey(), family); failed {
+		return r
+	}
+	return li.verdict(env.Survey())
+}
 
-	cache, cacheErr := h.ReadLDCache()
+// libInstall gathers what libibverbs.install finds: the loader's
+// candidates for libibverbs.so.1, each judged, and the findings.
+type libInstall struct {
+	h     *sysfs.Host
+	abi   int32
+	cache *sysfs.LDCache
+	ev    map[string]any
+
+	cands                 []libCandidate
+	candEv                []map[string]any
+	picked                *libCandidate   // the copy the loader uses
+	copies                []*libCandidate // one per distinct file, loader order
+	missing               bool            // no candidate exists at all
+	details, warns, fails []string
+	remedy                []string
+}
+
+// readCache reads /etc/ld.so.cache; a cache that exists but cannot be read
+// is the check's error (the loader then ignores it).
+func (li *libInstall) readCache() (Result, bool) {
+	h := li.h
+	cache, err := h.ReadLDCache()
 	switch {
-	case cacheErr == nil:
-		ev["ld_cache"] = map[string]any{"format": cache.Format, "entries": len(cache.Entries), "generator": cache.Generator}
-		if cache.ABIs()[abi] == 0 {
+	case err == nil:
+		li.cache = cache
+		li.ev["ld_cache"] = map[string]any{"format": cache.Format, "entries": len(cache.Entries), "generator": cache.Generator}
+		if cache.ABIs()[li.abi] == 0 {
 			// A snapshot of another architecture: judge by the ABI its libc has.
 			for _, e := range cache.Entries {
 				if e.Name == "libc.so.6" && e.Flags&sysfs.LDFlagRequiredMask != 0 {
-					abi = e.Flags & sysfs.LDFlagRequiredMask
+					li.abi = e.Flags & sysfs.LDFlagRequiredMask
 					break
 				}
 			}
 		}
-	case sysfs.IsNotExist(cacheErr):
-		details = append(details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
-		warns = append(warns, "no loader cache ("+h.Display(sysfs.LDSOCache)+"): run `ldconfig`")
+	case sysfs.IsNotExist(err):
+		li.details = append(li.details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
+		li.warns = append(li.warns, "no loader cache ("+h.Display(sysfs.LDSOCache)+"): run `ldconfig`")
 	default:
-		r := errorf("could not read the loader cache: %v", cacheErr)
+		r := errorf("could not read the loader cache: %v", err)
 		r.Observed, r.Expected = h.Display(sysfs.LDSOCache)+" unreadable", "a loader cache ldconfig wrote"
 		r.Remedy = "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories); " +
 			"by hand: `ldconfig -p | grep libibverbs`."
-		r.Evidence = map[string]any{"ld_cache": h.Display(sysfs.LDSOCache), "error": cacheErr.Error()}
-		return r
+		r.Evidence = map[string]any{"ld_cache": h.Display(sysfs.LDSOCache), "error": err.Error()}
+		return r, true
 	}
-	ev["abi"] = sysfs.LDArchName(abi)
+	return Result{}, false
+}
 
-	// The loader's order: an explicit path, LD_LIBRARY_PATH, the cache, the default directories.
-	var cands []libCandidate
-	seenPath := map[string]bool{}
+// gather lists the candidates in the loader's order: an explicit path,
+// LD_LIBRARY_PATH (live runs), the cache, the default directories.
+func (li *libInstall) gather(explicit string) {
+	h := li.h
+	seen := map[string]bool{}
 	add := func(p, src string, mustExist bool) {
 		p = path.Clean(p)
-		if seenPath[p] {
+		if seen[p] {
 			return
 		}
 		if mustExist {
@@ -102,11 +147,11 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 				return
 			}
 		}
-		seenPath[p] = true
-		cands = append(cands, libCandidate{path: p, source: src, chain: h.FollowLinks(p)})
+		seen[p] = true
+		li.cands = append(li.cands, libCandidate{path: p, source: src, chain: h.FollowLinks(p)})
 	}
-	if env.Opts.Libibverbs != "" {
-		add(env.Opts.Libibverbs, "--libibverbs", false)
+	if explicit != "" {
+		add(explicit, "--libibverbs", false)
 	}
 	if h.Live() {
 		for _, d := range strings.Split(os.Getenv("LD_LIBRARY_PATH"), ":") {
@@ -115,185 +160,182 @@ func runLibibverbsInstall(_ context.Context, env *Env) Result {
 			}
 		}
 	}
-	if cache != nil {
-		for _, e := range cache.Lookup(LibibverbsSoname, abi) {
+	if li.cache != nil {
+		for _, e := range li.cache.Lookup(LibibverbsSoname, li.abi) {
 			if e.HWCapsDir != "" {
-				details = append(details, fmt.Sprintf("%s: a glibc-hwcaps (%s) variant in the cache", e.Path, e.HWCapsDir))
+				li.details = append(li.details, fmt.Sprintf("%s: a glibc-hwcaps (%s) variant in the cache", e.Path, e.HWCapsDir))
 			}
 			add(e.Path, sysfs.LDSOCache, false)
 		}
 	}
-	for _, d := range sysfs.StandardLibDirs(abi) {
+	for _, d := range sysfs.StandardLibDirs(li.abi) {
 		add(path.Join(d, LibibverbsSoname), "standard directory", true)
 	}
+}
 
-	// Judge every candidate; group the good ones by the file they reach.
-	var (
-		fails   []string
-		picked  *libCandidate
-		copies  []*libCandidate // one per distinct file, loader order
-		candEv  []map[string]any
-		remedy  []string
-		missing = true
-	)
-	for i := range cands {
-		c := &cands[i]
-		cev := map[string]any{"path": c.path, "source": c.source, "chain": c.chain.Hops}
-		candEv = append(candEv, cev)
-		switch {
-		case c.chain.Absent && c.source == sysfs.LDSOCache:
-			cev["status"] = "stale"
-			details = append(details, fmt.Sprintf("%s (from %s): listed but does not exist", h.Display(c.path), c.source))
-			warns = append(warns, "the loader cache lists "+c.path+", which does not exist: run `ldconfig`")
-			continue
-		case c.chain.Absent:
-			cev["status"] = "absent"
-			details = append(details, fmt.Sprintf("%s (from %s): does not exist", h.Display(c.path), c.source))
-			if c.source == "--libibverbs" {
-				fails = append(fails, "--libibverbs "+c.path+" does not exist")
-			}
-			continue
-		case c.chain.Dangling:
-			missing = false
-			cev["status"] = "dangling"
-			fails = append(fails, fmt.Sprintf("dangling symlink: %s (the last target does not exist)", c.chain))
-			details = append(details, fmt.Sprintf("%s (from %s): DANGLING %s", c.path, c.source, c.chain))
-			remedy = appendUnique(remedy, fmt.Sprintf("The link chain %s ends at a file that is gone: reinstall the package that owns %s "+
+// judge judges one candidate: stale or absent, a broken link chain, not a
+// loadable 64-bit ELF file, or a good copy (grouped by the file it reaches).
+func (li *libInstall) judge(c *libCandidate) {
+	cev := map[string]any{"path": c.path, "source": c.source, "chain": c.chain.Hops}
+	li.candEv = append(li.candEv, cev)
+	fail := func(status, finding, detail, fix string) {
+		cev["status"] = status
+		li.fails = append(li.fails, finding)
+		li.details = append(li.details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, detail))
+		li.remedy = appendUnique(li.remedy, fix)
+	}
+	switch {
+	case c.chain.Absent && c.source == sysfs.LDSOCache:
+		cev["status"] = "stale"
+		li.details = append(li.details, fmt.Sprintf("%s (from %s): listed but does not exist", li.h.Display(c.path), c.source))
+		li.warns = append(li.warns, "the loader cache lists "+c.path+", which does not exist: run `ldconfig`")
+		return
+	case c.chain.Absent:
+		cev["status"] = "absent"
+		li.details = append(li.details, fmt.Sprintf("%s (from %s): does not exist", li.h.Display(c.path), c.source))
+		if c.source == "--libibverbs" {
+			li.fails = append(li.fails, "--libibverbs "+c.path+" does not exist")
+		}
+		return
+	}
+	li.missing = false
+	switch {
+	case c.chain.Dangling:
+		fail("dangling", fmt.Sprintf("dangling symlink: %s (the last target does not exist)", c.chain), fmt.Sprintf("DANGLING %s", c.chain),
+			fmt.Sprintf("The link chain %s ends at a file that is gone: reinstall the package that owns %s "+
 				"(`dpkg -S %s` or `rpm -qf %s`), then run `ldconfig`.", c.chain, c.path, c.path, c.path))
-			continue
-		case !c.chain.OK():
-			missing = false
-			cev["status"] = "broken"
-			fails = append(fails, fmt.Sprintf("%s: %v", c.chain, c.chain.Err))
-			details = append(details, fmt.Sprintf("%s (from %s): %v", c.path, c.source, c.chain.Err))
-			remedy = appendUnique(remedy, "Reinstall the package that owns "+c.path+", then run `ldconfig`.")
-			continue
-		}
-		missing = false
-		class, err := h.ELFClass(c.chain.Final)
-		if err != nil || (class != 64 && abi != 0) {
-			why := fmt.Sprintf("%v", err)
-			if err == nil {
-				why = fmt.Sprintf("a %d-bit library where a 64-bit one is loaded", class)
-			}
-			cev["status"] = "not_loadable"
-			fails = append(fails, fmt.Sprintf("%s: %s", c.chain, why))
-			details = append(details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, why))
-			remedy = appendUnique(remedy, "Replace "+c.chain.Final+" with the real library from its package, then run `ldconfig`.")
-			continue
-		}
-		cev["status"], cev["file"] = "ok", c.chain.Final
-		if picked == nil {
-			picked = c
-		}
-		dup := false
-		for _, o := range copies {
-			if sysfs.SameFile(o.chain, c.chain) {
-				dup = true
-			}
-		}
-		if !dup {
-			copies = append(copies, c)
-		}
-		details = append(details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, c.chain))
+		return
+	case !c.chain.OK():
+		fail("broken", fmt.Sprintf("%s: %v", c.chain, c.chain.Err), fmt.Sprintf("%v", c.chain.Err),
+			"Reinstall the package that owns "+c.path+", then run `ldconfig`.")
+		return
 	}
-	ev["candidates"] = candEv
-	osr, osErr := h.OSRelease()
-	family := ""
-	if osErr == nil {
-		family = osr.Family()
-		ev["distribution"] = map[string]string{"id": osr.ID, "family": family}
+	class, err := li.h.ELFClass(c.chain.Final)
+	if err != nil || (class != 64 && li.abi != 0) {
+		why := fmt.Sprintf("%v", err)
+		if err == nil {
+			why = fmt.Sprintf("a %d-bit library where a 64-bit one is loaded", class)
+		}
+		fail("not_loadable", fmt.Sprintf("%s: %s", c.chain, why), why,
+			"Replace "+c.chain.Final+" with the real library from its package, then run `ldconfig`.")
+		return
 	}
+	cev["status"], cev["file"] = "ok", c.chain.Final
+	if li.picked == nil {
+		li.picked = c
+	}
+	dup := false
+	for _, o := range li.copies {
+		if sysfs.SameFile(o.chain, c.chain) {
+			dup = true
+		}
+	}
+	if !dup {
+		li.copies = append(li.copies, c)
+	}
+	li.details = append(li.details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, c.chain))
+}
 
-	if missing {
-		if cache != nil {
-			details = append(details, fmt.Sprintf("%s: %d entries, none for %s (%s)", h.Display(sysfs.LDSOCache), len(cache.Entries), LibibverbsSoname, sysfs.LDArchName(abi)))
-		}
-		details = append(details, "searched: "+strings.Join(sysfs.StandardLibDirs(abi), ", "))
-		r := fail(fmt.Sprintf("%s not found in the loader cache or the standard directories", LibibverbsSoname))
-		r.Observed, r.Expected = "not installed", LibibverbsSoname+" resolvable by the loader"
-		r.Details = details
-		r.Remedy = installLibRemedy(family, osr.PrettyName)
-		r.Evidence = ev
-		return r
+// notInstalled is the result when no candidate exists.
+func (li *libInstall) notInstalled(family, pretty string) Result {
+	if li.cache != nil {
+		li.details = append(li.details, fmt.Sprintf("%s: %d entries, none for %s (%s)", li.h.Display(sysfs.LDSOCache), len(li.cache.Entries), LibibverbsSoname, sysfs.LDArchName(li.abi)))
 	}
-	if len(copies) > 1 {
-		var list []string
-		for i, c := range copies {
-			who := ""
-			if i == 0 {
-				who = " — the loader picks this one"
-			}
-			list = append(list, fmt.Sprintf("%s (%s, via %s)%s", c.chain.Final, c.path, c.source, who))
-		}
-		fails = append(fails, fmt.Sprintf("%d different copies of %s: %s", len(copies), LibibverbsSoname, strings.Join(list, "; ")))
-		var owners []string
-		for _, c := range copies {
-			owners = append(owners, ownerQuery(family, c.chain.Final))
-		}
-		remedy = appendUnique(remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
-			"meet this one at run time. Find the package that owns each copy: %s — a file no package owns was installed by hand. "+
-			"Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/) "+
-			"go with their own libibverbs, the distribution's kernel drivers with its rdma-core. "+
-			"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
-			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.",
-			copies[0].chain.Final, strings.Join(owners, "; ")))
-	}
+	li.details = append(li.details, "searched: "+strings.Join(sysfs.StandardLibDirs(li.abi), ", "))
+	r := fail(fmt.Sprintf("%s not found in the loader cache or the standard directories", LibibverbsSoname))
+	r.Observed, r.Expected = "not installed", LibibverbsSoname+" resolvable by the loader"
+	r.Details, r.Remedy, r.Evidence = li.details, installLibRemedy(family, pretty), li.ev
+	return r
+}
+
+// copiesFinding fails two different copies of the library and says which
+// one to keep.
+func (li *libInstall) copiesFinding(family string) {
 	var files []string
-	for _, c := range copies {
+	for _, c := range li.copies {
 		files = append(files, c.chain.Final)
 	}
-	ev["library_files"] = nonNil(files)
-	if picked != nil {
-		ev["library"] = map[string]any{"path": picked.path, "file": picked.chain.Final, "source": picked.source}
-		pf, pd, pe, perr := judgeProviders(h, s, picked)
-		details = append(details, pd...)
-		ev["providers"] = pe
-		if perr != "" && len(fails) == 0 && len(pf) == 0 {
-			r := errorf("%s", perr)
-			r.Observed, r.Expected = "provider configuration unreadable", "a readable "+sysfs.LibibverbsConfDir+" naming each device's provider"
-			r.Details, r.Evidence = details, ev
-			r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d " +
-				path.Join(path.Dir(picked.chain.Final), sysfs.ProviderSubdir) + "`."
-			return r
-		}
-		if len(pf) > 0 {
-			fails = append(fails, pf...)
-			remedy = appendUnique(remedy, installProviderRemedy(family))
-		}
+	li.ev["library_files"] = nonNil(files)
+	if len(li.copies) < 2 {
+		return
 	}
+	var list, owners []string
+	for i, c := range li.copies {
+		who := ""
+		if i == 0 {
+			who = " — the loader picks this one"
+		}
+		list = append(list, fmt.Sprintf("%s (%s, via %s)%s", c.chain.Final, c.path, c.source, who))
+		owners = append(owners, ownerQuery(family, c.chain.Final))
+	}
+	li.fails = append(li.fails, fmt.Sprintf("%d different copies of %s: %s", len(li.copies), LibibverbsSoname, strings.Join(list, "; ")))
+	li.remedy = appendUnique(li.remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
+		"meet this one at run time. Find the package that owns each copy: %s — a file no package owns was installed by hand. "+
+		"Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/) "+
+		"go with their own libibverbs, the distribution's kernel drivers with its rdma-core. "+
+		"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
+		"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.",
+		li.copies[0].chain.Final, strings.Join(owners, "; ")))
+}
+
+// providers judges the providers next to the picked library; a provider
+// configuration that cannot be read is the check's error when nothing
+// else failed.
+func (li *libInstall) providers(s *Survey, family string) (Result, bool) {
+	p := li.picked
+	if p == nil {
+		return Result{}, false
+	}
+	li.ev["library"] = map[string]any{"path": p.path, "file": p.chain.Final, "source": p.source}
+	pf, pd, pe, perr := judgeProviders(li.h, s, p)
+	li.details = append(li.details, pd...)
+	li.ev["providers"] = pe
+	if perr != "" && len(li.fails) == 0 && len(pf) == 0 {
+		r := errorf("%s", perr)
+		r.Observed, r.Expected = "provider configuration unreadable", "a readable "+sysfs.LibibverbsConfDir+" naming each device's provider"
+		r.Details, r.Evidence = li.details, li.ev
+		r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d " +
+			path.Join(path.Dir(p.chain.Final), sysfs.ProviderSubdir) + "`."
+		return r, true
+	}
+	if len(pf) > 0 {
+		li.fails = append(li.fails, pf...)
+		li.remedy = appendUnique(li.remedy, installProviderRemedy(family))
+	}
+	return Result{}, false
+}
+
+// verdict turns the findings into the result.
+func (li *libInstall) verdict(s *Survey) Result {
 	expected := "one " + LibibverbsSoname + " reached by the loader, an intact link chain, a provider for every device"
+	var r Result
+	p := li.picked
+	notCached := p != nil && p.source == "standard directory" && li.cache != nil
 	switch {
-	case len(fails) > 0:
-		r := fail(strings.Join(fails, "; "))
-		r.Observed, r.Expected = fmt.Sprintf("%d problem(s)", len(fails)), expected
-		r.Details, r.Remedy, r.Evidence = details, strings.Join(remedy, "\n"), ev
-		return r
-	case picked == nil:
-		r := errorf("no usable %s was found", LibibverbsSoname)
-		r.Observed, r.Expected = "no usable copy", expected
-		r.Details, r.Evidence = details, ev
+	case len(li.fails) > 0:
+		r = fail(strings.Join(li.fails, "; "))
+		r.Observed, r.Remedy = fmt.Sprintf("%d problem(s)", len(li.fails)), strings.Join(li.remedy, "\n")
+	case p == nil:
+		r = errorf("no usable %s was found", LibibverbsSoname)
+		r.Observed = "no usable copy"
 		r.Remedy = "Look by hand: `ldconfig -p | grep libibverbs` and `ls -l` each path it lists (and its link chain with `readlink -f`); " +
 			"reinstall the library's package if none is a regular 64-bit ELF file."
-		return r
-	case len(warns) > 0 || picked.source == "standard directory" && cache != nil:
-		if picked.source == "standard directory" && cache != nil {
-			warns = append(warns, fmt.Sprintf("%s is not in the loader cache; found in %s, which the loader searches only if it is one of its built-in directories: run `ldconfig`",
-				LibibverbsSoname, path.Dir(picked.path)))
+	case len(li.warns) > 0 || notCached:
+		if notCached {
+			li.warns = append(li.warns, fmt.Sprintf("%s is not in the loader cache; found in %s, which the loader searches only if it is one of its built-in directories: run `ldconfig`",
+				LibibverbsSoname, path.Dir(p.path)))
 		}
-		r := warn(strings.Join(warns, "; "))
-		r.Observed, r.Expected = picked.chain.Final, expected
-		r.Details, r.Evidence = details, ev
-		r.Remedy = "Run `ldconfig` so the loader cache matches the installed libraries."
-		return r
+		r = warn(strings.Join(li.warns, "; "))
+		r.Observed, r.Remedy = p.chain.Final, "Run `ldconfig` so the loader cache matches the installed libraries."
+	default:
+		provs := "providers present for every device"
+		if len(s.Devices) == 0 {
+			provs = "no RDMA device needs a provider"
+		}
+		r = pass(fmt.Sprintf("%s → %s; %s", p.path, p.chain.Final, provs))
+		r.Observed = p.chain.Final
 	}
-	provs := "providers present for every device"
-	if len(s.Devices) == 0 {
-		provs = "no RDMA device needs a provider"
-	}
-	r := pass(fmt.Sprintf("%s → %s; %s", picked.path, picked.chain.Final, provs))
-	r.Observed, r.Expected = picked.chain.Final, expected
-	r.Details, r.Evidence = details, ev
+	r.Expected, r.Details, r.Evidence = expected, li.details, li.ev
 	return r
 }
 

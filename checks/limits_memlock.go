@@ -72,7 +72,8 @@ func init() {
 			Failures: []Failure{
 				{report.Fail, "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM", memlockFix},
 				{report.Fail, "the same, in an application container (docker, podman, Kubernetes)", containerMemlockFix},
-				{report.Fail, "the same, in a Slurm job", "The Slurm line first, with the slurm.conf line this node needs: " + strings.TrimPrefix(memlockSlurm, "- ")},
+				{report.Fail, "the same, in a Slurm job", "First the Slurm fix, with the exact slurm.conf line this node's slurm.conf needs: " +
+					strings.TrimSuffix(strings.TrimPrefix(memlockSlurm, "- Slurm: "), ";") + "."},
 				{report.Warn, "the default users' logins get (limits.conf / limits.d) is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
 				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
 			},
@@ -103,28 +104,18 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		r.Remedy = memlockByHand
 		return r
 	}
-	caps, capErr := h.EffectiveCaps()
-	hasCap := capErr == nil && caps&(1<<sysfs.CapIPCLock) != 0
-	capText := "no"
-	switch {
-	case capErr != nil:
-		capText = "unknown"
-	case hasCap:
-		capText = "yes"
-	}
+	hasCap, capText, capLine, capErr := capIPCLock(h)
 	ev := map[string]any{
 		"soft": limitJSON(lim.Soft), "hard": limitJSON(lim.Hard), "min_bytes": limitJSON(threshold), "cap_ipc_lock": hasCap,
+	}
+	if capErr != nil {
+		ev["cap_ipc_lock"] = nil
 	}
 	observed := fmt.Sprintf("soft %s, hard %s, CAP_IPC_LOCK %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(lim.Hard), capText)
 	expected := fmt.Sprintf("soft limit unlimited or ≥ %s, or CAP_IPC_LOCK", sysfs.FormatBytes(threshold))
 	details := []string{
 		fmt.Sprintf("this process: RLIMIT_MEMLOCK soft %s, hard %s (%s)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(lim.Hard), h.Display(sysfs.ProcSelfLimits)),
-	}
-	if capErr != nil {
-		details = append(details, fmt.Sprintf("CAP_IPC_LOCK unknown: %v", capErr))
-		ev["cap_ipc_lock"] = nil
-	} else {
-		details = append(details, fmt.Sprintf("CAP_IPC_LOCK: %s (CapEff %016x)", capText, caps))
+		capLine,
 	}
 
 	mc, slurmDetails, slurmEv := memlockContextOf(h)
@@ -177,6 +168,20 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	}
 	r.Observed, r.Expected, r.Details, r.Evidence = observed, expected, details, ev
 	return r
+}
+
+// capIPCLock says whether this process holds CAP_IPC_LOCK, with which
+// ib_umem_get ignores RLIMIT_MEMLOCK: the answer, "yes"/"no"/"unknown",
+// a detail line, and why it could not be read.
+func capIPCLock(h *sysfs.Host) (bool, string, string, error) {
+	caps, err := h.EffectiveCaps()
+	if err != nil {
+		return false, "unknown", fmt.Sprintf("CAP_IPC_LOCK unknown: %v", err), err
+	}
+	if caps&(1<<sysfs.CapIPCLock) != 0 {
+		return true, "yes", fmt.Sprintf("CAP_IPC_LOCK: yes (CapEff %016x)", caps), nil
+	}
+	return false, "no", fmt.Sprintf("CAP_IPC_LOCK: no (CapEff %016x)", caps), nil
 }
 
 // pamMemlock is what pam_limits gives sessions: the soft value of the `*`
@@ -401,7 +406,7 @@ func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) 
 		ev["slurmd_limit_memlock"] = s.unit.Value
 		details = append(details, fmt.Sprintf("Slurm: slurmd.service sets LimitMEMLOCK=%s (%s:%d)", s.unit.Value, s.unit.File, s.unit.Line))
 	case s.unitFound:
-		details = append(details, "Slurm: slurmd.service sets no LimitMEMLOCK: slurmd, and so its jobs, get systemd's default (DefaultLimitMEMLOCK, else 8 MiB)")
+		details = append(details, "Slurm: slurmd.service sets no LimitMEMLOCK: slurmd, and so its jobs, get systemd's default (DefaultLimitMEMLOCK, else the built-in 64 KiB or 8 MiB)")
 	}
 	return mc, details, ev
 }

@@ -19,21 +19,24 @@ import (
 // ("0x0c42a103002b3c4e"); "" writes a placeholder. The text names the
 // port's sysfs files with <dev> and <n>; subnetManagerFixFor fills them in.
 func subnetManagerFix(portGUID string) string {
-	guid := portGUID
+	guid, guidHint := portGUID, ""
 	if guid == "" {
-		guid = "<port GUID>"
+		guid, guidHint = "<port GUID>", " (the Port GUID that `ibstat <dev> <n>` shows)"
 	}
 	return "Look for the fabric's subnet manager before starting one. " +
-		"`sminfo` (infiniband-diags; add `-C <dev> -P <n>` for this port) answers with the master SM's LID, GUID, priority and state when one runs. " +
+		"`sminfo` (infiniband-diags) answers with the master SM's LID, GUID, priority and state when one runs — ask it from a host whose port on this fabric is ACTIVE: " +
+		"on this port (`sminfo -C <dev> -P <n>`) it needs a LID, so its silence here proves nothing. " +
 		"The port's `sm_lid` (`cat /sys/class/infiniband/<dev>/ports/<n>/sm_lid`, or \"SM lid\" in `ibstat <dev> <n>`) is the SM that configured it; 0 means none has. " +
-		"The port's P_Keys (`cat /sys/class/infiniband/<dev>/ports/<n>/pkeys/*`) are programmed by that SM: a port left out of the partition the jobs use " +
-		"(neither the default 0xffff/0x7fff nor the job's P_Key) reaches no peer even once it is ACTIVE. " +
+		"The port needs a link first: phys_state `LinkUp` (`cat /sys/class/infiniband/<dev>/ports/<n>/phys_state`); `Polling` is a cable or switch-port fault no SM can fix. " +
+		"The port's P_Keys (`grep -v 0x0000 /sys/class/infiniband/<dev>/ports/<n>/pkeys/*`) are programmed by that SM: a port left out of the partition the jobs use " +
+		"(neither the default 0xffff/0x7fff nor the job's P_Key) reaches no peer in it, even once it is ACTIVE. " +
 		"If an SM answers from elsewhere (UFM, a managed switch's SM, an opensm on another host) but this port stays unconfigured, fix it there: " +
 		"the SM's log and partition configuration, this port's cable and switch port. Never start a second SM on such a fabric: it joins the SM election " +
 		"and, if it wins (higher priority, or equal priority and lower GUID), re-sweeps the fabric with its own routing and partitions. " +
-		"Only when no SM answers anywhere on the fabric: install opensm on ONE host (`apt install opensm` / `dnf install opensm`) and run it on the port " +
-		"that faces this fabric, `opensm -g " + guid + "`; as a service, put `guid " + guid + "` in the opensm.conf its unit reads (`systemctl cat opensm`), " +
-		"then `systemctl enable --now opensm`. Then wait for the port to go ACTIVE with a LID (`ibstat <dev> <n>`)."
+		"Only when no SM answers anywhere on the fabric (and no UFM or managed switch runs it): install opensm on ONE host (`apt install opensm` / `dnf install opensm`) and run it on the port " +
+		"that faces this fabric, `opensm -g " + guid + "`" + guidHint + "; as a service, bind it to that port in the configuration its unit reads " +
+		"(`systemctl cat opensm` shows which; opensm.conf's line is `guid " + guid + "`), then `systemctl enable --now opensm`. " +
+		"Then wait for the port to go ACTIVE with a LID (`ibstat <dev> <n>`)."
 }
 
 // subnetManagerFixFor is subnetManagerFix with the port's device and number
@@ -68,9 +71,13 @@ func reloadInterrupts(module string) string {
 		// refuses while they are loaded.
 		b.WriteString("every application loses its user-space verbs on every RDMA device — queue pairs, connections and registered memory — " +
 			"and `modprobe -r ib_uverbs` refuses while a driver's RDMA module (mlx5_ib, …) or rdma_ucm uses it.")
-	case netdevModules[module] || module == "":
+	case netdevModules[module]:
 		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and the Ethernet netdevs of its " +
 			"functions go away with it — IP traffic, NFS and storage over those ports stop until the netdevs are back and configured again.")
+	case module == "":
+		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and on InfiniBand the IPoIB " +
+			"interfaces (ib0, …) go with them; reloading the NIC driver itself (mlx5_core, bnxt_en, ice, …) also removes its Ethernet netdevs — " +
+			"IP traffic, NFS and storage over those ports stop.")
 	default:
 		b.WriteString("every RDMA connection and all registered memory of every application on its devices are gone, and on InfiniBand the IPoIB " +
 			"interfaces (ib0, …) that sit on those devices go with them — IP traffic, NFS and storage over IPoIB stop.")

@@ -27,14 +27,15 @@ func inOrder(t *testing.T, what, s string, words ...string) {
 func TestSubnetManagerFixLooksBeforeItStartsOne(t *testing.T) {
 	s := subnetManagerFix("0x0c42a103002b3c4e")
 	// Look for the SM (sminfo, sm_lid, P_Keys) first; opensm only last.
-	inOrder(t, "subnet-manager remedy", s, "sminfo", "sm_lid", "pkeys/*", "Never start a second SM", "Only when no SM answers",
-		"install opensm on ONE host", "opensm -g 0x0c42a103002b3c4e", "guid 0x0c42a103002b3c4e")
+	inOrder(t, "subnet-manager remedy", s, "sminfo", "from a host whose port on this fabric is ACTIVE", "its silence here proves nothing", "sm_lid",
+		"Polling", "pkeys/*", "Never start a second SM", "Only when no SM answers",
+		"install opensm on ONE host", "opensm -g 0x0c42a103002b3c4e", "systemctl cat opensm", "guid 0x0c42a103002b3c4e", "systemctl enable --now opensm")
 	for _, w := range []string{"UFM", "a managed switch's SM", "higher priority, or equal priority and lower GUID", "0xffff/0x7fff"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("subnet-manager remedy lacks %q", w)
 		}
 	}
-	if g := subnetManagerFix(""); !strings.Contains(g, "opensm -g <port GUID>") {
+	if g := subnetManagerFix(""); !strings.Contains(g, "opensm -g <port GUID>` (the Port GUID that `ibstat <dev> <n>` shows)") {
 		t.Errorf("without a GUID the remedy must leave a placeholder: %s", g)
 	}
 	f := subnetManagerFixFor("mlx5_2", "1", "")
@@ -58,7 +59,7 @@ func TestReloadInterruptsSaysWhatIsLost(t *testing.T) {
 		{"bnxt_re", []string{"Reloading bnxt_re", "RDMA connection", "Drain the node first"}, []string{"mlx5_bond_N", "Ethernet netdevs"}},
 		{"ice", []string{"Ethernet netdevs", "Drain the node first"}, []string{"mlx5_bond_N"}},
 		{"ib_uverbs", []string{"every RDMA device", "registered memory", "refuses while a driver's RDMA module", "Drain the node first"}, []string{"mlx5_bond_N", "Ethernet netdevs"}},
-		{"", []string{"Reloading the driver's modules", "Ethernet netdevs", "mlx5_bond_N", "Drain the node first"}, nil},
+		{"", []string{"Reloading the driver's modules", "IPoIB", "reloading the NIC driver itself (mlx5_core, bnxt_en, ice, …) also removes its Ethernet netdevs", "mlx5_bond_N", "Drain the node first"}, nil},
 	}
 	for _, c := range cases {
 		s := reloadInterrupts(c.module)

@@ -90,7 +90,7 @@ func TestUverbsNodesFindings(t *testing.T) {
 			sysfstest.SetDevNode(tr, sysfs.DevNode{Path: uv0, Type: sysfs.DevChar, Major: 231, Minor: 192, Mode: "0666", Open: "ENXIO"})
 		}, report.Fail, "ENXIO", "dmesg",
 			// wait for the driver's recovery first; reload mlx5_ib only on an idle host, saying what it breaks
-			[]string{"run the check again", "the host carries no traffic", "reload mlx5_ib", "Reloading mlx5_ib interrupts the host", "IPoIB", "mlx5_bond_N", "Drain the node first"},
+			[]string{"run the check again", "the host carries no traffic", "reloading mlx5_ib (`modprobe -r mlx5_ib && modprobe mlx5_ib`)", "Reloading mlx5_ib interrupts the host", "IPoIB", "mlx5_bond_N", "Drain the node first"},
 			[]string{"modprobe -r ib_uverbs"}},
 		{"EPERM in exclusive netns mode", func(tr *sysfstest.Tree) {
 			tr.Facts.RDMASystem = &sysfs.RDMASystem{NetnsMode: "exclusive"}
@@ -165,5 +165,20 @@ func TestUverbsNodesUnreadableClassIsAnError(t *testing.T) {
 	})
 	if res.Status != report.Error || !strings.Contains(res.Summary, "uverbs1/ibdev") {
 		t.Errorf("%s: %s; want error naming the file", res.Status, res.Summary)
+	}
+}
+
+// A software device is re-created with rdma link: reloading rdma_rxe would
+// delete it for good.
+func TestUverbsNodesSoftwareDeviceIsReAdded(t *testing.T) {
+	tr := sysfstest.Build(sysfstest.RXE())
+	tr.Remove("/sys/class/infiniband_verbs/uverbs0")
+	res := hwRunOne(t, hwWrite(t, tr), "uverbs.nodes", checks.Options{})
+	if res.Status != report.Fail || !strings.Contains(res.Summary, "rxe0: no uverbs device") {
+		t.Fatalf("%s: %s", res.Status, res.Summary)
+	}
+	if !strings.Contains(res.Remedy, "re-create the software device: `rdma link delete rxe0 && rdma link add rxe0 type rxe netdev enp0s3`") ||
+		strings.Contains(res.Remedy, "modprobe -r") {
+		t.Errorf("remedy: %s", res.Remedy)
 	}
 }

@@ -39,3 +39,44 @@ func TestSlurmPropagatesMemlock(t *testing.T) {
 		t.Errorf("includes %q", inc)
 	}
 }
+
+// slurm.conf is read from the first place that has it, and a unit's
+// setting follows systemd: the first unit file, then drop-ins by name, an
+// /etc drop-in masking the same name under /usr/lib.
+func TestSlurmConfigAndUnitSetting(t *testing.T) {
+	dir := writeRoot(t, map[string]string{
+		"etc/slurm-llnl/slurm.conf":                              "PropagateResourceLimits=ALL\n",
+		"run/slurm/conf/slurm.conf":                              "PropagateResourceLimitsExcept=MEMLOCK\n",
+		"usr/lib/systemd/system/slurmd.service":                  "[Service]\nLimitMEMLOCK=8M\n",
+		"etc/systemd/system/slurmd.service":                      "[Unit]\nDescription=local copy\n[Service]\nExecStart=/usr/sbin/slurmd\n",
+		"usr/lib/systemd/system/slurmd.service.d/10-limits.conf": "[Service]\nLimitMEMLOCK=16M\n",
+		"etc/systemd/system/slurmd.service.d/10-limits.conf":     "[Service]\nLimitMEMLOCK=infinity\n",
+		"usr/lib/systemd/system/slurmd.service.d/05-other.conf":  "[Service]\nLimitMEMLOCK=1M\n",
+	}, nil)
+	h, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, found, err := h.SlurmConfig()
+	if err != nil || !found || !strings.HasSuffix(c.File, "etc/slurm-llnl/slurm.conf") || c.Propagate.Value != "ALL" {
+		t.Errorf("slurm.conf: %+v found %v err %v", c, found, err)
+	}
+	s, set, unit, probs := h.UnitSetting("slurmd.service", "Service", "LimitMEMLOCK")
+	// The /etc unit file (no LimitMEMLOCK) replaces /usr/lib's; drop-ins
+	// 05-other then 10-limits, the /etc 10-limits masking /usr/lib's.
+	if !set || !unit || len(probs) > 0 || s.Value != "infinity" || !strings.HasSuffix(s.File, "etc/systemd/system/slurmd.service.d/10-limits.conf") {
+		t.Errorf("LimitMEMLOCK: %+v set %v unit %v probs %v", s, set, unit, probs)
+	}
+	if _, set, unit, _ := h.UnitSetting("nothere.service", "Service", "LimitMEMLOCK"); set || unit {
+		t.Errorf("a missing unit reported set %v, unit %v", set, unit)
+	}
+	empty, err := Open(writeRoot(t, map[string]string{"etc/hostname": "x\n"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if _, found, err := empty.SlurmConfig(); found || err != nil {
+		t.Errorf("no slurm.conf: found %v err %v", found, err)
+	}
+}
