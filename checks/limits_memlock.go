@@ -64,7 +64,7 @@ func init() {
 				"(`*` lines never apply to root; a systemd unit, a container, slurmd, or a session opened before the change). " +
 				"On a Slurm node (slurm.conf in /etc/slurm, /etc/slurm-llnl or configless slurmd's /run/slurm/conf; slurmd.service; or a slurm cgroup) it reads " +
 				"PropagateResourceLimits(Except) and slurmd.service's LimitMEMLOCK and says whether a job gets the submitting shell's limit (reported, not judged). " +
-				"In an application container (docker, podman, Kubernetes) there are no logins: the login and systemd defaults are reported, not judged, " +
+				"In an application container (docker, podman, Kubernetes, or wherever PID 1 is not an init) there are no logins: the login and systemd defaults are reported, not judged, " +
 				"and the remedy starts with the container runtime's setting.",
 			Why: "ibv_reg_mr pins the pages it registers; the kernel (ib_umem_get) refuses with ENOMEM once the pinned pages would pass RLIMIT_MEMLOCK, " +
 				"unless the process has CAP_IPC_LOCK. The kernel default (64 KiB before Linux 5.16, 8 MiB since) is far too small for RDMA buffers, " +
@@ -362,12 +362,25 @@ type slurmMemlock struct {
 // run an init and pam logins, so limits.conf matters there.
 var appContainerKinds = map[string]bool{"docker": true, "podman": true, "kubepods": true, "containerd": true, "libpod": true, "oci": true}
 
+// initNames are the PID 1 programs of a system that runs logins. Anything
+// else as PID 1 (an application, tini, dumb-init) is a container's.
+var initNames = map[string]bool{"systemd": true, "init": true, "runit": true, "s6-svscan": true, "openrc-init": true, "upstart": true}
+
 // memlockContextOf finds how this process was started and, on a Slurm
 // node, reads slurm.conf and slurmd.service.
 func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) {
 	mc := memlockContext{container: h.Container()}
 	kind, _, _ := strings.Cut(mc.container, ":")
 	mc.app = appContainerKinds[kind]
+	if mc.container == "" {
+		// A Kubernetes pod with its own cgroup namespace carries no mark
+		// sysfs.Container knows; its PID 1 is the application (or tini),
+		// never an init, so there are no logins either.
+		if comm, err := h.ReadAttr("/proc/1/comm"); err == nil && !initNames[strings.TrimSpace(comm)] {
+			mc.container = fmt.Sprintf("PID 1 is %s, not an init: /proc/1/comm says so", strings.TrimSpace(comm))
+			mc.app = true
+		}
+	}
 	cg, _ := h.SelfCgroup()
 	s := &slurmMemlock{running: strings.Contains(cg, "slurm"), cgroup: cg}
 	s.conf, s.confFound, s.confErr = h.SlurmConfig()

@@ -127,6 +127,16 @@ func TestLimitsMemlockContainersAndSlurm(t *testing.T) {
 			says: []string{"no memlock default is configured"}, first: "Raise the limit where the jobs start:"},
 		{name: "container without a login default passes", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, docker), status: report.Pass,
 			says: []string{"CAP_IPC_LOCK held", "reported, not judged"}, detLacks: []string{"users' jobs get less"}},
+		// A pod with its own cgroup namespace has no container mark; its
+		// PID 1 is no init, so there are no logins to warn about.
+		{name: "pod known by its PID 1, low login default", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
+			tr.File("/proc/1/comm", "tini\n")
+		}), status: report.Pass, says: []string{"container (PID 1 is tini, not an init: /proc/1/comm says so)", "reported, not judged"}, detLacks: []string{"users' jobs get less"}},
+		{name: "pod known by its PID 1, low limit", dir: memlockHost(t, low, func(tr *sysfstest.Tree) { tr.File("/proc/1/comm", "python3\n") }),
+			status: report.Fail, first: containerFirst, lacks: []string{"* soft memlock unlimited"}},
+		{name: "a host whose PID 1 is systemd still judges logins", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
+			tr.File("/proc/1/comm", "systemd\n")
+		}), status: report.Warn, says: []string{"users' jobs get less"}},
 		// A system container runs logins: its limits.conf counts.
 		{name: "lxc system container still judges logins", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
 			tr.File("/run/systemd/container", "lxc\n")
