@@ -162,7 +162,8 @@ func addressingText(a *probe.Addressing) string {
 func qpStateRemedy(st *probe.Step, label string, a *probe.Addressing) string {
 	switch {
 	case strings.Contains(st.Error, "LID 0"):
-		return noSMFix
+		dev, port := labelParts(label)
+		return "The port has LID 0: no subnet manager has configured it. " + subnetManagerFixFor(dev, port, "")
 	case strings.Contains(st.Error, "has no GID"):
 		return noGIDFix
 	case strings.Contains(st.Name, "→RTR") || strings.Contains(st.Name, "→RTS"):

@@ -58,7 +58,7 @@ func (r *runner) resolve(s *session) (*address, error) {
 		if s.port.LID == 0 {
 			return nil, &causedError{
 				msg:   fmt.Sprintf("port %d has LID 0", r.port),
-				cause: "no subnet manager has configured the port: run opensm on the fabric (or enable the switch's SM) and wait for the port to go ACTIVE with a LID",
+				cause: "no subnet manager has configured the port: look for the fabric's SM (sminfo from an ACTIVE port) before starting one, and wait for the port to go ACTIVE with a LID",
 			}
 		}
 		a.dlid = s.port.LID
