@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// `rdmadoctor slurm healthcheck|prolog` runs the checks and acts on the
+// verdict through scontrol, because Slurm does not: a HealthCheckProgram's
+// exit code is only logged, so the program drains the node itself. A prolog
+// that exits non-zero makes Slurm requeue the job held and drain the node —
+// with the reason "Prolog error" unless the node is drained already
+// (validate_node_specs in src/slurmctld/node_mgr.c), so the prolog drains
+// first, with its own reason, and then exits 1.
+//
+// Decisions, after NHC's node-mark-offline / node-mark-online:
+//   - a check that failed drains the node with "rdmadoctor: <check>(<code>) <summary>";
+//   - a healthy run resumes the node only when its reason starts with "rdmadoctor:";
+//   - a node drained for another reason, or DOWN, in MAINTENANCE, rebooting,
+//     powered down, FAIL, FUTURE or in a state this version does not know, is
+//     left alone;
+//   - a run that could not finish (a check in error, the deadline, an internal
+//     error) neither drains nor resumes: that is rdmadoctor's failure, not the
+//     node's, and it is said on stderr (slurmd logs a health check's output
+//     when it exits non-zero). --drain-on-error drains on it instead.
+
+const (
+	slurmHealthcheck = "healthcheck"
+	slurmProlog      = "prolog"
+)
+
+// Default budgets: slurmd kills a health check at HealthCheckTimeout (60 s);
+// a prolog is expected to end within MessageTimeout (10 s).
+var slurmBudgets = map[string]time.Duration{slurmHealthcheck: 50 * time.Second, slurmProlog: 8 * time.Second}
+
+type slurmOpts struct {
+	mode         string
+	dryRun       bool
+	scontrol     string
+	node         string
+	budget       time.Duration
+	drainOnError bool
+	timeout      time.Duration // the user's --timeout, 0 when not given
+	runArgs      []string      // the run's flags, passed on to the checks
+	getenv       func(string) string
+}
+
+func newSlurmFlagSet(o *slurmOpts) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("rdmadoctor slurm", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the scontrol update it would run instead of running it (scontrol show node, which changes nothing, still runs when scontrol is found)")
+	fs.StringVar(&o.scontrol, "scontrol", "", "absolute path of scontrol (default: the first of "+strings.Join(scontrolDirs, ", ")+")")
+	fs.StringVar(&o.node, "node", "", "the Slurm node name (default: $SLURMD_NODENAME, which slurmd sets)")
+	fs.DurationVar(&o.budget, "budget", 0, "deadline of the whole command, checks and scontrol calls (default 50s for healthcheck, 8s for prolog)")
+	fs.BoolVar(&o.drainOnError, "drain-on-error", false, "also drain when the checks could not finish (a check in error, the deadline): by default that neither drains nor resumes")
+	return fs
+}
+
+func printSlurmUsage(w io.Writer) {
+	fmt.Fprintf(w, `usage:
+  rdmadoctor slurm healthcheck [flags]   for HealthCheckProgram: drain on a fault, resume a node rdmadoctor drained once healthy; exit 0 after acting
+  rdmadoctor slurm prolog [flags]        for Prolog: on a fault drain the node and exit 1 (Slurm requeues the job held)
+
+Checks run at --level 1 unless told otherwise; the run's flags (--level, --check, --root,
+--expect, --timeout, …; see rdmadoctor --help) apply. Exit: 0 done; 1 the checks could not
+finish or scontrol failed (prolog: 1 on a fault); 2 usage.
+
+flags:
+%s`, newSlurmFlagSet(&slurmOpts{}).FlagUsages())
+}
+
+// parseSlurmArgs splits the command line into the slurm flags and the run's
+// flags, which it passes on untouched but for --timeout (bounded by the
+// budget) and --format (the report is read, never printed).
+func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, error) {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		return nil, pflag.ErrHelp
+	}
+	o := &slurmOpts{mode: args[0], getenv: getenv}
+	if o.mode != slurmHealthcheck && o.mode != slurmProlog {
+		return nil, usageError{fmt.Sprintf("unknown slurm command %q; valid: healthcheck, prolog", o.mode)}
+	}
+	fs := newSlurmFlagSet(o)
+	run := newFlagSet(&flags{})
+	fs.AddFlagSet(run)
+	err := fs.ParseAll(args[1:], func(f *pflag.Flag, value string) error {
+		if err := fs.Set(f.Name, value); err != nil {
+			return err
+		}
+		switch {
+		case run.Lookup(f.Name) == nil:
+		case f.Name == "format" || f.Name == "version":
+			return usageError{fmt.Sprintf("--%s does not apply to rdmadoctor slurm: it reads the report and acts on it; run rdmadoctor --%s for a report", f.Name, f.Name)}
+		case f.Name == "timeout":
+			o.timeout, _ = time.ParseDuration(value)
+		default:
+			o.runArgs = append(o.runArgs, "--"+f.Name+"="+value)
+		}
+		return nil
+	})
+	if err != nil {
+		var ue usageError
+		if errors.Is(err, pflag.ErrHelp) || errors.As(err, &ue) {
+			return nil, err
+		}
+		return nil, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Sprintf("rdmadoctor slurm %s takes flags only, got %q", o.mode, fs.Arg(0))}
+	}
+	return o, o.finish(fs)
+}
+
+// finish fills the defaults and checks what the flags say.
+func (o *slurmOpts) finish(fs *pflag.FlagSet) error {
+	if !fs.Changed("budget") {
+		o.budget = slurmBudgets[o.mode]
+	}
+	if o.budget < 2*time.Second {
+		return usageError{fmt.Sprintf("--budget %v: give at least 2s", o.budget)}
+	}
+	if fs.Changed("timeout") && o.timeout <= 0 {
+		return usageError{"--timeout must be positive"}
+	}
+	if o.scontrol != "" && !filepath.IsAbs(o.scontrol) {
+		return usageError{fmt.Sprintf("--scontrol %q: give an absolute path (slurmd runs its programs with no PATH)", o.scontrol)}
+	}
+	if o.node == "" {
+		o.node = o.getenv("SLURMD_NODENAME")
+	}
+	if o.node == "" {
+		return usageError{"no node name: SLURMD_NODENAME is not set (slurmd sets it for HealthCheckProgram and Prolog); give --node NAME to run by hand"}
+	}
+	if !validNodeName.MatchString(o.node) {
+		return usageError{fmt.Sprintf("node name %q: want one host name (letters, digits, '.', '_', '-')", clip(o.node, 80))}
+	}
+	return nil
+}
+
+// callTimeout is each scontrol call's deadline; checkTimeout what is left for
+// the checks once two calls (show node, then update) are paid for.
+func (o *slurmOpts) callTimeout() time.Duration { return min(5*time.Second, o.budget/5) }
+
+func (o *slurmOpts) checkTimeout() time.Duration {
+	t := o.budget - 2*o.callTimeout() - 500*time.Millisecond
+	if o.timeout > 0 {
+		t = min(t, o.timeout)
+	}
+	return t
+}
+
+func cmdSlurm(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
+	o, err := parseSlurmArgs(args, os.Getenv)
+	if errors.Is(err, pflag.ErrHelp) {
+		printSlurmUsage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", err)
+		return report.ExitUsage
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(o.budget))
+	defer cancel()
+	return runSlurm(ctx, o, stdout, stderr)
+}
+
+// runSlurm runs the checks, reads the node's state when the verdict needs it,
+// and drains, resumes or leaves the node.
+func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
+	sc, scErr := findScontrol(o.scontrol)
+	if scErr != nil && !o.dryRun {
+		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", scErr)
+	}
+	code, rep, runErr := slurmChecks(o)
+	if code == report.ExitUsage {
+		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", runErr)
+		return report.ExitUsage
+	}
+	v := judgeRun(code, rep, runErr)
+	a := &slurmActor{o: o, ctx: ctx, sc: scontrol{path: sc, timeout: o.callTimeout()}, scErr: scErr, stdout: stdout, stderr: stderr}
+	if scErr != nil && o.dryRun {
+		a.sc.path = "scontrol"
+	}
+	return a.act(v)
+}
+
+// slurmChecks runs the pipeline as `rdmadoctor --format json` does and reads
+// its report back. rep is nil when no report was written.
+func slurmChecks(o *slurmOpts) (int, *report.Report, error) {
+	args := append([]string{"--level=1"}, o.runArgs...)
+	args = append(args, "--format=json", "--timeout="+o.checkTimeout().String())
+	var buf bytes.Buffer
+	code, err := cmdDiagnose(args, &buf)
+	if code == report.ExitUsage || buf.Len() == 0 {
+		return code, nil, err
+	}
+	var rep report.Report
+	if jerr := json.Unmarshal(buf.Bytes(), &rep); jerr != nil {
+		return report.ExitInternal, nil, fmt.Errorf("read the run's report: %w", jerr)
+	}
+	return code, &rep, err
+}
+
+type verdictKind int
+
+const (
+	verdictHealthy verdictKind = iota
+	verdictFault
+	verdictUnsure // the checks could not finish: neither drain nor resume
+)
+
+type verdict struct {
+	kind   verdictKind
+	what   string // one line for the log: the check and its summary, or why the run is unsure
+	reason string // the drain reason (fault, and unsure under --drain-on-error)
+}
+
+// judgeRun turns the run into a verdict. A check that failed is a fault even
+// when another check before it could not look, or the run was cut short
+// after it: the node was seen broken. A check in error, a deadline or an
+// internal error with no failure is not a fault of the node.
+func judgeRun(code int, rep *report.Report, runErr error) verdict {
+	if rep == nil {
+		why := "the checks wrote no report"
+		if runErr != nil {
+			why = runErr.Error()
+		}
+		return unsure(fmt.Sprintf("exit %d: %s", code, why))
+	}
+	if c, ok := faultOf(rep); ok {
+		return verdict{kind: verdictFault, what: checkLine(c), reason: slurmReason(c.ID, c.Code, c.Summary)}
+	}
+	for _, c := range rep.Checks {
+		if c.Status == report.Error {
+			v := unsure(checkLine(c))
+			v.reason = slurmReason(c.ID, c.Code, "could not check: "+c.Summary)
+			return v
+		}
+	}
+	if code != report.ExitOK || runErr != nil {
+		why := fmt.Sprintf("the run exited %d", code)
+		if runErr != nil {
+			why = runErr.Error()
+		}
+		return unsure(why)
+	}
+	return verdict{kind: verdictHealthy, what: fmt.Sprintf("healthy (%d checks passed, %d warned)", rep.Summary.Pass, rep.Summary.Warn)}
+}
+
+// faultOf returns the check to drain for, if any: the root cause when it
+// failed (or warned under --fail-on warn), else the first failed check.
+func faultOf(rep *report.Report) (report.CheckResult, bool) {
+	if rep.RootCause != nil {
+		for _, c := range rep.Checks {
+			if c.ID == *rep.RootCause && (c.Status == report.Fail || c.Status == report.Warn) {
+				return c, true
+			}
+		}
+	}
+	for _, c := range rep.Checks {
+		if c.Status == report.Fail {
+			return c, true
+		}
+	}
+	return report.CheckResult{}, false
+}
+
+func unsure(why string) verdict {
+	return verdict{kind: verdictUnsure, what: why, reason: slurmReason("run", report.ExitInternal, "could not check: "+why)}
+}
+
+func checkLine(c report.CheckResult) string {
+	return fmt.Sprintf("%s(%d) %s: %s", c.ID, c.Code, c.Status, clip(c.Summary, 200))
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// slurmActor carries a verdict out through scontrol: it reads the node's
+// state when the verdict needs it, then drains, resumes or leaves the node,
+// and says which on stdout (slurmd logs the output of a health check that
+// exits non-zero; the node's Reason is the lasting record).
+type slurmActor struct {
+	o              *slurmOpts
+	ctx            context.Context
+	sc             scontrol
+	scErr          error // scontrol was not found
+	stdout, stderr io.Writer
+	failed         bool // an scontrol call failed
+}
+
+func (a *slurmActor) act(v verdict) int {
+	switch v.kind {
+	case verdictHealthy:
+		a.healthy(v)
+	case verdictFault:
+		a.fault(v)
+	default:
+		if a.o.drainOnError {
+			a.say("%s; --drain-on-error: draining", v.what)
+			a.fault(v)
+		} else {
+			fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: the checks could not finish: %s; the node is neither drained nor resumed\n", a.o.mode, a.o.node, v.what)
+		}
+	}
+	return a.exitCode(v)
+}
+
+// exitCode: a health check's code is only logged, so it is 0 once the node
+// is dealt with and 1 when it could not be (scontrol failed, or the checks
+// could not finish). A prolog exits 1 on a fault, so that Slurm requeues the
+// job, and 0 otherwise: rdmadoctor's own failure does not hold a user's job.
+func (a *slurmActor) exitCode(v verdict) int {
+	drains := v.kind == verdictFault || (v.kind == verdictUnsure && a.o.drainOnError)
+	if a.o.mode == slurmProlog {
+		if drains {
+			return 1
+		}
+		return 0
+	}
+	if a.failed || (v.kind == verdictUnsure && !a.o.drainOnError) {
+		return 1
+	}
+	return 0
+}
+
+func (a *slurmActor) say(format string, args ...any) {
+	fmt.Fprintf(a.stdout, "rdmadoctor slurm %s %s: %s\n", a.o.mode, a.o.node, fmt.Sprintf(format, args...))
+}
+
+func (a *slurmActor) fail(err error) {
+	a.failed = true
+	fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: %v\n", a.o.mode, a.o.node, err)
+}
+
+// show reads the node's state. ok is false when it could not be read; in a
+// dry run without scontrol the node is taken as usable and without a reason,
+// and the output says so.
+func (a *slurmActor) show() (nodeInfo, bool) {
+	if a.scErr != nil {
+		if a.o.dryRun {
+			a.say("scontrol not found (%v): the node's state was not read; as if it were IDLE with no reason", a.scErr)
+			return nodeInfo{State: "IDLE", Tokens: []string{"IDLE"}}, true
+		}
+		a.fail(a.scErr)
+		return nodeInfo{}, false
+	}
+	n, err := a.sc.show(a.ctx, a.o.node)
+	if err != nil {
+		a.fail(err)
+		return nodeInfo{}, false
+	}
+	return n, true
+}
+
+// update runs (or, in a dry run, prints) one scontrol update.
+func (a *slurmActor) update(args []string, done string) {
+	if a.o.dryRun {
+		a.say("would run: %s", shellLine(a.sc.path, args))
+		return
+	}
+	if a.scErr != nil {
+		a.fail(a.scErr)
+		return
+	}
+	if _, err := a.sc.run(a.ctx, args...); err != nil {
+		a.fail(err)
+		return
+	}
+	a.say("%s", done)
+}
+
+// fault drains the node unless it is out of our reach or already drained:
+// by rdmadoctor for this very reason, or by anyone else for theirs.
+func (a *slurmActor) fault(v verdict) {
+	n, ok := a.show()
+	if !ok {
+		return
+	}
+	switch {
+	case n.handsOff() != "":
+		a.say("%s; not drained: the node is %s (State=%s), left to whoever set it", v.what, n.handsOff(), n.State)
+	case n.drained() && !n.ours():
+		a.say("%s; not drained again: already drained (State=%s) for another reason, kept: %q", v.what, n.State, clip(n.Reason, 160))
+	case n.drained() && n.Reason == v.reason:
+		a.say("%s; already drained for it", v.what)
+	default:
+		a.update(drainArgs(a.o.node, v.reason), fmt.Sprintf("%s; drained: %s", v.what, v.reason))
+	}
+}
+
+// healthy resumes the node when rdmadoctor drained it and nothing else holds
+// it. Under a health check, SLURM_NODE_IS_HEALTHY=yes (slurmctld's view:
+// not down, drained, failing or in maintenance) means there is nothing to
+// resume, and spares slurmctld one query from every node at once.
+func (a *slurmActor) healthy(v verdict) {
+	if a.o.getenv("SLURM_NODE_IS_HEALTHY") == "yes" {
+		a.say("%s; slurmctld sees the node healthy: nothing to resume", v.what)
+		return
+	}
+	n, ok := a.show()
+	if !ok {
+		return
+	}
+	switch {
+	case !n.drained() || !n.ours():
+		a.say("%s; not drained by rdmadoctor (State=%s): nothing to resume", v.what, n.State)
+	case n.handsOff() != "":
+		a.say("%s; drained by rdmadoctor but %s (State=%s): left to whoever set it", v.what, n.handsOff(), n.State)
+	default:
+		a.update(resumeArgs(a.o.node), fmt.Sprintf("%s; resumed (drained by rdmadoctor: %q)", v.what, n.Reason))
+	}
+}
