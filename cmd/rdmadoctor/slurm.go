@@ -52,6 +52,8 @@ type slurmOpts struct {
 	node         string
 	budget       time.Duration
 	drainOnError bool
+	lockFile     string
+	start        time.Time     // when the run started: its verdict's age
 	timeout      time.Duration // the user's --timeout, 0 when not given
 	runArgs      []string      // the run's flags, passed on to the checks
 	getenv       func(string) string
@@ -66,6 +68,7 @@ func newSlurmFlagSet(o *slurmOpts) *pflag.FlagSet {
 	fs.StringVar(&o.scontrol, "scontrol", "", "absolute path of scontrol (default: the first of "+strings.Join(scontrolDirs, ", ")+")")
 	fs.StringVar(&o.node, "node", "", "the Slurm node name (default: $SLURMD_NODENAME, which slurmd sets)")
 	fs.DurationVar(&o.budget, "budget", 0, "deadline of the whole command, checks and scontrol calls (default 50s for healthcheck, 8s for prolog)")
+	fs.StringVar(&o.lockFile, "lock-file", defaultSlurmLock, "runs on one node take turns to act through this file, and an older verdict never undoes a newer one (\"\": no lock)")
 	fs.BoolVar(&o.drainOnError, "drain-on-error", false, "also drain when the checks could not finish (a check in error, the deadline): by default that neither drains nor resumes")
 	return fs
 }
@@ -90,7 +93,7 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		return nil, pflag.ErrHelp
 	}
-	o := &slurmOpts{mode: args[0], getenv: getenv}
+	o := &slurmOpts{mode: args[0], getenv: getenv, start: time.Now()}
 	if o.mode != slurmHealthcheck && o.mode != slurmProlog {
 		return nil, usageError{fmt.Sprintf("unknown slurm command %q; valid: healthcheck, prolog", o.mode)}
 	}
@@ -164,7 +167,6 @@ func (o *slurmOpts) checkTimeout() time.Duration {
 }
 
 func cmdSlurm(args []string, stdout, stderr io.Writer) int {
-	start := time.Now()
 	o, err := parseSlurmArgs(args, os.Getenv)
 	if errors.Is(err, pflag.ErrHelp) {
 		printSlurmUsage(stdout)
@@ -174,7 +176,7 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", err)
 		return report.ExitUsage
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(o.budget))
+	ctx, cancel := context.WithDeadline(context.Background(), o.start.Add(o.budget))
 	defer cancel()
 	return runSlurm(ctx, o, stdout, stderr)
 }
@@ -196,7 +198,10 @@ func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
 	if scErr != nil && o.dryRun {
 		a.sc.path = "scontrol"
 	}
-	return a.act(v)
+	if v.kind == verdictUnsure && !o.drainOnError || o.dryRun || o.lockFile == "" {
+		return a.act(v)
+	}
+	return a.actLocked(v)
 }
 
 // slurmChecks runs the pipeline as `rdmadoctor --format json` does and reads

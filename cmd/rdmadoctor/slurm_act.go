@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 )
 
 // slurmActor carries a verdict out through scontrol: it reads the node's
@@ -17,6 +18,32 @@ type slurmActor struct {
 	scErr          error // scontrol was not found
 	stdout, stderr io.Writer
 	failed         bool // an scontrol call failed
+}
+
+// actLocked acts under the node's lock, unless a run that started later has
+// acted already. Without the lock file (a run by hand, not as root) it acts
+// anyway and says so: the lock guards against overlapping runs, it is no
+// precondition of one.
+func (a *slurmActor) actLocked(v verdict) int {
+	l, err := lockAct(a.ctx, a.o.lockFile)
+	if err != nil && a.ctx.Err() != nil {
+		a.fail(err) // held by another run until the deadline: too late to act
+		return a.exitCode(v)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: %v; acting without it\n", a.o.mode, a.o.node, err)
+		return a.act(v)
+	}
+	defer l.release()
+	if last := l.lastStart(); last.After(a.o.start) {
+		a.say("%s; not acted on: a run that started later (%s) has acted already", v.what, last.UTC().Format(time.RFC3339Nano))
+		return a.exitCode(verdict{kind: v.kind})
+	}
+	code := a.act(v)
+	if err := l.record(a.o.start); err != nil {
+		fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: %v\n", a.o.mode, a.o.node, err)
+	}
+	return code
 }
 
 func (a *slurmActor) act(v verdict) int {

@@ -224,6 +224,9 @@ func (s scontrol) run(ctx context.Context, args ...string) ([]byte, error) {
 		if msg == "" {
 			msg = strings.TrimSpace(stdout.String())
 		}
+		if msg == "" {
+			msg = "(no output)"
+		}
 		return nil, fmt.Errorf("%s: %v: %s", shellLine(s.path, args), err, clip(msg, 200))
 	}
 	return stdout.Bytes(), nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,14 +21,19 @@ type fakeScontrol struct {
 }
 
 const fakeScript = `#!/bin/sh
-d=$(dirname "$0")
+# Builtins only but for sleep: slurmd gives its programs no PATH.
+d=${0%/*}
 printf '%s\0' "$@" >>"$d/calls"
 printf '\036' >>"$d/calls"
 [ -f "$d/hang-$1" ] && { sleep 30; exit 0; }
 case "$1" in
-show) [ -f "$d/show.err" ] && { cat "$d/show.err" >&2; exit 1; }
-      cat "$d/show.out" ;;
-update) [ -f "$d/update.err" ] && { cat "$d/update.err" >&2; exit 1; } ;;
+show) if [ -f "$d/show.err" ]; then
+        while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l" >&2; done <"$d/show.err"; exit 1
+      fi
+      while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done <"$d/show.out" ;;
+update) if [ -f "$d/update.err" ]; then
+        while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l" >&2; done <"$d/update.err"; exit 1
+      fi ;;
 esac
 exit 0
 `
@@ -124,6 +130,9 @@ func runSlurmCmd(t *testing.T, env map[string]string, args ...string) slurmRun {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
+	if !strings.Contains(strings.Join(args, " "), "--lock-file") {
+		args = append(args, "--lock-file="+filepath.Join(t.TempDir(), "slurm.lock"))
+	}
 	o, err := parseSlurmArgs(args, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("parse %q: %v", args, err)
@@ -468,5 +477,74 @@ func TestSlurmReason(t *testing.T) {
 	long := slurmReason("port.state", 19, strings.Repeat("ü", 500))
 	if len(long) > maxReasonLen || !strings.HasSuffix(long, "...") {
 		t.Errorf("long reason: %d bytes %q; want at most %d ending in ...", len(long), long, maxReasonLen)
+	}
+}
+
+func TestSlurmOlderVerdictNeverUndoesNewer(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "slurm.lock")
+	later := time.Now().Add(time.Hour).UnixNano()
+	if err := os.WriteFile(lock, []byte(fmt.Sprintf("%d\n", later)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeScontrol(t, "node17", "IDLE+DRAIN", "rdmadoctor: port.state(19) x")
+	r := runSlurmCmd(t, node17, "healthcheck", "--lock-file="+lock, "--scontrol", f.path, fixture("cx5-roce-healthy"))
+	if r.code != 0 || len(f.calls(t)) != 0 || !strings.Contains(r.stdout, "started later") {
+		t.Fatalf("exit %d, calls %q, stdout %q: want 0, no call, and the newer run named", r.code, f.calls(t), r.stdout)
+	}
+
+	// A run that acts records its start; the next, started after it, acts.
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	runSlurmCmd(t, node17, "healthcheck", "--lock-file="+lock, "--scontrol", f.path, fixture("cx5-roce-healthy"))
+	data, _ := os.ReadFile(lock)
+	var ns int64
+	if _, err := fmt.Sscan(string(data), &ns); err != nil || time.Unix(0, ns).Before(before) {
+		t.Fatalf("lock file %q: want the acting run's start time", data)
+	}
+	g := newFakeScontrol(t, "node17", "IDLE", "")
+	runSlurmCmd(t, node17, "healthcheck", "--lock-file="+lock, "--scontrol", g.path, fixture("port-down"))
+	if len(g.updates(t)) != 1 {
+		t.Fatalf("the next run did not drain: calls %q", g.calls(t))
+	}
+}
+
+func TestSlurmLockTakesTurns(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "slurm.lock")
+	held, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	// Held for the whole budget: no call, exit 1, said.
+	f := newFakeScontrol(t, "node17", "IDLE", "")
+	r := runSlurmCmd(t, node17, "healthcheck", "--budget=2s", "--lock-file="+lock, "--scontrol", f.path, fixture("port-down"))
+	if r.code != 1 || len(f.calls(t)) != 0 || !strings.Contains(r.stderr, "held") {
+		t.Fatalf("exit %d, calls %q, stderr %q: want 1, no call, the lock named", r.code, f.calls(t), r.stderr)
+	}
+	if r.elapsed > 3*time.Second {
+		t.Fatalf("waited %v on a 2s budget", r.elapsed)
+	}
+	// Released a moment later: the run waits its turn, then acts.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		syscall.Flock(int(held.Fd()), syscall.LOCK_UN)
+	}()
+	r = runSlurmCmd(t, node17, "healthcheck", "--budget=5s", "--lock-file="+lock, "--scontrol", f.path, fixture("port-down"))
+	if r.code != 0 || len(f.updates(t)) != 1 {
+		t.Fatalf("exit %d, calls %q: want a drain once the lock is free", r.code, f.calls(t))
+	}
+}
+
+func TestSlurmLockUnavailableStillActs(t *testing.T) {
+	f := newFakeScontrol(t, "node17", "IDLE", "")
+	lock := filepath.Join(t.TempDir(), "no-such-dir", "slurm.lock")
+	r := runSlurmCmd(t, node17, "healthcheck", "--lock-file="+lock, "--scontrol", f.path, fixture("port-down"))
+	if r.code != 0 || len(f.updates(t)) != 1 || !strings.Contains(r.stderr, "acting without it") {
+		t.Fatalf("exit %d, updates %q, stderr %q: want the drain, and the missing lock said", r.code, f.updates(t), r.stderr)
 	}
 }
