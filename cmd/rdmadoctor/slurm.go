@@ -90,7 +90,10 @@ flags:
 // flags, which it passes on untouched but for --timeout (bounded by the
 // budget) and --format (the report is read, never printed).
 func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, error) {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+	if len(args) == 0 {
+		return nil, usageError{"slurm needs a command: healthcheck or prolog (slurm --help)"}
+	}
+	if args[0] == "--help" || args[0] == "-h" {
 		return nil, pflag.ErrHelp
 	}
 	o := &slurmOpts{mode: args[0], getenv: getenv, start: time.Now()}
@@ -185,9 +188,6 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) int {
 // and drains, resumes or leaves the node.
 func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
 	sc, scErr := findScontrol(o.scontrol)
-	if scErr != nil && !o.dryRun {
-		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", scErr)
-	}
 	code, rep, runErr := slurmChecks(o)
 	if code == report.ExitUsage {
 		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", runErr)
@@ -198,7 +198,12 @@ func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
 	if scErr != nil && o.dryRun {
 		a.sc.path = "scontrol"
 	}
-	if v.kind == verdictUnsure && !o.drainOnError || o.dryRun || o.lockFile == "" {
+	if scErr != nil && !o.dryRun {
+		// Said whatever the verdict: a health check that cannot drain is
+		// broken even while the node is healthy.
+		a.fail(scErr)
+	}
+	if (v.kind == verdictUnsure && !o.drainOnError) || o.dryRun || o.lockFile == "" {
 		return a.act(v)
 	}
 	return a.actLocked(v)

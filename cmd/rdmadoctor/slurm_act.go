@@ -99,13 +99,15 @@ func (a *slurmActor) show() (nodeInfo, bool) {
 			a.say("scontrol not found (%v): the node's state was not read; as if it were IDLE with no reason", a.scErr)
 			return nodeInfo{State: "IDLE", Tokens: []string{"IDLE"}}, true
 		}
-		a.fail(a.scErr)
-		return nodeInfo{}, false
+		return nodeInfo{}, false // said when the run began
 	}
 	n, err := a.sc.show(a.ctx, a.o.node)
 	if err != nil {
 		a.fail(err)
 		return nodeInfo{}, false
+	}
+	if a.o.dryRun {
+		a.say("read: %s: State=%s Reason=%q", shellLine(a.sc.path, showArgs(a.o.node)), n.State, clip(n.Reason, 160))
 	}
 	return n, true
 }
@@ -117,8 +119,7 @@ func (a *slurmActor) update(args []string, done string) {
 		return
 	}
 	if a.scErr != nil {
-		a.fail(a.scErr)
-		return
+		return // said when the run began
 	}
 	if _, err := a.sc.run(a.ctx, args...); err != nil {
 		a.fail(err)

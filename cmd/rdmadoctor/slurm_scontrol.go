@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +35,7 @@ func findScontrol(given string) (string, error) {
 			return "", fmt.Errorf("--scontrol %q: give an absolute path (slurmd runs its programs with no PATH)", given)
 		}
 		if err := executable(given); err != nil {
-			return "", fmt.Errorf("--scontrol %s: %w", given, err)
+			return "", fmt.Errorf("--scontrol: %w", err)
 		}
 		return given, nil
 	}
@@ -55,10 +54,10 @@ func executable(p string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return errors.New("not a regular file")
+		return fmt.Errorf("%s: not a regular file", p)
 	}
 	if fi.Mode().Perm()&0o111 == 0 {
-		return errors.New("not executable")
+		return fmt.Errorf("%s: not executable", p)
 	}
 	return nil
 }

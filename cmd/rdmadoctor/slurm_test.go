@@ -316,6 +316,9 @@ func TestSlurmDryRunPrintsWithoutUpdating(t *testing.T) {
 	if u := f.updates(t); len(u) != 0 {
 		t.Fatalf("a dry run ran %q", u)
 	}
+	if !strings.Contains(r.stdout, "read: "+f.path+" show node node17: State=IDLE") {
+		t.Errorf("stdout %q does not show the state read", r.stdout)
+	}
 	want := "would run: " + f.path + " update nodename=node17 state=drain '" + portDownReasonStart
 	if !strings.Contains(r.stdout, want) {
 		t.Fatalf("stdout %q\nwant it to contain %q", r.stdout, want)
@@ -418,6 +421,7 @@ func TestSlurmUsageErrors(t *testing.T) {
 		{map[string]string{}, []string{"slurm", "healthcheck"}, "SLURMD_NODENAME is not set"},
 		{map[string]string{"SLURMD_NODENAME": "node17 state=resume"}, []string{"slurm", "healthcheck"}, "want one host name"},
 		{node17, []string{"slurm", "check"}, `unknown slurm command "check"`},
+		{node17, []string{"slurm"}, "slurm needs a command"},
 		{node17, []string{"slurm", "healthcheck", "--format", "json"}, "--format does not apply"},
 		{node17, []string{"slurm", "healthcheck", "--bogus"}, "unknown flag: --bogus"},
 		{node17, []string{"slurm", "healthcheck", "extra"}, `takes flags only, got "extra"`},
@@ -546,5 +550,34 @@ func TestSlurmLockUnavailableStillActs(t *testing.T) {
 	r := runSlurmCmd(t, node17, "healthcheck", "--lock-file="+lock, "--scontrol", f.path, fixture("port-down"))
 	if r.code != 0 || len(f.updates(t)) != 1 || !strings.Contains(r.stderr, "acting without it") {
 		t.Fatalf("exit %d, updates %q, stderr %q: want the drain, and the missing lock said", r.code, f.updates(t), r.stderr)
+	}
+}
+
+func TestSlurmHelp(t *testing.T) {
+	for _, args := range [][]string{{"slurm", "--help"}, {"slurm", "healthcheck", "--help"}, {"slurm", "prolog", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "rdmadoctor slurm healthcheck") ||
+			!strings.Contains(stdout.String(), "--drain-on-error") {
+			t.Errorf("%q: exit %d, stdout %q; want 0 and the usage", args, code, stdout.String())
+		}
+	}
+}
+
+func TestSlurmScontrolMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "scontrol")
+	env := map[string]string{"SLURMD_NODENAME": "node17", "SLURM_NODE_IS_HEALTHY": "yes"}
+	for _, c := range []struct {
+		mode, host string
+		code       int
+	}{
+		{"healthcheck", "port-down", 1},
+		{"healthcheck", "cx5-roce-healthy", 1}, // healthy, but it could not drain tomorrow
+		{"prolog", "port-down", 1},
+		{"prolog", "cx5-roce-healthy", 0},
+	} {
+		r := runSlurmCmd(t, env, c.mode, "--scontrol", missing, fixture(c.host))
+		if r.code != c.code || strings.Count(r.stderr, missing) != 1 {
+			t.Errorf("%s on %s: exit %d, stderr %q; want %d and the missing scontrol named once", c.mode, c.host, r.code, r.stderr, c.code)
+		}
 	}
 }
