@@ -86,6 +86,10 @@ flags:
 %s`, newSlurmFlagSet(&slurmOpts{}).FlagUsages())
 }
 
+// notForSlurm are the run's flags that would take the report away from the
+// slurm command (it reads it from the run's output) or run it more than once.
+var notForSlurm = map[string]bool{"format": true, "version": true, "output": true, "repeat": true}
+
 // parseSlurmArgs splits the command line into the slurm flags and the run's
 // flags, which it passes on untouched but for --timeout (bounded by the
 // budget) and --format (the report is read, never printed).
@@ -109,8 +113,8 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 		}
 		switch {
 		case run.Lookup(f.Name) == nil:
-		case f.Name == "format" || f.Name == "version":
-			return usageError{fmt.Sprintf("--%s does not apply to rdmadoctor slurm: it reads the report and acts on it; run rdmadoctor --%s for a report", f.Name, f.Name)}
+		case notForSlurm[f.Name]:
+			return usageError{fmt.Sprintf("--%s does not apply to rdmadoctor slurm: it reads the report and acts on it once; run rdmadoctor --%s for that", f.Name, f.Name)}
 		case f.Name == "timeout":
 			o.timeout, _ = time.ParseDuration(value)
 		default:

@@ -83,3 +83,21 @@ func TestShellLine(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
 }
+
+// FuzzSlurmReason: whatever a summary holds, the reason is one line of
+// printable ASCII, bounded, with our prefix, and no double quote.
+func FuzzSlurmReason(f *testing.F) {
+	f.Add("port.state", 19, "mlx5_1 port 1 DOWN — \"x\"\n\x1b[0m ü")
+	f.Add("", 0, "")
+	f.Fuzz(func(t *testing.T, id string, code int, summary string) {
+		r := slurmReason(id, code, summary)
+		if len(r) > maxReasonLen || !strings.HasPrefix(r, reasonPrefix) || strings.ContainsRune(r, '"') {
+			t.Fatalf("reason %q", r)
+		}
+		for i := 0; i < len(r); i++ {
+			if r[i] < 0x20 || r[i] > 0x7e {
+				t.Fatalf("reason %q has byte %#x", r, r[i])
+			}
+		}
+	})
+}
