@@ -236,3 +236,35 @@ func FuzzNPDState(f *testing.F) {
 		}
 	})
 }
+
+// The shipped NPD rule's arguments are ones the adapter accepts, and give
+// NPD's exit codes on real states.
+func TestShippedNPDRuleArgs(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/kubernetes/npd/rdmadoctor-monitor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Rules []struct {
+			Args []string `json:"args"`
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil || len(cfg.Rules) != 1 || len(cfg.Rules[0].Args) == 0 {
+		t.Fatalf("monitor config: %v", err)
+	}
+	for fixture, want := range map[string]int{"cx5-roce-healthy": npdOK, "port-down": npdProblem} {
+		state, _ := keptState(t, fixture)
+		var args []string
+		for _, a := range cfg.Rules[0].Args {
+			if strings.HasPrefix(a, "--state=") {
+				a = "--state=" + state
+			}
+			args = append(args, a)
+		}
+		code, out, errOut := runCLI(t, args...)
+		checkNPDLine(t, out)
+		if code != want {
+			t.Errorf("%s: rule args %q: exit %d %q %s, want %d", fixture, args, code, out, errOut, want)
+		}
+	}
+}
