@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -187,4 +188,33 @@ func resultsFor(sel []*checks.Check) []report.CheckResult {
 		out[i] = report.CheckResult{ID: c.ID, Code: c.Code, Level: c.Level, Status: report.Pass}
 	}
 	return out
+}
+
+// Through the command line: --periodic at level 2 reports probe.cq_overflow
+// as left out; without it, the probe is judged as usual.
+func TestPeriodicThroughTheCLI(t *testing.T) {
+	root := filepath.Join(hostsDir, "cx5-roce-healthy")
+	summary := func(args ...string) string {
+		_, out, stderr := runCLI(t, append([]string{"--root", root, "--format", "json"}, args...)...)
+		var rep report.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v %s", args, err, stderr)
+		}
+		for _, c := range rep.Checks {
+			if c.ID == "probe.cq_overflow" {
+				return c.Summary
+			}
+		}
+		t.Fatalf("%v: no probe.cq_overflow in the report", args)
+		return ""
+	}
+	if s := summary("--periodic"); !strings.HasPrefix(s, "left out of periodic runs") {
+		t.Errorf("--periodic: %q", s)
+	}
+	if s := summary(); strings.Contains(s, "periodic") {
+		t.Errorf("without --periodic: %q", s)
+	}
+	if s := summary("--periodic", "--check", "probe.cq_overflow"); strings.Contains(s, "periodic") {
+		t.Errorf("--periodic --check probe.cq_overflow: %q", s)
+	}
 }

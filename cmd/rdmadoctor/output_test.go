@@ -185,3 +185,15 @@ func TestJitteredStaysWithinTenPercent(t *testing.T) {
 		t.Errorf("only %d distinct waits in 1000: no jitter", len(seen))
 	}
 }
+
+// A state whose directory cannot be made is exit 1, naming the directory.
+func TestStateDirUnusable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	state := filepath.Join(file, "sub", "state.json")
+	code, stdout, stderr := runCLI(t, "--root", filepath.Join(hostsDir, "port-down"), "--level", "1", "--state", state)
+	if code != report.ExitInternal || stdout != "" || !strings.Contains(stderr, filepath.Join(file, "sub")) {
+		t.Errorf("exit %d, stdout %q, stderr %q: want 1 naming the directory", code, stdout, stderr)
+	}
+}
