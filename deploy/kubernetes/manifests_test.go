@@ -100,6 +100,13 @@ func TestNPDMonitorConfig(t *testing.T) {
 	if r.Type != "permanent" || r.Condition != "RDMAProblem" || cond.Type != "RDMAProblem" || r.Reason == "" || r.Reason == cond.Reason {
 		t.Errorf("rule %+v, condition %+v: want a permanent RDMAProblem rule whose reason differs from the healthy one", r, cond)
 	}
+	// NPD gives an Unknown condition the default condition's reason: it
+	// must not claim health.
+	for _, w := range []string{"healthy", "ok", "good", "pass"} {
+		if strings.Contains(strings.ToLower(cond.Reason), w) {
+			t.Errorf("default reason %q says %q, and NPD shows it on Unknown too", cond.Reason, w)
+		}
+	}
 	if r.Timeout != "" && duration(t, "rule timeout", r.Timeout) > global {
 		t.Error("rule timeout above the global timeout: NPD refuses the config")
 	}
