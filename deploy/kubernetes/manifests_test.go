@@ -305,6 +305,25 @@ func TestKustomizationsNameTheirFiles(t *testing.T) {
 	}
 }
 
+// The image recipe builds the portable binary and installs the library and
+// providers it opens at run time.
+func TestImageRecipe(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "libibverbs1", "ibverbs-providers", "/usr/local/bin/rdmadoctor"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// The NPD patch copies the binary from where the image puts it.
+	cp := strs(dig(yamlDocs(t, "npd/npd-daemonset-patch.yaml")[0], "spec", "template", "spec", "initContainers", "0", "command"))
+	if !slices.Contains(cp, "/usr/local/bin/rdmadoctor") {
+		t.Errorf("the init container copies %v, not the image's /usr/local/bin/rdmadoctor", cp)
+	}
+}
+
 func asList(v any) []any { l, _ := v.([]any); return l }
 
 // With kubectl on PATH, kustomize builds the DaemonSet and the NPD
