@@ -111,6 +111,28 @@ func softwareDriver(devName string, loaded func(string) bool) *Driver {
 	return rxe
 }
 
+// moduleInUse reports, for softwareDriver, whether a module is loaded or
+// built in; without a module list (it could not be read) none is.
+func moduleInUse(mods *sysfs.Modules) func(string) bool {
+	return func(m string) bool {
+		if mods == nil {
+			return false
+		}
+		st := mods.State(m)
+		return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
+	}
+}
+
+// deviceDriver is the driver an RDMA device belongs to: a hardware device's
+// by its PCI driver, a software device's (or one without a PCI address)
+// guessed from its name and the modules in use; nil when unknown.
+func deviceDriver(d sysfs.RDMADevice, loaded func(string) bool) *Driver {
+	if d.Software || d.PCIAddr == "" {
+		return softwareDriver(d.Name, loaded)
+	}
+	return DriverByPCI(d.Driver)
+}
+
 // mellanoxProducts names the Mellanox/NVIDIA device IDs (PF and VF).
 var mellanoxProducts = map[uint16]string{
 	0x1003: "ConnectX-3", 0x1004: "ConnectX-3 VF", 0x1007: "ConnectX-3 Pro",

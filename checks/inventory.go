@@ -19,57 +19,13 @@ func Inventory(env *Env) report.Inventory {
 	h := env.Host
 	inv := report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{}}
 	for _, n := range s.NICs {
-		fn := n.Fn
-		p := report.PCIFunction{
-			Address: fn.Address, VendorID: fmt.Sprintf("0x%04x", fn.Vendor), DeviceID: fmt.Sprintf("0x%04x", fn.Device),
-			Class: fmt.Sprintf("0x%06x", fn.Class), Vendor: VendorName(fn.Vendor), Product: n.Product, Driver: fn.Driver,
-			PhysFn: fn.PhysFn, NumVFs: fn.NumVFs, TotalVFs: fn.TotalVFs,
-			RDMADevices: nonNil(fn.RDMADevs), Netdevs: nonNil(fn.Netdevs),
-		}
-		if fn.HasNUMA {
-			v := fn.NUMANode
-			p.NUMANode = &v
-		}
-		p.Link = pciLink(h, fn.Address)
-		inv.PCIFunctions = append(inv.PCIFunctions, p)
+		inv.PCIFunctions = append(inv.PCIFunctions, inventoryFunction(h, n))
 	}
+	// The netdevs worth listing are those that carry RDMA: a port's GID
+	// netdev, its parent, or a netdev of an RDMA NIC function.
 	carried := map[string]bool{}
-	loaded := func(string) bool { return false }
 	for _, d := range s.Devices {
-		rd := report.RDMADevice{
-			Name: d.Name, Kind: "hardware", Driver: d.Driver, PCI: d.PCIAddr, NodeType: d.NodeType,
-			NodeGUID: d.NodeGUID, SysGUID: d.SysGUID, FWVer: d.FWVer, HCAType: d.HCAType, BoardID: d.BoardID,
-			Ports: []report.Port{},
-		}
-		if d.Software || d.PCIAddr == "" {
-			rd.Kind = "software"
-			rd.Driver = softwareDriver(d.Name, loaded).Modules[0]
-		}
-		for _, pt := range d.Ports {
-			rp := report.Port{Port: pt.Num, State: pt.State.String(), PhysState: pt.PhysState.String(),
-				Rate: pt.Rate, LinkLayer: pt.LinkLayer, GIDs: []report.GID{}}
-			if pt.LinkLayer == "InfiniBand" && pt.HasLID {
-				lid, sm := int(pt.LID), int(pt.SMLID)
-				rp.LID, rp.SMLID = &lid, &sm
-			}
-			for _, g := range pt.GIDs {
-				rp.GIDs = append(rp.GIDs, report.GID{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: g.Netdev})
-				if g.Netdev != "" {
-					carried[g.Netdev] = true
-					if rp.Netdev == "" {
-						rp.Netdev = g.Netdev
-					}
-				}
-			}
-			if rp.Netdev == "" && d.Parent != "" && pt.LinkLayer == "Ethernet" {
-				rp.Netdev = d.Parent
-			}
-			if rp.Netdev != "" {
-				carried[rp.Netdev] = true
-			}
-			rd.Ports = append(rd.Ports, rp)
-		}
-		inv.RDMADevices = append(inv.RDMADevices, rd)
+		inv.RDMADevices = append(inv.RDMADevices, inventoryDevice(d, carried))
 	}
 	for _, n := range s.NICs {
 		for _, nd := range n.Fn.Netdevs {
@@ -77,16 +33,100 @@ func Inventory(env *Env) report.Inventory {
 		}
 	}
 	addModel(env.Model(), &inv)
-	mtu := map[string]int{}
-	if nds, err := h.Netdevs(); err == nil {
-		for _, nd := range nds {
-			if !carried[nd.Name] {
-				continue
+	var mtu map[string]int
+	inv.Netdevs, mtu = inventoryNetdevs(h, carried)
+	setActiveMTUs(&inv, mtu)
+	sort.Slice(inv.Netdevs, func(i, j int) bool { return inv.Netdevs[i].Name < inv.Netdevs[j].Name })
+	return inv
+}
+
+// inventoryFunction describes one RDMA NIC function as the PCI bus shows it.
+func inventoryFunction(h *sysfs.Host, n NIC) report.PCIFunction {
+	fn := n.Fn
+	p := report.PCIFunction{
+		Address: fn.Address, VendorID: fmt.Sprintf("0x%04x", fn.Vendor), DeviceID: fmt.Sprintf("0x%04x", fn.Device),
+		Class: fmt.Sprintf("0x%06x", fn.Class), Vendor: VendorName(fn.Vendor), Product: n.Product, Driver: fn.Driver,
+		PhysFn: fn.PhysFn, NumVFs: fn.NumVFs, TotalVFs: fn.TotalVFs,
+		RDMADevices: nonNil(fn.RDMADevs), Netdevs: nonNil(fn.Netdevs),
+	}
+	if fn.HasNUMA {
+		v := fn.NUMANode
+		p.NUMANode = &v
+	}
+	p.Link = pciLink(h, fn.Address)
+	return p
+}
+
+// inventoryDevice describes one RDMA device and its ports, marking in
+// carried the netdevs its ports use. A software device's driver is named
+// from the device alone (the module list is not read for the inventory).
+func inventoryDevice(d sysfs.RDMADevice, carried map[string]bool) report.RDMADevice {
+	rd := report.RDMADevice{
+		Name: d.Name, Kind: "hardware", Driver: d.Driver, PCI: d.PCIAddr, NodeType: d.NodeType,
+		NodeGUID: d.NodeGUID, SysGUID: d.SysGUID, FWVer: d.FWVer, HCAType: d.HCAType, BoardID: d.BoardID,
+		Ports: []report.Port{},
+	}
+	if d.Software || d.PCIAddr == "" {
+		rd.Kind = "software"
+		rd.Driver = softwareDriver(d.Name, func(string) bool { return false }).Modules[0]
+	}
+	for _, pt := range d.Ports {
+		rd.Ports = append(rd.Ports, inventoryPort(d, pt, carried))
+	}
+	return rd
+}
+
+// inventoryPort describes one port: its state, its LIDs on InfiniBand, its
+// GIDs, and its netdev — the first GID's, else on Ethernet the device's
+// parent — which it marks in carried.
+func inventoryPort(d sysfs.RDMADevice, pt sysfs.RDMAPort, carried map[string]bool) report.Port {
+	rp := report.Port{Port: pt.Num, State: pt.State.String(), PhysState: pt.PhysState.String(),
+		Rate: pt.Rate, LinkLayer: pt.LinkLayer, GIDs: []report.GID{}}
+	if pt.LinkLayer == "InfiniBand" && pt.HasLID {
+		lid, sm := int(pt.LID), int(pt.SMLID)
+		rp.LID, rp.SMLID = &lid, &sm
+	}
+	for _, g := range pt.GIDs {
+		rp.GIDs = append(rp.GIDs, report.GID{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: g.Netdev})
+		if g.Netdev != "" {
+			carried[g.Netdev] = true
+			if rp.Netdev == "" {
+				rp.Netdev = g.Netdev
 			}
-			mtu[nd.Name] = nd.MTU
-			inv.Netdevs = append(inv.Netdevs, report.Netdev{Name: nd.Name, State: nd.OperState, MTU: nd.MTU, MAC: nd.MAC, Addresses: nonNil(nd.Addresses)})
 		}
 	}
+	if rp.Netdev == "" && d.Parent != "" && pt.LinkLayer == "Ethernet" {
+		rp.Netdev = d.Parent
+	}
+	if rp.Netdev != "" {
+		carried[rp.Netdev] = true
+	}
+	return rp
+}
+
+// inventoryNetdevs describes the netdevs that carry RDMA, and returns
+// their MTUs for the ports' active MTU; a netdev list that cannot be read
+// leaves both empty.
+func inventoryNetdevs(h *sysfs.Host, carried map[string]bool) ([]report.Netdev, map[string]int) {
+	out := []report.Netdev{}
+	mtu := map[string]int{}
+	nds, err := h.Netdevs()
+	if err != nil {
+		return out, mtu
+	}
+	for _, nd := range nds {
+		if !carried[nd.Name] {
+			continue
+		}
+		mtu[nd.Name] = nd.MTU
+		out = append(out, report.Netdev{Name: nd.Name, State: nd.OperState, MTU: nd.MTU, MAC: nd.MAC, Addresses: nonNil(nd.Addresses)})
+	}
+	return out, mtu
+}
+
+// setActiveMTUs gives each Ethernet port the RoCE MTU its netdev's MTU
+// allows.
+func setActiveMTUs(inv *report.Inventory, mtu map[string]int) {
 	for i := range inv.RDMADevices {
 		for j := range inv.RDMADevices[i].Ports {
 			p := &inv.RDMADevices[i].Ports[j]
@@ -95,8 +135,6 @@ func Inventory(env *Env) report.Inventory {
 			}
 		}
 	}
-	sort.Slice(inv.Netdevs, func(i, j int) bool { return inv.Netdevs[i].Name < inv.Netdevs[j].Name })
-	return inv
 }
 
 // RoCEActiveMTU is the largest IB MTU (256…4096) whose RoCE packet fits in a

@@ -34,99 +34,156 @@ func init() {
 func runKernelModules(_ context.Context, env *Env) Result {
 	mods, err := env.Host.ReadModules()
 	if err != nil {
-		r := errorf("could not read the module list: %v", err)
-		r.Observed, r.Expected = "module list unreadable", "a readable "+env.Host.Display(sysfs.ProcModules)
-		r.Remedy = "Run where /proc is mounted and readable; by hand: `lsmod | grep -e ib_ -e rdma -e mlx` and `ls /sys/module`."
-		return r
+		return moduleListUnreadable(env.Host, err)
 	}
-	s := env.Survey()
-	// required module → the families that need it, in a stable order
-	var order []string
-	why := map[string][]string{}
-	need := func(mod, who string) {
-		if _, ok := why[mod]; !ok {
-			order = append(order, mod)
+	need := requiredModules(env.Survey(), mods)
+	mj := moduleJudgement{states: map[string]string{}}
+	mj.judgeRequired(mods, need)
+	mj.judgeCM(mods, usesRDMACM(env.Model()))
+	if len(mods.Loaded) == 0 && len(mods.ParseErrors) > 0 {
+		return moduleListMalformed(env.Host, mods)
+	}
+	mj.details = append(mj.details, parseErrorLines(env.Host, mods)...)
+	r := mj.result(mods, need.order)
+	r.Observed = observedModules(need.order, mj.states)
+	r.Expected = strings.Join(need.order, ", ") + " loaded"
+	r.Details, r.Evidence = mj.details, map[string]any{"modules": mj.states, "required": need.order}
+	return r
+}
+
+// moduleListUnreadable is an error: without /proc/modules nothing can be
+// judged; the remedy says how to look by hand.
+func moduleListUnreadable(h *sysfs.Host, err error) Result {
+	r := errorf("could not read the module list: %v", err)
+	r.Observed, r.Expected = "module list unreadable", "a readable "+h.Display(sysfs.ProcModules)
+	r.Remedy = "Run where /proc is mounted and readable; by hand: `lsmod | grep -e ib_ -e rdma -e mlx` and `ls /sys/module`."
+	return r
+}
+
+// moduleListMalformed is an error: /proc/modules was read but not one line
+// of it is a module line, so every module would look absent.
+func moduleListMalformed(h *sysfs.Host, mods *sysfs.Modules) Result {
+	r := errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
+		h.Display(sysfs.ProcModules), len(mods.ParseErrors), mods.ParseErrors[0])
+	r.Observed, r.Expected = fmt.Sprintf("%d malformed lines", len(mods.ParseErrors)), "one \"name size refcount deps state address\" line per module"
+	r.Remedy = "Read the module list by hand: `lsmod` or `cat /proc/modules`; a snapshot must carry /proc/modules as the kernel wrote it."
+	return r
+}
+
+// parseErrorLines names the first three malformed lines of a module list
+// that otherwise parsed, and counts the rest.
+func parseErrorLines(h *sysfs.Host, mods *sysfs.Modules) []string {
+	var lines []string
+	for i, e := range mods.ParseErrors {
+		if i == 3 {
+			lines = append(lines, fmt.Sprintf("%s: %d more malformed lines", h.Display(sysfs.ProcModules), len(mods.ParseErrors)-3))
+			break
 		}
-		why[mod] = appendUnique(why[mod], who)
+		lines = append(lines, fmt.Sprintf("%s: %v", h.Display(sysfs.ProcModules), e))
 	}
+	return lines
+}
+
+// moduleNeeds are the required modules in a stable order (first needed
+// first), each with the families that need it.
+type moduleNeeds struct {
+	order []string
+	why   map[string][]string
+}
+
+func (n *moduleNeeds) add(mod, who string) {
+	if _, ok := n.why[mod]; !ok {
+		n.order = append(n.order, mod)
+	}
+	n.why[mod] = appendUnique(n.why[mod], who)
+}
+
+// requiredModules are the modules this host's RDMA functions and software
+// devices need, then the RDMA core. A function a passthrough driver holds
+// (vfio-pci) needs nothing from the host's RDMA modules.
+func requiredModules(s *Survey, mods *sysfs.Modules) moduleNeeds {
+	need := moduleNeeds{why: map[string][]string{}}
 	for _, n := range s.NICs {
-		// A function a passthrough driver holds (vfio-pci) needs nothing
-		// from the host's RDMA modules.
 		if n.Driver == nil || n.Foreign != "" {
 			continue
 		}
 		for _, m := range n.Driver.Modules {
-			need(m, n.Driver.Family)
+			need.add(m, n.Driver.Family)
 		}
 	}
-	loaded := func(m string) bool { st := mods.State(m); return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin }
+	loaded := moduleInUse(mods)
 	for _, d := range s.SoftwareDevices() {
 		drv := softwareDriver(d.Name, loaded)
-		need(drv.RDMAModule(), drv.Family)
+		need.add(drv.RDMAModule(), drv.Family)
 	}
 	for _, m := range CoreModules {
-		need(m, "RDMA core")
+		need.add(m, "RDMA core")
 	}
-	states := map[string]string{}
-	var missing, unknown, details []string
-	for _, m := range order {
+	return need
+}
+
+// moduleJudgement is what was found of the modules: each one's state, the
+// required ones absent or of unknown state, the rdma_cm modules absent
+// where a port needs them, and a detail line per module.
+type moduleJudgement struct {
+	states                      map[string]string
+	missing, unknown, cmMissing []string
+	details                     []string
+}
+
+// judgeRequired notes each required module's state; an absent one is
+// missing, one whose state cannot be told is unknown.
+func (mj *moduleJudgement) judgeRequired(mods *sysfs.Modules, need moduleNeeds) {
+	for _, m := range need.order {
 		st := mods.State(m)
-		states[m] = st.String()
-		details = append(details, fmt.Sprintf("%s: %s (needed by %s)", m, st, strings.Join(why[m], ", ")))
+		mj.states[m] = st.String()
+		mj.details = append(mj.details, fmt.Sprintf("%s: %s (needed by %s)", m, st, strings.Join(need.why[m], ", ")))
 		switch st {
 		case sysfs.ModuleAbsent:
-			missing = append(missing, m)
+			mj.missing = append(mj.missing, m)
 		case sysfs.ModuleUnknown:
-			unknown = append(unknown, m)
+			mj.unknown = append(mj.unknown, m)
 		}
 	}
-	var cmMissing []string
-	cmUsed := usesRDMACM(env.Model())
+}
+
+// judgeCM notes the rdma_cm modules' states; they are missing only when a
+// port here connects through rdma_cm.
+func (mj *moduleJudgement) judgeCM(mods *sysfs.Modules, cmUsed bool) {
 	for _, m := range CMModules {
 		st := mods.State(m)
-		states[m] = st.String()
+		mj.states[m] = st.String()
 		if !cmUsed {
-			details = append(details, fmt.Sprintf("%s: %s (not needed: no port here connects through rdma_cm)", m, st))
+			mj.details = append(mj.details, fmt.Sprintf("%s: %s (not needed: no port here connects through rdma_cm)", m, st))
 			continue
 		}
-		details = append(details, fmt.Sprintf("%s: %s (librdmacm connections)", m, st))
+		mj.details = append(mj.details, fmt.Sprintf("%s: %s (librdmacm connections)", m, st))
 		if st == sysfs.ModuleAbsent {
-			cmMissing = append(cmMissing, m)
+			mj.cmMissing = append(mj.cmMissing, m)
 		}
 	}
-	if len(mods.Loaded) == 0 && len(mods.ParseErrors) > 0 {
-		r := errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
-			env.Host.Display(sysfs.ProcModules), len(mods.ParseErrors), mods.ParseErrors[0])
-		r.Observed, r.Expected = fmt.Sprintf("%d malformed lines", len(mods.ParseErrors)), "one \"name size refcount deps state address\" line per module"
-		r.Remedy = "Read the module list by hand: `lsmod` or `cat /proc/modules`; a snapshot must carry /proc/modules as the kernel wrote it."
-		return r
-	}
-	for i, e := range mods.ParseErrors {
-		if i == 3 {
-			details = append(details, fmt.Sprintf("%s: %d more malformed lines", env.Host.Display(sysfs.ProcModules), len(mods.ParseErrors)-3))
-			break
-		}
-		details = append(details, fmt.Sprintf("%s: %v", env.Host.Display(sysfs.ProcModules), e))
-	}
-	ev := map[string]any{"modules": states, "required": order}
-	expected := strings.Join(order, ", ") + " loaded"
+}
+
+// result is the check's status and remedy: a missing required module
+// fails, one of unknown state is an error, missing rdma_cm modules only
+// warn (verbs work without them), else it passes.
+func (mj *moduleJudgement) result(mods *sysfs.Modules, order []string) Result {
 	var r Result
 	switch {
-	case len(missing) > 0:
-		r = fail(fmt.Sprintf("%s not loaded", strings.Join(missing, ", ")))
-		r.Remedy = moduleRemedy(mods, missing)
-	case len(unknown) > 0:
-		r = errorf("could not tell whether %s is loaded", strings.Join(unknown, ", "))
+	case len(mj.missing) > 0:
+		r = fail(fmt.Sprintf("%s not loaded", strings.Join(mj.missing, ", ")))
+		r.Remedy = moduleRemedy(mods, mj.missing)
+	case len(mj.unknown) > 0:
+		u := mj.unknown
+		r = errorf("could not tell whether %s is loaded", strings.Join(u, ", "))
 		r.Remedy = fmt.Sprintf("Look by hand: `lsmod | grep -w -e %s`, `ls -d /sys/module/{%s}` and `grep -e %s /lib/modules/$(uname -r)/modules.builtin`.",
-			strings.Join(unknown, " -e "), strings.Join(unknown, ","), strings.Join(unknown, " -e "))
-	case len(cmMissing) > 0:
-		r = warn(fmt.Sprintf("%s not loaded: verbs work, librdmacm connections (rdma_cm, MPI, NCCL, NVMe-oF) do not", strings.Join(cmMissing, ", ")))
+			strings.Join(u, " -e "), strings.Join(u, ","), strings.Join(u, " -e "))
+	case len(mj.cmMissing) > 0:
+		r = warn(fmt.Sprintf("%s not loaded: verbs work, librdmacm connections (rdma_cm, MPI, NCCL, NVMe-oF) do not", strings.Join(mj.cmMissing, ", ")))
 		r.Remedy = "`modprobe rdma_ucm` (it loads rdma_cm too); add rdma_ucm to /etc/modules-load.d/rdma.conf to load it at boot."
 	default:
 		r = pass(fmt.Sprintf("%d RDMA modules present: %s", len(order), strings.Join(order, ", ")))
 	}
-	r.Observed = observedModules(order, states)
-	r.Expected, r.Details, r.Evidence = expected, details, ev
 	return r
 }
 

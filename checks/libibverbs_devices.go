@@ -148,24 +148,43 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 		netns = m.NetnsMode
 	}
 	mods, _ := h.ReadModules()
-	loaded := func(m string) bool {
-		if mods == nil {
-			return false
-		}
-		st := mods.State(m)
-		return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
-	}
-	driverOf := func(d sysfs.RDMADevice) *Driver {
-		if d.Software || d.PCIAddr == "" {
-			return softwareDriver(d.Name, loaded)
-		}
-		return DriverByPCI(d.Driver)
-	}
+	loaded := moduleInUse(mods)
+	driverOf := func(d sysfs.RDMADevice) *Driver { return deviceDriver(d, loaded) }
 	return judgeVerbsDevices(s.Devices, list, family, pretty, netns, driverOf)
 }
 
 // judgeVerbsDevices compares the library's list with the kernel's devices.
 func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, netns string, driverOf func(sysfs.RDMADevice) *Driver) Result {
+	ev := verbsListEvidence(l)
+	expected := "ibv_get_device_list lists every device in /sys/class/infiniband"
+	if r, failed := libraryFailure(l, family, pretty, ev); failed {
+		r.Expected, r.Evidence = expected, ev
+		return r
+	}
+	c := compareVerbsDevices(kernel, l, family, netns == "exclusive", driverOf)
+	ev["missing"] = nonNil(c.missing)
+	c.details = append(c.details, l.Warnings...)
+	var r Result
+	switch {
+	case len(kernel) == 0 && len(l.Devices) == 0:
+		r = skip("the kernel has no RDMA device, and the library lists none")
+	case len(c.missing) > 0:
+		r = c.missingResult(len(kernel), family)
+	case len(c.extra) > 0 || len(c.mismatched) > 0:
+		r = c.strayResult()
+	default:
+		r = c.allListedResult(kernel)
+	}
+	r.Observed = fmt.Sprintf("%d of %d kernel device(s) listed", len(kernel)-len(c.missing), len(kernel))
+	r.Expected = expected
+	r.Details = c.details
+	r.Evidence = ev
+	return r
+}
+
+// verbsListEvidence records the library's answer: what it is, where it was
+// loaded from, what it listed, and what it printed and loaded when it did.
+func verbsListEvidence(l verbsList) map[string]any {
 	ev := map[string]any{
 		"library": l.Library, "loaded_from": l.LoadedFrom, "devices": nonNilListed(l.Devices),
 	}
@@ -175,92 +194,108 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 	if len(l.Providers) > 0 {
 		ev["providers_loaded"] = l.Providers
 	}
-	expected := "ibv_get_device_list lists every device in /sys/class/infiniband"
-	if r, failed := libraryFailure(l, family, pretty, ev); failed {
-		r.Expected, r.Evidence = expected, ev
-		return r
-	}
+	return ev
+}
 
-	listed := map[string]listedDevice{}
+// verbsComparison is the library's list held against the kernel's: the
+// kernel devices it misses (why, and by name), the node GUIDs that differ,
+// the devices only it lists, a table row per device, and the remedies the
+// missing devices call for.
+type verbsComparison struct {
+	listed                map[string]listedDevice
+	exclusive             bool // RDMA netns mode is exclusive
+	missing, missingNames []string
+	mismatched, extra     []string
+	details, remedies     []string
+}
+
+// compareVerbsDevices walks the kernel's devices, then the ones only the
+// library lists, building the comparison table.
+func compareVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family string, exclusive bool, driverOf func(sysfs.RDMADevice) *Driver) *verbsComparison {
+	c := &verbsComparison{listed: map[string]listedDevice{}, exclusive: exclusive}
 	for _, d := range l.Devices {
-		listed[d.Name] = d
+		c.listed[d.Name] = d
 	}
+	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", "device", "node GUID", "library"))
 	inKernel := map[string]bool{}
-	exclusive := netns == "exclusive"
-	var (
-		missing, mismatched, details []string
-		missingNames                 []string
-		remedies                     []string
-	)
-	details = append(details, fmt.Sprintf("%-16s %-20s %s", "device", "node GUID", "library"))
 	for _, k := range kernel {
 		inKernel[k.Name] = true
-		d, ok := listed[k.Name]
-		if !ok {
-			drv := driverOf(k)
-			what := notListed(k, drv, l.Warnings, exclusive)
-			if drv != nil {
-				remedies = appendUnique(remedies, installProviderRemedy(family))
-				remedies = appendUnique(remedies, "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load.")
-			}
-			missing = append(missing, what)
-			missingNames = append(missingNames, k.Name)
-			details = append(details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
-			continue
-		}
-		details = append(details, fmt.Sprintf("%-16s %-20s %s", k.Name, firstOr([]string{d.GUID}, k.NodeGUID), "listed"))
-		if d.GUID != "" && k.NodeGUID != "" && normGUID(d.GUID) != normGUID(k.NodeGUID) {
-			mismatched = append(mismatched, fmt.Sprintf("%s: node GUID %s in the library, %s in sysfs", k.Name, d.GUID, k.NodeGUID))
+		if d, ok := c.listed[k.Name]; ok {
+			c.noteListed(k, d)
+		} else {
+			c.noteMissing(k, driverOf(k), l.Warnings, family)
 		}
 	}
-	var extra []string
 	for _, d := range l.Devices {
 		if !inKernel[d.Name] {
-			extra = append(extra, d.Name)
-			details = append(details, fmt.Sprintf("%-16s %-20s %s", d.Name, d.GUID, "listed, not in the kernel"))
+			c.extra = append(c.extra, d.Name)
+			c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", d.Name, d.GUID, "listed, not in the kernel"))
 		}
 	}
-	sort.Strings(extra)
-	ev["missing"] = nonNil(missing)
-	details = append(details, l.Warnings...)
-	observed := fmt.Sprintf("%d of %d kernel device(s) listed", len(kernel)-len(missing), len(kernel))
+	sort.Strings(c.extra)
+	return c
+}
 
-	var r Result
-	switch {
-	case len(kernel) == 0 && len(l.Devices) == 0:
-		r = skip("the kernel has no RDMA device, and the library lists none")
-	case len(missing) > 0:
-		r = fail(fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", len(kernel)-len(missing), len(kernel), strings.Join(missing, "; ")))
-		if len(remedies) == 0 {
-			remedies = append(remedies, installProviderRemedy(family))
-		}
-		if exclusive {
-			// The namespace comes first: it is the cause a provider
-			// reinstall would never fix.
-			details = append([]string{"RDMA netns mode is exclusive (`rdma system`): a device is visible only in its own network namespace"}, details...)
-			remedies = append([]string{exclusiveNetnsFix(strings.Join(missingNames, ", ")) +
-				" If the device does belong to this namespace, its provider did not load:"}, remedies...)
-		}
-		r.Remedy = strings.Join(remedies, "\n")
-	case len(extra) > 0 || len(mismatched) > 0:
-		var parts []string
-		if len(extra) > 0 {
-			parts = append(parts, "the library lists device(s) the kernel does not show: "+strings.Join(extra, ", "))
-		}
-		parts = append(parts, mismatched...)
-		r = warn(strings.Join(parts, "; "))
-		r.Remedy = "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`, and keep one libibverbs."
-	default:
-		var names []string
-		for _, k := range kernel {
-			names = append(names, fmt.Sprintf("%s (%s)", k.Name, firstOr([]string{listed[k.Name].GUID}, k.NodeGUID)))
-		}
-		r = pass(fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(kernel), strings.Join(names, ", ")))
+// noteListed records a kernel device the library lists, and a node GUID
+// that differs between the two (two stacks, or a stale view).
+func (c *verbsComparison) noteListed(k sysfs.RDMADevice, d listedDevice) {
+	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, firstOr([]string{d.GUID}, k.NodeGUID), "listed"))
+	if d.GUID != "" && k.NodeGUID != "" && normGUID(d.GUID) != normGUID(k.NodeGUID) {
+		c.mismatched = append(c.mismatched, fmt.Sprintf("%s: node GUID %s in the library, %s in sysfs", k.Name, d.GUID, k.NodeGUID))
 	}
-	r.Observed, r.Expected = observed, expected
-	r.Details = details
-	r.Evidence = ev
+}
+
+// noteMissing records a kernel device the library does not list, with why;
+// when its driver is known, its provider is the thing to install and the
+// library's own messages say why it did not load.
+func (c *verbsComparison) noteMissing(k sysfs.RDMADevice, drv *Driver, warnings []string, family string) {
+	if drv != nil {
+		c.remedies = appendUnique(c.remedies, installProviderRemedy(family))
+		c.remedies = appendUnique(c.remedies, "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load.")
+	}
+	c.missing = append(c.missing, notListed(k, drv, warnings, c.exclusive))
+	c.missingNames = append(c.missingNames, k.Name)
+	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
+}
+
+// missingResult fails: an application here sees fewer devices than the
+// kernel has. In an exclusive RDMA netns the namespace comes first: it is
+// the cause a provider reinstall would never fix.
+func (c *verbsComparison) missingResult(kernel int, family string) Result {
+	r := fail(fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", kernel-len(c.missing), kernel, strings.Join(c.missing, "; ")))
+	remedies := c.remedies
+	if len(remedies) == 0 {
+		remedies = append(remedies, installProviderRemedy(family))
+	}
+	if c.exclusive {
+		c.details = append([]string{"RDMA netns mode is exclusive (`rdma system`): a device is visible only in its own network namespace"}, c.details...)
+		remedies = append([]string{exclusiveNetnsFix(strings.Join(c.missingNames, ", ")) +
+			" If the device does belong to this namespace, its provider did not load:"}, remedies...)
+	}
+	r.Remedy = strings.Join(remedies, "\n")
 	return r
+}
+
+// strayResult warns: the library lists devices the kernel does not show,
+// or sees another node GUID — two RDMA stacks or a stale sysfs view.
+func (c *verbsComparison) strayResult() Result {
+	var parts []string
+	if len(c.extra) > 0 {
+		parts = append(parts, "the library lists device(s) the kernel does not show: "+strings.Join(c.extra, ", "))
+	}
+	parts = append(parts, c.mismatched...)
+	r := warn(strings.Join(parts, "; "))
+	r.Remedy = "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`, and keep one libibverbs."
+	return r
+}
+
+// allListedResult passes, naming each device with its node GUID.
+func (c *verbsComparison) allListedResult(kernel []sysfs.RDMADevice) Result {
+	var names []string
+	for _, k := range kernel {
+		names = append(names, fmt.Sprintf("%s (%s)", k.Name, firstOr([]string{c.listed[k.Name].GUID}, k.NodeGUID)))
+	}
+	return pass(fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(kernel), strings.Join(names, ", ")))
 }
 
 // notListed says why the library may not list kernel device k of driver

@@ -343,36 +343,9 @@ func (li *libInstall) verdict(s *Survey) Result {
 // picked library will load: its .driver file and the provider object.
 // It returns the failures, detail lines, evidence, and a could-not-look reason.
 func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []string, map[string]any, string) {
-	var fails, details []string
 	ev := map[string]any{}
-	// Which provider each device needs.
-	need := map[string][]string{}
-	var order []string
-	mods, _ := h.ReadModules()
-	loaded := func(m string) bool {
-		if mods == nil {
-			return false
-		}
-		st := mods.State(m)
-		return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
-	}
-	for _, d := range s.Devices {
-		var drv *Driver
-		if d.Software || d.PCIAddr == "" {
-			drv = softwareDriver(d.Name, loaded)
-		} else {
-			drv = DriverByPCI(d.Driver)
-		}
-		if drv == nil {
-			details = append(details, fmt.Sprintf("%s: driver %q has no known provider; not judged", d.Name, d.Driver))
-			continue
-		}
-		if _, ok := need[drv.Provider]; !ok {
-			order = append(order, drv.Provider)
-		}
-		need[drv.Provider] = append(need[drv.Provider], d.Name)
-	}
-	if len(order) == 0 {
+	need, details := providersNeeded(h, s)
+	if len(need.order) == 0 {
 		return nil, details, ev, ""
 	}
 	conf, confProblems, confErr := h.ConfiguredProviders()
@@ -382,98 +355,187 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []st
 	if confErr != nil && !sysfs.IsNotExist(confErr) {
 		return nil, details, ev, "could not read the provider configuration: " + confErr.Error()
 	}
-	// A .driver line may name an absolute path prefix instead of a name.
-	byName := map[string]struct{ file, prefix string }{}
-	for name, file := range conf {
-		if strings.Contains(name, "/") {
-			byName[strings.TrimPrefix(path.Base(name), "lib")] = struct{ file, prefix string }{file, name}
-		} else {
-			byName[name] = struct{ file, prefix string }{file, ""}
-		}
-	}
-	// The provider directory sits next to the library (rdma-core's
-	// VERBS_PROVIDER_DIR is <libdir>/libibverbs).
-	var provDirs []string
-	for _, d := range []string{path.Dir(lib.path), path.Dir(lib.chain.Final)} {
-		provDirs = appendUnique(provDirs, path.Join(d, sysfs.ProviderSubdir))
-	}
-	provDir := ""
-	for _, d := range provDirs {
-		if ok, _ := h.Exists(d); ok {
-			provDir = d
-			break
-		}
-	}
-	ev["directory"] = provDir
+	pl := newProviderLayout(h, lib, conf)
+	ev["directory"] = pl.dir
 	ev["config_dir"] = h.Display(sysfs.LibibverbsConfDir)
+	var fails []string
 	var evList []map[string]any
-	for _, name := range order {
-		devs := need[name]
-		pe := map[string]any{"provider": name, "devices": devs}
-		evList = append(evList, pe)
-		var problems []string
-		c, configured := byName[name]
-		driverFile := path.Join(sysfs.LibibverbsConfDir, name+".driver")
-		if configured {
-			pe["driver_file"] = c.file
-		} else {
-			problems = append(problems, fmt.Sprintf("%s is missing (no .driver file names %q)", driverFile, name))
+	for _, name := range need.order {
+		pv := pl.judge(name, need.devices[name])
+		evList = append(evList, pv.evidence)
+		if pv.fail != "" {
+			fails = append(fails, pv.fail)
 		}
-		var files []string
-		searchDirs := []string{}
-		if c.prefix != "" {
-			searchDirs = append(searchDirs, path.Dir(c.prefix))
-		}
-		if provDir != "" {
-			searchDirs = append(searchDirs, provDir)
-		}
-		// The historical layout: providers in the library directory itself.
-		searchDirs = appendUnique(searchDirs, path.Dir(lib.path))
-		for _, d := range searchDirs {
-			fs, err := h.ProviderFiles(d, name)
-			if err == nil && len(fs) > 0 {
-				files = fs
-				break
-			}
-		}
-		good := ""
-		for _, f := range files {
-			ch := h.FollowLinks(f)
-			if ch.OK() {
-				if good == "" {
-					good = ch.String()
-				}
-				continue
-			}
-			problems = append(problems, fmt.Sprintf("%s: %v", ch, ch.Err))
-		}
-		want := path.Join(firstOr(provDirs, "<libdir>/libibverbs"), "lib"+name+"-rdmav*.so")
-		if provDir != "" {
-			want = path.Join(provDir, "lib"+name+"-rdmav*.so")
-		}
-		if len(files) == 0 {
-			where := want
-			if provDir == "" {
-				where += " (no provider directory " + strings.Join(provDirs, " or ") + ")"
-			}
-			problems = append(problems, "no "+where)
-		} else if good == "" && len(problems) == 0 {
-			problems = append(problems, "no loadable lib"+name+"-rdmav*.so")
-		}
-		pe["files"] = nonNil(files)
-		if len(problems) > 0 {
-			pe["status"] = "missing"
-			fails = append(fails, fmt.Sprintf("no provider for %s (%s): %s — the library lists zero of these devices while the kernel shows them",
-				name, strings.Join(devs, ", "), strings.Join(problems, "; ")))
-			details = append(details, fmt.Sprintf("provider %s for %s: MISSING — %s", name, strings.Join(devs, ", "), strings.Join(problems, "; ")))
-			continue
-		}
-		pe["status"] = "ok"
-		details = append(details, fmt.Sprintf("provider %s for %s: %s, %s", name, strings.Join(devs, ", "), c.file, good))
+		details = append(details, pv.detail)
 	}
 	sort.SliceStable(evList, func(i, j int) bool { return evList[i]["provider"].(string) < evList[j]["provider"].(string) })
 	ev["needed"] = evList
 	return fails, details, ev, ""
+}
+
+// providerNeeds are the providers the devices need, in the order first
+// needed, with the devices that need each.
+type providerNeeds struct {
+	order   []string
+	devices map[string][]string
+}
+
+// providersNeeded works out which provider each device needs from its
+// driver; a device whose driver has no known provider is noted in the
+// details and not judged.
+func providersNeeded(h *sysfs.Host, s *Survey) (providerNeeds, []string) {
+	need := providerNeeds{devices: map[string][]string{}}
+	var details []string
+	mods, _ := h.ReadModules()
+	loaded := moduleInUse(mods)
+	for _, d := range s.Devices {
+		drv := deviceDriver(d, loaded)
+		if drv == nil {
+			details = append(details, fmt.Sprintf("%s: driver %q has no known provider; not judged", d.Name, d.Driver))
+			continue
+		}
+		if _, ok := need.devices[drv.Provider]; !ok {
+			need.order = append(need.order, drv.Provider)
+		}
+		need.devices[drv.Provider] = append(need.devices[drv.Provider], d.Name)
+	}
+	return need, details
+}
+
+// configuredProvider is a provider's .driver file and, when its line names
+// an absolute path prefix instead of a name, that prefix.
+type configuredProvider struct{ file, prefix string }
+
+// providerLayout is where the picked library looks for providers: the
+// configured .driver files by provider name, the provider directories
+// next to the library, and the first of them that exists.
+type providerLayout struct {
+	h          *sysfs.Host
+	lib        *libCandidate
+	configured map[string]configuredProvider
+	dirs       []string
+	dir        string // "" when no provider directory exists
+}
+
+func newProviderLayout(h *sysfs.Host, lib *libCandidate, conf map[string]string) providerLayout {
+	pl := providerLayout{h: h, lib: lib, configured: configuredByName(conf)}
+	// The provider directory sits next to the library (rdma-core's
+	// VERBS_PROVIDER_DIR is <libdir>/libibverbs).
+	for _, d := range []string{path.Dir(lib.path), path.Dir(lib.chain.Final)} {
+		pl.dirs = appendUnique(pl.dirs, path.Join(d, sysfs.ProviderSubdir))
+	}
+	for _, d := range pl.dirs {
+		if ok, _ := h.Exists(d); ok {
+			pl.dir = d
+			break
+		}
+	}
+	return pl
+}
+
+// configuredByName indexes the .driver lines by provider name. A line may
+// name an absolute path prefix instead of a name: its base, less "lib", is
+// the provider's name.
+func configuredByName(conf map[string]string) map[string]configuredProvider {
+	byName := map[string]configuredProvider{}
+	for name, file := range conf {
+		if strings.Contains(name, "/") {
+			byName[strings.TrimPrefix(path.Base(name), "lib")] = configuredProvider{file, name}
+		} else {
+			byName[name] = configuredProvider{file, ""}
+		}
+	}
+	return byName
+}
+
+// providerVerdict is one provider's judgement: its evidence, its detail
+// line, and the failure line when it is missing.
+type providerVerdict struct {
+	evidence map[string]any
+	detail   string
+	fail     string
+}
+
+// judge checks one provider: a .driver file names it, and a provider
+// object for it is found and loadable. Any problem makes it missing: the
+// library then lists none of its devices although the kernel shows them.
+func (pl providerLayout) judge(name string, devs []string) providerVerdict {
+	pe := map[string]any{"provider": name, "devices": devs}
+	var problems []string
+	c, configured := pl.configured[name]
+	if configured {
+		pe["driver_file"] = c.file
+	} else {
+		driverFile := path.Join(sysfs.LibibverbsConfDir, name+".driver")
+		problems = append(problems, fmt.Sprintf("%s is missing (no .driver file names %q)", driverFile, name))
+	}
+	files := pl.providerFiles(name, c)
+	good, broken := pl.loadable(files)
+	problems = append(problems, broken...)
+	if len(files) == 0 {
+		problems = append(problems, "no "+pl.wanted(name))
+	} else if good == "" && len(problems) == 0 {
+		problems = append(problems, "no loadable lib"+name+"-rdmav*.so")
+	}
+	pe["files"] = nonNil(files)
+	on := strings.Join(devs, ", ")
+	if len(problems) > 0 {
+		pe["status"] = "missing"
+		why := strings.Join(problems, "; ")
+		return providerVerdict{evidence: pe,
+			fail: fmt.Sprintf("no provider for %s (%s): %s — the library lists zero of these devices while the kernel shows them",
+				name, on, why),
+			detail: fmt.Sprintf("provider %s for %s: MISSING — %s", name, on, why)}
+	}
+	pe["status"] = "ok"
+	return providerVerdict{evidence: pe, detail: fmt.Sprintf("provider %s for %s: %s, %s", name, on, c.file, good)}
+}
+
+// providerFiles finds the provider's objects in the first directory that
+// has any: the .driver line's own prefix, the provider directory, then the
+// library directory itself (the historical layout).
+func (pl providerLayout) providerFiles(name string, c configuredProvider) []string {
+	searchDirs := []string{}
+	if c.prefix != "" {
+		searchDirs = append(searchDirs, path.Dir(c.prefix))
+	}
+	if pl.dir != "" {
+		searchDirs = append(searchDirs, pl.dir)
+	}
+	searchDirs = appendUnique(searchDirs, path.Dir(pl.lib.path))
+	for _, d := range searchDirs {
+		fs, err := pl.h.ProviderFiles(d, name)
+		if err == nil && len(fs) > 0 {
+			return fs
+		}
+	}
+	return nil
+}
+
+// loadable follows each provider object's links: good is the first whole
+// chain, problems name every broken one.
+func (pl providerLayout) loadable(files []string) (good string, problems []string) {
+	for _, f := range files {
+		ch := pl.h.FollowLinks(f)
+		if ch.OK() {
+			if good == "" {
+				good = ch.String()
+			}
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("%s: %v", ch, ch.Err))
+	}
+	return good, problems
+}
+
+// wanted is where the provider's object should be, saying so when no
+// provider directory exists at all.
+func (pl providerLayout) wanted(name string) string {
+	glob := "lib" + name + "-rdmav*.so"
+	if pl.dir != "" {
+		return path.Join(pl.dir, glob)
+	}
+	return path.Join(firstOr(pl.dirs, "<libdir>/libibverbs"), glob) + " (no provider directory " + strings.Join(pl.dirs, " or ") + ")"
 }
 
 // ownerQuery is the command that names the package owning file.

@@ -250,88 +250,133 @@ func whyNotConfigured(h *sysfs.Host, pam pamMemlock, threshold uint64) (string, 
 // (pam_limits) and of systemd services, and returns the evidence, detail
 // lines, the findings that fall below min and what pam_limits sets.
 func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string, pamMemlock) {
-	var pm pamMemlock
-	ev := map[string]any{}
+	pam, details, low, pm := pamMemlockDefault(h, threshold)
+	ev := map[string]any{"pam_limits": pam}
+	sd, sdDetails, sdLow := systemdMemlockDefault(h, threshold)
+	if sd != nil {
+		ev["systemd_default"] = sd
+	}
+	return ev, append(details, sdDetails...), append(low, sdLow...), pm
+}
+
+// memlockLines are the memlock lines of limits.conf and limits.d sorted
+// out: the last `*` soft and hard lines (a "-" line sets both), the lines
+// of other users and groups, and root's soft value.
+type memlockLines struct {
+	soft, hard *sysfs.LimitsEntry
+	others     []string
+	pm         pamMemlock
+}
+
+// sortMemlockLines sorts the lines out; root is noted apart because
+// pam_limits' `*` lines do not apply to it.
+func sortMemlockLines(entries []sysfs.LimitsEntry) memlockLines {
+	var ml memlockLines
+	for i := range entries {
+		e := &entries[i]
+		if e.Domain == "root" && (e.Type == "soft" || e.Type == "-") {
+			if v, err := sysfs.ParseLimitsMemlock(e.Value); err == nil {
+				ml.pm.root, ml.pm.rootAt, ml.pm.hasRoot = v, fmt.Sprintf("%s:%d", e.File, e.Line), true
+			}
+		}
+		if e.Domain != "*" {
+			ml.others = append(ml.others, fmt.Sprintf("%s %s %s (%s:%d)", e.Domain, e.Type, e.Value, e.File, e.Line))
+			continue
+		}
+		switch e.Type {
+		case "soft":
+			ml.soft = e
+		case "hard":
+			ml.hard = e
+		case "-":
+			ml.soft, ml.hard = e, e
+		}
+	}
+	return ml
+}
+
+// pamMemlockDefault judges the memlock default of users' sessions: the `*`
+// soft line when there is one; else only some users or groups are raised;
+// else no line at all, and logins keep the kernel's built-in default,
+// which is too low.
+func pamMemlockDefault(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string, pamMemlock) {
 	var details, low []string
 	entries, read, probs := h.MemlockEntries()
 	for _, p := range probs {
 		details = append(details, "users' default: "+p.Error())
 	}
-	var soft, hard *sysfs.LimitsEntry
-	var others []string
-	for i := range entries {
-		e := &entries[i]
-		if e.Domain == "root" && (e.Type == "soft" || e.Type == "-") {
-			if v, err := sysfs.ParseLimitsMemlock(e.Value); err == nil {
-				pm.root, pm.rootAt, pm.hasRoot = v, fmt.Sprintf("%s:%d", e.File, e.Line), true
-			}
-		}
-		if e.Domain != "*" {
-			others = append(others, fmt.Sprintf("%s %s %s (%s:%d)", e.Domain, e.Type, e.Value, e.File, e.Line))
-			continue
-		}
-		switch e.Type {
-		case "soft":
-			soft = e
-		case "hard":
-			hard = e
-		case "-":
-			soft, hard = e, e
-		}
-	}
+	ml := sortMemlockLines(entries)
 	pam := map[string]any{"files_read": nonNil(read)}
-	if len(others) > 0 {
-		pam["other_domains"] = others
+	if len(ml.others) > 0 {
+		pam["other_domains"] = ml.others
 	}
 	switch {
-	case soft != nil:
-		v, err := sysfs.ParseLimitsMemlock(soft.Value)
-		if err != nil {
-			details = append(details, fmt.Sprintf("users' default: %s:%d: %v", soft.File, soft.Line, err))
-			break
-		}
-		pam["soft"] = limitJSON(v)
-		pam["source"] = fmt.Sprintf("%s:%d", soft.File, soft.Line)
-		pm.star, pm.starAt, pm.hasStar = v, fmt.Sprintf("%s:%d", soft.File, soft.Line), true
-		line := fmt.Sprintf("users' sessions (pam_limits): soft memlock %s from %s:%d", sysfs.FormatBytes(v), soft.File, soft.Line)
-		if hard != nil {
-			if hv, err := sysfs.ParseLimitsMemlock(hard.Value); err == nil {
-				pam["hard"] = limitJSON(hv)
-				line += fmt.Sprintf(", hard %s", sysfs.FormatBytes(hv))
-			}
-		}
+	case ml.soft != nil:
+		line, lowLine := ml.judgeStar(pam, threshold)
 		details = append(details, line)
-		if v != sysfs.Unlimited && v < threshold {
-			low = append(low, fmt.Sprintf("`* soft memlock` is %s in %s:%d", sysfs.FormatBytes(v), soft.File, soft.Line))
+		if lowLine != "" {
+			low = append(low, lowLine)
 		}
-	case len(others) > 0:
-		details = append(details, "users' sessions (pam_limits): no `*` memlock line; only these users/groups are raised: "+strings.Join(others, ", "))
+	case len(ml.others) > 0:
+		details = append(details, "users' sessions (pam_limits): no `*` memlock line; only these users/groups are raised: "+strings.Join(ml.others, ", "))
 	default:
 		details = append(details, "users' sessions (pam_limits): no memlock line in limits.conf or limits.d — sessions keep the built-in default (8 MiB since Linux 5.16, 64 KiB before)")
 		low = append(low, "no memlock default is configured for logins (limits.conf/limits.d), so they keep the built-in 8 MiB or 64 KiB")
 	}
-	ev["pam_limits"] = pam
+	return pam, details, low, ml.pm
+}
 
+// judgeStar reads the `*` soft line (and the hard one, for the record): it
+// returns the detail line and, when the soft value is below the threshold,
+// the finding. A soft value that does not parse is only a detail.
+func (ml *memlockLines) judgeStar(pam map[string]any, threshold uint64) (line, low string) {
+	soft := ml.soft
+	v, err := sysfs.ParseLimitsMemlock(soft.Value)
+	if err != nil {
+		return fmt.Sprintf("users' default: %s:%d: %v", soft.File, soft.Line, err), ""
+	}
+	pam["soft"] = limitJSON(v)
+	pam["source"] = fmt.Sprintf("%s:%d", soft.File, soft.Line)
+	ml.pm.star, ml.pm.starAt, ml.pm.hasStar = v, fmt.Sprintf("%s:%d", soft.File, soft.Line), true
+	line = fmt.Sprintf("users' sessions (pam_limits): soft memlock %s from %s:%d", sysfs.FormatBytes(v), soft.File, soft.Line)
+	if ml.hard != nil {
+		if hv, err := sysfs.ParseLimitsMemlock(ml.hard.Value); err == nil {
+			pam["hard"] = limitJSON(hv)
+			line += fmt.Sprintf(", hard %s", sysfs.FormatBytes(hv))
+		}
+	}
+	if v != sysfs.Unlimited && v < threshold {
+		low = fmt.Sprintf("`* soft memlock` is %s in %s:%d", sysfs.FormatBytes(v), soft.File, soft.Line)
+	}
+	return line, low
+}
+
+// systemdMemlockDefault judges systemd's DefaultLimitMEMLOCK=, when set; it
+// returns its evidence (nil when unset or unparsable), detail lines, and
+// the finding when its soft value is below the threshold. Unset is only
+// reported: a unit that runs RDMA sets LimitMEMLOCK= itself.
+func systemdMemlockDefault(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string) {
+	var details, low []string
 	sd, found, sprobs := h.SystemdDefaultMemlock()
 	for _, p := range sprobs {
 		details = append(details, "systemd default: "+p.Error())
 	}
-	if found {
-		l, err := sysfs.ParseSystemdLimit(sd.Value)
-		if err != nil {
-			details = append(details, fmt.Sprintf("systemd DefaultLimitMEMLOCK=%s (%s:%d): %v", sd.Value, sd.File, sd.Line, err))
-		} else {
-			ev["systemd_default"] = map[string]any{"soft": limitJSON(l.Soft), "hard": limitJSON(l.Hard), "source": fmt.Sprintf("%s:%d", sd.File, sd.Line)}
-			details = append(details, fmt.Sprintf("systemd services: DefaultLimitMEMLOCK=%s (%s:%d)", sd.Value, sd.File, sd.Line))
-			if l.Soft != sysfs.Unlimited && l.Soft < threshold {
-				low = append(low, fmt.Sprintf("systemd DefaultLimitMEMLOCK=%s (%s:%d)", sd.Value, sd.File, sd.Line))
-			}
-		}
-	} else {
+	if !found {
 		details = append(details, "systemd services: DefaultLimitMEMLOCK not set; units without LimitMEMLOCK= get systemd's built-in default "+
 			"(8 MiB since systemd 251): reported, not judged — a unit that runs RDMA sets LimitMEMLOCK= itself")
+		return nil, details, low
 	}
-	return ev, details, low, pm
+	l, err := sysfs.ParseSystemdLimit(sd.Value)
+	if err != nil {
+		details = append(details, fmt.Sprintf("systemd DefaultLimitMEMLOCK=%s (%s:%d): %v", sd.Value, sd.File, sd.Line, err))
+		return nil, details, low
+	}
+	ev := map[string]any{"soft": limitJSON(l.Soft), "hard": limitJSON(l.Hard), "source": fmt.Sprintf("%s:%d", sd.File, sd.Line)}
+	details = append(details, fmt.Sprintf("systemd services: DefaultLimitMEMLOCK=%s (%s:%d)", sd.Value, sd.File, sd.Line))
+	if l.Soft != sysfs.Unlimited && l.Soft < threshold {
+		low = append(low, fmt.Sprintf("systemd DefaultLimitMEMLOCK=%s (%s:%d)", sd.Value, sd.File, sd.Line))
+	}
+	return ev, details, low
 }
 
 // memlockContext is how this process got its limit: in an application

@@ -56,6 +56,13 @@ const leakFix = "Destroy in the order QPs → MRs/MWs → CQs/SRQs → PD → co
 	"`ibv_close_device`); ack every async and CQ event first — every ibv_destroy_* waits for those acks. Counts that stay up after the probe closed " +
 	"its context mean the kernel driver leaks: read `rdma resource show` and `dmesg`, and update the driver."
 
+// The probe's steps whose failure is judged on its own.
+const (
+	pdStep    = "ibv_dealloc_pd while QPs use it"
+	cqStep    = "ibv_destroy_cq while QP A uses it"
+	staleStep = "stale-lkey SEND completes in error"
+)
+
 // judgeDestroyOrder judges probe.destroy_order on one port.
 func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.DestroyOrder
@@ -65,6 +72,25 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdi
 	if r.Skipped != "" {
 		return skippedVerdict(label, &r.Probe), true
 	}
+	ev := destroyOrderEvidence(r)
+	var f destroyFindings
+	f.judgeRefusal("ibv_dealloc_pd", r.DeallocPDLiveQP, hasStep(&r.Probe, pdStep))
+	f.judgeRefusal("ibv_destroy_cq", r.DestroyCQLiveQP, hasStep(&r.Probe, cqStep))
+	if st := f.judgeFailedStep(r); st != nil {
+		ev["failed_step"] = st
+	}
+	f.noteStaleSend(r)
+	countsOK := f.judgeCounts(r)
+	if r.CountsFallback != "" {
+		f.details = append(f.details, "the per-process object dumps could not be read ("+r.CountsFallback+"); the device-wide summary was compared")
+	}
+	return f.verdict(label, r, countsOK, ev), true
+}
+
+// destroyOrderEvidence records the errnos, the stale send's outcome and
+// the resource counts; how the counts were taken only when it says
+// something.
+func destroyOrderEvidence(r *probe.DestroyOrderResult) map[string]any {
 	ev := map[string]any{
 		"dealloc_pd_live_qp_errno": r.DeallocPDLiveQP, "destroy_cq_live_qp_errno": r.DestroyCQLiveQP,
 		"stale_post_errno": r.StalePostErrno, "stale_status": r.StaleStatus, "stale_status_code": r.StaleStatusCode,
@@ -86,97 +112,137 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdi
 	if r.CountsDrift != "" {
 		ev["counts_drift"] = r.CountsDrift
 	}
-	const (
-		pdStep    = "ibv_dealloc_pd while QPs use it"
-		cqStep    = "ibv_destroy_cq while QP A uses it"
-		staleStep = "stale-lkey SEND completes in error"
-	)
-	// Each finding brings its own fix: the provider's state checks, the
-	// memory key check, a leak, or counts that could not be read.
-	var (
-		fails, warns, details []string
-		failFix, warnFix      []string
-	)
-	refusal := func(what string, errno int, ran bool) {
-		switch {
-		case !ran:
-		case errno == 0:
-			fails = append(fails, what+" succeeded under a live QP; a correct stack refuses it with EBUSY")
-			failFix = appendUnique(failFix, providerStateFix)
-		case errno != 16:
-			warns = append(warns, fmt.Sprintf("%s was refused with errno %d instead of EBUSY", what, errno))
-			warnFix = appendUnique(warnFix, providerStateFix)
-		}
+	return ev
+}
+
+// destroyFindings gathers what one port's probe found. Each finding brings
+// its own fix: the provider's state checks, the memory key check, a leak,
+// or counts that could not be read.
+type destroyFindings struct {
+	fails, warns, details []string
+	failFix, warnFix      []string
+}
+
+func (f *destroyFindings) fail(msg, fix string) {
+	f.fails = append(f.fails, msg)
+	f.failFix = appendUnique(f.failFix, fix)
+}
+
+func (f *destroyFindings) warn(msg, fix string) {
+	f.warns = append(f.warns, msg)
+	f.warnFix = appendUnique(f.warnFix, fix)
+}
+
+// judgeRefusal judges a destroy that a correct stack refuses with EBUSY
+// while a live QP uses the object: success fails, another errno warns; a
+// step the probe did not reach says nothing.
+func (f *destroyFindings) judgeRefusal(what string, errno int, ran bool) {
+	switch {
+	case !ran:
+	case errno == 0:
+		f.fail(what+" succeeded under a live QP; a correct stack refuses it with EBUSY", providerStateFix)
+	case errno != 16:
+		f.warn(fmt.Sprintf("%s was refused with errno %d instead of EBUSY", what, errno), providerStateFix)
 	}
-	refusal("ibv_dealloc_pd", r.DeallocPDLiveQP, hasStep(&r.Probe, pdStep))
-	refusal("ibv_destroy_cq", r.DestroyCQLiveQP, hasStep(&r.Probe, cqStep))
-	if st := firstFailure(&r.Probe, pdStep, cqStep); st != nil {
-		ev["failed_step"] = st
-		fails = append(fails, stepText(st))
-		if st.Name == staleStep {
-			failFix = appendUnique(failFix, staleKeyFix)
-		} else {
-			failFix = appendUnique(failFix, leakFix)
-		}
+}
+
+// judgeFailedStep fails on the first failed step other than the two
+// refusals (judged above): a stale-lkey SEND that succeeded is the memory
+// key check, anything else a leak or a destroy out of order. It returns
+// the step, for the evidence.
+func (f *destroyFindings) judgeFailedStep(r *probe.DestroyOrderResult) *probe.Step {
+	st := firstFailure(&r.Probe, pdStep, cqStep)
+	if st == nil {
+		return nil
 	}
+	fix := leakFix
+	if st.Name == staleStep {
+		fix = staleKeyFix
+	}
+	f.fail(stepText(st), fix)
+	return st
+}
+
+// noteStaleSend says how the SEND through the deregistered MR's lkey ended.
+func (f *destroyFindings) noteStaleSend(r *probe.DestroyOrderResult) {
 	switch {
 	case r.StaleStatus != "":
-		details = append(details, fmt.Sprintf("SEND through the deregistered MR's lkey completed with %s (%d)", r.StaleStatus, r.StaleStatusCode))
+		f.details = append(f.details, fmt.Sprintf("SEND through the deregistered MR's lkey completed with %s (%d)", r.StaleStatus, r.StaleStatusCode))
 	case r.StalePostErrno != 0:
-		details = append(details, fmt.Sprintf("SEND through the deregistered MR's lkey was refused at post (errno %d)", r.StalePostErrno))
+		f.details = append(f.details, fmt.Sprintf("SEND through the deregistered MR's lkey was refused at post (errno %d)", r.StalePostErrno))
 	}
-	countsOK := false
-	whose := "rdma resource counts"
-	switch r.CountsMethod {
-	case probe.CountsProcess:
-		whose = fmt.Sprintf("rdma resource counts of the probe's own objects (pid %d)", r.CountsPID)
-	case probe.CountsDevice:
-		whose = "rdma resource counts, device-wide"
-	}
+}
+
+// judgeCounts judges the resource counts around the probe: unreadable
+// counts warn, and so do device-wide counts that drifted, since other users
+// of the device may have moved them. It reports whether the counts were
+// read and came back to their baseline.
+func (f *destroyFindings) judgeCounts(r *probe.DestroyOrderResult) bool {
+	counts := countsWhose(r) + ": before " + fmtCounts(r.CountsBefore) + "; during " + fmtCounts(r.CountsDuring) + "; after " + fmtCounts(r.CountsAfter)
 	switch {
 	case r.CountsError != "":
-		warns = append(warns, "resource counts not verified: "+r.CountsError)
-		warnFix = appendUnique(warnFix, countsFix)
+		f.warn("resource counts not verified: "+r.CountsError, countsFix)
 	case r.CountsDrift != "":
-		warns = append(warns, r.CountsDrift+": other users of the device may have changed the counts, so this is not attributed to the probe")
-		warnFix = appendUnique(warnFix, countsDriftFix)
-		details = append(details, whose+": before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
+		f.warn(r.CountsDrift+": other users of the device may have changed the counts, so this is not attributed to the probe", countsDriftFix)
+		f.details = append(f.details, counts)
 	case r.CountsAfter != nil:
-		details = append(details, whose+": before "+fmtCounts(r.CountsBefore)+"; during "+fmtCounts(r.CountsDuring)+"; after "+fmtCounts(r.CountsAfter))
-		countsOK = true
+		f.details = append(f.details, counts)
+		return true
 	}
-	if r.CountsFallback != "" {
-		details = append(details, "the per-process object dumps could not be read ("+r.CountsFallback+"); the device-wide summary was compared")
+	return false
+}
+
+// countsWhose names whose resource counts were compared: the probe's own
+// objects, or the whole device's.
+func countsWhose(r *probe.DestroyOrderResult) string {
+	switch r.CountsMethod {
+	case probe.CountsProcess:
+		return fmt.Sprintf("rdma resource counts of the probe's own objects (pid %d)", r.CountsPID)
+	case probe.CountsDevice:
+		return "rdma resource counts, device-wide"
 	}
-	v := verdict{evidence: ev, details: details}
+	return "rdma resource counts"
+}
+
+// verdict is the port's verdict: any failure fails it, with the warnings'
+// fixes after the failures'; else any warning warns; else it passes.
+func (f *destroyFindings) verdict(label string, r *probe.DestroyOrderResult, countsOK bool, ev map[string]any) verdict {
+	v := verdict{evidence: ev, details: f.details}
 	switch {
-	case len(fails) > 0:
+	case len(f.fails) > 0:
 		v.status = report.Fail
-		v.line = fmt.Sprintf("%s: %s", label, strings.Join(fails, "; "))
-		v.remedy = strings.Join(append(failFix, warnFix...), "\n")
-		if len(warns) > 0 {
-			v.details = append(v.details, "also: "+strings.Join(warns, "; "))
+		v.line = fmt.Sprintf("%s: %s", label, strings.Join(f.fails, "; "))
+		v.remedy = strings.Join(append(f.failFix, f.warnFix...), "\n")
+		if len(f.warns) > 0 {
+			v.details = append(v.details, "also: "+strings.Join(f.warns, "; "))
 		}
-	case len(warns) > 0:
+	case len(f.warns) > 0:
 		v.status = report.Warn
-		v.line = fmt.Sprintf("%s: %s", label, strings.Join(warns, "; "))
-		v.remedy = strings.Join(warnFix, "\n")
+		v.line = fmt.Sprintf("%s: %s", label, strings.Join(f.warns, "; "))
+		v.remedy = strings.Join(f.warnFix, "\n")
 	default:
 		v.status = report.Pass
-		stale := r.StaleStatus
-		if stale == "" {
-			stale = "a refused post"
-		}
-		v.line = fmt.Sprintf("%s: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with %s; teardown in order freed everything",
-			label, stale)
-		switch {
-		case countsOK && r.CountsMethod == probe.CountsProcess:
-			v.line += " (its own resource counts back to baseline)"
-		case countsOK:
-			v.line += " (resource counts back to baseline)"
-		}
+		v.line = destroyOrderPassLine(label, r, countsOK)
 	}
-	return v, true
+	return v
+}
+
+// destroyOrderPassLine says what a clean run showed, and whose counts came
+// back to their baseline when they were read.
+func destroyOrderPassLine(label string, r *probe.DestroyOrderResult, countsOK bool) string {
+	stale := r.StaleStatus
+	if stale == "" {
+		stale = "a refused post"
+	}
+	line := fmt.Sprintf("%s: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with %s; teardown in order freed everything",
+		label, stale)
+	switch {
+	case countsOK && r.CountsMethod == probe.CountsProcess:
+		line += " (its own resource counts back to baseline)"
+	case countsOK:
+		line += " (resource counts back to baseline)"
+	}
+	return line
 }
 
 func hasStep(p *probe.Probe, name string) bool {

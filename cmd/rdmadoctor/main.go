@@ -56,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdExpect(args[1:], stdout, stderr)
 		case "slurm":
 			return cmdSlurm(args[1:], stdout, stderr)
+		case "npd":
+			return cmdNPD(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -67,11 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 	}
-	code, err := cmdDiagnose(args, stdout)
-	if err != nil {
-		fmt.Fprintf(stderr, "rdmadoctor: %v\n", err)
-	}
-	return code
+	return diagnose(args, stdout, stderr)
 }
 
 type flags struct {
@@ -93,6 +91,7 @@ type flags struct {
 	probeTimeout   time.Duration
 	libibverbs     string
 	expect         string
+	fleet          fleetFlags
 }
 
 func newFlagSet(f *flags) *pflag.FlagSet {
@@ -118,6 +117,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
 	fs.StringVar(&f.expect, "expect", "", expectFlagHelp)
+	addFleetFlags(fs, &f.fleet)
 	return fs
 }
 
@@ -133,6 +133,7 @@ usage:
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
   rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
   rdmadoctor slurm healthcheck|prolog  run the checks and drain or resume this Slurm node (slurm --help)
+  rdmadoctor npd               node-problem-detector plugin: one line from the --state report (npd --help)
 
 flags:
 %s`, version, fs.FlagUsages())
@@ -175,6 +176,9 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	if f.timeout <= 0 || f.probeTimeout <= 0 || f.interval < 0 || f.probeSize <= 0 || f.expectRate < 0 {
 		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
+	}
+	if err := f.fleet.validate(fs); err != nil {
+		return nil, err
 	}
 	for _, id := range f.checkIDs {
 		c, ok := checks.Lookup(id)
@@ -224,6 +228,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, usageError{err.Error()}
 	}
+	sel = periodicSelection(f, sel)
 	// Signals are caught before --root is opened, and stay caught until its
 	// temporary directory (an unpacked snapshot) is removed: the deferred
 	// calls run in reverse, so cleanup runs before signal.Stop. A closed
@@ -287,7 +292,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	rep.Host.Root = f.root
 	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 	rep.Host.Kernel, _ = host.KernelRelease()
-	rep.Checks = checks.Run(ctx, env, sel)
+	rep.Checks = withPeriodicSkips(f, checks.Run(ctx, env, sel))
 	rep.Inventory = checks.Inventory(env)
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
 	var asked func(string) bool
@@ -311,15 +316,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		rep.ExitCode = report.ExitInternal
 	}
 
-	switch f.format {
-	case "json":
-		err = report.WriteJSON(stdout, rep)
-	case "prometheus":
-		err = report.WritePrometheus(stdout, rep)
-	default:
-		err = report.WriteText(stdout, withKernelLogPointers(host, rep), report.TextOptions{Color: useColor(stdout, f.noColor), Verbose: f.verbose,
-			Width: textWidth(stdout), NotRun: notRun(f.checkIDs, rep)})
-	}
+	err = writeOutputs(stdout, f, host, rep, caught.Load() != nil)
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
 	}

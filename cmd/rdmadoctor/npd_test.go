@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// keptState runs a fixture at level 1 with --state and returns the state's
+// path and bytes.
+func keptState(t *testing.T, fixture string) (string, []byte) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state.json")
+	code, _, stderr := runCLI(t, "--root", filepath.Join(hostsDir, fixture), "--level", "1", "--format", "json", "--state", state)
+	if code == 1 || code == 2 {
+		t.Fatalf("%s: exit %d: %s", fixture, code, stderr)
+	}
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state, data
+}
+
+// checkNPDLine asserts NPD's output contract: one line, printable ASCII,
+// at most 80 bytes before the newline.
+func checkNPDLine(t *testing.T, out string) {
+	t.Helper()
+	if !strings.HasSuffix(out, "\n") || strings.Count(out, "\n") != 1 {
+		t.Errorf("not one line: %q", out)
+	}
+	line := strings.TrimSuffix(out, "\n")
+	if len(line) > npdMaxMessage || line == "" {
+		t.Errorf("%d bytes, want 1..%d: %q", len(line), npdMaxMessage, line)
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] < 0x20 || line[i] > 0x7e {
+			t.Errorf("byte %d of %q is not printable ASCII", i, line)
+			break
+		}
+	}
+}
+
+func npdCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	code, out, _ := runCLI(t, append([]string{"npd"}, args...)...)
+	checkNPDLine(t, out)
+	return code, out
+}
+
+func TestNPDHealthyAndPortDown(t *testing.T) {
+	ok, _ := keptState(t, "cx5-roce-healthy")
+	if code, out := npdCLI(t, "--state", ok); code != npdOK || !strings.HasPrefix(out, "ok: level 1, 13 pass") {
+		t.Errorf("healthy: exit %d %q", code, out)
+	}
+	bad, _ := keptState(t, "port-down")
+	code, out := npdCLI(t, "--state", bad)
+	if code != npdProblem || !strings.HasPrefix(out, "port.state(19) mlx5_1/1 DOWN") {
+		t.Errorf("port-down: exit %d %q, want 1 and port.state(19) mlx5_1/1 DOWN", code, out)
+	}
+	// The message is the same on every poll: NPD writes each change.
+	if _, again := npdCLI(t, "--state", bad); again != out {
+		t.Errorf("message changed between two reads: %q, %q", out, again)
+	}
+}
+
+func TestNPDRunJudgesALevel1Run(t *testing.T) {
+	code, out := npdCLI(t, "--run", "--root", filepath.Join(hostsDir, "port-down"))
+	if code != npdProblem || !strings.HasPrefix(out, "port.state(19) ") {
+		t.Errorf("--run port-down: exit %d %q", code, out)
+	}
+	code, out = npdCLI(t, "--run", "--root", filepath.Join(hostsDir, "cx5-roce-healthy"), "--check", "port.state", "--check", "roce.config")
+	if code != npdOK {
+		t.Errorf("--run healthy with --check: exit %d %q", code, out)
+	}
+}
+
+func TestNPDUnknown(t *testing.T) {
+	bad, data := keptState(t, "port-down")
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var doc map[string]any
+	json.Unmarshal(data, &doc)
+	withStarted := func(ts time.Time) []byte {
+		doc["started"] = ts.UTC().Format(time.RFC3339Nano)
+		b, _ := json.Marshal(doc)
+		return b
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := make([]byte, maxStateBytes+10)
+	for i := range huge {
+		huge[i] = ' '
+	}
+	cases := []struct {
+		name, path, want string
+		args             []string
+	}{
+		{"missing", filepath.Join(dir, "missing.json"), "no state", nil},
+		{"truncated", write("trunc.json", data[:300]), "truncated", nil},
+		{"empty", write("empty.json", nil), "empty", nil},
+		{"not json", write("junk.json", []byte("\x00\xff<html>")), "not a JSON report", nil},
+		{"other schema", write("other.json", []byte(`{"schema":"x/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[{}]}`)), "schema", nil},
+		{"no checks", write("nochecks.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[]}`)), "no checks", nil},
+		{"stale", write("stale.json", withStarted(time.Now().Add(-2*time.Hour))), "stale", nil},
+		{"stale by --max-age", bad, "stale", []string{"--max-age", "1ns"}},
+		{"future", write("future.json", withStarted(time.Now().Add(time.Hour))), "future", nil},
+		{"a directory", dir, "not a regular file", nil},
+		{"a FIFO", fifo, "not a regular file", nil},
+		{"huge", write("huge.json", huge), "larger than", nil},
+		{"inconsistent", write("incons.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"`+time.Now().UTC().Format(time.RFC3339)+`","exit_code":19,"root_cause":"pci.device","checks":[{"id":"pci.device","code":10,"status":"pass"}]}`)), "inconsistent", nil},
+	}
+	for _, tc := range cases {
+		start := time.Now()
+		code, out := npdCLI(t, append([]string{"--state", tc.path}, tc.args...)...)
+		if code != npdUnknown || !strings.HasPrefix(out, "unknown: ") || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d %q, want 2 and %q", tc.name, code, out, tc.want)
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Errorf("%s took %v", tc.name, time.Since(start))
+		}
+	}
+}
+
+// Hostile strings in a state: non-ASCII, control characters, escapes,
+// a megabyte of summary — the line stays one printable 80-byte line.
+func TestNPDHostileState(t *testing.T) {
+	now := time.Now().UTC().Format(time.RFC3339)
+	for name, summary := range map[string]string{
+		"non-ASCII": "mlx5_1 port 1 DOWN — ✗ 端口 µs × → ≠ \u202e\u200b",
+		"control":   "a\nb\rc\x1b[31mred\x00\x07 tab\there",
+		"huge":      strings.Repeat("x", 1<<20),
+		"invalid":   "bad \xff\xfe utf-8",
+	} {
+		doc := map[string]any{
+			"schema": "rdmadoctor.report/v1", "started": now, "level": 1, "exit_code": 19, "root_cause": "port.state",
+			"checks": []map[string]any{{"id": "port.state", "code": 19, "status": "fail", "summary": summary}},
+		}
+		b, _ := json.Marshal(doc)
+		p := filepath.Join(t.TempDir(), "s.json")
+		os.WriteFile(p, b, 0o644)
+		code, out := npdCLI(t, "--state", p)
+		if code != npdProblem || !strings.HasPrefix(out, "port.state(19) ") {
+			t.Errorf("%s: exit %d %q", name, code, out)
+		}
+	}
+}
+
+func TestNPDUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--level", "2"},
+		{"--root", "/"},
+		{"--run", "--state", "x"},
+		{"--max-age", "0s"},
+		{"--bogus"},
+		{"extra"},
+	} {
+		code, out := npdCLI(t, args...)
+		if code != npdUnknown || !strings.HasPrefix(out, "unknown: usage: ") {
+			t.Errorf("%v: exit %d %q, want 2 and a usage message", args, code, out)
+		}
+	}
+	code, out, _ := runCLI(t, "npd", "--help")
+	if code != 0 || !strings.Contains(out, "--max-age") {
+		t.Errorf("--help: exit %d %q", code, out)
+	}
+}
+
+func TestASCIILine(t *testing.T) {
+	for in, want := range map[string]string{
+		"a — b":                   "a - b",
+		"  lead\n\ttrail  ":       "lead trail",
+		"x\x00y":                  "x y",
+		"é":                       "?",
+		strings.Repeat("ab ", 40): strings.TrimSpace(strings.Repeat("ab ", 25)) + "...",
+	} {
+		if got := asciiLine(in, 80); got != want {
+			t.Errorf("asciiLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := asciiLine(strings.Repeat("y", 200), 80); len(got) != 80 || !strings.HasSuffix(got, "...") {
+		t.Errorf("a long word: %q", got)
+	}
+}
+
+// FuzzNPDState: whatever the state holds, the adapter neither panics nor
+// prints anything but one printable line of at most 80 bytes, and exits
+// 0, 1 or 2 — 0 only for a report that says healthy.
+func FuzzNPDState(f *testing.F) {
+	for _, fx := range []string{"cx5-roce-healthy", "port-down"} {
+		data, err := os.ReadFile(filepath.Join(goldenDir, fx+".json"))
+		if err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":19,"root_cause":"port.state","checks":[{"id":"port.state","code":19,"status":"fail","summary":"\u00e9\n"}]}`))
+	f.Add([]byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"root_cause":null,"checks":[{"id":"a","status":"pass"}]}`))
+	f.Add([]byte(`[`))
+	now, _ := time.Parse(time.RFC3339, "2026-01-01T00:05:00Z")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v npdVerdict
+		if doc, err := decodeState(data); err != nil {
+			v = npdVerdict{npdUnknown, "unknown: " + err.Error()}
+		} else if sv, stale := judgeAge(doc, now, 15*time.Minute); stale {
+			v = sv
+		} else {
+			v = judgeReport(doc)
+			if v.exit == npdOK && (*doc.ExitCode != 0 || doc.RootCause != nil) {
+				t.Errorf("healthy verdict for exit_code %d", *doc.ExitCode)
+			}
+		}
+		if v.exit < 0 || v.exit > 2 {
+			t.Errorf("exit %d", v.exit)
+		}
+		line := asciiLine(v.msg, npdMaxMessage)
+		if len(line) > npdMaxMessage || !utf8.ValidString(line) {
+			t.Errorf("line %q", line)
+		}
+		for i := 0; i < len(line); i++ {
+			if line[i] < 0x20 || line[i] > 0x7e {
+				t.Fatalf("non-printable byte in %q", line)
+			}
+		}
+	})
+}
+
+// The shipped NPD rule's arguments are ones the adapter accepts, and give
+// NPD's exit codes on real states.
+func TestShippedNPDRuleArgs(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/kubernetes/npd/rdmadoctor-monitor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Rules []struct {
+			Args []string `json:"args"`
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil || len(cfg.Rules) != 1 || len(cfg.Rules[0].Args) == 0 {
+		t.Fatalf("monitor config: %v", err)
+	}
+	for fixture, want := range map[string]int{"cx5-roce-healthy": npdOK, "port-down": npdProblem} {
+		state, _ := keptState(t, fixture)
+		var args []string
+		for _, a := range cfg.Rules[0].Args {
+			if strings.HasPrefix(a, "--state=") {
+				a = "--state=" + state
+			}
+			args = append(args, a)
+		}
+		code, out, errOut := runCLI(t, args...)
+		checkNPDLine(t, out)
+		if code != want {
+			t.Errorf("%s: rule args %q: exit %d %q %s, want %d", fixture, args, code, out, errOut, want)
+		}
+	}
+}
