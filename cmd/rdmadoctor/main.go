@@ -54,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdSnapshot(args[1:], stdout, stderr)
 		case "expect":
 			return cmdExpect(args[1:], stdout, stderr)
+		case "summarize":
+			return cmdSummarize(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -130,6 +132,7 @@ usage:
   rdmadoctor inventory         the devices, ports, addresses and GID indexes, as ibv_devinfo shows them
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
   rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
+  rdmadoctor summarize DIR|FILE...  one view of many nodes' JSON reports (summarize --help)
 
 flags:
 %s`, version, fs.FlagUsages())
