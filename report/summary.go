@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SummarySchema names the JSON document of `rdmadoctor summarize --format json`.
@@ -111,6 +112,24 @@ type FleetSummary struct {
 	Verdicts   []Verdict     `json:"verdicts"`
 	Checks     []CheckNodes  `json:"checks"`
 	Outliers   []Outlier     `json:"outliers"`
+	// Stale are the reports that started more than StaleAfter before the
+	// newest one: their node has not been checked since.
+	Stale      []StaleReport `json:"stale"`
+	StaleAfter string        `json:"stale_after"` // a Go duration; "0s" when not judged
+	Newest     time.Time     `json:"newest"`
+}
+
+// StaleReport is a node whose report is old beside the fleet's newest.
+type StaleReport struct {
+	Node    string    `json:"node"`
+	Started time.Time `json:"started"`
+}
+
+// SummaryOptions tune Summarize.
+type SummaryOptions struct {
+	// StaleAfter: a report that started this long before the newest is
+	// listed as stale; 0 lists none.
+	StaleAfter time.Duration
 }
 
 // Verdict is the nodes that ended with one exit code.
@@ -149,9 +168,10 @@ type ValueNodes struct {
 // Summarize folds the reports into verdicts, non-passing checks and the
 // outliers from the fleet's majority; problems are the files that could not
 // be read, listed as they are.
-func Summarize(reports []FleetReport, problems []FileProblem) *FleetSummary {
+func Summarize(reports []FleetReport, problems []FileProblem, opts SummaryOptions) *FleetSummary {
 	s := &FleetSummary{Schema: SummarySchema, Reports: len(reports), Unreadable: problems,
-		Verdicts: []Verdict{}, Checks: []CheckNodes{}, Outliers: []Outlier{}}
+		Verdicts: []Verdict{}, Checks: []CheckNodes{}, Outliers: []Outlier{}, Stale: []StaleReport{},
+		StaleAfter: opts.StaleAfter.String()}
 	if s.Unreadable == nil {
 		s.Unreadable = []FileProblem{}
 	}
@@ -167,7 +187,27 @@ func Summarize(reports []FleetReport, problems []FileProblem) *FleetSummary {
 	s.Hosts = len(hosts)
 	sortSummary(s)
 	s.Outliers = obs.outliers()
+	s.findStale(reports, names, opts.StaleAfter)
 	return s
+}
+
+// findStale lists the reports that started more than after before the
+// newest report, oldest first.
+func (s *FleetSummary) findStale(reports []FleetReport, names []string, after time.Duration) {
+	for _, fr := range reports {
+		if fr.Report.Started.After(s.Newest) {
+			s.Newest = fr.Report.Started
+		}
+	}
+	if after <= 0 {
+		return
+	}
+	for i, fr := range reports {
+		if s.Newest.Sub(fr.Report.Started) > after {
+			s.Stale = append(s.Stale, StaleReport{Node: names[i], Started: fr.Report.Started})
+		}
+	}
+	sort.SliceStable(s.Stale, func(i, j int) bool { return s.Stale[i].Started.Before(s.Stale[j].Started) })
 }
 
 // nodeNames names each report by its host name; a name that several files
@@ -295,7 +335,7 @@ func digitRun(s string) int {
 type observations map[[2]string]map[string]string
 
 // attribute order in the output
-var attributes = []string{"kernel", "firmware", "PCIe link", "port rate", "MTU", "error counter"}
+var attributes = []string{"rdmadoctor version", "kernel", "firmware", "PCIe link", "port rate", "MTU", "error counter"}
 
 func (o observations) add(attr, subject, node, value string) {
 	k := [2]string{attr, subject}
@@ -315,6 +355,9 @@ func (o observations) add(attr, subject, node, value string) {
 func (o observations) collect(r *Report, node string) {
 	if r.Host.Kernel != "" {
 		o.add("kernel", "", node, r.Host.Kernel)
+	}
+	if r.Version != "" {
+		o.add("rdmadoctor version", "", node, r.Version)
 	}
 	products := map[string]string{}
 	for _, f := range r.Inventory.PCIFunctions {

@@ -67,7 +67,7 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("DecodeReport: %v; DecodeReportForSummary: %v", err, liteErr)
 		}
 		if liteErr == nil {
-			Summarize([]FleetReport{{Path: "l.json", Report: lite}}, nil)
+			Summarize([]FleetReport{{Path: "l.json", Report: lite}}, nil, SummaryOptions{})
 		}
 		if err != nil {
 			return
@@ -75,7 +75,7 @@ func FuzzDecodeReport(f *testing.F) {
 		if r.Schema != Schema {
 			t.Fatalf("decoded schema %q", r.Schema)
 		}
-		s := Summarize([]FleetReport{{Path: "a.json", Report: r}, {Path: "b.json", Report: r}}, nil)
+		s := Summarize([]FleetReport{{Path: "a.json", Report: r}, {Path: "b.json", Report: r}}, nil, SummaryOptions{StaleAfter: time.Hour})
 		if err := WriteSummaryText(&bytes.Buffer{}, s); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestSummarize(t *testing.T) {
 		node("n2", "20.1", "200 Gb/sec (4X HDR)", 9000, 0, ok),
 		node("n10", "20.1", "200 Gb/sec (4X HDR)", 1500, 0, map[string]Status{"port.state": Fail, "counters.errors": Warn}),
 		node("n3", "19.9", "100 Gb/sec (4X HDR)", 9000, 1234, map[string]Status{"pci.link": Fail, "port.state": Error}),
-	), []FileProblem{{Path: "/x/bad.json", Error: "corrupt"}})
+	), []FileProblem{{Path: "/x/bad.json", Error: "corrupt"}}, SummaryOptions{})
 	got, _ := json.MarshalIndent(s, "", " ")
 	check := func(cond bool, what string) {
 		t.Helper()
@@ -162,7 +162,7 @@ func TestSummarize(t *testing.T) {
 func TestSummarizeSplitAndDuplicates(t *testing.T) {
 	ok := map[string]Status{}
 	a, b := node("h", "1", "r", 9000, 0, ok), node("h", "2", "r", 9000, 0, ok)
-	s := Summarize([]FleetReport{{Path: "/d/a.json", Report: a}, {Path: "/d/b.json", Report: b}}, nil)
+	s := Summarize([]FleetReport{{Path: "/d/a.json", Report: a}, {Path: "/d/b.json", Report: b}}, nil, SummaryOptions{})
 	if s.Hosts != 1 || strings.Join(s.Verdicts[0].Nodes, ";") != "h (a.json);h (b.json)" {
 		t.Errorf("hosts %d, nodes %q", s.Hosts, s.Verdicts[0].Nodes)
 	}
@@ -176,7 +176,7 @@ func TestSummarizeSplitAndDuplicates(t *testing.T) {
 }
 
 func TestSummaryTextNamesUnreadable(t *testing.T) {
-	s := Summarize(nil, []FileProblem{{Path: "/d/c.json", Error: "corrupt JSON report: unexpected end of JSON input"}})
+	s := Summarize(nil, []FileProblem{{Path: "/d/c.json", Error: "corrupt JSON report: unexpected end of JSON input"}}, SummaryOptions{StaleAfter: time.Hour})
 	var b bytes.Buffer
 	if err := WriteSummaryText(&b, s); err != nil {
 		t.Fatal(err)
@@ -216,5 +216,31 @@ func TestSortNodes(t *testing.T) {
 	SortNodes(n)
 	if got := strings.Join(n, " "); got != "m n1 n02 n2 n10" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestSummarizeStaleAndVersions: a report far older than the newest is
+// listed, one within the window is not; a node on another rdmadoctor
+// version is an outlier.
+func TestSummarizeStaleAndVersions(t *testing.T) {
+	ok := map[string]Status{}
+	newest, recent, old := node("n1", "1", "r", 9000, 0, ok), node("n2", "1", "r", 9000, 0, ok), node("n3", "1", "r", 9000, 0, ok)
+	newest.Started = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	recent.Started = newest.Started.Add(-59 * time.Minute)
+	old.Started = newest.Started.Add(-26 * time.Hour)
+	newest.Version, recent.Version, old.Version = "0.2.0", "0.2.0", "0.1.0"
+	s := Summarize(fleet(newest, recent, old), nil, SummaryOptions{StaleAfter: time.Hour})
+	if len(s.Stale) != 1 || s.Stale[0].Node != "n3" || !s.Newest.Equal(newest.Started) {
+		t.Errorf("stale %+v newest %v, want n3 only", s.Stale, s.Newest)
+	}
+	if len(s.Outliers) != 1 || s.Outliers[0].Attribute != "rdmadoctor version" || s.Outliers[0].Majority != "0.2.0" {
+		t.Errorf("outliers %+v, want the version of n3", s.Outliers)
+	}
+	var b bytes.Buffer
+	if err := WriteSummaryText(&b, s); err != nil || !strings.Contains(b.String(), "STALE (started more than 1h0m0s before the newest report, 2026-01-02T12:00:00Z)\n  2026-01-01T10:00:00Z  n3\n") {
+		t.Errorf("%v:\n%s", err, b.String())
+	}
+	if s := Summarize(fleet(newest, old), nil, SummaryOptions{}); len(s.Stale) != 0 {
+		t.Errorf("StaleAfter 0 listed %+v", s.Stale)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // WriteSummaryText renders the summary for a person: the header, nodes by
@@ -37,6 +38,12 @@ func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 		b.WriteString("\nOUTLIERS (differ from the fleet's majority)\n")
 		for _, o := range s.Outliers {
 			writeOutlier(&b, o)
+		}
+	}
+	if len(s.Stale) > 0 {
+		fmt.Fprintf(&b, "\nSTALE (started more than %s before the newest report, %s)\n", s.StaleAfter, s.Newest.UTC().Format(time.RFC3339))
+		for _, st := range s.Stale {
+			fmt.Fprintf(&b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), st.Node)
 		}
 	}
 	if len(s.Unreadable) > 0 {

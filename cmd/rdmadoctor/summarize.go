@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -20,13 +21,14 @@ import (
 // maxReportBytes bounds one file: a report of the largest host is a few MB.
 const maxReportBytes = 64 << 20
 
-const summarizeUsage = `usage: rdmadoctor summarize [--format text|json] DIR|FILE...
+const summarizeUsage = `usage: rdmadoctor summarize [--format text|json] [--stale DURATION] DIR|FILE...
 
 Reads the JSON reports (--format json) or state files (--state) of many nodes
 — every *.json in each DIR, and each FILE named — and prints one view: nodes by
 verdict, each check not passing with its nodes, and the outliers: firmware,
-PCIe links, port rates, MTUs, kernels and error-counter levels that differ from
-the fleet's majority. A missing, corrupt or foreign file is named and the rest
+PCIe links, port rates, MTUs, kernels, rdmadoctor versions and error-counter
+levels that differ from the fleet's majority, and the nodes whose report is
+stale beside the newest. A missing, corrupt or foreign file is named and the rest
 still summarised. Exit 0 when every file was read, 1 when any could not be
 (or none was a report), 2 for a usage error; the fleet's health is in the output.
 
@@ -37,6 +39,7 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("summarize", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	format := fs.String("format", "text", "text, or json (schema "+report.SummarySchema+")")
+	stale := fs.Duration("stale", time.Hour, "list the nodes whose report started this long before the newest one (0: none)")
 	help := fs.BoolP("help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor summarize: %v\n", err)
@@ -50,12 +53,16 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor summarize: unknown format %q; valid formats: text, json\n", *format)
 		return report.ExitUsage
 	}
+	if *stale < 0 {
+		fmt.Fprintf(stderr, "rdmadoctor summarize: --stale %v: want a duration of 0 or more, such as 1h\n", *stale)
+		return report.ExitUsage
+	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "rdmadoctor summarize: name a directory of reports or report files (summarize --help)")
 		return report.ExitUsage
 	}
 	reports, problems := readFleet(fs.Args())
-	sum := report.Summarize(reports, problems)
+	sum := report.Summarize(reports, problems, report.SummaryOptions{StaleAfter: *stale})
 	var err error
 	if *format == "json" {
 		err = report.WriteSummaryJSON(stdout, sum)

@@ -80,7 +80,7 @@ func TestSummarizeJSONAndExitCodes(t *testing.T) {
 	if len(s.Checks) == 0 || s.Checks[0].ID != "port.state" {
 		t.Errorf("checks %+v, want port.state first", s.Checks)
 	}
-	for _, args := range [][]string{{"summarize"}, {"summarize", "--format", "yaml", dir}, {"summarize", "--bogus", dir}} {
+	for _, args := range [][]string{{"summarize"}, {"summarize", "--format", "yaml", dir}, {"summarize", "--bogus", dir}, {"summarize", "--stale", "-1h", dir}} {
 		if code, _, errOut := runCLI(t, args...); code != 2 || errOut == "" {
 			t.Errorf("%q: exit %d (%q), want 2 with a message", args, code, errOut)
 		}
