@@ -2,7 +2,8 @@
 # Tests the packages `make package` built in dist/: the .deb's and the .rpm's
 # file lists, lintian (where installed), and as root a real install: dpkg -i,
 # the binary runs, the units verify clean with the real binary and are not
-# enabled, and dpkg -r leaves none of the package's files behind.
+# enabled, dpkg -r leaves none of the package's files behind (only what the
+# service wrote: its state and textfile) and dpkg --purge leaves nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "packaging: FAIL: $*" >&2; exit 1; }
@@ -76,10 +77,19 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   say "installed units verify clean"
 fi
 [ ! -e /etc/systemd/system/timers.target.wants/rdmadoctor.timer ] || fail "the package enabled rdmadoctor.timer"
+new_paths() { for p in "$@"; do [ -e "$p" ] && ! grep -qx "$p" <<<"$before" && echo "$p"; done; true; }
+# What a run of the service writes: kept by dpkg -r, removed by purge.
+written="/var/lib/rdmadoctor/state.json /var/lib/rdmadoctor/state.json.lock /var/lib/node_exporter/textfile_collector/rdmadoctor.prom"
+for f in $written; do [ -e "$f" ] || { echo '{}' >"$f"; before=$(printf '%s\n' "$before" | grep -vx "$f" || true); }; done
 dpkg -r rdmadoctor >/dev/null || fail "dpkg -r rdmadoctor"
-left=$(for p in $want_deb; do [ -e "$p" ] && ! grep -qx "$p" <<<"$before" && echo "$p"; done; true)
-[ -z "$left" ] || fail "dpkg -r left behind: $left"
-dpkg --purge rdmadoctor >/dev/null
+left=$(new_paths $want_deb $written | sort)
+want_left=$(printf '%s\n' $written /var/lib/rdmadoctor /var/lib/node_exporter/textfile_collector | sort)
+[ "$left" = "$(new_paths $want_left | sort)" ] && [ -n "$left" ] || fail "dpkg -r left behind:
+$left
+want only the service's files and their directories"
+dpkg --purge rdmadoctor >/dev/null || fail "dpkg --purge rdmadoctor"
+left=$(new_paths $want_deb $written)
+[ -z "$left" ] || fail "dpkg --purge left behind: $left"
 dpkg-query -W rdmadoctor >/dev/null 2>&1 && fail "rdmadoctor still known to dpkg after purge"
 trap - EXIT
-say "removed: nothing left behind"
+say "removed: dpkg -r kept only the service's state and textfile, dpkg --purge left nothing"
