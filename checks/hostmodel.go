@@ -191,6 +191,9 @@ func classifyPort(h *sysfs.Host, s *Survey, dm *DeviceModel, p sysfs.RDMAPort) *
 	if pm.Netdev == "" {
 		return pm
 	}
+	if own := ownBondSlave(h, s, dm.Dev, pm.Netdev); own != "" {
+		pm.Netdev = own
+	}
 	topo, err := h.NetdevTopology(pm.Netdev)
 	pm.TopoErr = err
 	pm.NetdevHere = topo.Exists || err != nil
@@ -205,6 +208,49 @@ func classifyPort(h *sysfs.Host, s *Survey, dm *DeviceModel, p sysfs.RDMAPort) *
 		}
 	}
 	return pm
+}
+
+// ownBondSlave tells a bond that only carries a port from a RoCE LAG. A
+// port's GIDs name a bond in both cases: on an mlx5 RoCE LAG the device's
+// netdev is the bond (mlx5_lag_get_roce_netdev), while a plain bond over
+// PFs that each keep their RDMA device (a bond across two cards, which
+// mlx5/core/lag never pairs, or one whose LAG is not allowed) lends its
+// addresses to its slaves' ports as an upper device (roce_gid_mgmt.c
+// is_eth_port_of_netdev_filter). mlx5 unregisters every PF's device when
+// it forms a LAG, so a bond whose slave belongs to a PCI function with an
+// RDMA device of its own, other than this one, is not a LAG: the port's
+// netdev is then this device's own slave of the bond. "" when the bond is
+// a LAG (or not a bond).
+func ownBondSlave(h *sysfs.Host, s *Survey, d sysfs.RDMADevice, bond string) string {
+	if t, err := h.NetdevTopology(bond); err != nil || !t.Bond || d.PCIAddr == "" {
+		return ""
+	}
+	slaves, _ := h.BondSlaves(bond)
+	fnOf := map[string]string{} // netdev → its PCI function
+	for _, n := range s.NICs {
+		for _, nd := range n.Fn.Netdevs {
+			fnOf[nd] = n.Fn.Address
+		}
+	}
+	hasDev := map[string]bool{}
+	for _, o := range s.Devices {
+		if o.Name != d.Name && o.PCIAddr != "" {
+			hasDev[o.PCIAddr] = true
+		}
+	}
+	own, shared := "", false
+	for _, sl := range slaves {
+		switch fn := fnOf[sl]; {
+		case fn == d.PCIAddr:
+			own = sl
+		case fn != "" && hasDev[fn]:
+			shared = true
+		}
+	}
+	if !shared {
+		return ""
+	}
+	return own
 }
 
 // stackedOn lists the devices stacked on a netdev, transitively (a VLAN on

@@ -201,6 +201,11 @@ func addModel(m *HostModel, inv *report.Inventory) {
 				if pm.Port.Num == rd.Ports[j].Port {
 					rd.Ports[j].Transport = string(pm.Transport)
 					rd.Ports[j].UpperNetdevs = pm.Uppers
+					if pm.Netdev != "" && rd.Ports[j].Netdev != "" {
+						// The model's netdev: a slave, not the bond
+						// its GIDs name, on a bond that is no LAG.
+						rd.Ports[j].Netdev = pm.Netdev
+					}
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -294,7 +295,12 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 		f.add(report.Fail, fmt.Sprintf("netdev %s is %s", name, nd.OperState), fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name))
 	}
 	byCarrier := map[string][]string{}
+	backup, note := backupSlaveCarriers(rj.env.Host, pm)
+	*line += note
 	for _, c := range pm.Carriers() {
+		if backup[c] {
+			continue
+		}
 		if cnd, ok := rj.byName[c]; ok {
 			if a := routableAddrs(cnd.Addresses); len(a) > 0 {
 				byCarrier[c] = a
@@ -310,6 +316,8 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 		switch {
 		case pm.IsVF() || pm.Representor:
 			*line += "; no IP on the host (normal for a VF or representor: its traffic belongs to a guest or a pod)"
+		case len(backup) > 0:
+			// Its addresses are the bond's: on the active slave's port.
 		default:
 			f.add(report.Fail, fmt.Sprintf("netdev %s has no IP address", name)+upperText(pm),
 				fmt.Sprintf("Give %s (or the VLAN/bond on it that the fabric uses) an address (`ip addr add <addr>/<prefix> dev %s`) and make it persistent in the network configuration; its RoCE v2 GID appears with it.", name, name))
@@ -329,6 +337,40 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 		}
 	}
 	return addrs, true
+}
+
+// backupSlaveCarriers are the carriers of a port whose netdev is a backup
+// slave of a bond with one active slave (active-backup, balance-tlb,
+// balance-alb: bond_uses_primary): the bond and the devices on it. The
+// kernel gives such a bond's addresses only to its active slave's port and
+// removes them from the others (roce_gid_mgmt.c,
+// is_eth_active_slave_of_bonding_rcu; is_eth_port_inactive_slave_filter),
+// so the backup's port has no GID for them, by design. note says so on
+// the port's line.
+func backupSlaveCarriers(h *sysfs.Host, pm *PortModel) (map[string]bool, string) {
+	topo, err := h.NetdevTopology(pm.Netdev)
+	if err != nil || topo.Master == "" {
+		return nil, ""
+	}
+	mode, active, err := h.BondActiveSlave(topo.Master)
+	if err != nil || active == "" || active == pm.Netdev || !bondUsesPrimary(mode) {
+		return nil, ""
+	}
+	skip := map[string]bool{topo.Master: true}
+	for _, u := range pm.Uppers {
+		if ut, err := h.NetdevTopology(u); err == nil && slices.Contains(ut.Lowers, topo.Master) {
+			skip[u] = true
+		}
+	}
+	return skip, fmt.Sprintf(", backup slave of %s (%s; active slave %s): %s's addresses are on the active slave's port, not judged here",
+		topo.Master, strings.Fields(mode)[0], active, topo.Master)
+}
+
+// bondUsesPrimary: the bonding modes with one active slave (bonding's
+// bond_uses_primary).
+func bondUsesPrimary(mode string) bool {
+	f := strings.Fields(mode)
+	return len(f) > 0 && (f[0] == "active-backup" || f[0] == "balance-tlb" || f[0] == "balance-alb")
 }
 
 func upperText(pm *PortModel) string {

@@ -95,3 +95,18 @@ func (h *Host) BondSlaves(bond string) ([]string, error) {
 	}
 	return t.Lowers, nil
 }
+
+// BondActiveSlave reads a bond master's mode (bonding/mode, "active-backup
+// 1") and its active slave (bonding/active_slave; empty in modes without
+// one, such as 802.3ad).
+func (h *Host) BondActiveSlave(bond string) (mode, active string, err error) {
+	if !validIfname(bond) {
+		return "", "", nil
+	}
+	m, err := h.ReadAttr(path.Join(NetClass, bond, "bonding", "mode"))
+	if err != nil {
+		return "", "", err
+	}
+	a, _ := h.ReadAttr(path.Join(NetClass, bond, "bonding", "active_slave"))
+	return strings.TrimSpace(m), strings.TrimSpace(a), nil
+}

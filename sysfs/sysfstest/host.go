@@ -46,6 +46,15 @@ type Bond struct {
 	MAC   string // the bond takes its first slave's MAC
 	MTU   int
 	Addrs []string
+	// Mode is bonding/mode ("" = "802.3ad 4", a RoCE LAG's).
+	Mode string
+	// ActiveSlave, for an active-backup bond that is not a RoCE LAG, is
+	// the slave whose RDMA port carries the bond's GIDs: roce_gid_mgmt.c
+	// adds an upper bond's addresses only to the port of its active slave
+	// (is_eth_active_slave_of_bonding_rcu) and deletes that port's default
+	// GIDs (bond_delete_netdev_default_gids); the backup slave's port keeps
+	// only its own default GIDs.
+	ActiveSlave string
 }
 
 // Upper is a device stacked on a port's netdev: a VLAN or a macvlan.
@@ -465,7 +474,14 @@ func writeBonds(t *Tree, h Host, netdevs []sysfs.Netdev) []sysfs.Netdev {
 		nd := writeNetdev(t, "/sys/devices/virtual/net", Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
 		netdevs = append(netdevs, nd)
 		t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
-		t.Attr(path.Join(dir, "bonding", "mode"), "802.3ad 4")
+		mode := b.Mode
+		if mode == "" {
+			mode = "802.3ad 4"
+		}
+		t.Attr(path.Join(dir, "bonding", "mode"), mode)
+		if b.ActiveSlave != "" {
+			t.Attr(path.Join(dir, "bonding", "active_slave"), b.ActiveSlave)
+		}
 		t.Facts.DCB[b.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 	}
 	return netdevs
@@ -546,7 +562,7 @@ func gidEntries(d ibDevice, p Port) []gidEntry {
 	}
 	own := carrier{p.Netdev, p.MAC, p.Addrs}
 	for _, b := range d.Bonds {
-		if b.Name == p.Bond {
+		if b.Name == p.Bond && (b.ActiveSlave == "" || b.ActiveSlave == p.Netdev) {
 			own = carrier{b.Name, b.MAC, b.Addrs}
 		}
 	}
@@ -563,7 +579,7 @@ func gidEntries(d ibDevice, p Port) []gidEntry {
 		ll := linkLocalGID(c.mac)
 		out = append(out, gidEntry{ll, v1, c.name}, gidEntry{ll, "RoCE v2", c.name})
 		for _, a := range c.addrs {
-			if g := v4MappedGID(a); g != "" {
+			if g := ipGID(a); g != "" {
 				out = append(out, gidEntry{g, v1, c.name}, gidEntry{g, "RoCE v2", c.name})
 			}
 		}
@@ -608,9 +624,12 @@ func linkLocalGID(mac string) string {
 	return gidString(b)
 }
 
-func v4MappedGID(cidr string) string {
+// ipGID is the GID of an address: an IPv4 address mapped into IPv6
+// (::ffff:a.b.c.d), an IPv6 address as itself (roce_gid_mgmt.c
+// update_gid_ip/enum_netdev_ipv6_ips; rdma_ip2gid).
+func ipGID(cidr string) string {
 	ip, _, err := net.ParseCIDR(cidr)
-	if err != nil || ip.To4() == nil {
+	if err != nil {
 		return ""
 	}
 	return gidString(ip.To16())
