@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -130,7 +131,26 @@ func deviceDriver(d sysfs.RDMADevice, loaded func(string) bool) *Driver {
 	if d.Software || d.PCIAddr == "" {
 		return softwareDriver(d.Name, loaded)
 	}
+	if _, ok := subFunctionPF(d); ok {
+		return DriverByPCI("mlx5_core")
+	}
 	return DriverByPCI(d.Driver)
+}
+
+// subFunctionPF tells an mlx5 sub-function's RDMA device and returns its
+// PF. mlx5_ib registers an SF's device below the SF's auxiliary device
+// (ib_dev.dev.parent = mdev->device; mlx5/core/sf/dev/dev.c names it
+// mlx5_core.sf.<id>, below the PF), so its "device" link names
+// mlx5_core.sf.N and its driver is the auxiliary mlx5_core.sf driver, not
+// a PCI function and a PCI driver: the provider is still mlx5's.
+func subFunctionPF(d sysfs.RDMADevice) (string, bool) {
+	parts := strings.Split(d.SysPath, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, "mlx5_core.sf.") && i > 0 && sysfs.IsPCIAddress(parts[i-1]) {
+			return parts[i-1], true
+		}
+	}
+	return "", false
 }
 
 // mellanoxProducts names the Mellanox/NVIDIA device IDs (PF and VF).

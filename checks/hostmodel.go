@@ -142,6 +142,7 @@ func classifyDevice(s *Survey, d sysfs.RDMADevice) *DeviceModel {
 		// (…/<PF>/mlx5_core.sf.N/…).
 		dm.Function = SubFunction
 		dm.Driver = DriverByPCI("mlx5_core")
+		dm.PhysFn, _ = subFunctionPF(d)
 	default:
 		dm.Driver = DriverByPCI(d.Driver)
 		for _, n := range s.PCI {

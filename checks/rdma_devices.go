@@ -266,6 +266,10 @@ func unclaimedDevices(s *Survey, claimed map[string]bool) []string {
 			soft = append(soft, name+")")
 			continue
 		}
+		if pf, ok := subFunctionPF(d); ok {
+			other = append(other, fmt.Sprintf("%s: mlx5 sub-function %s of %s", d.Name, d.PCIAddr, pf))
+			continue
+		}
 		drv := d.Driver
 		if drv == "" {
 			drv = "no driver"

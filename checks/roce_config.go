@@ -315,7 +315,7 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 	if len(addrs) == 0 {
 		switch {
 		case pm.IsVF() || pm.Representor:
-			*line += "; no IP on the host (normal for a VF or representor: its traffic belongs to a guest or a pod)"
+			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
 		case len(backup) > 0:
 			// Its addresses are the bond's: on the active slave's port.
 		default:
@@ -371,6 +371,15 @@ func backupSlaveCarriers(h *sysfs.Host, pm *PortModel) (map[string]bool, string)
 func bondUsesPrimary(mode string) bool {
 	f := strings.Fields(mode)
 	return len(f) > 0 && (f[0] == "active-backup" || f[0] == "balance-tlb" || f[0] == "balance-alb")
+}
+
+// noIPWhy says why a VF's, SF's or representor's port needs no address
+// on the host.
+func noIPWhy(pm *PortModel) string {
+	if pm.Device.Function == SubFunction && !pm.Representor {
+		return "normal for an mlx5 sub-function: it is handed to a container, a VM or a service that addresses it"
+	}
+	return "normal for a VF or representor: its traffic belongs to a guest or a pod"
 }
 
 func upperText(pm *PortModel) string {

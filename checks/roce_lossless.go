@@ -210,7 +210,11 @@ func losslessNotJudged(pm *PortModel) string {
 	case pm.Netdev == "":
 		return "no netdev carries it (roce.config reports it)"
 	case pm.IsVF():
-		return "a VF: PFC, trust and ECN are the PF's (" + valueOrUnknown(d.PhysFn) + ")"
+		kind := "a VF"
+		if d.Function == SubFunction {
+			kind = "an mlx5 sub-function"
+		}
+		return kind + ": PFC, trust and ECN are the PF's (" + valueOrUnknown(d.PhysFn) + ")"
 	case pm.Representor:
 		return "a VF representor: its traffic leaves through the uplink, judged there"
 	}

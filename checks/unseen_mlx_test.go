@@ -13,6 +13,7 @@ import (
 func TestUnseenMLXHealthyExitZero(t *testing.T) {
 	for _, name := range []string{
 		"mlx4-vpi-ib-eth", "cx7-ndr200-split", "mlx5-bond-active-backup", "lag-one-slave-down", "roce-ipv6-only", "roce-macvlan-ip",
+		"ib-ipoib-pkey-child", "bf3-subfunctions",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(name), checks.Options{})
@@ -62,5 +63,38 @@ func TestUnseenMLXDevicesAndPorts(t *testing.T) {
 	})
 	runNetCases(t, "pci.link", []netCase{
 		{name: "mlx4 without link files is not judged", dir: netFixture("mlx4-vpi-ib-eth"), status: report.Skip, contains: []string{"current_link_* absent"}},
+	})
+}
+
+func TestUnseenMLXSubFunctionsAndIPoIB(t *testing.T) {
+	// mlx5 sub-functions: auxiliary devices below the PF, driven by mlx5
+	// (provider mlx5), with no address on the host.
+	runNetCases(t, "rdma.devices", []netCase{
+		{name: "BlueField-3 SFs", dir: netFixture("bf3-subfunctions"), status: report.Pass,
+			contains: []string{"mlx5_2: mlx5 sub-function mlx5_core.sf.2 of 0000:3b:00.0"}, lacks: []string{"outside the table"}},
+	})
+	runNetCases(t, "libibverbs.install", []netCase{
+		{name: "BlueField-3 SFs use the mlx5 provider", dir: netFixture("bf3-subfunctions"), status: report.Pass,
+			contains: []string{"provider mlx5 for mlx5_0, mlx5_2, mlx5_3"}, lacks: []string{"no known provider"}},
+	})
+	runNetCases(t, "roce.config", []netCase{
+		{name: "BlueField-3 SFs without an address", dir: netFixture("bf3-subfunctions"), status: report.Pass,
+			contains: []string{"mlx5_2 port 1 → enp59s0f0s88: up, MTU 1500; no IP on the host (normal for an mlx5 sub-function"},
+			lacks:    []string{"VF or representor"}},
+	})
+	runNetCases(t, "roce.lossless", []netCase{
+		{name: "BlueField-3 SFs' lossless is the PF's", dir: netFixture("bf3-subfunctions"), status: report.Pass,
+			contains: []string{"mlx5_2 port 1: not judged: an mlx5 sub-function: PFC, trust and ECN are the PF's (0000:3b:00.0)"}},
+	})
+	// IPoIB netdevs (ib0 and a pkey child) are no RoCE netdevs.
+	runNetCases(t, "roce.config", []netCase{
+		{name: "IPoIB with a pkey child", dir: netFixture("ib-ipoib-pkey-child"), status: report.Skip,
+			contains: []string{"no RoCE port (InfiniBand: mlx5_0 port 1)"}},
+		{name: "mlx4 VPI: ib0 beside the RoCE netdev", dir: netFixture("mlx4-vpi-ib-eth"), status: report.Pass,
+			contains: []string{"mlx4_0 port 2 → enp4s0d1: up"}, lacks: []string{"ib0"}},
+	})
+	runNetCases(t, "port.state", []netCase{
+		{name: "IPoIB with a pkey child", dir: netFixture("ib-ipoib-pkey-child"), status: report.Pass,
+			contains: []string{"mlx5_0 port 1: ACTIVE, 200 Gb/sec (4X HDR), InfiniBand, LID 0x1a"}, lacks: []string{"netdev ib0"}},
 	})
 }

@@ -190,6 +190,22 @@ type NIC struct {
 	NodeType string
 	// PhysFn is the PF of an SR-IOV VF ("" for a PF).
 	PhysFn string
+	// SFs are mlx5 sub-functions of this PF.
+	SFs []SF
+}
+
+// SF is an mlx5 sub-function: an auxiliary device mlx5_core.sf.<Index>
+// below its PF (mlx5/core/sf/dev/dev.c), bound to the mlx5_core.sf
+// auxiliary driver, with an sfnum attribute; its netdev and its RDMA
+// device are registered below it (mlx5e and mlx5_ib take mdev->device,
+// the SF's auxiliary device, as their parent).
+type SF struct {
+	Index    int // the auxiliary device's id
+	SFNum    int // the user's sfnum
+	IBDev    string
+	Uverbs   int
+	NodeGUID string
+	Port     Port
 }
 
 // Port is one RDMA port and, for RoCE, the netdev that carries it.
@@ -216,9 +232,22 @@ type Port struct {
 	Uppers []Upper
 	// PhysPortName is the netdev's phys_port_name ("p0", "pf0vf1").
 	PhysPortName string
+	// PKeyChildren are IPoIB child interfaces of an InfiniBand port's
+	// IPoIB netdev (Netdev, "ib0"), one per partition.
+	PKeyChildren []PKeyChild
 	// Away: the netdev lives in another network namespace (a pod's): the
 	// GID table still names it, this namespace does not list it.
 	Away bool
+}
+
+// PKeyChild is an IPoIB child interface made with create_child (ib0.8001):
+// ipoib_vlan.c registers it below the same parent device as ib0, with a
+// pkey and a parent attribute; it is no upper device of ib0 and the port's
+// GID table does not change.
+type PKeyChild struct {
+	Name  string // "ib0.8001"
+	PKey  int    // 0x8001 (full membership bit set)
+	Addrs []string
 }
 
 // SoftDevice is an rxe/siw device on a netdev.
@@ -266,6 +295,7 @@ func Build(h Host) *Tree {
 				netdevs = append(netdevs, writeNetdev(t, path.Join(fnDir, "net"), p, len(netdevs)+1))
 				writeQoS(t, path.Join(fnDir, "net", p.Netdev), n, p) // net.go
 				netdevs = writeUppers(t, path.Join(fnDir, "net", p.Netdev), p, netdevs)
+				netdevs = writePKeyChildren(t, path.Join(fnDir, "net"), p, netdevs)
 			}
 		}
 		if n.IBDev != "" {
@@ -277,6 +307,11 @@ func Build(h Host) *Tree {
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
 			enum = append(enum, sysfs.VerbsDevice{Name: n.IBDev, NodeGUID: n.NodeGUID, Uverbs: fmt.Sprintf("uverbs%d", n.Uverbs)})
 			t.Facts.RDMAResources = append(t.Facts.RDMAResources, zeroResources(n.IBDev))
+		}
+	}
+	for _, n := range h.NICs {
+		for _, sf := range n.SFs {
+			netdevs, enum = writeSF(t, n, sf, netdevs, enum)
 		}
 	}
 	netdevs = writeBonds(t, h, netdevs)
@@ -315,6 +350,29 @@ func Build(h Host) *Tree {
 	}
 	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
+}
+
+// writeSF writes a sub-function's auxiliary device, its netdev and its
+// RDMA device below its PF.
+func writeSF(t *Tree, pf NIC, sf SF, netdevs []sysfs.Netdev, enum []sysfs.VerbsDevice) ([]sysfs.Netdev, []sysfs.VerbsDevice) {
+	aux := fmt.Sprintf("mlx5_core.sf.%d", sf.Index)
+	dir := path.Join(pciPath(pf), aux)
+	t.Attr(path.Join(dir, "sfnum"), fmt.Sprint(sf.SFNum))
+	t.RelLink(path.Join(dir, "driver"), "/sys/bus/auxiliary/drivers/mlx5_core.sf")
+	t.RelLink(path.Join("/sys/bus/auxiliary/devices", aux), dir)
+	t.Dir("/sys/bus/auxiliary/drivers/mlx5_core.sf")
+	if sf.Port.Netdev != "" {
+		netdevs = append(netdevs, writeNetdev(t, path.Join(dir, "net"), sf.Port, len(netdevs)+1))
+		t.Facts.DCB[sf.Port.Netdev] = sysfs.DCB{Err: sysfs.ErrNoDCB} // PFC is the PF's
+	}
+	devDir := path.Join(dir, "infiniband", sf.IBDev)
+	writeIBDevice(t, devDir, ibDevice{Name: sf.IBDev, GUID: sf.NodeGUID, FW: pf.FW, HCA: pf.HCAType, Board: pf.BoardID,
+		Driver: pf.Driver, Ports: []Port{sf.Port}})
+	t.Link(path.Join(devDir, "device"), "../../../"+aux)
+	t.RelLink(path.Join("/sys/class/infiniband", sf.IBDev), devDir)
+	writeUverbs(t, path.Join(dir, "infiniband_verbs"), sf.Uverbs, sf.IBDev)
+	t.Facts.RDMAResources = append(t.Facts.RDMAResources, zeroResources(sf.IBDev))
+	return netdevs, append(enum, sysfs.VerbsDevice{Name: sf.IBDev, NodeGUID: sf.NodeGUID, Uverbs: fmt.Sprintf("uverbs%d", sf.Uverbs)})
 }
 
 // writeRoCETOS makes rdma_cm's configfs entry of every RoCE port of the
@@ -415,6 +473,12 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 	t.Attr(path.Join(dir, "address"), p.MAC)
 	t.Attr(path.Join(dir, "ifindex"), fmt.Sprint(index))
 	t.Attr(path.Join(dir, "type"), "1")
+	if p.LinkLayer == "InfiniBand" {
+		// IPoIB: ARPHRD_INFINIBAND, a 20-byte hardware address (QPN, then
+		// the port GID), the port's number less one in dev_port
+		// (ipoib_main.c ipoib_intf_init, ipoib_set_dev_features).
+		t.Attr(path.Join(dir, "type"), "32")
+	}
 	if p.OperUp {
 		t.Attr(path.Join(dir, "carrier"), "1")
 	} else if p.NoCarrier {
@@ -432,6 +496,31 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 	t.RelLink(path.Join("/sys/class/net", p.Netdev), dir)
 	return sysfs.Netdev{Name: p.Netdev, Index: index, OperState: state, AdminUp: p.OperUp || p.NoCarrier, Carrier: p.OperUp,
 		MTU: p.MTU, MAC: p.MAC, Addresses: append([]string(nil), p.Addrs...)}
+}
+
+// ipoibAddr is an IPoIB netdev's hardware address: flags and QPN, then the
+// port GID (fe80::<port GUID>).
+func ipoibAddr(qpn int, portGUID string) string {
+	g := "fe80000000000000" + strings.ReplaceAll(portGUID, ":", "")
+	parts := []string{"00", fmt.Sprintf("%02x", qpn>>16&0xff), fmt.Sprintf("%02x", qpn>>8&0xff), fmt.Sprintf("%02x", qpn&0xff)}
+	for i := 0; i+2 <= len(g); i += 2 {
+		parts = append(parts, g[i:i+2])
+	}
+	return strings.Join(parts, ":")
+}
+
+// writePKeyChildren writes an IPoIB netdev's pkey children beside it, below
+// the same PCI function, each with its pkey and parent attributes
+// (ipoib_vlan.c __ipoib_vlan_add), no DCB.
+func writePKeyChildren(t *Tree, netDir string, p Port, netdevs []sysfs.Netdev) []sysfs.Netdev {
+	for i, c := range p.PKeyChildren {
+		cp := Port{Netdev: c.Name, LinkLayer: "InfiniBand", MAC: ipoibAddr(0x1100+i+1, p.PortGUID), MTU: p.MTU, OperUp: p.OperUp, Addrs: c.Addrs}
+		netdevs = append(netdevs, writeNetdev(t, netDir, cp, len(netdevs)+1))
+		t.Attr(path.Join(netDir, c.Name, "pkey"), fmt.Sprintf("0x%04x", c.PKey))
+		t.Attr(path.Join(netDir, c.Name, "parent"), p.Netdev)
+		t.Facts.DCB[c.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
+	}
+	return netdevs
 }
 
 // writeUppers writes the VLAN and macvlan devices on a port's netdev: each
