@@ -214,5 +214,8 @@ var productNames = map[[2]uint16]string{
 	{0x8086, 0x1592}: "Intel E810-C (QSFP)", {0x8086, 0x1593}: "Intel E810-C (SFP)", {0x8086, 0x159b}: "Intel E810-XXV (SFP)",
 	{0x14e4, 0x1750}: "Broadcom BCM57508", {0x14e4, 0x1751}: "Broadcom BCM57504", {0x14e4, 0x1760}: "Broadcom BCM57608",
 	{0x1d0f, 0xefa0}: "AWS EFA", {0x1d0f, 0xefa1}: "AWS EFA (2nd gen)", {0x1d0f, 0xefa2}: "AWS EFA (3rd gen)", {0x1d0f, 0xefa3}: "AWS EFA (4th gen)",
+	{0x1077, 0x8070}: "Marvell FastLinQ QL41000", {0x1077, 0x8170}: "Marvell FastLinQ QL41000 VF",
+	{0x19e5, 0xa222}: "HiSilicon HNS3 25GE RDMA", {0x19e5, 0xa224}: "HiSilicon HNS3 50GE RDMA", {0x19e5, 0xa226}: "HiSilicon HNS3 100GE RDMA",
+	{0x19e5, 0xa228}: "HiSilicon HNS3 200GE RDMA", {0x1ded, 0x107f}: "Alibaba Elastic RDMA", {0x1414, 0x00ba}: "Microsoft Azure MANA",
 	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
 }

@@ -1,0 +1,57 @@
+package checks_test
+
+import (
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// RDMA NICs of vendors other than Mellanox/NVIDIA, each as its driver
+// registers it (sysfs/sysfstest/fixtures_unseen_vendors.go): a healthy one
+// exits 0 and is named for what it is.
+
+func TestUnseenVendorsPCIDevice(t *testing.T) {
+	runNetCases(t, "pci.device", []netCase{
+		{name: "qedr RoCE", dir: netFixture("qedr-roce"), status: report.Pass, contains: []string{"Marvell FastLinQ QL41000 (qede) ×1"}},
+		{name: "HNS on Kunpeng", dir: netFixture("hns-roce-arm64"), status: report.Pass, contains: []string{"HiSilicon HNS3 25GE RDMA (hns3) ×2"}},
+		{name: "erdma", dir: netFixture("erdma-ecs"), status: report.Pass, contains: []string{"Alibaba Elastic RDMA (erdma) ×1"}},
+		{name: "X722", dir: netFixture("x722-iwarp"), status: report.Pass, contains: []string{"Intel X722 0x37d2 (i40e) ×1"}},
+		{name: "many EFAs", dir: netFixture("efa-p5-many"), status: report.Pass, contains: []string{"32 RDMA NIC function(s): AWS EFA (3rd gen) (efa) ×32"},
+			lacks: []string{"ENA"}},
+		{name: "siw only warns", dir: netFixture("siw-softiwarp"), status: report.Warn, contains: []string{"only software RDMA: siw0 on enp0s3"}},
+		// ionic_rdma registered ionic_0: an RDMA NIC the table does not
+		// know is present, not missing; it was once "no RDMA-capable PCI
+		// function" (exit 10) on a working host.
+		{name: "driver outside the table", dir: netFixture("unknown-driver-nic"), status: report.Pass,
+			contains: []string{"present, not judged", "ionic_0 on 0000:c3:00.0 (driver ionic): driver not in rdmadoctor's table, not judged"},
+			lacks:    []string{"no RDMA-capable PCI function", "seated"}},
+	})
+}
+
+func TestUnseenVendorsHealthyExitZero(t *testing.T) {
+	for _, name := range []string{"qedr-roce", "qedr-iwarp", "hns-roce-arm64", "erdma-ecs", "x722-iwarp", "irdma-e810-iwarp",
+		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic"} {
+		t.Run(name, func(t *testing.T) {
+			r := hwRun(t, netFixture(name), checks.Options{})
+			for _, c := range r.Checks {
+				if c.Status == report.Fail || c.Status == report.Error {
+					t.Errorf("%s %s: %s", c.ID, c.Status, c.Summary)
+				}
+			}
+			if r.ExitCode != 0 {
+				t.Fatalf("a healthy %s host exits %d (root cause %s)", name, r.ExitCode, deref(r.RootCause))
+			}
+		})
+	}
+}
+
+func TestUnseenVendorsTransport(t *testing.T) {
+	runNetCases(t, "roce.config", []netCase{
+		{name: "qedr RoCE", dir: netFixture("qedr-roce"), status: report.Pass, contains: []string{"RoCE v2 GIDs present"}},
+		{name: "qedr iWARP", dir: netFixture("qedr-iwarp"), status: report.Skip, contains: []string{"iWARP: qedr0 port 1"}},
+		{name: "erdma is iWARP", dir: netFixture("erdma-ecs"), status: report.Skip, contains: []string{"iWARP: erdma_0 port 1"}},
+		{name: "E810 iWARP", dir: netFixture("irdma-e810-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
+		{name: "X722 iWARP", dir: netFixture("x722-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
+	})
+}
