@@ -31,7 +31,7 @@ func TestUnseenVendorsPCIDevice(t *testing.T) {
 
 func TestUnseenVendorsHealthyExitZero(t *testing.T) {
 	for _, name := range []string{"qedr-roce", "qedr-iwarp", "hns-roce-arm64", "erdma-ecs", "x722-iwarp", "irdma-e810-iwarp",
-		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic"} {
+		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic", "mana-azure", "bnxt-re-pma", "rxe-on-vlan"} {
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(name), checks.Options{})
 			for _, c := range r.Checks {
@@ -53,5 +53,24 @@ func TestUnseenVendorsTransport(t *testing.T) {
 		{name: "erdma is iWARP", dir: netFixture("erdma-ecs"), status: report.Skip, contains: []string{"iWARP: erdma_0 port 1"}},
 		{name: "E810 iWARP", dir: netFixture("irdma-e810-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
 		{name: "X722 iWARP", dir: netFixture("x722-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
+	})
+}
+
+func TestUnseenVendorsNetdevs(t *testing.T) {
+	runNetCases(t, "rdma.devices", []netCase{
+		// hv_netvsc's eth0 is the MANA VF's master but no bond: not a LAG.
+		{name: "MANA under netvsc is no LAG", dir: netFixture("mana-azure"), status: report.Pass,
+			contains: []string{"7870:00:00.0 Microsoft Azure MANA: mana_0"}, lacks: []string{"LAG"}},
+	})
+	runNetCases(t, "roce.config", []netCase{
+		{name: "MANA port on netvsc's eth0", dir: netFixture("mana-azure"), status: report.Pass,
+			contains: []string{"mana_0 port 1 → eth0: up", "10.0.0.4/24 on eth0"}},
+		{name: "rxe on a VLAN", dir: netFixture("rxe-on-vlan"), status: report.Pass,
+			contains: []string{"rxe0 port 1 → enp0s3.100: up", "192.0.2.31/24 on enp0s3.100"}},
+	})
+	runNetCases(t, "counters.errors", []netCase{
+		// PMA counters beside hw_counters: both read, none double-failed.
+		{name: "bnxt_re with PMA counters", dir: netFixture("bnxt-re-pma"), status: report.Pass,
+			contains: []string{"bnxt_re0 port 1: 17 error counters read, all zero"}},
 	})
 }

@@ -149,3 +149,57 @@ func init() {
 	register("efa-p5-many", func() *Tree { return Build(EFAMany()) })
 	register("unknown-driver-nic", func() *Tree { return Build(UnknownDriverNIC()) })
 }
+
+// MANA is an Azure VM with Accelerated Networking and MANA RDMA: the MANA
+// VF (1414:00ba, mana + mana_ib, on a Hyper-V PCI domain) carries the
+// netdev enP30832s1 with no address of its own; hv_netvsc's synthetic eth0
+// is its master (netvsc_vf_join: netdev_master_upper_dev_link) and holds
+// the IP. mana_ib registers "mana_%d"; mana_ib_query_port reports 4X EDR,
+// ACTIVE when the VF netdev has carrier, link layer Ethernet, IP GIDs —
+// the core adds eth0's addresses as the port's GIDs (roce_gid_mgmt,
+// upper devices).
+func MANA() Host {
+	return Host{Hostname: "azvm-mana01", Kernel: "6.8.0-1021-azure",
+		Modules: append([]string{"mana_ib", "mana", "hv_netvsc", "pci_hyperv"}, cmModules...), Memlock: "unlimited", CapIPCLock: true,
+		Providers: allProviders,
+		NICs: []NIC{{Addr: "7870:00:00.0", Vendor: 0x1414, Device: 0x00ba, Class: 0x020000, SubVendor: 0x1414, SubDevice: 0x00ba,
+			Driver: "mana", IBDev: "mana_0", NodeGUID: "6245:bdff:fe12:3456", FW: "0.0.0.0",
+			Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Ethernet",
+				Netdev: "enP30832s1", MAC: "60:45:bd:12:34:56", MTU: 1500, OperUp: true, Bond: "eth0", NetvscMaster: true}}}},
+		Bonds: []Bond{{Name: "eth0", MAC: "60:45:bd:12:34:56", MTU: 1500, Addrs: []string{"10.0.0.4/24"}, Netvsc: true}},
+	}
+}
+
+func init() {
+	register("mana-azure", func() *Tree { return Build(MANA()) })
+}
+
+// BCM57508PMA is the BCM57508 on a kernel whose bnxt_re answers PMA MADs
+// (bnxt_re_process_mad, PerfMgmt class port counters from the extended
+// stats): ports/1/counters beside its hw_counters.
+func BCM57508PMA() Host {
+	h := BCM57508()
+	h.Hostname = "bnxt-node06"
+	h.Kernel = "6.12.0-1-amd64"
+	h.NICs[0].PMA = true
+	return h
+}
+
+// RXEOnVLAN is Soft-RoCE bound to a VLAN netdev (rdma link add rxe0 type
+// rxe netdev enp0s3.100): rxe's port netdev is the VLAN, its GIDs the
+// VLAN's addresses; the lower device carries no address.
+func RXEOnVLAN() Host {
+	h := RXE()
+	h.Hostname = "rxe-vlan-dev"
+	h.Modules = append([]string{"8021q"}, h.Modules...)
+	h.NICs[0].Ports[0].Addrs = nil
+	h.NICs[0].Ports[0].Uppers = []Upper{{Name: "enp0s3.100", VLAN: 100, Addrs: []string{"192.0.2.31/24"}}}
+	h.Soft[0].Port.Netdev = "enp0s3.100"
+	h.Soft[0].Port.Addrs = []string{"192.0.2.31/24"}
+	return h
+}
+
+func init() {
+	register("bnxt-re-pma", func() *Tree { return Build(BCM57508PMA()) })
+	register("rxe-on-vlan", func() *Tree { return Build(RXEOnVLAN()) })
+}

@@ -46,6 +46,22 @@ type Bond struct {
 	MAC   string // the bond takes its first slave's MAC
 	MTU   int
 	Addrs []string
+	// Netvsc makes it Hyper-V's synthetic NIC instead (hv_netvsc): a
+	// VMBus device that is the master of the accelerated-networking VF
+	// (netvsc_vf_join links master/upper_/lower_) but no bonding master —
+	// no bonding/ directory.
+	Netvsc bool
+}
+
+// bondParent is where the master of p's netdev lives.
+func (p Port) bondParent() string { return Bond{Netvsc: p.NetvscMaster}.masterDir() }
+
+// masterDir is where a bond's (or netvsc's) netdev lives in sysfs.
+func (b Bond) masterDir() string {
+	if b.Netvsc {
+		return "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/000d3a12-3456-000d-3a12-3456000d3a12/net"
+	}
+	return "/sys/devices/virtual/net"
 }
 
 // Upper is a device stacked on a port's netdev: a VLAN or a macvlan.
@@ -179,6 +195,10 @@ type NIC struct {
 	// NodeType is the RDMA device's node_type ("" = "1: CA"); iWARP
 	// drivers register "4: RNIC", EFA "7: unspecified".
 	NodeType string
+	// PMA: the driver answers PMA MADs, so ports/N/counters/ exist even
+	// where counterFiles says it has none (bnxt_re since its PMA support,
+	// bnxt_re_process_mad).
+	PMA bool
 	// PhysFn is the PF of an SR-IOV VF ("" for a PF).
 	PhysFn string
 }
@@ -203,6 +223,9 @@ type Port struct {
 	// Bond is the bond this port's netdev is enslaved to; a LAG device's
 	// GIDs are made from the bond.
 	Bond string
+	// NetvscMaster: Bond names an hv_netvsc synthetic NIC (Bond.Netvsc),
+	// not a bonding master.
+	NetvscMaster bool
 	// Uppers are VLAN/macvlan devices on the port's netdev.
 	Uppers []Upper
 	// PhysPortName is the netdev's phys_port_name ("p0", "pf0vf1").
@@ -262,7 +285,7 @@ func Build(h Host) *Tree {
 		if n.IBDev != "" {
 			devDir := path.Join(fnDir, "infiniband", n.IBDev)
 			writeIBDevice(t, devDir, ibDevice{Name: n.IBDev, GUID: n.NodeGUID, FW: n.FW, HCA: n.HCAType, Board: n.BoardID,
-				NodeType: n.NodeType, Driver: n.Driver, Ports: n.Ports, Bonds: h.Bonds})
+				NodeType: n.NodeType, Driver: n.Driver, Ports: n.Ports, Bonds: h.Bonds, PMA: n.PMA})
 			t.Link(path.Join(devDir, "device"), "../../../"+n.Addr) // the kernel's own form
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
@@ -415,7 +438,7 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 		t.Attr(path.Join(dir, "phys_port_name"), p.PhysPortName)
 	}
 	if p.Bond != "" {
-		bondDir := path.Join("/sys/devices/virtual/net", p.Bond)
+		bondDir := path.Join(p.bondParent(), p.Bond)
 		t.RelLink(path.Join(dir, "master"), bondDir)
 		t.RelLink(path.Join(dir, "upper_"+p.Bond), bondDir)
 		t.RelLink(path.Join(bondDir, "lower_"+p.Netdev), dir)
@@ -461,11 +484,13 @@ func writeBonds(t *Tree, h Host, netdevs []sysfs.Netdev) []sysfs.Netdev {
 				}
 			}
 		}
-		dir := path.Join("/sys/devices/virtual/net", b.Name)
-		nd := writeNetdev(t, "/sys/devices/virtual/net", Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
+		dir := path.Join(b.masterDir(), b.Name)
+		nd := writeNetdev(t, b.masterDir(), Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
 		netdevs = append(netdevs, nd)
-		t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
-		t.Attr(path.Join(dir, "bonding", "mode"), "802.3ad 4")
+		if !b.Netvsc {
+			t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
+			t.Attr(path.Join(dir, "bonding", "mode"), "802.3ad 4")
+		}
 		t.Facts.DCB[b.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 	}
 	return netdevs
@@ -479,6 +504,7 @@ type ibDevice struct {
 	Ports                      []Port
 	Soft                       bool
 	Bonds                      []Bond
+	PMA                        bool
 }
 
 func softNodeType(name string) string {
@@ -515,7 +541,7 @@ func writeIBDevice(t *Tree, dir string, d ibDevice) {
 		t.Attr(path.Join(pd, "lid_mask_count"), "0")
 		t.Attr(path.Join(pd, "sm_sl"), "0")
 		writeGIDs(t, pd, gidEntries(d, p))
-		writeCounters(t, pd, d.Driver)
+		writeCounters(t, pd, d.Driver, d.PMA)
 	}
 }
 
