@@ -31,7 +31,7 @@ func TestUnseenVendorsPCIDevice(t *testing.T) {
 
 func TestUnseenVendorsHealthyExitZero(t *testing.T) {
 	for _, name := range []string{"qedr-roce", "qedr-iwarp", "hns-roce-arm64", "erdma-ecs", "x722-iwarp", "irdma-e810-iwarp",
-		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic", "mana-azure", "bnxt-re-pma", "rxe-on-vlan"} {
+		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic", "mana-azure", "bnxt-re-pma", "rxe-on-vlan", "usnic-cisco-vic"} {
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(name), checks.Options{})
 			for _, c := range r.Checks {
@@ -53,6 +53,10 @@ func TestUnseenVendorsTransport(t *testing.T) {
 		{name: "erdma is iWARP", dir: netFixture("erdma-ecs"), status: report.Skip, contains: []string{"iWARP: erdma_0 port 1"}},
 		{name: "E810 iWARP", dir: netFixture("irdma-e810-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
 		{name: "X722 iWARP", dir: netFixture("x722-iwarp"), status: report.Skip, contains: []string{"iWARP: irdma0 port 1"}},
+		// usNIC: link layer Ethernet, node_type 6 (usNIC UDP). Judged as
+		// RoCE it failed with "no netdev carries it" (exit 20).
+		{name: "usNIC is not RoCE", dir: netFixture("usnic-cisco-vic"), status: report.Skip,
+			contains: []string{"no RoCE port (usNIC (UDP): usnic_0 port 1)", "plain UDP/IP"}, lacks: []string{"no netdev carries it"}},
 	})
 }
 

@@ -203,3 +203,23 @@ func init() {
 	register("bnxt-re-pma", func() *Tree { return Build(BCM57508PMA()) })
 	register("rxe-on-vlan", func() *Tree { return Build(RXEOnVLAN()) })
 }
+
+// USNIC is a Cisco UCS host with a VIC usNIC VF (1137:0071, enic bound,
+// usnic_verbs): a driver outside the table. usnic registers "usnic_%d"
+// with node_type 6 "usNIC UDP" (RDMA_NODE_USNIC_UDP, core/sysfs.c
+// show_node_type), link layer Ethernet (usnic_ib_port_link_layer), and
+// one GID built from the MAC and the IPv4 address — no RoCE GIDs.
+func USNIC() Host {
+	return oneNIC("ucs-usnic01", "5.14.0-362.8.1.el9_3.x86_64", append([]string{"usnic_verbs", "enic"}, cmModules...), NIC{
+		Addr: "0000:0b:00.1", RootPort: "0000:0a:00.0", Vendor: 0x1137, Device: 0x0071, Class: 0x020000,
+		SubVendor: 0x1137, SubDevice: 0x012c, Driver: "enic", NUMA: 0,
+		Speed: "8.0 GT/s PCIe", Width: 16, MaxSpeed: "8.0 GT/s PCIe", MaxWidth: 16, BridgeSpeed: "8.0 GT/s PCIe", BridgeWidth: 16,
+		IBDev: "usnic_0", NodeType: "6: usNIC UDP", NodeGUID: "025a:4bff:fe1c:2d3e", FW: "4.2(3b)",
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "40 Gb/sec (4X QDR)", LinkLayer: "Ethernet",
+			Netdev: "enp11s0f1", MAC: "00:5a:4b:1c:2d:3e", MTU: 9000, OperUp: true, Addrs: []string{"192.0.2.120/24"}}},
+	})
+}
+
+func init() {
+	register("usnic-cisco-vic", func() *Tree { return Build(USNIC()) })
+}

@@ -565,6 +565,11 @@ func gidEntries(d ibDevice, p Port) []gidEntry {
 		return []gidEntry{{macGID(p.MAC), v1, ""}}
 	case strings.HasPrefix(d.NodeType, "7:"):
 		return []gidEntry{{"fe80:0000:0000:0000:" + p.PortGUID, v1, ""}}
+	case strings.HasPrefix(d.NodeType, "6:"):
+		// usNIC (usnic_ib_query_gid, usnic_mac_ip_to_gid): fe80, the
+		// first address's IPv4 in bytes 4-7 (big endian), then the
+		// MAC-derived interface id; the core adds no RoCE GIDs.
+		return []gidEntry{{usnicGID(p), v1, ""}}
 	}
 	type carrier struct {
 		name, mac string
@@ -623,6 +628,19 @@ func macGID(mac string) string {
 	b := make([]byte, 16)
 	copy(b, hw)
 	return gidString(b)
+}
+
+func usnicGID(p Port) string {
+	ll := linkLocalGID(p.MAC)
+	if len(p.Addrs) == 0 {
+		return ll
+	}
+	ip, _, err := net.ParseCIDR(p.Addrs[0])
+	if err != nil || ip.To4() == nil {
+		return ll
+	}
+	v4 := ip.To4()
+	return fmt.Sprintf("fe80:0000:%02x%02x:%02x%02x", v4[0], v4[1], v4[2], v4[3]) + ll[19:]
 }
 
 func linkLocalGID(mac string) string {
