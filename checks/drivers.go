@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -61,6 +62,29 @@ var drivers = []*Driver{
 		DeviceIDs: []uint16{0x24f0, 0x24f1}},
 	{Modules: []string{"rdma_rxe"}, Provider: "rxe", Family: "Soft-RoCE (rxe)", Software: true, DevPrefix: "rxe"},
 	{Modules: []string{"siw"}, Provider: "siw", Family: "Soft-iWARP (siw)", Software: true, DevPrefix: "siw"},
+}
+
+// i40iwDriver is the X722's RDMA driver before Linux 5.14 (and on
+// distribution kernels that never took irdma): i40iw registered the
+// device as "i40iw%d" (i40iw_verbs.c, i40iw_register_rdma_device) and
+// rdma-core had the i40iw provider until irdma replaced it (rdma-core 36).
+// It is not in drivers: i40e functions map to irdma unless the host shows
+// i40iw (legacyX722).
+var i40iwDriver = &Driver{PCIDriver: "i40e", Modules: []string{"i40e", "i40iw"}, Provider: "i40iw", Vendor: 0x8086,
+	Family: "Intel X722 (i40iw, iWARP)", DevPrefix: "i40iw", DeviceIDs: x722DeviceIDs}
+
+// legacyX722 returns the i40iw entry for an X722 served by i40iw — its
+// module is loaded or built in, or its device is named i40iw* — else d:
+// requiring irdma there failed working hosts on kernels before 5.14 with
+// "irdma not loaded" and a modprobe of a module that does not exist.
+func legacyX722(d *Driver, devName string, loaded func(string) bool) *Driver {
+	if d == nil || d.PCIDriver != "i40e" {
+		return d
+	}
+	if strings.HasPrefix(devName, "i40iw") || (loaded != nil && loaded("i40iw") && !loaded("irdma")) {
+		return i40iwDriver
+	}
+	return d
 }
 
 // CoreModules are needed by every RDMA device used from user space.
@@ -130,7 +154,7 @@ func deviceDriver(d sysfs.RDMADevice, loaded func(string) bool) *Driver {
 	if d.Software || d.PCIAddr == "" {
 		return softwareDriver(d.Name, loaded)
 	}
-	return DriverByPCI(d.Driver)
+	return legacyX722(DriverByPCI(d.Driver), d.Name, loaded)
 }
 
 // mellanoxProducts names the Mellanox/NVIDIA device IDs (PF and VF).

@@ -148,7 +148,7 @@ func classifyDevice(s *Survey, d sysfs.RDMADevice) *DeviceModel {
 		dm.Function = SubFunction
 		dm.Driver = DriverByPCI("mlx5_core")
 	default:
-		dm.Driver = DriverByPCI(d.Driver)
+		dm.Driver = legacyX722(DriverByPCI(d.Driver), d.Name, nil)
 		for _, n := range s.PCI {
 			if n.Address == d.PCIAddr && n.PhysFn != "" {
 				dm.Function, dm.PhysFn = VirtualFunction, n.PhysFn

@@ -31,7 +31,7 @@ func TestUnseenVendorsPCIDevice(t *testing.T) {
 
 func TestUnseenVendorsHealthyExitZero(t *testing.T) {
 	for _, name := range []string{"qedr-roce", "qedr-iwarp", "hns-roce-arm64", "erdma-ecs", "x722-iwarp", "irdma-e810-iwarp",
-		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic", "mana-azure", "bnxt-re-pma", "rxe-on-vlan", "usnic-cisco-vic"} {
+		"siw-softiwarp", "efa-p5-many", "unknown-driver-nic", "mana-azure", "bnxt-re-pma", "rxe-on-vlan", "usnic-cisco-vic", "x722-i40iw-old-kernel"} {
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(name), checks.Options{})
 			for _, c := range r.Checks {
@@ -76,5 +76,20 @@ func TestUnseenVendorsNetdevs(t *testing.T) {
 		// PMA counters beside hw_counters: both read, none double-failed.
 		{name: "bnxt_re with PMA counters", dir: netFixture("bnxt-re-pma"), status: report.Pass,
 			contains: []string{"bnxt_re0 port 1: 17 error counters read, all zero"}},
+	})
+}
+
+func TestUnseenVendorsX722BeforeIrdma(t *testing.T) {
+	// Before Linux 5.14 i40iw drives the X722: requiring irdma failed the
+	// host (exit 13) with a modprobe of a module that kernel lacks.
+	runNetCases(t, "kernel.modules", []netCase{
+		{name: "i40iw, not irdma", dir: netFixture("x722-i40iw-old-kernel"), status: report.Pass,
+			contains: []string{"i40iw: loaded (needed by Intel X722 (i40iw, iWARP))"}, lacks: []string{"irdma"}},
+		{name: "irdma on a current kernel", dir: netFixture("x722-iwarp"), status: report.Pass,
+			contains: []string{"irdma: loaded (needed by Intel X722 (irdma, iWARP))"}, lacks: []string{"i40iw"}},
+	})
+	runNetCases(t, "libibverbs.install", []netCase{
+		{name: "the i40iw provider", dir: netFixture("x722-i40iw-old-kernel"), status: report.Pass,
+			contains: []string{"provider i40iw for i40iw0"}},
 	})
 }

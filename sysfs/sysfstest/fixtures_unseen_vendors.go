@@ -223,3 +223,22 @@ func USNIC() Host {
 func init() {
 	register("usnic-cisco-vic", func() *Tree { return Build(USNIC()) })
 }
+
+// X722I40IW is the X722 on a kernel before 5.14, where i40iw (not irdma)
+// drives its iWARP engine: device "i40iw%d" (i40iw_register_rdma_device),
+// node_type RNIC, and rdma-core's i40iw provider (libi40iw, replaced by
+// irdma in rdma-core 36). The library layout is the generator's default;
+// the provider list is what an rdma-core older than 36 installs.
+func X722I40IW() Host {
+	h := X722IWARP()
+	h.Hostname = "x722-node02"
+	h.Kernel = "5.4.0-150-generic"
+	h.Modules = append([]string{"i40iw", "i40e"}, cmModules...)
+	h.NICs[0].IBDev = "i40iw0"
+	h.Providers = []string{"mlx5", "mlx4", "rxe", "siw", "bnxt_re", "efa", "i40iw", "qedr", "hns", "cxgb4"}
+	return h
+}
+
+func init() {
+	register("x722-i40iw-old-kernel", func() *Tree { return Build(X722I40IW()) })
+}
