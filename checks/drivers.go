@@ -64,6 +64,29 @@ var drivers = []*Driver{
 	{Modules: []string{"siw"}, Provider: "siw", Family: "Soft-iWARP (siw)", Software: true, DevPrefix: "siw"},
 }
 
+// i40iwDriver is the X722's RDMA driver before Linux 5.14 (and on
+// distribution kernels that never took irdma): i40iw registered the
+// device as "i40iw%d" (i40iw_verbs.c, i40iw_register_rdma_device) and
+// rdma-core had the i40iw provider until irdma replaced it (rdma-core 36).
+// It is not in drivers: i40e functions map to irdma unless the host shows
+// i40iw (legacyX722).
+var i40iwDriver = &Driver{PCIDriver: "i40e", Modules: []string{"i40e", "i40iw"}, Provider: "i40iw", Vendor: 0x8086,
+	Family: "Intel X722 (i40iw, iWARP)", DevPrefix: "i40iw", DeviceIDs: x722DeviceIDs}
+
+// legacyX722 returns the i40iw entry for an X722 served by i40iw — its
+// module is loaded or built in, or its device is named i40iw* — else d:
+// requiring irdma there failed working hosts on kernels before 5.14 with
+// "irdma not loaded" and a modprobe of a module that does not exist.
+func legacyX722(d *Driver, devName string, loaded func(string) bool) *Driver {
+	if d == nil || d.PCIDriver != "i40e" {
+		return d
+	}
+	if strings.HasPrefix(devName, "i40iw") || (loaded != nil && loaded("i40iw") && !loaded("irdma")) {
+		return i40iwDriver
+	}
+	return d
+}
+
 // CoreModules are needed by every RDMA device used from user space.
 var CoreModules = []string{"ib_core", "ib_uverbs"}
 
@@ -134,7 +157,7 @@ func deviceDriver(d sysfs.RDMADevice, loaded func(string) bool) *Driver {
 	if _, ok := subFunctionPF(d); ok {
 		return DriverByPCI("mlx5_core")
 	}
-	return DriverByPCI(d.Driver)
+	return legacyX722(DriverByPCI(d.Driver), d.Name, loaded)
 }
 
 // subFunctionPF tells an mlx5 sub-function's RDMA device and returns its
@@ -234,5 +257,8 @@ var productNames = map[[2]uint16]string{
 	{0x8086, 0x1592}: "Intel E810-C (QSFP)", {0x8086, 0x1593}: "Intel E810-C (SFP)", {0x8086, 0x159b}: "Intel E810-XXV (SFP)",
 	{0x14e4, 0x1750}: "Broadcom BCM57508", {0x14e4, 0x1751}: "Broadcom BCM57504", {0x14e4, 0x1760}: "Broadcom BCM57608",
 	{0x1d0f, 0xefa0}: "AWS EFA", {0x1d0f, 0xefa1}: "AWS EFA (2nd gen)", {0x1d0f, 0xefa2}: "AWS EFA (3rd gen)", {0x1d0f, 0xefa3}: "AWS EFA (4th gen)",
+	{0x1077, 0x8070}: "Marvell FastLinQ QL41000", {0x1077, 0x8170}: "Marvell FastLinQ QL41000 VF",
+	{0x19e5, 0xa222}: "HiSilicon HNS3 25GE RDMA", {0x19e5, 0xa224}: "HiSilicon HNS3 50GE RDMA", {0x19e5, 0xa226}: "HiSilicon HNS3 100GE RDMA",
+	{0x19e5, 0xa228}: "HiSilicon HNS3 200GE RDMA", {0x1ded, 0x107f}: "Alibaba Elastic RDMA", {0x1414, 0x00ba}: "Microsoft Azure MANA",
 	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
 }

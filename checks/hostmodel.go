@@ -20,7 +20,10 @@ const (
 	IWARP      Transport = "iWARP"
 	EFA        Transport = "EFA (SRD)"
 	OmniPath   Transport = "Omni-Path"
-	Unknown    Transport = "unknown"
+	// USNIC is Cisco's usNIC: verbs over plain UDP/IP (usnic_verbs on an
+	// enic VF), link layer Ethernet but no RoCE: no RoCE GIDs, no PFC.
+	USNIC   Transport = "usNIC (UDP)"
+	Unknown Transport = "unknown"
 )
 
 // node_type values (include/rdma/ib_verbs.h enum rdma_node_type, shown by
@@ -28,6 +31,8 @@ const (
 const (
 	nodeCA          = 1
 	nodeRNIC        = 4
+	nodeUSNIC       = 5 // RDMA_NODE_USNIC
+	nodeUSNICUDP    = 6 // RDMA_NODE_USNIC_UDP, what usnic_verbs registers
 	nodeUnspecified = 7
 )
 
@@ -144,7 +149,7 @@ func classifyDevice(s *Survey, d sysfs.RDMADevice) *DeviceModel {
 		dm.Driver = DriverByPCI("mlx5_core")
 		dm.PhysFn, _ = subFunctionPF(d)
 	default:
-		dm.Driver = DriverByPCI(d.Driver)
+		dm.Driver = legacyX722(DriverByPCI(d.Driver), d.Name, nil)
 		for _, n := range s.PCI {
 			if n.Address == d.PCIAddr && n.PhysFn != "" {
 				dm.Function, dm.PhysFn = VirtualFunction, n.PhysFn
@@ -173,6 +178,11 @@ func portTransport(dm *DeviceModel, p sysfs.RDMAPort) Transport {
 	switch {
 	case dm.NodeType == nodeRNIC:
 		return IWARP
+	case dm.NodeType == nodeUSNIC || dm.NodeType == nodeUSNICUDP:
+		// An Ethernet link layer, yet not RoCE: judging its GIDs as RoCE
+		// failed a working usNIC host (usnic_ib_query_gid builds its one
+		// GID from the MAC and IP; the core adds none).
+		return USNIC
 	case dm.NodeType == nodeUnspecified && p.LinkLayer != "InfiniBand" && p.LinkLayer != "Ethernet":
 		return EFA
 	case p.LinkLayer == "InfiniBand":

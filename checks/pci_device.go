@@ -56,6 +56,9 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		r = unusableNICsResult(s, c)
 	case len(c.boundNICs) > 0:
 		r = boundNICsResult(c)
+		r.Details = append(r.Details, c.untabled...)
+	case len(c.untabled) > 0:
+		r = untabledResult(c)
 	case len(c.softNames) > 0:
 		r = warn(fmt.Sprintf("only software RDMA: %s — no RDMA NIC", strings.Join(c.softNames, ", ")))
 		r.Observed, r.Expected = "software RDMA only", "an RDMA NIC"
@@ -74,6 +77,7 @@ type nicSort struct {
 	unbound, foreign, assigned, bound []string
 	boundNICs, foreignNICs            []NIC
 	softNames                         []string
+	untabled                          []string // RDMA devices on functions whose driver is outside the table
 }
 
 func sortNICs(s *Survey) nicSort {
@@ -103,6 +107,7 @@ func sortNICs(s *Survey) nicSort {
 			c.unbound = append(c.unbound, desc)
 		}
 	}
+	c.untabled = untabledDevices(s)
 	c.softNames = []string{}
 	for _, d := range s.SoftwareDevices() {
 		name := d.Name
@@ -174,6 +179,42 @@ func boundNICsResult(c nicSort) Result {
 	r.Observed = fmt.Sprintf("%d bound", len(c.boundNICs))
 	r.Expected = "an RDMA NIC with its driver bound"
 	r.Details = append(append(c.bound, c.assigned...), c.softNames...)
+	return r
+}
+
+// untabledDevices names the hardware RDMA devices whose PCI function is no
+// NIC of the table: the kernel registered them (ionic_rdma, usnic_verbs,
+// or a driver newer than the table), so the function is an RDMA NIC the
+// tool cannot judge — never "no RDMA NIC".
+func untabledDevices(s *Survey) []string {
+	known := map[string]bool{}
+	for _, n := range s.NICs {
+		known[n.Fn.Address] = true
+	}
+	var out []string
+	for _, d := range s.Devices {
+		if d.Software || d.PCIAddr == "" || known[d.PCIAddr] {
+			continue
+		}
+		if pf, ok := subFunctionPF(d); ok && known[pf] {
+			continue // an mlx5 sub-function of a NIC already judged
+		}
+		drv := d.Driver
+		if drv == "" {
+			drv = "unknown driver"
+		}
+		out = append(out, fmt.Sprintf("%s on %s (driver %s): driver not in rdmadoctor's table, not judged", d.Name, d.PCIAddr, drv))
+	}
+	return out
+}
+
+// untabledResult passes a host whose only RDMA devices belong to drivers
+// outside the table: the device exists, which is all this check asks.
+func untabledResult(c nicSort) Result {
+	r := pass(fmt.Sprintf("%d RDMA device(s) of a driver outside rdmadoctor's table — present, not judged", len(c.untabled)))
+	r.Observed = fmt.Sprintf("%d registered, driver not in the table", len(c.untabled))
+	r.Expected = "an RDMA NIC with its driver bound"
+	r.Details = append(append(c.untabled, c.assigned...), c.softNames...)
 	return r
 }
 

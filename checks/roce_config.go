@@ -190,6 +190,8 @@ func transportWhy(ports []*PortModel) string {
 			return "; iWARP runs over TCP and connects through rdma_cm"
 		case EFA:
 			return "; EFA runs SRD over the AWS network, with no GID types or PFC to set"
+		case USNIC:
+			return "; usNIC runs over plain UDP/IP, with no RoCE GIDs or PFC to set"
 		}
 	}
 	return ""

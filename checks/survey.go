@@ -38,6 +38,14 @@ func takeSurvey(h *sysfs.Host) *Survey {
 		}
 	}
 	s.Devices, s.DevicesErr = h.RDMADevices()
+	mods, _ := h.ReadModules()
+	for i, n := range s.NICs {
+		name := ""
+		if devs := s.DevicesOf(n.Fn.Address); len(devs) > 0 {
+			name = devs[0].Name
+		}
+		s.NICs[i].Driver = legacyX722(n.Driver, name, moduleInUse(mods))
+	}
 	return s
 }
 

@@ -384,7 +384,7 @@ func driverOfDevice(d sysfs.RDMADevice, mods *sysfs.Modules) *Driver {
 			return st == sysfs.ModuleLoaded || st == sysfs.ModuleBuiltin
 		})
 	}
-	return DriverByPCI(d.Driver)
+	return legacyX722(DriverByPCI(d.Driver), d.Name, moduleInUse(mods))
 }
 
 // judgeUverbsNode checks one /dev/infiniband/uverbsN against its class entry.

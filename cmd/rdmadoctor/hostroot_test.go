@@ -51,6 +51,13 @@ func TestRootThatIsNotAHost(t *testing.T) {
 	os.WriteFile(filepath.Join(files, "sys"), []byte("a file, not a directory"), 0o644)
 	notHost := filepath.Join(tmp, "nothost.tar.gz")
 	writeTarGz(t, notHost, "etc/", "etc/hostname")
+	// The message names the first host roots in name order: the first
+	// fixture directory is one of them, whatever fixtures are added.
+	entries, err := os.ReadDir(hostsDir) // sorted by name
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no fixtures in %s: %v", hostsDir, err)
+	}
+	firstHost := filepath.Join(hostsDir, entries[0].Name())
 
 	cases := []struct {
 		name, root string
@@ -59,7 +66,7 @@ func TestRootThatIsNotAHost(t *testing.T) {
 		{"empty directory", empty, []string{"is not a host root", "sys/, proc/, rdmadoctor.facts.json, rdmadoctor.manifest.json"}},
 		{"sys is a file", files, []string{"is not a host root"}},
 		// The first host roots in name order are named: any fixture may be first.
-		{"parent of the fixtures", hostsDir, []string{"is not a host root", "host roots inside it: " + hostsDir + string(filepath.Separator), "more"}},
+		{"parent of the fixtures", hostsDir, []string{"is not a host root", "host roots inside it: " + firstHost, "more"}},
 		{"typo", filepath.Join(hostsDir, "cx5-roce-helthy"), []string{"does not exist", "did you mean " + filepath.Join(hostsDir, "cx5-roce-healthy")}},
 		{"archive without a host", notHost, []string{"the archive " + notHost + " is not a host root"}},
 	}

@@ -122,9 +122,9 @@ var counterFiles = map[string]driverCounterFiles{
 // device whose driver is driver (the PCI driver, or "rdma_rxe"/"siw"),
 // all zero but the traffic counters. The device's own hw_counters are
 // written with its first port.
-func writeCounters(t *Tree, pd string, driver string) {
+func writeCounters(t *Tree, pd string, driver string, pma bool) {
 	files := counterFiles[driver]
-	if files.pma {
+	if files.pma || pma {
 		for _, c := range pmaCounters {
 			v := pmaTraffic[c]
 			if v == "" {

@@ -55,6 +55,22 @@ type Bond struct {
 	// GIDs (bond_delete_netdev_default_gids); the backup slave's port keeps
 	// only its own default GIDs.
 	ActiveSlave string
+	// Netvsc makes it Hyper-V's synthetic NIC instead (hv_netvsc): a
+	// VMBus device that is the master of the accelerated-networking VF
+	// (netvsc_vf_join links master/upper_/lower_) but no bonding master —
+	// no bonding/ directory.
+	Netvsc bool
+}
+
+// bondParent is where the master of p's netdev lives.
+func (p Port) bondParent() string { return Bond{Netvsc: p.NetvscMaster}.masterDir() }
+
+// masterDir is where a bond's (or netvsc's) netdev lives in sysfs.
+func (b Bond) masterDir() string {
+	if b.Netvsc {
+		return "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/000d3a12-3456-000d-3a12-3456000d3a12/net"
+	}
+	return "/sys/devices/virtual/net"
 }
 
 // Upper is a device stacked on a port's netdev: a VLAN or a macvlan.
@@ -188,6 +204,10 @@ type NIC struct {
 	// NodeType is the RDMA device's node_type ("" = "1: CA"); iWARP
 	// drivers register "4: RNIC", EFA "7: unspecified".
 	NodeType string
+	// PMA: the driver answers PMA MADs, so ports/N/counters/ exist even
+	// where counterFiles says it has none (bnxt_re since its PMA support,
+	// bnxt_re_process_mad).
+	PMA bool
 	// PhysFn is the PF of an SR-IOV VF ("" for a PF).
 	PhysFn string
 	// SFs are mlx5 sub-functions of this PF.
@@ -228,6 +248,9 @@ type Port struct {
 	// Bond is the bond this port's netdev is enslaved to; a LAG device's
 	// GIDs are made from the bond.
 	Bond string
+	// NetvscMaster: Bond names an hv_netvsc synthetic NIC (Bond.Netvsc),
+	// not a bonding master.
+	NetvscMaster bool
 	// Uppers are VLAN/macvlan devices on the port's netdev.
 	Uppers []Upper
 	// PhysPortName is the netdev's phys_port_name ("p0", "pf0vf1").
@@ -301,7 +324,7 @@ func Build(h Host) *Tree {
 		if n.IBDev != "" {
 			devDir := path.Join(fnDir, "infiniband", n.IBDev)
 			writeIBDevice(t, devDir, ibDevice{Name: n.IBDev, GUID: n.NodeGUID, FW: n.FW, HCA: n.HCAType, Board: n.BoardID,
-				NodeType: n.NodeType, Driver: n.Driver, Ports: n.Ports, Bonds: h.Bonds})
+				NodeType: n.NodeType, Driver: n.Driver, Ports: n.Ports, Bonds: h.Bonds, PMA: n.PMA})
 			t.Link(path.Join(devDir, "device"), "../../../"+n.Addr) // the kernel's own form
 			t.RelLink(path.Join("/sys/class/infiniband", n.IBDev), devDir)
 			writeUverbs(t, path.Join(fnDir, "infiniband_verbs"), n.Uverbs, n.IBDev)
@@ -488,7 +511,7 @@ func writeNetdev(t *Tree, parent string, p Port, index int) sysfs.Netdev {
 		t.Attr(path.Join(dir, "phys_port_name"), p.PhysPortName)
 	}
 	if p.Bond != "" {
-		bondDir := path.Join("/sys/devices/virtual/net", p.Bond)
+		bondDir := path.Join(p.bondParent(), p.Bond)
 		t.RelLink(path.Join(dir, "master"), bondDir)
 		t.RelLink(path.Join(dir, "upper_"+p.Bond), bondDir)
 		t.RelLink(path.Join(bondDir, "lower_"+p.Netdev), dir)
@@ -559,17 +582,19 @@ func writeBonds(t *Tree, h Host, netdevs []sysfs.Netdev) []sysfs.Netdev {
 				}
 			}
 		}
-		dir := path.Join("/sys/devices/virtual/net", b.Name)
-		nd := writeNetdev(t, "/sys/devices/virtual/net", Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
+		dir := path.Join(b.masterDir(), b.Name)
+		nd := writeNetdev(t, b.masterDir(), Port{Netdev: b.Name, MAC: b.MAC, MTU: b.MTU, OperUp: true, Addrs: b.Addrs}, len(netdevs)+1)
 		netdevs = append(netdevs, nd)
-		t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
-		mode := b.Mode
-		if mode == "" {
-			mode = "802.3ad 4"
-		}
-		t.Attr(path.Join(dir, "bonding", "mode"), mode)
-		if b.ActiveSlave != "" {
-			t.Attr(path.Join(dir, "bonding", "active_slave"), b.ActiveSlave)
+		if !b.Netvsc {
+			t.Attr(path.Join(dir, "bonding", "slaves"), strings.Join(slaves, " "))
+			mode := b.Mode
+			if mode == "" {
+				mode = "802.3ad 4"
+			}
+			t.Attr(path.Join(dir, "bonding", "mode"), mode)
+			if b.ActiveSlave != "" {
+				t.Attr(path.Join(dir, "bonding", "active_slave"), b.ActiveSlave)
+			}
 		}
 		t.Facts.DCB[b.Name] = sysfs.DCB{Err: sysfs.ErrNoDCB}
 	}
@@ -584,6 +609,7 @@ type ibDevice struct {
 	Ports                      []Port
 	Soft                       bool
 	Bonds                      []Bond
+	PMA                        bool
 }
 
 func softNodeType(name string) string {
@@ -620,7 +646,7 @@ func writeIBDevice(t *Tree, dir string, d ibDevice) {
 		t.Attr(path.Join(pd, "lid_mask_count"), "0")
 		t.Attr(path.Join(pd, "sm_sl"), "0")
 		writeGIDs(t, pd, gidEntries(d, p))
-		writeCounters(t, pd, d.Driver)
+		writeCounters(t, pd, d.Driver, d.PMA)
 	}
 }
 
@@ -644,6 +670,11 @@ func gidEntries(d ibDevice, p Port) []gidEntry {
 		return []gidEntry{{macGID(p.MAC), v1, ""}}
 	case strings.HasPrefix(d.NodeType, "7:"):
 		return []gidEntry{{"fe80:0000:0000:0000:" + p.PortGUID, v1, ""}}
+	case strings.HasPrefix(d.NodeType, "6:"):
+		// usNIC (usnic_ib_query_gid, usnic_mac_ip_to_gid): fe80, the
+		// first address's IPv4 in bytes 4-7 (big endian), then the
+		// MAC-derived interface id; the core adds no RoCE GIDs.
+		return []gidEntry{{usnicGID(p), v1, ""}}
 	}
 	type carrier struct {
 		name, mac string
@@ -702,6 +733,19 @@ func macGID(mac string) string {
 	b := make([]byte, 16)
 	copy(b, hw)
 	return gidString(b)
+}
+
+func usnicGID(p Port) string {
+	ll := linkLocalGID(p.MAC)
+	if len(p.Addrs) == 0 {
+		return ll
+	}
+	ip, _, err := net.ParseCIDR(p.Addrs[0])
+	if err != nil || ip.To4() == nil {
+		return ll
+	}
+	v4 := ip.To4()
+	return fmt.Sprintf("fe80:0000:%02x%02x:%02x%02x", v4[0], v4[1], v4[2], v4[3]) + ll[19:]
 }
 
 func linkLocalGID(mac string) string {
