@@ -86,6 +86,8 @@ type Env struct {
 	survey     *Survey
 	modelOnce  sync.Once
 	model      *HostModel
+	netdevOnce sync.Once
+	netdevs    *netdevTable
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }

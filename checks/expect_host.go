@@ -117,7 +117,7 @@ func expectPort(env *Env, pm *PortModel, set setter) {
 	if p.LinkLayer != "Ethernet" || pm.Netdev == "" {
 		return // an IB port's active MTU is not in sysfs
 	}
-	if mtu, ok := netdevMTU(env.Host, pm.Netdev); ok {
+	if mtu, ok := netdevMTU(env, pm.Netdev); ok {
 		set(unit+".mtu", strconv.Itoa(mtu), "MTU of "+pm.Netdev)
 	}
 	if prio, ok := onePFCPriority(env.Host, pm.DCBNetdevs); ok && pm.Transport == RoCE {
@@ -144,17 +144,9 @@ func onePFCPriority(h *sysfs.Host, netdevs []string) (int, bool) {
 	return prio, prio >= 0
 }
 
-func netdevMTU(h *sysfs.Host, name string) (int, bool) {
-	nds, err := h.Netdevs()
-	if err != nil {
-		return 0, false
-	}
-	for _, n := range nds {
-		if n.Name == name && n.MTU > 0 {
-			return n.MTU, true
-		}
-	}
-	return 0, false
+func netdevMTU(env *Env, name string) (int, bool) {
+	nd, ok := env.Netdevs().byName[name]
+	return nd.MTU, ok && nd.MTU > 0
 }
 
 // expectTrafficClass writes roce_tc when every ACTIVE RoCE port's rdma_cm

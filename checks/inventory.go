@@ -34,7 +34,7 @@ func Inventory(env *Env) report.Inventory {
 	}
 	addModel(env.Model(), &inv)
 	var mtu map[string]int
-	inv.Netdevs, mtu = inventoryNetdevs(h, carried)
+	inv.Netdevs, mtu = inventoryNetdevs(env.Netdevs(), carried)
 	setActiveMTUs(&inv, mtu)
 	sort.Slice(inv.Netdevs, func(i, j int) bool { return inv.Netdevs[i].Name < inv.Netdevs[j].Name })
 	return inv
@@ -107,14 +107,13 @@ func inventoryPort(d sysfs.RDMADevice, pt sysfs.RDMAPort, carried map[string]boo
 // inventoryNetdevs describes the netdevs that carry RDMA, and returns
 // their MTUs for the ports' active MTU; a netdev list that cannot be read
 // leaves both empty.
-func inventoryNetdevs(h *sysfs.Host, carried map[string]bool) ([]report.Netdev, map[string]int) {
+func inventoryNetdevs(t *netdevTable, carried map[string]bool) ([]report.Netdev, map[string]int) {
 	out := []report.Netdev{}
 	mtu := map[string]int{}
-	nds, err := h.Netdevs()
-	if err != nil {
+	if t.err != nil {
 		return out, mtu
 	}
-	for _, nd := range nds {
+	for _, nd := range t.list {
 		if !carried[nd.Name] {
 			continue
 		}

@@ -184,13 +184,8 @@ type portJudge struct {
 }
 
 func newPortJudge(env *Env) *portJudge {
-	pj := &portJudge{env: env, netdevs: map[string]sysfs.Netdev{}}
-	nds, err := env.Host.Netdevs()
-	pj.ndErr = err
-	for _, nd := range nds {
-		pj.netdevs[nd.Name] = nd
-	}
-	return pj
+	t := env.Netdevs()
+	return &portJudge{env: env, netdevs: t.byName, ndErr: t.err}
 }
 
 // portFinding is one thing wrong with a port, with its status and fix.

@@ -206,13 +206,8 @@ type roceJudge struct {
 }
 
 func newRoCEJudge(env *Env) *roceJudge {
-	rj := &roceJudge{env: env, h: env.Host, byName: map[string]sysfs.Netdev{}}
-	nds, err := env.Host.Netdevs()
-	rj.ndErr = err
-	for _, nd := range nds {
-		rj.byName[nd.Name] = nd
-	}
-	return rj
+	t := env.Netdevs()
+	return &roceJudge{env: env, h: env.Host, byName: t.byName, ndErr: t.err}
 }
 
 // roceFindings collects one port's findings and fixes.
