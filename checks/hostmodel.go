@@ -121,6 +121,11 @@ func buildModel(h *sysfs.Host, s *Survey) *HostModel {
 			dm.Ports = append(dm.Ports, pm)
 			m.Ports = append(m.Ports, pm)
 		}
+		if dm.LAG == nil && strings.HasPrefix(d.Name, "mlx5_bond_") {
+			// mlx5 names a RoCE LAG device so (mlx5/core/lag); when its
+			// bond cannot be read it is still the LAG of its card.
+			dm.LAG = &LAG{Bond: "unknown bond"}
+		}
 		m.Devices = append(m.Devices, dm)
 	}
 	return m

@@ -140,10 +140,7 @@ func (l *deviceLookup) lagMember(n NIC) *DeviceModel {
 	}
 	card := strings.TrimSuffix(n.Fn.Address, n.Fn.Address[strings.LastIndex(n.Fn.Address, "."):])
 	for _, d := range l.model.Devices {
-		if strings.HasPrefix(d.Dev.Name, "mlx5_bond_") && strings.HasPrefix(d.Dev.PCIAddr, card+".") && n.Fn.PhysFn == "" {
-			if d.LAG == nil {
-				d.LAG = &LAG{Bond: "unknown bond"}
-			}
+		if d.LAG != nil && strings.HasPrefix(d.Dev.PCIAddr, card+".") && n.Fn.PhysFn == "" {
 			return d
 		}
 	}

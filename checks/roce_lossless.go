@@ -235,6 +235,9 @@ type losslessOutcome struct {
 	remedies []string
 	defaults []portRef // ports judged at ToS 0 because nothing sets a class
 	wantTC   int       // the class that lands on PFC, when the default does not (0 = none)
+	// classNamed: a problem already names a judged traffic class, so the
+	// detail line need not list them again.
+	classNamed bool
 	// deviations are where the netdev differs from the expectations file:
 	// they fail whatever --expect-lossless says.
 	deviations []string
@@ -322,8 +325,8 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	for _, c := range classes {
 		srcs = append(srcs, fmt.Sprintf("%s → priority %d", c, v.prioOf(c.dscp)))
 	}
-	if !strings.Contains(strings.Join(o.problems, " "), " lands on ") {
-		line += "; traffic judged: " + strings.Join(srcs, ", ") // else the problem names it
+	if !o.classNamed {
+		line += "; traffic judged: " + strings.Join(srcs, ", ") // else a problem names it
 	}
 	if len(o.problems) > 0 || len(o.deviations) > 0 {
 		line += " — " + strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")
@@ -429,6 +432,7 @@ func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, 
 			continue
 		}
 		o.problems = append(o.problems, fmt.Sprintf("%s lands on priority %d, which has no PFC (PFC is on %s)", c, prio, priorityList(v.pfc)))
+		o.classNamed = true
 		want := v.dscpFor(v.pfc[0])<<2 | 2
 		switch {
 		case c.defaulted:
