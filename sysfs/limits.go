@@ -249,26 +249,15 @@ type LimitsEntry struct {
 func ParseLimitsConf(data []byte) ([]LimitsEntry, []error) {
 	var out []LimitsEntry
 	var probs []error
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		s := sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
-		}
+	err := configLines(data, func(n int, s, raw string) {
 		f := strings.Fields(s)
-		if len(f) == 0 {
-			continue
-		}
 		if len(f) != 4 {
-			probs = append(probs, fmt.Errorf("line %d: %q is not \"<domain> <type> <item> <value>\"", n, trimForMsg(sc.Text())))
-			continue
+			probs = append(probs, fmt.Errorf("line %d: %q is not \"<domain> <type> <item> <value>\"", n, trimForMsg(raw)))
+			return
 		}
 		out = append(out, LimitsEntry{Line: n, Domain: f[0], Type: f[1], Item: strings.ToLower(f[2]), Value: f[3]})
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		probs = append(probs, err)
 	}
 	return out, probs

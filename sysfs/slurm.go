@@ -1,8 +1,6 @@
 package sysfs
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -39,26 +37,14 @@ type SlurmConf struct {
 // names case-sensitively).
 func ParseSlurmConf(data []byte) SlurmConf {
 	var c SlurmConf
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		s := sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
-		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
+	configLines(data, func(n int, s, _ string) {
 		if f := strings.Fields(s); len(f) >= 2 && strings.EqualFold(f[0], "include") {
 			c.Includes = append(c.Includes, strings.Join(f[1:], " "))
-			continue
+			return
 		}
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
-			continue
+			return
 		}
 		v = strings.Trim(strings.TrimSpace(v), `"`)
 		switch strings.ToLower(strings.TrimSpace(k)) {
@@ -67,7 +53,7 @@ func ParseSlurmConf(data []byte) SlurmConf {
 		case "propagateresourcelimitsexcept":
 			c.Except = SlurmSetting{Value: v, Line: n}
 		}
-	}
+	})
 	return c
 }
 
