@@ -49,6 +49,8 @@ type Lib struct {
 	// Optional: rdma-core 32+ (IBVERBS_1.11).
 	queryGIDTable uintptr
 	queryGIDEx    uintptr
+	// Optional: rdma-core 34+ (IBVERBS_1.12).
+	regDMABufMR uintptr
 }
 
 type symbol struct {
@@ -87,6 +89,7 @@ func (l *Lib) symbols() []symbol {
 		{"ibv_ack_async_event", &l.ackAsyncEvent, false},
 		{"_ibv_query_gid_table", &l.queryGIDTable, true},
 		{"_ibv_query_gid_ex", &l.queryGIDEx, true},
+		{"ibv_reg_dmabuf_mr", &l.regDMABufMR, true},
 	}
 }
 
@@ -176,6 +179,10 @@ func (l *Lib) Path() string { return l.path }
 // HasGIDTable reports whether the library exports _ibv_query_gid_table
 // (rdma-core 32 and newer), which tells GID types without sysfs.
 func (l *Lib) HasGIDTable() bool { return l.queryGIDTable != 0 }
+
+// HasRegDMABufMR reports whether the library exports ibv_reg_dmabuf_mr
+// (rdma-core 34 and newer, symbol version IBVERBS_1.12).
+func (l *Lib) HasRegDMABufMR() bool { return l.regDMABufMR != 0 }
 
 // call runs a C function on a locked OS thread with errno cleared before
 // and read right after, so the errno belongs to this call.

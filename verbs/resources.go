@@ -63,6 +63,52 @@ func (pd *PD) RegMR(buf *Buffer, off, length int, access Access) (*MR, error) {
 	return &MR{PD: pd, Addr: m.Addr, Length: int(m.Length), LKey: m.LKey, RKey: m.RKey, ptr: p}, nil
 }
 
+// RegMRAddr registers length bytes at addr, memory the caller owns and
+// keeps valid until Dereg: a GPU's device pointer, which ibv_reg_mr
+// accepts only where a peer-memory client (nvidia_peermem) claims it.
+func (pd *PD) RegMRAddr(addr uintptr, length int, access Access) (*MR, error) {
+	if addr == 0 || length <= 0 {
+		return nil, fmt.Errorf("ibv_reg_mr: no memory to register (address %#x, %d bytes)", addr, length)
+	}
+	p, err := pd.Context.lib.callPtr("ibv_reg_mr", pd.Context.lib.regMR, pd.ptr, addr, uintptr(length), uintptr(access))
+	if err != nil {
+		return nil, err
+	}
+	return pd.mrOf(p), nil
+}
+
+// ErrNoRegDMABufMR says the loaded libibverbs lacks ibv_reg_dmabuf_mr.
+var ErrNoRegDMABufMR = fmt.Errorf("ibv_reg_dmabuf_mr: %w: this libibverbs is older than rdma-core 34 (no IBVERBS_1.12 symbol ibv_reg_dmabuf_mr)", ErrUnsupported)
+
+// RegDMABufMR registers length bytes of the dma-buf fd from offset, at
+// iova in the MR's address space (ibv_reg_dmabuf_mr): SGEs address the
+// memory as iova + n. libibverbs stores the fd offset, not the iova, in
+// the returned struct's addr; the MR's Addr here is the iova, so SGE
+// builds the addresses the device expects. The MR holds its own reference
+// on the dma-buf; the caller may close fd once it is registered.
+func (pd *PD) RegDMABufMR(offset uint64, length int, iova uint64, fd int, access Access) (*MR, error) {
+	l := pd.Context.lib
+	if l.regDMABufMR == 0 {
+		return nil, ErrNoRegDMABufMR
+	}
+	if length <= 0 || fd < 0 {
+		return nil, fmt.Errorf("ibv_reg_dmabuf_mr: nothing to register (fd %d, %d bytes)", fd, length)
+	}
+	p, err := l.callPtr("ibv_reg_dmabuf_mr", l.regDMABufMR, pd.ptr, uintptr(offset), uintptr(length), uintptr(iova),
+		uintptr(fd), uintptr(access))
+	if err != nil {
+		return nil, err
+	}
+	mr := pd.mrOf(p)
+	mr.Addr = uintptr(iova)
+	return mr, nil
+}
+
+func (pd *PD) mrOf(p uintptr) *MR {
+	m := (*cMR)(ptr(p))
+	return &MR{PD: pd, Addr: m.Addr, Length: int(m.Length), LKey: m.LKey, RKey: m.RKey, ptr: p}
+}
+
 // Dereg calls ibv_dereg_mr. The keys stay in the MR value so a probe can
 // show what using a stale lkey does.
 func (mr *MR) Dereg() error {
