@@ -37,6 +37,17 @@
  *   ud-qkey-ignored  (RoCE) the receiver accepts any Q_Key
  *   ud-silent-len    (RoCE) a receive without GRH room is dropped silently
  *   ud-refused       (RoCE) UD QPs fail with EOPNOTSUPP, as on qedr
+ * GPU memory (with testdata/fakecuda.c of package gpu loaded, whose
+ * fake_cuda_owns tells its "device memory" from host memory):
+ *   ibv_reg_mr of device memory fails with EFAULT, as the kernel's
+ *   pin_user_pages does without a peer-memory client, unless
+ *   FAKE_PEERMEM=1 (nvidia_peermem loaded);
+ *   ibv_reg_dmabuf_mr maps the dma-buf (a memfd here) and translates the
+ *   MR's iova range to it; FAKE_IBV_DMABUF=eopnotsupp makes it fail as
+ *   a provider or kernel without dma-buf MRs does. Built with
+ *   -DNO_REG_DMABUF the library lacks it, as before rdma-core 34.
+ * Receives check their lkey: a receive into memory no MR covers
+ * completes with IBV_WC_LOC_PROT_ERR.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -46,6 +57,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -156,6 +170,7 @@ struct fqp {
 	uint64_t rid[MAX_RECV];
 	uint64_t raddr[MAX_RECV];
 	uint32_t rlen[MAX_RECV];
+	uint32_t rkey_[MAX_RECV]; /* the receive's lkey */
 	int rhead, rcount;
 };
 
@@ -169,6 +184,11 @@ static struct fqp *qps[MAX_QPS];
 
 #define MAX_MRS 256
 static struct ibv_mr *mrs[MAX_MRS];
+/* The MR's address range as the device sees it (addr for ibv_reg_mr, the
+ * iova for a dma-buf MR) and where that range is in this process. */
+static uint64_t mr_base[MAX_MRS];
+static char *mr_host[MAX_MRS];
+static size_t mr_maplen[MAX_MRS]; /* a dma-buf mapping to unmap, or 0 */
 static uint32_t next_key = 0x100, next_qpn = 0x11;
 
 struct event_rec {
@@ -219,16 +239,19 @@ static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static int fake_req_notify_cq(struct ibv_cq *cq, int solicited) { (void)cq; (void)solicited; return 0; }
 
-static int key_ok(uint32_t lkey, uint64_t addr, uint32_t len)
+/* host_of translates [addr, addr+len) of the MR with lkey to this
+ * process's memory; NULL when no MR with that key covers it. */
+static char *host_of(uint32_t lkey, uint64_t addr, uint32_t len)
 {
 	for (int i = 0; i < MAX_MRS; i++) {
 		struct ibv_mr *m = mrs[i];
-		if (m && m->lkey == lkey && addr >= (uint64_t)(uintptr_t)m->addr &&
-		    addr + len <= (uint64_t)(uintptr_t)m->addr + m->length)
-			return 1;
+		if (m && m->lkey == lkey && addr >= mr_base[i] && addr + len <= mr_base[i] + m->length)
+			return mr_host[i] + (addr - mr_base[i]);
 	}
-	return 0;
+	return NULL;
 }
+
+static int key_ok(uint32_t lkey, uint64_t addr, uint32_t len) { return host_of(lkey, addr, len) != NULL; }
 
 static struct fqp *find_qp(uint32_t qpn)
 {
@@ -259,9 +282,9 @@ static void ud_deliver(struct ibv_qp *qp, struct ibv_send_wr *wr, uint32_t len)
 		rwc.byte_len = 0;
 		peer->qp.state = IBV_QPS_ERR;
 	} else {
-		char *dst = (char *)(uintptr_t)peer->raddr[h];
+		char *dst = host_of(peer->rkey_[h], peer->raddr[h], peer->rlen[h]);
 		memset(dst, 0x47, 40);
-		memcpy(dst + (is("ud-offset0") ? 0 : 40), (void *)(uintptr_t)wr->sg_list[0].addr, len);
+		memcpy(dst + (is("ud-offset0") ? 0 : 40), host_of(wr->sg_list[0].lkey, wr->sg_list[0].addr, len), len);
 		if (ah->is_global && !is("ud-nogrh"))
 			rwc.wc_flags |= IBV_WC_GRH;
 		if (is("ud-bytelen"))
@@ -310,10 +333,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 				int h = peer->rhead;
 				struct ibv_wc rwc = {.wr_id = peer->rid[h], .opcode = IBV_WC_RECV, .byte_len = len,
 						     .qp_num = peer->qp.qp_num, .src_qp = qp->qp_num};
+				char *dst = host_of(peer->rkey_[h], peer->raddr[h], peer->rlen[h]);
 				if (len > peer->rlen[h]) {
 					rwc.status = IBV_WC_LOC_LEN_ERR;
+				} else if (!dst) {
+					rwc.status = IBV_WC_LOC_PROT_ERR;
 				} else if (wr->num_sge == 1) {
-					memcpy((void *)(uintptr_t)peer->raddr[h], (void *)(uintptr_t)wr->sg_list[0].addr, len);
+					memcpy(dst, host_of(wr->sg_list[0].lkey, wr->sg_list[0].addr, len), len);
 				}
 				peer->rhead = (h + 1) % MAX_RECV;
 				peer->rcount--;
@@ -340,6 +366,7 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 		f->rid[t] = wr->wr_id;
 		f->raddr[t] = wr->sg_list[0].addr;
 		f->rlen[t] = wr->sg_list[0].length;
+		f->rkey_[t] = wr->sg_list[0].lkey;
 		f->rcount++;
 	}
 	return 0;
@@ -482,9 +509,9 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
-struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+/* new_mr records an MR over [base, base+len) at host. */
+static struct ibv_mr *new_mr(struct ibv_pd *pd, void *addr, uint64_t base, char *host, size_t len, size_t maplen)
 {
-	(void)access;
 	for (int i = 0; i < MAX_MRS; i++) {
 		if (!mrs[i]) {
 			struct ibv_mr *m = calloc(1, sizeof *m);
@@ -494,6 +521,9 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 			m->length = len;
 			m->lkey = m->rkey = next_key++;
 			mrs[i] = m;
+			mr_base[i] = base;
+			mr_host[i] = host;
+			mr_maplen[i] = maplen;
 			((struct fpd *)pd)->users++;
 			return m;
 		}
@@ -502,11 +532,66 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 	return NULL;
 }
 
+/* device_memory asks the fake libcuda, when it is loaded, whether the
+ * range is its "device memory". */
+static int device_memory(const void *addr, size_t len)
+{
+	int (*owns)(const void *, size_t) = (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT, "fake_cuda_owns");
+	return owns && owns(addr, len);
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	(void)access;
+	if (device_memory(addr, len)) {
+		const char *pm = getenv("FAKE_PEERMEM");
+		if (!pm || strcmp(pm, "1")) {
+			errno = EFAULT;
+			return NULL;
+		}
+	}
+	return new_mr(pd, addr, (uint64_t)(uintptr_t)addr, addr, len, 0);
+}
+
+#ifndef NO_REG_DMABUF
+struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)
+{
+	(void)access;
+	const char *d = getenv("FAKE_IBV_DMABUF");
+	if (d && !strcmp(d, "eopnotsupp")) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st)) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (length == 0 || offset + length > (uint64_t)st.st_size || offset % (uint64_t)sysconf(_SC_PAGESIZE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	char *host = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+	if (host == MAP_FAILED) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* As libibverbs does: the struct's addr is the fd offset. */
+	struct ibv_mr *m = new_mr(pd, (void *)(uintptr_t)offset, iova, host, length, length);
+	if (!m)
+		munmap(host, length);
+	return m;
+}
+#endif
+
 int ibv_dereg_mr(struct ibv_mr *m)
 {
 	for (int i = 0; i < MAX_MRS; i++)
-		if (mrs[i] == m)
+		if (mrs[i] == m) {
+			if (mr_maplen[i])
+				munmap(mr_host[i], mr_maplen[i]);
 			mrs[i] = NULL;
+		}
 	((struct fpd *)m->pd)->users--;
 	free(m);
 	return 0;
