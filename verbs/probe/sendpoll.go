@@ -52,30 +52,11 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 		return res
 	}
 	s.td.push("ibv_dereg_mr", mr.Dereg)
-	var cqA, cqB *verbs.CQ
-	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
-	if !r.step(p, "ibv_create_cq A", func() (err error) { cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return res
+	l, ok := r.rcLoopback(p, s, pd)
+	if l != nil {
+		res.Addressing = l.addr.report(verbs.LinkLayerName(s.port.LinkLayer))
 	}
-	s.td.push("ibv_destroy_cq A", cqA.Destroy)
-	if !r.step(p, "ibv_create_cq B", func() (err error) { cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return res
-	}
-	s.td.push("ibv_destroy_cq B", cqB.Destroy)
-	a, ok := r.createRC(p, s, pd, "A", cqA, cqA, probeWR)
 	if !ok {
-		return res
-	}
-	b, ok := r.createRC(p, s, pd, "B", cqB, cqB, probeWR)
-	if !ok {
-		return res
-	}
-	var addr *address
-	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
-		return res
-	}
-	res.Addressing = addr.report(verbs.LinkLayerName(s.port.LinkLayer))
-	if !r.connect(p, a, b, addr) {
 		return res
 	}
 
@@ -89,12 +70,12 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 	clear(recv)
 	sendWR := verbs.SendWR{ID: 1, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{mr.SGE(0, size)}}
 	recvWR := verbs.RecvWR{ID: 2, SGEs: []verbs.SGE{mr.SGE(size, size)}}
-	if !r.step(p, "ibv_post_recv B", func() error { return b.PostRecv(recvWR) }) ||
-		!r.step(p, "ibv_post_send A", func() error { return a.PostSend(sendWR) }) {
+	if !r.step(p, "ibv_post_recv B", func() error { return l.b.PostRecv(recvWR) }) ||
+		!r.step(p, "ibv_post_send A", func() error { return l.a.PostSend(sendWR) }) {
 		return res
 	}
 	var swc, rwc verbs.WC
-	if !r.step(p, "ibv_poll_cq A (send completion)", func() (err error) { swc, err = pollOne(cqA, r.pollWait()); return err }) {
+	if !r.step(p, "ibv_poll_cq A (send completion)", func() (err error) { swc, err = pollOne(l.cqA, r.pollWait()); return err }) {
 		return res
 	}
 	res.SendStatus = swc.Status.String()
@@ -105,7 +86,7 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 		// for it would spend the port's time.
 		return res
 	}
-	if !r.step(p, "ibv_poll_cq B (receive completion)", func() (err error) { rwc, err = pollOne(cqB, r.pollWait()); return err }) {
+	if !r.step(p, "ibv_poll_cq B (receive completion)", func() (err error) { rwc, err = pollOne(l.cqB, r.pollWait()); return err }) {
 		return res
 	}
 	res.RecvStatus = rwc.Status.String()
@@ -122,84 +103,8 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 	}
 	res.BytesSent = uint64(size)
 
-	// Timed round trips: post_send to both completions polled. The time
-	// of the post call alone is the CPU cost of building the WQE and
-	// ringing the doorbell.
-	r.begin(p, "timed round trips")
-	lat := make([]time.Duration, 0, r.opts.Iterations)
-	cpu := make([]time.Duration, 0, r.opts.Iterations)
-	budgetEnd := time.Now().Add(r.opts.IterationBudget)
-	if d := time.Until(r.deadline) / 2; d < r.opts.IterationBudget {
-		budgetEnd = time.Now().Add(d)
-	}
-	wait := r.pollWait()
-	var loopErr error
-	var wc [1]verbs.WC
-	for i := 0; i < r.opts.Iterations && time.Now().Before(budgetEnd); i++ {
-		if err := b.PostRecv(recvWR); err != nil {
-			loopErr = err
-			break
-		}
-		t1 := time.Now()
-		err := a.PostSend(sendWR)
-		t2 := time.Now()
-		if err != nil {
-			loopErr = err
-			break
-		}
-		gotS, gotR := false, false
-		for !(gotS && gotR) {
-			if !gotS {
-				n, err := cqA.Poll(wc[:])
-				if err != nil {
-					loopErr = err
-					break
-				}
-				if n == 1 {
-					if wc[0].Status != verbs.WCSuccess {
-						loopErr = fmt.Errorf("round trip %d: send completed with %s", i+1, wc[0].Status)
-						break
-					}
-					gotS = true
-				}
-			}
-			if !gotR {
-				n, err := cqB.Poll(wc[:])
-				if err != nil {
-					loopErr = err
-					break
-				}
-				if n == 1 {
-					if wc[0].Status != verbs.WCSuccess {
-						loopErr = fmt.Errorf("round trip %d: receive completed with %s", i+1, wc[0].Status)
-						break
-					}
-					gotR = true
-				}
-			}
-			if time.Now().After(budgetEnd.Add(wait)) {
-				loopErr = fmt.Errorf("round trip %d: no completion within %v", i+1, wait.Round(time.Millisecond))
-				break
-			}
-		}
-		if loopErr != nil {
-			break
-		}
-		t3 := time.Now()
-		lat = append(lat, t3.Sub(t1))
-		cpu = append(cpu, t2.Sub(t1))
-		res.BytesSent += uint64(size)
-	}
-	res.Latency = stats(lat)
-	res.PostSendCPU = stats(cpu)
-	roundTrips := Step{Name: "timed round trips", OK: loopErr == nil && len(lat) > 0,
-		Detail: fmt.Sprintf("%d of %d round trips", len(lat), r.opts.Iterations)}
-	if loopErr != nil {
-		r.fill(&roundTrips, loopErr)
-	} else if len(lat) == 0 {
-		roundTrips.Error = "no round trip fitted in the time budget"
-	}
-	p.Steps = append(p.Steps, roundTrips)
+	n := r.timedRoundTrips(p, l, sendWR, recvWR, r.opts.Iterations, r.opts.IterationBudget, &res.Latency, &res.PostSendCPU)
+	res.BytesSent += uint64(n) * uint64(size)
 
 	after, cerr2 := r.readCounters()
 	switch {
@@ -211,6 +116,129 @@ func (r *runner) sendPoll(resourcesFailed string) *SendPollResult {
 		res.Counters = counterDeltas(before, after)
 	}
 	return res
+}
+
+// rcLoop is two RC QPs of one port connected to each other, each on a CQ
+// of its own: A sends, B receives.
+type rcLoop struct {
+	cqA, cqB *verbs.CQ
+	a, b     *verbs.QP
+	addr     *address
+}
+
+// rcLoopback creates the CQs and QPs of an rcLoop on pd, resolves the
+// port's loopback address and connects the QPs (RESET→INIT→RTR→RTS), each
+// object pushed on the session's teardown. l is nil when the address was
+// not resolved.
+func (r *runner) rcLoopback(p *Probe, s *session, pd *verbs.PD) (*rcLoop, bool) {
+	l := &rcLoop{}
+	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
+	if !r.step(p, "ibv_create_cq A", func() (err error) { l.cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_destroy_cq A", l.cqA.Destroy)
+	if !r.step(p, "ibv_create_cq B", func() (err error) { l.cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_destroy_cq B", l.cqB.Destroy)
+	var ok bool
+	if l.a, ok = r.createRC(p, s, pd, "A", l.cqA, l.cqA, probeWR); !ok {
+		return nil, false
+	}
+	if l.b, ok = r.createRC(p, s, pd, "B", l.cqB, l.cqB, probeWR); !ok {
+		return nil, false
+	}
+	if !r.step(p, "resolve loopback address", func() (err error) { l.addr, err = r.resolve(s); return err }) {
+		return nil, false
+	}
+	// Past this point l is returned even on failure: its address tells
+	// the report how the QPs were to reach each other.
+	return l, r.connect(p, l.a, l.b, l.addr)
+}
+
+// timedRoundTrips times up to iterations round trips of sendWR from A into
+// recvWR on B, from ibv_post_send to both completions polled, within
+// budget (and half the port's time left), into lat; cpu gets the time of
+// the ibv_post_send call alone, which is the CPU cost of building the WQE
+// and ringing the doorbell, not the NIC's latency. It records the step
+// "timed round trips" and returns how many completed.
+func (r *runner) timedRoundTrips(p *Probe, l *rcLoop, sendWR verbs.SendWR, recvWR verbs.RecvWR, iterations int,
+	budget time.Duration, lat, cpu *Stats) int {
+	r.begin(p, "timed round trips")
+	lats := make([]time.Duration, 0, iterations)
+	cpus := make([]time.Duration, 0, iterations)
+	budgetEnd := time.Now().Add(budget)
+	if d := time.Until(r.deadline) / 2; d < budget {
+		budgetEnd = time.Now().Add(d)
+	}
+	wait := r.pollWait()
+	var loopErr error
+	for i := 0; i < iterations && time.Now().Before(budgetEnd); i++ {
+		if err := l.b.PostRecv(recvWR); err != nil {
+			loopErr = err
+			break
+		}
+		t1 := time.Now()
+		err := l.a.PostSend(sendWR)
+		t2 := time.Now()
+		if err != nil {
+			loopErr = err
+			break
+		}
+		if loopErr = pollBoth(l, i+1, budgetEnd.Add(wait), wait); loopErr != nil {
+			break
+		}
+		t3 := time.Now()
+		lats = append(lats, t3.Sub(t1))
+		cpus = append(cpus, t2.Sub(t1))
+	}
+	*lat, *cpu = stats(lats), stats(cpus)
+	st := Step{Name: "timed round trips", OK: loopErr == nil && len(lats) > 0,
+		Detail: fmt.Sprintf("%d of %d round trips", len(lats), iterations)}
+	if loopErr != nil {
+		r.fill(&st, loopErr)
+	} else if len(lats) == 0 {
+		st.Error = "no round trip fitted in the time budget"
+	}
+	p.Steps = append(p.Steps, st)
+	return len(lats)
+}
+
+// pollBoth busy-polls A's and B's CQs until each yields its completion of
+// round trip n, successful, or until the time is past end (the budget's
+// end plus one wait).
+func pollBoth(l *rcLoop, n int, end time.Time, wait time.Duration) error {
+	gotS, gotR := false, false
+	for !(gotS && gotR) {
+		var err error
+		if !gotS {
+			if gotS, err = pollDone(l.cqA, n, "send"); err != nil {
+				return err
+			}
+		}
+		if !gotR {
+			if gotR, err = pollDone(l.cqB, n, "receive"); err != nil {
+				return err
+			}
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("round trip %d: no completion within %v", n, wait.Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// pollDone polls cq once: true when it held a successful completion.
+func pollDone(cq *verbs.CQ, n int, what string) (bool, error) {
+	var wc [1]verbs.WC
+	k, err := cq.Poll(wc[:])
+	if err != nil || k == 0 {
+		return false, err
+	}
+	if wc[0].Status != verbs.WCSuccess {
+		return false, fmt.Errorf("round trip %d: %s completed with %s", n, what, wc[0].Status)
+	}
+	return true, nil
 }
 
 func payloadDiff(want, got []byte) string {
