@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs/gpu"
 )
 
 // ChildArg is os.Args[1] of a probe child: the command's main must hand
@@ -42,6 +44,8 @@ type request struct {
 	SysfsRoot         string   `json:"sysfs_root,omitempty"`
 	NoRC              string   `json:"no_rc,omitempty"`
 	NoUD              string   `json:"no_ud,omitempty"`
+	CUDALibrary       string   `json:"cuda_library,omitempty"`
+	HIPLibrary        string   `json:"hip_library,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).
@@ -137,5 +141,6 @@ func (r request) options() Options {
 		IterationBudget: time.Duration(r.IterationBudgetNS),
 		Probes:          r.Probes,
 		SysfsRoot:       r.SysfsRoot,
+		GPULibraries:    gpu.Libraries{CUDA: r.CUDALibrary, HIP: r.HIPLibrary},
 	}.withDefaults()
 }

@@ -151,6 +151,7 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 		Library: opts.Library, Device: t.Device, Ports: ports, Size: opts.Size,
 		Iterations: opts.Iterations, IterationBudgetNS: int64(opts.IterationBudget),
 		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot, NoRC: t.NoRC, NoUD: t.NoUD,
+		CUDALibrary: opts.GPULibraries.CUDA, HIPLibrary: opts.GPULibraries.HIP,
 	}
 	var decodeErrs []string
 	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports))+startupMargin, func(ev event) {
@@ -196,6 +197,9 @@ func decodeProbe(pr *PortResult, name string, raw json.RawMessage) error {
 	case UD:
 		pr.UD = &UDResult{}
 		err = json.Unmarshal(raw, pr.UD)
+	case GPUMemory:
+		pr.GPUMemory = &GPUMemoryResult{}
+		err = json.Unmarshal(raw, pr.GPUMemory)
 	default:
 		return fmt.Errorf("result of unknown probe %q", name)
 	}

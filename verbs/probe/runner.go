@@ -40,6 +40,9 @@ type runner struct {
 	noRC string
 	// noUD is why applications cannot create UD QPs on the device.
 	noUD string
+	// gpu is the GPU driver, opened once per child by the first port's
+	// probe.gpu_memory.
+	gpu gpuDriver
 }
 
 // iwarpSkip is why the probes that need a connected QP do not run on an
@@ -117,6 +120,8 @@ func runProbes(em *emitter, req request) {
 				res = r.destroyOrder(resourcesFailed)
 			case name == UD:
 				res = r.ud(resourcesFailed)
+			case name == GPUMemory:
+				res = r.gpuMemory(resourcesFailed)
 			default:
 				continue
 			}
@@ -149,6 +154,8 @@ func outOfTime(name string, port int, timeout time.Duration) any {
 		return &DestroyOrderResult{Probe: p}
 	case UD:
 		return &UDResult{Probe: p, PayloadOffset: -1}
+	case GPUMemory:
+		return &GPUMemoryResult{Probe: p, Paths: []GPUPath{}}
 	}
 	return nil
 }

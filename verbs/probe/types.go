@@ -1,6 +1,10 @@
 package probe
 
-import "time"
+import (
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs/gpu"
+)
 
 // Probe names, in the order the child runs them on each port. They are the
 // IDs of the checks that judge them.
@@ -11,10 +15,11 @@ const (
 	CQOverflow   = "probe.cq_overflow"
 	DestroyOrder = "probe.destroy_order"
 	UD           = "probe.ud"
+	GPUMemory    = "probe.gpu_memory"
 )
 
 // AllProbes lists every probe in run order: the catalog's.
-var AllProbes = []string{Resources, QPState, SendPoll, CQOverflow, DestroyOrder, UD}
+var AllProbes = []string{Resources, QPState, SendPoll, CQOverflow, DestroyOrder, UD, GPUMemory}
 
 // Target is one device and the ports to probe on it (normally its ACTIVE
 // ports).
@@ -51,6 +56,9 @@ type Options struct {
 	// SysfsRoot is where the child reads port counters and GID types.
 	// Default "/sys".
 	SysfsRoot string
+	// GPULibraries are the GPU driver libraries probe.gpu_memory opens
+	// (zero: libcuda.so.1, then libamdhip64.so, through the loader path).
+	GPULibraries gpu.Libraries
 }
 
 func (o Options) withDefaults() Options {
@@ -322,6 +330,60 @@ type UDResult struct {
 	NoGRHRoom string `json:"no_grh_room_outcome,omitempty"`
 }
 
+// GPU-memory registration paths.
+const (
+	// PathPeerMemory is ibv_reg_mr on the GPU's device pointer, which a
+	// peer-memory client in the kernel (nvidia_peermem, nv_peer_mem)
+	// resolves to the GPU's pages.
+	PathPeerMemory = "peer memory"
+	// PathDMABuf is the GPU memory exported by its driver as a dma-buf
+	// and registered with ibv_reg_dmabuf_mr.
+	PathDMABuf = "DMA-BUF"
+)
+
+// GPUPath is one way of registering GPU memory with the NIC and what a
+// SEND into it through that registration did.
+type GPUPath struct {
+	Name string `json:"name"` // PathPeerMemory, PathDMABuf
+	// Registered: the NIC accepted the GPU memory (the MR exists).
+	Registered bool `json:"registered"`
+	// Unavailable says why the path is not there on this host: the call
+	// that refused to export or register the memory, with its errno or
+	// CUresult. Empty when it registered.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Failed is the step that broke the path after it registered (an
+	// error completion, a wrong payload), nil when none did.
+	Failed    *Step  `json:"failed,omitempty"`
+	ByteLen   uint32 `json:"byte_len"`
+	PayloadOK bool   `json:"payload_ok"`
+	// Latency of the timed round trips into the GPU memory.
+	Latency Stats `json:"latency"`
+}
+
+// OK reports whether the path registered and its SEND arrived intact.
+func (p GPUPath) OK() bool { return p.Registered && p.Failed == nil && p.PayloadOK }
+
+// GPUMemoryResult is probe.gpu_memory: GPU memory registered with the NIC
+// through each path, a loopback RC SEND from host memory into it, read
+// back through the GPU driver. The steps of a path that is unavailable
+// fail as they happened; Paths judges them.
+type GPUMemoryResult struct {
+	Probe
+	Software   bool        `json:"software_device"`
+	Addressing *Addressing `json:"addressing,omitempty"`
+	// Driver is the GPU driver library: vendor, version, the name it was
+	// opened by.
+	Driver string       `json:"driver,omitempty"`
+	GPUs   []gpu.Device `json:"gpus,omitempty"`
+	// GPU is the one probed and Choice why it was chosen.
+	GPU         *gpu.Device `json:"gpu,omitempty"`
+	Choice      string      `json:"choice,omitempty"`
+	NICPCIAddr  string      `json:"nic_pci_addr,omitempty"`
+	Size        int         `json:"size"`
+	RegionBytes int         `json:"region_bytes,omitempty"` // GPU memory registered
+	Paths       []GPUPath   `json:"paths"`
+}
+
 // PortResult holds every probe's result on one port; a probe not selected
 // is nil.
 type PortResult struct {
@@ -332,6 +394,7 @@ type PortResult struct {
 	CQOverflow   *CQOverflowResult   `json:"probe_cq_overflow,omitempty"`
 	DestroyOrder *DestroyOrderResult `json:"probe_destroy_order,omitempty"`
 	UD           *UDResult           `json:"probe_ud,omitempty"`
+	GPUMemory    *GPUMemoryResult    `json:"probe_gpu_memory,omitempty"`
 }
 
 // ChildFailure says why a child process gave no (complete) answer.

@@ -18,6 +18,8 @@
  *                   release and export is appended, one line each, and at
  *                   each free "leak fd N" for an exported descriptor still
  *                   open
+ * fake_cuda_dmabuf_offset tells the fake libibverbs where an exported
+ * range starts in the memfd it maps.
  * Calls follow the driver's rules the probe depends on: memory calls need
  * a current context (CUDA_ERROR_INVALID_CONTEXT otherwise), a dma-buf
  * export needs a page-aligned range that starts an allocation.
@@ -216,6 +218,7 @@ struct alloc {
 	size_t size;
 	int memfd;
 	int exported[4];
+	size_t exported_off[4]; /* where each exported range starts in memfd */
 };
 #define MAX_ALLOCS 64
 static struct alloc allocs[MAX_ALLOCS];
@@ -327,19 +330,32 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size,
 		return failing("cuMemGetHandleForAddressRange");
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct alloc *a = find(p, size);
-	if (type != 1 || flags != 0 || !a || p % page || size % page || (char *)(uintptr_t)p != a->ptr)
+	if (type != 1 || flags != 0 || !a || p % page || size % page)
 		return CUDA_ERROR_INVALID_VALUE;
 	int fd = fcntl(a->memfd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return CUDA_ERROR_UNKNOWN;
 	for (int k = 0; k < 4; k++)
-		if (a->exported[k] < 0) {
+		if (a->exported[k] < 0 || fcntl(a->exported[k], F_GETFD) < 0) {
 			a->exported[k] = fd;
+			a->exported_off[k] = (size_t)((char *)(uintptr_t)p - a->ptr);
 			break;
 		}
 	*(int *)handle = fd;
 	logf_("export fd %d", fd);
 	return CUDA_SUCCESS;
+}
+
+/* fake_cuda_dmabuf_offset tells the fake libibverbs where the range an
+ * exported descriptor stands for starts in the memfd behind it: a real
+ * dma-buf begins at the exported range, this one at the allocation. */
+long fake_cuda_dmabuf_offset(int fd)
+{
+	for (int i = 0; i < MAX_ALLOCS; i++)
+		for (int k = 0; k < 4; k++)
+			if (allocs[i].ptr && allocs[i].exported[k] == fd)
+				return (long)allocs[i].exported_off[k];
+	return 0;
 }
 #endif
 

@@ -562,6 +562,10 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* The fake libcuda's descriptor maps its whole allocation. */
+	long (*range_off)(int) = (long (*)(int))dlsym(RTLD_DEFAULT, "fake_cuda_dmabuf_offset");
+	if (range_off)
+		offset += (uint64_t)range_off(fd);
 	struct stat st;
 	if (fstat(fd, &st)) {
 		errno = EBADF;
@@ -577,7 +581,7 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 		return NULL;
 	}
 	/* As libibverbs does: the struct's addr is the fd offset. */
-	struct ibv_mr *m = new_mr(pd, (void *)(uintptr_t)offset, iova, host, length, length);
+	struct ibv_mr *m = new_mr(pd, (void *)(uintptr_t)(offset - (range_off ? (uint64_t)range_off(fd) : 0)), iova, host, length, length);
 	if (!m)
 		munmap(host, length);
 	return m;
