@@ -324,6 +324,7 @@ var probeExpected = map[string]string{
 	probe.CQOverflow:   "an overrun CQ raises IBV_EVENT_CQ_ERR",
 	probe.DestroyOrder: "EBUSY for frees out of order, an error completion for a stale lkey, counts back to baseline",
 	probe.UD:           "a UD SEND through an address handle arrives with byte_len = payload + 40 and the payload at offset 40; a wrong Q_Key is dropped",
+	probe.GPUMemory:    "GPU memory registers with the NIC through peer memory or DMA-BUF, and a SEND into it arrives intact",
 }
 
 func lastLines(s string, n int) string {

@@ -225,6 +225,7 @@ func (r *runner) gpuPath(res *GPUMemoryResult, g *gpuRig, name string) GPUPath {
 	}
 	if err != nil {
 		path.Unavailable = err.Error()
+		path.UnavailableStep = p.Steps[len(p.Steps)-1].Name
 		if why := gpuUnavailableCause(name, err); why != "" {
 			p.Steps[len(p.Steps)-1].Cause = why
 		}

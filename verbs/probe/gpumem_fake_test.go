@@ -121,6 +121,9 @@ func (g gpuRun) balanced(t *testing.T, wantAllocs int) {
 			t.Errorf("teardown step %q failed: %s", st.Name, st.Error)
 		}
 	}
+	if st := g.res.Unexplained(); st != nil && len(g.res.Paths) > 0 {
+		t.Errorf("a failed step no path accounts for: %+v", st)
+	}
 }
 
 func isTeardown(name string) bool {

@@ -351,6 +351,8 @@ type GPUPath struct {
 	// that refused to export or register the memory, with its errno or
 	// CUresult. Empty when it registered.
 	Unavailable string `json:"unavailable,omitempty"`
+	// UnavailableStep is the step that refused.
+	UnavailableStep string `json:"unavailable_step,omitempty"`
 	// Failed is the step that broke the path after it registered (an
 	// error completion, a wrong payload), nil when none did.
 	Failed    *Step  `json:"failed,omitempty"`
@@ -362,6 +364,27 @@ type GPUPath struct {
 
 // OK reports whether the path registered and its SEND arrived intact.
 func (p GPUPath) OK() bool { return p.Registered && p.Failed == nil && p.PayloadOK }
+
+// Unexplained is the first failed step that no path accounts for (a
+// set-up or teardown call), nil when there is none.
+func (r *GPUMemoryResult) Unexplained() *Step {
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.OK {
+			continue
+		}
+		explained := false
+		for _, p := range r.Paths {
+			if st.Name == p.UnavailableStep || (p.Failed != nil && st.Name == p.Failed.Name) {
+				explained = true
+			}
+		}
+		if !explained {
+			return st
+		}
+	}
+	return nil
+}
 
 // GPUMemoryResult is probe.gpu_memory: GPU memory registered with the NIC
 // through each path, a loopback RC SEND from host memory into it, read
