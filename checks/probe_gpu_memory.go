@@ -38,6 +38,7 @@ func init() {
 				{report.Fail, "neither path registers GPU memory", gpuPeerFix + " Or: " + gpuDMABufFix},
 				{report.Fail, "GPU memory registered, but the SEND into it completes in error or its bytes differ", gpuBrokenFix},
 				{report.Fail, "a GPU driver call fails (cuInit, cuMemAlloc_v2, ...) with its CUresult", gpuDriverFix},
+				{report.Error, "the GPU is taken: CUDA_ERROR_DEVICE_UNAVAILABLE (exclusive-process compute mode with a job on it)", gpuBusyFix},
 				childFailure,
 			},
 		},
@@ -58,6 +59,8 @@ const (
 		"Check the PCIe path between NIC and GPU (ACS redirecting peer-to-peer requests, the IOMMU in translation mode), the NIC's and GPU's " +
 		"firmware, and `dmesg` for NVRM Xid and mlx5 errors; compare with perftest built with CUDA: `ib_send_bw -d <device> -i <port> --use_cuda=<gpu>` " +
 		"(`--use_cuda_dmabuf` for the DMA-BUF path) against a second run of it with the host's address."
+	gpuBusyFix = "Run the check when the GPU is idle (`nvidia-smi --query-gpu=index,compute_mode --format=csv` shows the mode; " +
+		"`nvidia-smi -q -d PIDS` who holds it); the probe needs a context of its own on the GPU."
 	gpuDriverFix = "The GPU driver failed outside any registration path: `nvidia-smi` shows the same state. CUDA_ERROR_SYSTEM_DRIVER_MISMATCH " +
 		"means libcuda.so.1 and the loaded kernel module come from different driver versions (reboot, or reload the module, after a driver upgrade); " +
 		"CUDA_ERROR_OUT_OF_MEMORY, a GPU full with other work; anything else — read `dmesg` for NVRM Xid errors."
@@ -73,7 +76,14 @@ func judgeGPUMemory(label string, software bool, pr *probe.PortResult) (verdict,
 		return skippedVerdict(label, &r.Probe), true
 	}
 	ev := gpuEvidence(r, software)
-	if st := r.Unexplained(); st != nil {
+	if st := r.Unexplained(); st != nil && strings.Contains(st.Error, "CUDA_ERROR_DEVICE_UNAVAILABLE") {
+		// Exclusive-process compute mode with a job on the GPU: not a
+		// fault, and nothing this run could judge.
+		ev["failed_step"] = st
+		return verdict{status: report.Error, evidence: ev, details: gpuDetails(r),
+			line:   fmt.Sprintf("%s: could not use %s: %s — the GPU is taken (exclusive-process compute mode, a job on it)", label, gpuName(r), stepText(st)),
+			remedy: gpuBusyFix}, true
+	} else if st != nil {
 		ev["failed_step"] = st
 		return verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev,
 			remedy: gpuSetupRemedy(st, label, r), details: gpuDetails(r)}, true

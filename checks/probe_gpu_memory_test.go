@@ -95,6 +95,11 @@ func TestJudgeGPUMemorySetupAndSkips(t *testing.T) {
 	if v.status != report.Fail || !strings.Contains(v.line, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH") || !strings.Contains(v.remedy, "different driver versions") {
 		t.Errorf("driver mismatch: %s %q, remedy %q", v.status, v.line, v.remedy)
 	}
+	r = gpuResult()
+	r.Steps = append(r.Steps, probe.Step{Name: "cuDevicePrimaryCtxRetain (GPU 3)", Error: "cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE (46)"})
+	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Error || !strings.Contains(v.line, "the GPU is taken") {
+		t.Errorf("busy GPU: %s %q", v.status, v.line)
+	}
 	// A teardown that fails after both paths worked is no pass.
 	r = gpuResult(peerOK, dmabufOK)
 	r.Steps = append(r.Steps, probe.Step{Name: "DMA-BUF: ibv_dereg_mr", Error: "ibv_dereg_mr: EBUSY"})
