@@ -58,6 +58,7 @@ scenario two-rxe-devices --needs pci.device \
 scenario healthy-l2 --needs pci.device --exit 0 --root none \
 	--status verbs.resources=pass --status verbs.qp_state=pass --status probe.send_poll=pass \
 	--status probe.cq_overflow=pass --status probe.destroy_order=pass --status probe.ud=pass \
+	--status probe.gpu_memory=skip \
 	-- --level 2 --format json
 
 # rdma_rxe needs ib_uverbs, so only the connection-manager modules can go.
@@ -122,8 +123,8 @@ scenario snapshot-kernel-log --needs pci.device --kind snapshot \
 # (`rdma -j resource` back to its counts from before the run).
 # The run must say so: a level-2 check is the root cause (error), not exit 0.
 scenario probe-child-killed --needs verbs.resources --kind killprobe \
-	--exit 30,31,32,33,34,35 \
-	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order,probe.ud \
+	--exit 30,31,32,33,34,35,36 \
+	--root verbs.resources,verbs.qp_state,probe.send_poll,probe.cq_overflow,probe.destroy_order,probe.ud,probe.gpu_memory \
 	-- --level 2 --format json
 
 scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \
