@@ -1,6 +1,9 @@
 package gpu
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is a failed driver call: the function and the status it returned.
 type Error struct {
@@ -68,8 +71,8 @@ func CUDAErrorName(code int) string { return cudaErrorNames[code] }
 
 // IsCode reports whether err is a driver *Error with status code.
 func IsCode(err error, code int) bool {
-	e, ok := err.(*Error)
-	return ok && e.Code == code
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
 }
 
 // CUDA statuses callers judge by.
