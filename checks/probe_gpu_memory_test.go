@@ -106,7 +106,7 @@ func TestJudgeGPUMemorySetupAndSkips(t *testing.T) {
 	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Fail || !strings.Contains(v.line, "ibv_dereg_mr") {
 		t.Errorf("failed teardown: %s %q", v.status, v.line)
 	}
-	for _, why := range []string{"no GPU driver library: no GPU driver library loads: dlopen libcuda.so.1: ...",
+	for _, why := range []string{"no GPU driver library loads: dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file: No such file or directory; dlopen libamdhip64.so: ...",
 		"no GPU: libcuda.so.1: cuInit: CUDA_ERROR_NO_DEVICE (100)", "AMD GPU memory probe not implemented: 8 GPU(s) through libamdhip64.so"} {
 		r := &probe.GPUMemoryResult{Probe: probe.Probe{Name: probe.GPUMemory, Skipped: why}}
 		v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r})

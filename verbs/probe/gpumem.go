@@ -95,7 +95,7 @@ func (r *runner) gpuDriverFor(res *GPUMemoryResult) (gpu.Driver, bool) {
 	switch {
 	case err == nil:
 	case errors.As(err, &nl):
-		p.Skipped = "no GPU driver library: " + nl.Error()
+		p.Skipped = nl.Error()
 		return nil, false
 	case errors.Is(err, gpu.ErrNoDevice), errors.Is(err, gpu.ErrAMDNotImplemented):
 		p.Skipped = err.Error()

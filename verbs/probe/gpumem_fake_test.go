@@ -244,7 +244,7 @@ func TestFakeGPUSkips(t *testing.T) {
 		t.Errorf("no device: skipped %q, steps %+v", g.res.Skipped, g.res.Steps)
 	}
 	g = runGPU(t, filepath.Join(t.TempDir(), "libcuda.so.1"), "", nil, "")
-	if !strings.HasPrefix(g.res.Skipped, "no GPU driver library: ") || !strings.Contains(g.res.Skipped, "libamdhip64.so") || len(g.res.Steps) != 0 {
+	if !strings.HasPrefix(g.res.Skipped, "no GPU driver library loads: dlopen ") || !strings.Contains(g.res.Skipped, "libamdhip64.so") || len(g.res.Steps) != 0 {
 		t.Errorf("no library: skipped %q, steps %+v", g.res.Skipped, g.res.Steps)
 	}
 	g = runGPU(t, "", "", map[string]string{"FAKE_CUDA": "fail=cuInit:803"}, "")

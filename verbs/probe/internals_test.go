@@ -112,7 +112,7 @@ func TestRCAttrMasks(t *testing.T) {
 
 func TestOptionsDefaults(t *testing.T) {
 	o := Options{}.withDefaults()
-	if o.Timeout != 5*time.Second || o.Size != 1024 || o.Iterations != 1000 || len(o.Probes) != len(AllProbes) || o.Probes[len(o.Probes)-1] != UD || o.SysfsRoot != "/sys" {
+	if o.Timeout != 5*time.Second || o.Size != 1024 || o.Iterations != 1000 || len(o.Probes) != len(AllProbes) || o.Probes[len(o.Probes)-1] != GPUMemory || o.SysfsRoot != "/sys" {
 		t.Fatalf("defaults %+v", o)
 	}
 }
