@@ -227,3 +227,21 @@ func TestGetDeviceListRealLibrary(t *testing.T) {
 		t.Logf("device %s (%s) guid %s", d.Name, d.DevName, FormatGUID(d.GUID()))
 	}
 }
+
+// The real library of a supported distribution is rdma-core 34 or newer
+// (Debian 12 ships 44), which exports ibv_reg_dmabuf_mr; a library without
+// it is refused with the version that added it.
+func TestRegDMABufMRSymbol(t *testing.T) {
+	l, err := Open("")
+	if err != nil {
+		t.Skipf("libibverbs not installed here: %v", err)
+	}
+	if !l.HasRegDMABufMR() {
+		t.Errorf("%s does not export ibv_reg_dmabuf_mr", l.Path())
+	}
+	pd := &PD{Context: &Context{lib: &Lib{}}}
+	if _, err := pd.RegDMABufMR(0, 4096, 0x1000, 3, AccessLocalWrite); !errors.Is(err, ErrUnsupported) ||
+		!strings.Contains(err.Error(), "older than rdma-core 34") {
+		t.Errorf("without the symbol: %v", err)
+	}
+}
