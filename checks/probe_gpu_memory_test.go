@@ -118,3 +118,15 @@ func TestJudgeGPUMemorySetupAndSkips(t *testing.T) {
 		t.Error("a verdict without a result")
 	}
 }
+
+// A child killed while cuInit brought the GPUs up says how to give the
+// driver its time, not that a verb hangs.
+func TestGPUDriverTimeout(t *testing.T) {
+	dr := &probe.DeviceResult{Device: "mlx5_0", Failure: &probe.ChildFailure{TimedOut: true,
+		Error:      "the verbs child did not finish within 7s in port 1 probe.gpu_memory: open the GPU driver; it was killed",
+		InProgress: "port 1 probe.gpu_memory: open the GPU driver"}}
+	v := childFailureVerdict("mlx5_0 port 1", probe.GPUMemory, dr)
+	if v.status != report.Error || !strings.Contains(v.remedy, "nvidia-persistenced") {
+		t.Fatalf("%s %q, remedy %q", v.status, v.line, v.remedy)
+	}
+}

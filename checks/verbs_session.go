@@ -298,7 +298,11 @@ func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
 		if f.InProgress != "" && !strings.Contains(f.InProgress, name) {
 			v.line = fmt.Sprintf("%s: not run: %s", label, f.Error)
 		}
-		if f.TimedOut {
+		if f.TimedOut && strings.Contains(f.InProgress, "open the GPU driver") {
+			v.remedy = "The GPU driver did not initialise within --probe-timeout: without the persistence daemon cuInit brings every GPU up " +
+				"first, which takes seconds on a node with many GPUs. Run nvidia-persistenced (`systemctl enable --now nvidia-persistenced`) " +
+				"or give the probes more time (--probe-timeout); `nvidia-smi` hanging as well means the driver itself is stuck (read `dmesg`)."
+		} else if f.TimedOut {
 			v.remedy = "A verb did not return within --probe-timeout: the provider or the device hangs. Look at `dmesg` for the driver's errors " +
 				"and at the firmware; a larger --probe-timeout tells a slow device from a hung one."
 		} else if f.Signal != "" {
