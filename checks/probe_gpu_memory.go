@@ -15,29 +15,33 @@ func init() {
 		Title: "the NIC registers GPU memory (peer memory or DMA-BUF) and a loopback RC SEND lands in it intact",
 		Needs: []string{"probe.send_poll"},
 		Explain: Explanation{
-			Judges: "Only where a GPU and its driver library are present: the probe child opens NVIDIA's driver API (libcuda.so.1) at run time, " +
-				"as it opens libibverbs; without the library, or when cuInit reports no device, the check skips and says so (an AMD GPU seen " +
-				"through libamdhip64.so skips: the AMD memory probe is not implemented). On every ACTIVE port it picks the GPU nearest the NIC " +
-				"in the PCIe tree (the most bridges in common in their sysfs device paths; GPU 0 when the NIC has no PCI device), retains " +
-				"its primary context, allocates 64 KiB-aligned device memory with cuMemAlloc_v2 and sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on " +
-				"it, as NVIDIA's GPUDirect RDMA documentation requires of memory a NIC writes (docs.nvidia.com/cuda/gpudirect-rdma). Then it " +
-				"registers that memory through each path: peer memory — ibv_reg_mr on the device pointer, which the kernel pins only through " +
-				"a peer-memory client (nvidia_peermem, the older nv_peer_mem; EFAULT otherwise) — and DMA-BUF — cuMemGetHandleForAddressRange " +
-				"with CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD exports the range as a dma-buf (the kernel's buffer-sharing framework, " +
-				"docs.kernel.org/driver-api/dma-buf.html) and ibv_reg_dmabuf_mr registers it at the device pointer as iova. Through each " +
+			Judges: "Only where a GPU and its driver library are present: the probe child opens NVIDIA's driver API (libcuda.so.1), or else " +
+				"AMD's HIP runtime (libamdhip64.so, with the dma-buf export of libhsa-runtime64.so.1), at run time, as it opens libibverbs; " +
+				"without either library, or when the one that loads reports no device, the check skips and says so. On every ACTIVE port it " +
+				"picks the GPU nearest the NIC in the PCIe tree (the most bridges in common in their sysfs device paths; GPU 0 when the NIC " +
+				"has no PCI device), makes it current (CUDA: its primary context; HIP: hipSetDevice), allocates 64 KiB-aligned device memory " +
+				"(cuMemAlloc_v2, hipMalloc) and, on NVIDIA, sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on it, as NVIDIA's GPUDirect RDMA " +
+				"documentation requires of memory a NIC writes (docs.nvidia.com/cuda/gpudirect-rdma). Then it registers that memory " +
+				"through each path: peer memory — ibv_reg_mr on the device pointer, which the kernel pins only through a peer-memory client " +
+				"(nvidia_peermem or the older nv_peer_mem; on AMD the amdgpu driver's, ROCmRDMA; EFAULT otherwise) — and DMA-BUF — the GPU " +
+				"driver exports the range as a dma-buf (cuMemGetHandleForAddressRange with CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD; " +
+				"hsa_amd_portable_export_dmabuf, which also gives the range's offset in the buffer), the kernel's buffer-sharing framework " +
+				"(docs.kernel.org/driver-api/dma-buf.html), and ibv_reg_dmabuf_mr registers it at the device pointer as iova. Through each " +
 				"registration the send/poll probe's two connected RC QPs carry a --probe-size SEND from host memory into GPU memory that was " +
-				"filled with 0xa5 before; cuMemcpyDtoH_v2 reads it back. A path passes when both completions are IBV_WC_SUCCESS, byte_len " +
-				"is the size and the bytes read back are the bytes sent; up to 100 round trips (at most 200 ms) into GPU memory are then " +
-				"timed. Pass: at least one path works and none that registered is broken; which worked is named, with the reason for the " +
-				"other. Everything is torn down in order whatever happens: the MRs, the dma-buf descriptor, the GPU memory, the context.",
+				"filled with 0xa5 before; a synchronous device-to-host copy reads it back. A path passes when both completions are " +
+				"IBV_WC_SUCCESS, byte_len is the size and the bytes read back are the bytes sent; up to 100 round trips (at most 200 ms) into " +
+				"GPU memory are then timed. Pass: at least one path works and none that registered is broken; which worked is named, with " +
+				"the reason for the other. Everything is torn down in order whatever happens: the MRs, the dma-buf descriptor, the GPU " +
+				"memory, the context.",
 			Why: "GPU clusters move their data between the NIC and GPU memory directly (NCCL, UCX, NVSHMEM, GPUDirect Storage). When the NIC " +
 				"cannot register GPU memory, those libraries fall back to staging every byte through host memory — slower, and silent — or " +
 				"stop at their first collective. Peer memory needs a kernel module and an RDMA stack with the peer-memory API; DMA-BUF needs " +
 				"recent enough kernel, GPU driver and rdma-core. This check says which of the two this host has.",
 			Failures: []Failure{
-				{report.Fail, "neither path registers GPU memory", gpuPeerFix + " Or: " + gpuDMABufFix},
+				{report.Fail, "neither path registers GPU memory (NVIDIA)", gpuFixes["NVIDIA"].peer + " Or: " + gpuFixes["NVIDIA"].dmabuf},
+				{report.Fail, "neither path registers GPU memory (AMD)", gpuFixes["AMD"].peer + " Or: " + gpuFixes["AMD"].dmabuf},
 				{report.Fail, "GPU memory registered, but the SEND into it completes in error or its bytes differ", gpuBrokenFix},
-				{report.Fail, "a GPU driver call fails (cuInit, cuMemAlloc_v2, ...) with its CUresult", gpuDriverFix},
+				{report.Fail, "a GPU driver call fails (cuInit, hipMalloc, ...) with its status", gpuDriverFix},
 				{report.Error, "the GPU is taken: CUDA_ERROR_DEVICE_UNAVAILABLE (exclusive-process compute mode with a job on it)", gpuBusyFix},
 				childFailure,
 			},
@@ -48,22 +52,56 @@ func init() {
 	})
 }
 
+// gpuFix is what enables each path on one vendor's GPUs, in full for a
+// remedy and in short for a passing port's note on the path it lacks.
+type gpuFix struct {
+	peer, dmabuf           string
+	peerShort, dmabufShort string
+}
+
+// gpuFixes are keyed by the GPU driver's vendor.
+var gpuFixes = map[string]gpuFix{
+	"NVIDIA": {
+		peer: "Peer memory: load NVIDIA's peer-memory client, `modprobe nvidia-peermem` (it ships with the NVIDIA driver), and load it at boot " +
+			"(`echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf`); stop and remove the older nv_peer_mem first (only one of them can be loaded). " +
+			"It plugs into the peer-memory API of MLNX_OFED/DOCA-OFED's RDMA stack: on the distribution's inbox RDMA stack it cannot load, and DMA-BUF is the way.",
+		dmabuf: "DMA-BUF needs every layer to support it: Linux 5.12 or newer with an RDMA driver that implements dma-buf memory regions " +
+			"(mlx5 does), rdma-core 34 or newer (ibv_reg_dmabuf_mr), and NVIDIA driver R515 or newer (CUDA 11.7: cuMemGetHandleForAddressRange) " +
+			"running the open GPU kernel modules (nvidia-open: the proprietary modules report CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 0).",
+		peerShort:   "peer memory needs nvidia_peermem loaded, on MLNX_OFED/DOCA-OFED's RDMA stack",
+		dmabufShort: "DMA-BUF needs Linux 5.12+, rdma-core 34+, NVIDIA driver R515+ with the open GPU kernel modules",
+	},
+	"AMD": {
+		peer: "Peer memory: the peer-memory client for AMD GPUs (ROCmRDMA) is part of ROCm's amdgpu kernel driver (amdgpu-dkms), which " +
+			"registers it with the peer-memory API of MLNX_OFED/DOCA-OFED's RDMA stack: install that stack and amdgpu-dkms, and check that " +
+			"all GPU memory is exposed in a PCI BAR (large BAR) and the IOMMU is off or in pass-through, as ROCm's Remote Device " +
+			"Programming documentation asks. On the distribution's inbox RDMA stack DMA-BUF is the way.",
+		dmabuf: "DMA-BUF needs every layer to support it: Linux 5.12 or newer with an RDMA driver that implements dma-buf memory regions " +
+			"(mlx5 does), rdma-core 34 or newer (ibv_reg_dmabuf_mr), and a ROCm runtime whose HSA library exports hsa_amd_portable_export_dmabuf.",
+		peerShort:   "peer memory needs amdgpu-dkms's peer-memory client on MLNX_OFED/DOCA-OFED's RDMA stack",
+		dmabufShort: "DMA-BUF needs Linux 5.12+, rdma-core 34+ and ROCm's hsa_amd_portable_export_dmabuf",
+	},
+}
+
+// fixesFor is the vendor's table entry (NVIDIA's for a vendor not in it).
+func fixesFor(vendor string) gpuFix {
+	if f, ok := gpuFixes[vendor]; ok {
+		return f
+	}
+	return gpuFixes["NVIDIA"]
+}
+
 const (
-	gpuPeerFix = "Peer memory: load NVIDIA's peer-memory client, `modprobe nvidia-peermem` (it ships with the NVIDIA driver), and load it at boot " +
-		"(`echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf`); stop and remove the older nv_peer_mem first (only one of them can be loaded). " +
-		"It plugs into the peer-memory API of MLNX_OFED/DOCA-OFED's RDMA stack: on the distribution's inbox RDMA stack it cannot load, and DMA-BUF is the way."
-	gpuDMABufFix = "DMA-BUF needs every layer to support it: Linux 5.12 or newer with an RDMA driver that implements dma-buf memory regions " +
-		"(mlx5 does), rdma-core 34 or newer (ibv_reg_dmabuf_mr), and NVIDIA driver R515 or newer (CUDA 11.7: cuMemGetHandleForAddressRange) " +
-		"running the open GPU kernel modules (nvidia-open: the proprietary modules report CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 0)."
 	gpuBrokenFix = "The NIC accepted the GPU memory but the data did not land in it intact: the peer-to-peer path between them is broken. " +
 		"Check the PCIe path between NIC and GPU (ACS redirecting peer-to-peer requests, the IOMMU in translation mode), the NIC's and GPU's " +
 		"firmware, and `dmesg` for NVRM Xid and mlx5 errors; compare with perftest built with CUDA: `ib_send_bw -d <device> -i <port> --use_cuda=<gpu>` " +
 		"(`--use_cuda_dmabuf` for the DMA-BUF path) against a second run of it with the host's address."
 	gpuBusyFix = "Run the check when the GPU is idle (`nvidia-smi --query-gpu=index,compute_mode --format=csv` shows the mode; " +
 		"`nvidia-smi -q -d PIDS` who holds it); the probe needs a context of its own on the GPU."
-	gpuDriverFix = "The GPU driver failed outside any registration path: `nvidia-smi` shows the same state. CUDA_ERROR_SYSTEM_DRIVER_MISMATCH " +
-		"means libcuda.so.1 and the loaded kernel module come from different driver versions (reboot, or reload the module, after a driver upgrade); " +
-		"CUDA_ERROR_OUT_OF_MEMORY, a GPU full with other work; anything else — read `dmesg` for NVRM Xid errors."
+	gpuDriverFix = "The GPU driver failed outside any registration path: `nvidia-smi` (`rocm-smi` on AMD) shows the same state. " +
+		"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH means libcuda.so.1 and the loaded kernel module come from different driver versions (reboot, " +
+		"or reload the module, after a driver upgrade); an out-of-memory status, a GPU full with other work; anything else — read `dmesg` " +
+		"for NVRM Xid or amdgpu errors."
 )
 
 // judgeGPUMemory judges probe.gpu_memory on one port.
@@ -106,7 +144,7 @@ func judgeGPUMemory(label string, software bool, pr *probe.PortResult) (verdict,
 	case len(works) == 0:
 		return verdict{status: report.Fail, evidence: ev, details: gpuDetails(r),
 			line:   fmt.Sprintf("%s: the NIC cannot register GPU memory through either path — %s", label, gpuUnavailableText(r)),
-			remedy: gpuPeerFix + "\nOr: " + gpuDMABufFix}, true
+			remedy: fixesFor(r.Vendor).peer + "\nOr: " + fixesFor(r.Vendor).dmabuf}, true
 	}
 	return gpuPass(label, r, works, ev), true
 }
@@ -124,18 +162,18 @@ func gpuPass(label string, r *probe.GPUMemoryResult, works []probe.GPUPath, ev m
 	v := verdict{status: report.Pass, line: line, evidence: ev, details: gpuDetails(r)}
 	for _, p := range r.Paths {
 		if !p.Registered {
-			v.details = append(v.details, fmt.Sprintf("%s not available: %s — %s", p.Name, p.Unavailable, gpuEnable(p.Name)))
+			v.details = append(v.details, fmt.Sprintf("%s not available: %s — %s", p.Name, p.Unavailable, gpuEnable(r.Vendor, p.Name)))
 		}
 	}
 	return v
 }
 
-// gpuEnable is what makes a path available.
-func gpuEnable(path string) string {
+// gpuEnable is what makes a path available on the vendor's GPUs.
+func gpuEnable(vendor, path string) string {
 	if path == probe.PathPeerMemory {
-		return "peer memory needs nvidia_peermem loaded, on MLNX_OFED/DOCA-OFED's RDMA stack"
+		return fixesFor(vendor).peerShort
 	}
-	return "DMA-BUF needs Linux 5.12+, rdma-core 34+, NVIDIA driver R515+ with the open GPU kernel modules"
+	return fixesFor(vendor).dmabufShort
 }
 
 // gpuUnavailableText lists every path that did not register and why.
@@ -175,7 +213,7 @@ func gpuDetails(r *probe.GPUMemoryResult) []string {
 // gpuSetupRemedy is the fix for a step outside the registration paths: a
 // GPU driver call, or a verb of the loopback.
 func gpuSetupRemedy(st *probe.Step, label string, r *probe.GPUMemoryResult) string {
-	if strings.HasPrefix(st.Name, "cu") || strings.HasPrefix(st.Name, "dlsym") {
+	if strings.HasPrefix(st.Name, "cu") || strings.HasPrefix(st.Name, "hip") || strings.HasPrefix(st.Name, "dlsym") {
 		return gpuDriverFix
 	}
 	if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {

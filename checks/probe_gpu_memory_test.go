@@ -14,7 +14,7 @@ import (
 // that did not carries its refused step.
 func gpuResult(paths ...probe.GPUPath) *probe.GPUMemoryResult {
 	dev := gpu.Device{Index: 3, Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:3B:00.0", PCIAddr: "0000:3b:00.0"}
-	r := &probe.GPUMemoryResult{Probe: probe.Probe{Name: probe.GPUMemory}, Driver: "NVIDIA, CUDA driver 12.4 (libcuda.so.1)",
+	r := &probe.GPUMemoryResult{Probe: probe.Probe{Name: probe.GPUMemory}, Vendor: "NVIDIA", Driver: "NVIDIA, CUDA driver 12.4 (libcuda.so.1)",
 		GPUs: []gpu.Device{dev}, GPU: &dev, Choice: "nearest of 8 GPUs to mlx5_0 (0000:3a:00.0): 2 PCIe bridge(s) in common below the root complex",
 		Size: 1024, RegionBytes: 65536}
 	for _, name := range []string{"ibv_open_device", "ibv_alloc_pd", "cuDevicePrimaryCtxRetain (GPU 3)", "cuMemAlloc_v2 131072 bytes"} {
@@ -44,6 +44,11 @@ var (
 		UnavailableStep: "DMA-BUF: cuMemGetHandleForAddressRange DMA_BUF_FD"}
 )
 
+func amd(r *probe.GPUMemoryResult) *probe.GPUMemoryResult {
+	r.Vendor, r.Driver = "AMD", "AMD, HIP driver version 60032830 (libamdhip64.so)"
+	return r
+}
+
 func TestJudgeGPUMemory(t *testing.T) {
 	corrupt := dmabufOK
 	corrupt.PayloadOK = false
@@ -64,6 +69,10 @@ func TestJudgeGPUMemory(t *testing.T) {
 		{"neither", gpuResult(peerNone, dmabufNone), report.Fail,
 			[]string{"cannot register GPU memory through either path", "peer memory: ibv_reg_mr: EFAULT (bad address) (why peer memory)", "DMA-BUF: cuMemGetHandleForAddressRange"},
 			"modprobe nvidia-peermem"},
+		{"neither on AMD", amd(gpuResult(peerNone, dmabufNone)), report.Fail,
+			[]string{"cannot register GPU memory through either path"}, "amdgpu-dkms"},
+		{"DMA-BUF only on AMD", amd(gpuResult(peerNone, dmabufOK)), report.Pass,
+			[]string{"through DMA-BUF:", "peer memory needs amdgpu-dkms's peer-memory client"}, ""},
 		{"corrupt payload", gpuResult(peerOK, corrupt), report.Fail,
 			[]string{"registered through DMA-BUF, but DMA-BUF: payload in GPU memory intact: payload differs from byte 512"}, "--use_cuda=<gpu>"},
 	} {
@@ -107,7 +116,7 @@ func TestJudgeGPUMemorySetupAndSkips(t *testing.T) {
 		t.Errorf("failed teardown: %s %q", v.status, v.line)
 	}
 	for _, why := range []string{"no GPU driver library loads: dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file: No such file or directory; dlopen libamdhip64.so: ...",
-		"no GPU: libcuda.so.1: cuInit: CUDA_ERROR_NO_DEVICE (100)", "AMD GPU memory probe not implemented: 8 GPU(s) through libamdhip64.so"} {
+		"no GPU: libcuda.so.1: cuInit: CUDA_ERROR_NO_DEVICE (100); dlopen libamdhip64.so: libamdhip64.so: cannot open shared object file"} {
 		r := &probe.GPUMemoryResult{Probe: probe.Probe{Name: probe.GPUMemory, Skipped: why}}
 		v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r})
 		if v.status != report.Skip || !strings.Contains(v.line, why) {

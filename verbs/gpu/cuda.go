@@ -82,20 +82,8 @@ func OpenCUDA(path string) (*CUDA, error) {
 		return nil, err
 	}
 	c := &CUDA{path: path}
-	var missing []string
-	for _, s := range c.symbols() {
-		for _, name := range s.names {
-			if addr, err := purego.Dlsym(h, name); err == nil && addr != 0 {
-				*s.addr = addr
-				break
-			}
-		}
-		if *s.addr == 0 && !s.optional {
-			missing = append(missing, s.names[0])
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &MissingSymbolsError{Path: path, Symbols: missing}
+	if err := resolve(h, path, c.symbols()); err != nil {
+		return nil, err
 	}
 	if err := c.status("cuInit", c.cuInit, 0); err != nil {
 		if IsCode(err, cudaErrorNoDevice) {
@@ -259,10 +247,10 @@ func (c *CUDA) CopyOut(dst []byte, src Ptr) error {
 
 // ExportDMABuf is cuMemGetHandleForAddressRange with
 // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD. The range must be aligned to the
-// host page size.
-func (c *CUDA) ExportDMABuf(p Ptr, size int) (int, error) {
+// host page size; the dma-buf starts at it (offset 0).
+func (c *CUDA) ExportDMABuf(p Ptr, size int) (int, uint64, error) {
 	if c.cuMemGetHandleForAddressRange == 0 {
-		return -1, &UnavailableError{Call: "cuMemGetHandleForAddressRange", Why: cudaDMABufSince}
+		return -1, 0, &UnavailableError{Call: "cuMemGetHandleForAddressRange", Why: cudaDMABufSince}
 	}
 	fd := new(int32)
 	*fd = -1
@@ -270,9 +258,9 @@ func (c *CUDA) ExportDMABuf(p Ptr, size int) (int, error) {
 		uintptr(unsafe.Pointer(fd)), uintptr(p), uintptr(size), cuMemRangeHandleTypeDMABufFD, 0)
 	runtime.KeepAlive(fd)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
-	return int(*fd), nil
+	return int(*fd), 0, nil
 }
 
 // status calls fn and turns a CUresult other than CUDA_SUCCESS into an

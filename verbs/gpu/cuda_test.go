@@ -18,9 +18,10 @@ var (
 	fakeErr  string
 )
 
-// fakeCUDA builds testdata/fakecuda.c into a shared library, once:
-// variant "" is a CUDA 11.7+ driver, "NO_DMABUF" one without
-// cuMemGetHandleForAddressRange.
+// fakeCUDA builds testdata/fakegpu.c into a shared library, once:
+// variant "" is a CUDA 11.7+ driver (and a ROCm runtime with the dma-buf
+// export), "NO_DMABUF" one without cuMemGetHandleForAddressRange (and
+// without hsa_amd_portable_export_dmabuf).
 func fakeCUDA(t *testing.T, variant string) string {
 	t.Helper()
 	fakeOnce.Do(func() {
@@ -29,7 +30,7 @@ func fakeCUDA(t *testing.T, variant string) string {
 			fakeErr = "gcc not found: install gcc"
 			return
 		}
-		dir, err := os.MkdirTemp("", "fakecuda")
+		dir, err := os.MkdirTemp("", "fakegpu")
 		if err != nil {
 			fakeErr = err.Error()
 			return
@@ -37,7 +38,7 @@ func fakeCUDA(t *testing.T, variant string) string {
 		fakeLibs = map[string]string{}
 		for _, v := range []string{"", "NO_DMABUF"} {
 			so := filepath.Join(dir, "libcuda"+strings.ToLower(v)+".so.1")
-			args := []string{"-shared", "-fPIC", "-o", so, "testdata/fakecuda.c"}
+			args := []string{"-shared", "-fPIC", "-o", so, "testdata/fakegpu.c"}
 			if v != "" {
 				args = append(args, "-D"+v)
 			}
@@ -63,8 +64,8 @@ func missingLib(t *testing.T, name string) string { return filepath.Join(t.TempD
 
 func TestCUDAAllocCopyExport(t *testing.T) {
 	lib := fakeCUDA(t, "")
-	t.Setenv("FAKE_CUDA", "")
-	t.Setenv("FAKE_CUDA_GPUS", "00000000:3B:00.0,0000:af:00.0")
+	t.Setenv("FAKE_GPU", "")
+	t.Setenv("FAKE_GPU_BUSIDS", "00000000:3B:00.0,0000:af:00.0")
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	c, err := OpenCUDA(lib)
@@ -99,16 +100,16 @@ func TestCUDAAllocCopyExport(t *testing.T) {
 	if err := c.CopyOut(out, p); err != nil || string(out) != "gpudirect" {
 		t.Fatalf("copy out %q, %v", out, err)
 	}
-	fd, err := c.ExportDMABuf(p, 4096)
-	if err != nil || fd < 0 {
-		t.Fatalf("export: fd %d, %v", fd, err)
+	fd, off, err := c.ExportDMABuf(p, 4096)
+	if err != nil || fd < 0 || off != 0 {
+		t.Fatalf("export: fd %d offset %d, %v", fd, off, err)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil || st.Size != 4096 {
 		t.Fatalf("exported fd: size %d, %v", st.Size, err)
 	}
 	syscall.Close(fd)
-	if _, err := c.ExportDMABuf(p+1, 4095); !IsCode(err, 1) {
+	if _, _, err := c.ExportDMABuf(p+1, 4095); !IsCode(err, 1) {
 		t.Fatalf("unaligned export: %v", err)
 	}
 	if err := c.Free(p); err != nil {
@@ -124,7 +125,7 @@ func TestCUDAAllocCopyExport(t *testing.T) {
 
 func TestCUDAWithoutDMABufExport(t *testing.T) {
 	lib := fakeCUDA(t, "NO_DMABUF")
-	t.Setenv("FAKE_CUDA", "")
+	t.Setenv("FAKE_GPU", "")
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	c, err := OpenCUDA(lib)
@@ -134,7 +135,7 @@ func TestCUDAWithoutDMABufExport(t *testing.T) {
 	if c.Devices()[0].DMABuf != nil {
 		t.Errorf("a driver without the attribute reported dma-buf support %v", *c.Devices()[0].DMABuf)
 	}
-	_, err = c.ExportDMABuf(0, 4096)
+	_, _, err = c.ExportDMABuf(0, 4096)
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "older than 11.7") {
 		t.Fatalf("export without the symbol: %v", err)
@@ -156,7 +157,7 @@ func TestCUDAErrorsNamed(t *testing.T) {
 		{"fail=cuInit:804", "cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)", false},
 		{"fail=cuInit:12345", "cuInit returned 12345", false},
 	} {
-		t.Setenv("FAKE_CUDA", c.env)
+		t.Setenv("FAKE_GPU", c.env)
 		_, err := OpenCUDA(lib)
 		if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrNoDevice) != c.noDevice {
 			t.Errorf("%s: %v", c.env, err)
@@ -165,7 +166,7 @@ func TestCUDAErrorsNamed(t *testing.T) {
 }
 
 func TestOpenWithoutLibraries(t *testing.T) {
-	_, err := Open(Libraries{CUDA: missingLib(t, "libcuda.so.1"), HIP: missingLib(t, "libamdhip64.so")})
+	_, err := Open(Libraries{CUDA: missingLib(t, "libcuda.so.1"), HIP: missingLib(t, "libamdhip64.so"), HSA: missingLib(t, "libhsa-runtime64.so.1")})
 	var nl *NoLibraryError
 	if !errors.As(err, &nl) || len(nl.Errs) != 2 || !strings.Contains(err.Error(), "libcuda.so.1") || !strings.Contains(err.Error(), "libamdhip64.so") {
 		t.Fatalf("err %v", err)
@@ -179,11 +180,11 @@ func TestOpenWithoutLibraries(t *testing.T) {
 
 func TestOpenNoDevice(t *testing.T) {
 	lib := fakeCUDA(t, "")
-	t.Setenv("FAKE_CUDA", "nodevice")
+	t.Setenv("FAKE_GPU", "nodevice")
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_, err := Open(Libraries{CUDA: lib, HIP: missingLib(t, "libamdhip64.so")})
-	if !errors.Is(err, ErrNoDevice) {
+	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "libamdhip64.so") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -223,8 +224,8 @@ func FuzzParsePCIAddr(f *testing.F) {
 func TestNearest(t *testing.T) {
 	nic := "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:3b:00.0"
 	gpus := []string{
-		"/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0",                         // the other socket
-		"/sys/devices/pci0000:00/0000:00:03.0/0000:1a:00.0",                         // same root complex
+		"/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0",                           // the other socket
+		"/sys/devices/pci0000:00/0000:00:03.0/0000:1a:00.0",                           // same root complex
 		"/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:3c:00.0", // same switch
 		"",
 	}

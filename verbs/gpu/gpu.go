@@ -9,10 +9,9 @@
 // load and why. Every failed driver call is an *Error that names the call
 // and the driver's own status (CUDA_ERROR_NO_DEVICE, ...).
 //
-// NVIDIA's driver API (libcuda.so.1) is implemented in full. AMD's HIP
-// runtime (libamdhip64.so) is only asked how many GPUs it sees: the memory
-// probe on AMD GPUs is not implemented, and Open says so with
-// ErrAMDNotImplemented rather than pretending the host has no GPU.
+// NVIDIA's driver API (libcuda.so.1) and AMD's HIP runtime
+// (libamdhip64.so, with the dma-buf export of the HSA runtime under it,
+// libhsa-runtime64.so.1) stand behind one interface, Driver.
 //
 // The CUDA driver keeps the current context per OS thread: a Driver must
 // be used from one goroutine locked to its OS thread
@@ -69,10 +68,11 @@ type Driver interface {
 	SyncMemops(p Ptr) error
 	CopyIn(dst Ptr, src []byte) error
 	CopyOut(dst []byte, src Ptr) error
-	// ExportDMABuf returns a dma-buf file descriptor for [p, p+size): the
-	// caller closes it. An *UnavailableError when the library lacks the
-	// export call.
-	ExportDMABuf(p Ptr, size int) (int, error)
+	// ExportDMABuf returns a dma-buf file descriptor for [p, p+size) and
+	// the offset of p in the buffer it stands for (CUDA's starts at p, 0;
+	// ROCm's is the whole allocation): the caller closes it. An
+	// *UnavailableError when the library lacks the export call.
+	ExportDMABuf(p Ptr, size int) (fd int, offset uint64, err error)
 }
 
 // LoadError says the dynamic loader could not open a driver library.
@@ -108,10 +108,6 @@ func (e *UnavailableError) Error() string {
 // GPU: the probe does not apply.
 var ErrNoDevice = errors.New("no GPU")
 
-// ErrAMDNotImplemented is wrapped by Open when the only GPUs are AMD's:
-// the HIP runtime found them, the memory probe cannot drive them yet.
-var ErrAMDNotImplemented = errors.New("AMD GPU memory probe not implemented")
-
 // NoLibraryError is Open's answer when no vendor's library loads: each
 // library's loader message.
 type NoLibraryError struct {
@@ -131,34 +127,37 @@ func (e *NoLibraryError) Error() string {
 type Libraries struct {
 	CUDA string // libcuda.so.1
 	HIP  string // libamdhip64.so
+	HSA  string // libhsa-runtime64.so.1
 }
 
 // Open loads the first vendor library that has GPUs: CUDA, then HIP.
 // It returns a *NoLibraryError when neither loads, an error wrapping
-// ErrNoDevice when those that load see no GPU, one wrapping
-// ErrAMDNotImplemented when only HIP sees GPUs, and any other error (an
-// *Error, a *MissingSymbolsError) when a library that has GPUs is broken.
+// ErrNoDevice when those that load see no GPU, and any other error (an
+// *Error, a *MissingSymbolsError) when a library that is there fails.
 func Open(libs Libraries) (Driver, error) {
 	cuda, cerr := OpenCUDA(libs.CUDA)
 	if cerr == nil {
 		return cuda, nil
 	}
-	var le *LoadError
-	if !errors.As(cerr, &le) && !errors.Is(cerr, ErrNoDevice) {
+	if !absent(cerr) {
 		return nil, cerr // CUDA is there and broken: that is the finding
 	}
-	n, herr := countHIPDevices(libs.HIP)
+	hip, herr := OpenHIP(libs.HIP, libs.HSA)
 	switch {
-	case herr == nil && n > 0:
-		return nil, fmt.Errorf("%w: %d GPU(s) through %s; %v", ErrAMDNotImplemented, n, hipName(libs.HIP), cerr)
-	case errors.As(cerr, &le) && errors.As(herr, new(*LoadError)):
+	case herr == nil:
+		return hip, nil
+	case !absent(herr):
+		return nil, herr
+	case errors.As(cerr, new(*LoadError)) && errors.As(herr, new(*LoadError)):
 		return nil, &NoLibraryError{Errs: []error{cerr, herr}}
 	case errors.Is(cerr, ErrNoDevice):
-		return nil, cerr
-	case herr == nil:
-		return nil, fmt.Errorf("%w: %s lists no GPU; %v", ErrNoDevice, hipName(libs.HIP), cerr)
+		return nil, fmt.Errorf("%w; %v", cerr, herr)
 	}
-	// HIP loads but fails: without an AMD probe there is nothing to
-	// judge, only something to say.
-	return nil, fmt.Errorf("%w: %v; %v", ErrAMDNotImplemented, herr, cerr)
+	return nil, fmt.Errorf("%w; %v", herr, cerr)
+}
+
+// absent tells a library that is not there, or sees no GPU, from one that
+// failed.
+func absent(err error) bool {
+	return errors.As(err, new(*LoadError)) || errors.Is(err, ErrNoDevice)
 }

@@ -46,6 +46,7 @@ type request struct {
 	NoUD              string   `json:"no_ud,omitempty"`
 	CUDALibrary       string   `json:"cuda_library,omitempty"`
 	HIPLibrary        string   `json:"hip_library,omitempty"`
+	HSALibrary        string   `json:"hsa_library,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).
@@ -141,6 +142,6 @@ func (r request) options() Options {
 		IterationBudget: time.Duration(r.IterationBudgetNS),
 		Probes:          r.Probes,
 		SysfsRoot:       r.SysfsRoot,
-		GPULibraries:    gpu.Libraries{CUDA: r.CUDALibrary, HIP: r.HIPLibrary},
+		GPULibraries:    gpu.Libraries{CUDA: r.CUDALibrary, HIP: r.HIPLibrary, HSA: r.HSALibrary},
 	}.withDefaults()
 }

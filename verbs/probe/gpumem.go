@@ -97,13 +97,14 @@ func (r *runner) gpuDriverFor(res *GPUMemoryResult) (gpu.Driver, bool) {
 	case errors.As(err, &nl):
 		p.Skipped = nl.Error()
 		return nil, false
-	case errors.Is(err, gpu.ErrNoDevice), errors.Is(err, gpu.ErrAMDNotImplemented):
+	case errors.Is(err, gpu.ErrNoDevice):
 		p.Skipped = err.Error()
 		return nil, false
 	default:
 		r.step(p, driverStep(err), func() error { return err })
 		return nil, false
 	}
+	res.Vendor = drv.Vendor()
 	res.Driver = drv.Vendor()
 	if v := drv.Version(); v != "" {
 		res.Driver += ", " + v
@@ -201,13 +202,18 @@ func (r *runner) gpuRegion(p *Probe, g *gpuRig, dev gpu.Device) bool {
 	if !r.step(p, fmt.Sprintf("%s (GPU %d)", c.Activate, dev.Index), func() error { return g.drv.Activate(dev) }) {
 		return false
 	}
-	g.s.td.push(c.Deactivate, g.drv.Deactivate)
+	if c.Deactivate != "" {
+		g.s.td.push(c.Deactivate, g.drv.Deactivate)
+	}
 	var base gpu.Ptr
 	if !r.step(p, fmt.Sprintf("%s %d bytes", c.Alloc, g.n+gpuAlign), func() (err error) { base, err = g.drv.Alloc(g.n + gpuAlign); return err }) {
 		return false
 	}
 	g.s.td.push(c.Free, func() error { return g.drv.Free(base) })
 	g.region = (base + gpuAlign - 1) &^ (gpuAlign - 1)
+	if c.SyncMemops == "" {
+		return true // the vendor's synchronous copies wait without it
+	}
 	return r.step(p, c.SyncMemops, func() error { return g.drv.SyncMemops(g.region) })
 }
 
@@ -226,7 +232,7 @@ func (r *runner) gpuPath(res *GPUMemoryResult, g *gpuRig, name string) GPUPath {
 	if err != nil {
 		path.Unavailable = err.Error()
 		path.UnavailableStep = p.Steps[len(p.Steps)-1].Name
-		if why := gpuUnavailableCause(name, err); why != "" {
+		if why := gpuUnavailableCause(res.Vendor, name, err); why != "" {
 			p.Steps[len(p.Steps)-1].Cause = why
 		}
 		return path
@@ -260,22 +266,23 @@ func (r *runner) gpuPeerMR(p *Probe, g *gpuRig) (*verbs.MR, error) {
 }
 
 // gpuDMABufMR exports the region as a dma-buf and registers it with
-// ibv_reg_dmabuf_mr at the device pointer as iova. The descriptor is
+// ibv_reg_dmabuf_mr from the offset the export gave, at the device
+// pointer as iova. The descriptor is
 // closed after the MR is deregistered and before the memory is freed.
 func (r *runner) gpuDMABufMR(p *Probe, g *gpuRig) (*verbs.MR, error) {
 	if !r.lib.HasRegDMABufMR() {
 		r.pathStep(p, PathDMABuf, "ibv_reg_dmabuf_mr", func() error { return verbs.ErrNoRegDMABufMR })
 		return nil, verbs.ErrNoRegDMABufMR
 	}
-	fd := -1
-	err := r.pathStep(p, PathDMABuf, g.drv.Calls().Export, func() (err error) { fd, err = g.drv.ExportDMABuf(g.region, g.n); return err })
+	fd, off := -1, uint64(0)
+	err := r.pathStep(p, PathDMABuf, g.drv.Calls().Export, func() (err error) { fd, off, err = g.drv.ExportDMABuf(g.region, g.n); return err })
 	if err != nil {
 		return nil, err
 	}
 	g.s.td.push(PathDMABuf+": close the dma-buf fd", func() error { return unix.Close(fd) })
 	var mr *verbs.MR
 	err = r.pathStep(p, PathDMABuf, "ibv_reg_dmabuf_mr", func() (err error) {
-		mr, err = g.pd.RegDMABufMR(0, g.n, uint64(g.region), fd, verbs.AccessLocalWrite)
+		mr, err = g.pd.RegDMABufMR(off, g.n, uint64(g.region), fd, verbs.AccessLocalWrite)
 		return err
 	})
 	if err != nil {
@@ -392,15 +399,18 @@ func gpuPayloadError(want, got []byte, byteLen uint32) string {
 
 // gpuUnavailableCause is what a refused export or registration means on
 // each path; empty when the generic cause of the errno says it better.
-func gpuUnavailableCause(path string, err error) string {
+func gpuUnavailableCause(vendor, path string, err error) string {
 	errno := verbs.ErrnoOf(err)
 	switch {
+	case path == PathPeerMemory && (errno == unix.EFAULT || errno == unix.EINVAL) && vendor == "AMD":
+		return "no peer-memory client claimed the GPU address range: ROCm's amdgpu driver (amdgpu-dkms) provides it through the peer-memory " +
+			"API of MLNX_OFED/DOCA-OFED's RDMA stack, with all GPU memory exposed in a PCI BAR (large BAR)"
 	case path == PathPeerMemory && (errno == unix.EFAULT || errno == unix.EINVAL):
 		return "no peer-memory client claimed the GPU address range: nvidia_peermem (or the older nv_peer_mem) is not loaded, " +
 			"or the kernel lacks the peer-memory API it plugs into (MLNX_OFED/DOCA-OFED or a kernel patched for it)"
 	case errors.Is(err, verbs.ErrNoRegDMABufMR):
 		return "ibv_reg_dmabuf_mr came with rdma-core 34"
-	case gpu.IsCode(err, gpu.CUDAErrorNotSupported):
+	case vendor == "NVIDIA" && gpu.IsCode(err, gpu.CUDAErrorNotSupported):
 		return "the GPU driver does not export dma-bufs: that takes NVIDIA's open GPU kernel modules (R515 or newer) on Linux 5.12 or newer"
 	case errno == unix.EOPNOTSUPP:
 		return "the RDMA provider or its kernel driver has no dma-buf memory regions (Linux 5.12 added them, for drivers that implement them)"

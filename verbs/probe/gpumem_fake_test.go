@@ -35,8 +35,8 @@ func fakeVariant(t *testing.T, name string) string {
 		}
 		variants = map[string]string{}
 		for _, v := range []struct{ name, src, so, def string }{
-			{"cuda", "../gpu/testdata/fakecuda.c", "libcuda.so.1", ""},
-			{"cuda-NO_DMABUF", "../gpu/testdata/fakecuda.c", "libcuda-old.so.1", "-DNO_DMABUF"},
+			{"cuda", "../gpu/testdata/fakegpu.c", "libcuda.so.1", ""},
+			{"cuda-NO_DMABUF", "../gpu/testdata/fakegpu.c", "libcuda-old.so.1", "-DNO_DMABUF"},
 			{"ibverbs-NO_REG_DMABUF", "testdata/fakeibverbs.c", "libibverbs-old.so.1", "-DNO_REG_DMABUF"},
 		} {
 			so := filepath.Join(dir, v.so)
@@ -64,9 +64,9 @@ type gpuRun struct {
 }
 
 // runGPU probes fake0 port 1 with the fake libcuda cuda ("" = the
-// CUDA 11.7+ one) and libibverbs ibverbs ("" = the plain fake), under the
-// environment env.
-func runGPU(t *testing.T, cuda, ibverbs string, env map[string]string, sysfsRoot string) gpuRun {
+// CUDA 11.7+ one; no HIP library) or the GPU libraries libs, and
+// libibverbs ibverbs ("" = the plain fake), under the environment env.
+func runGPU(t *testing.T, cuda, ibverbs string, env map[string]string, sysfsRoot string, libs ...gpu.Libraries) gpuRun {
 	t.Helper()
 	lib := withFake(t, "loop")
 	if ibverbs != "" {
@@ -75,16 +75,20 @@ func runGPU(t *testing.T, cuda, ibverbs string, env map[string]string, sysfsRoot
 	if cuda == "" {
 		cuda = fakeVariant(t, "cuda")
 	}
-	for _, k := range []string{"FAKE_CUDA", "FAKE_CUDA_GPUS", "FAKE_PEERMEM", "FAKE_IBV_DMABUF"} {
+	gl := gpu.Libraries{CUDA: cuda, HIP: filepath.Join(t.TempDir(), "libamdhip64.so")}
+	if len(libs) > 0 {
+		gl = libs[0]
+	}
+	for _, k := range []string{"FAKE_GPU", "FAKE_GPU_BUSIDS", "FAKE_PEERMEM", "FAKE_IBV_DMABUF"} {
 		t.Setenv(k, env[k])
 	}
 	logPath := filepath.Join(t.TempDir(), "cuda.log")
-	t.Setenv("FAKE_CUDA_LOG", logPath)
+	t.Setenv("FAKE_GPU_LOG", logPath)
 	if sysfsRoot == "" {
 		sysfsRoot = t.TempDir()
 	}
 	opts := Options{Library: lib, SysfsRoot: sysfsRoot, Probes: []string{Resources, GPUMemory},
-		GPULibraries: gpu.Libraries{CUDA: cuda, HIP: filepath.Join(t.TempDir(), "libamdhip64.so")}}
+		GPULibraries: gl}
 	res := Run(context.Background(), testExe(t), []Target{{Device: "fake0", Ports: []int{1}}}, opts)
 	d := res.Devices["fake0"]
 	if d.Failure != nil {
@@ -182,7 +186,7 @@ func TestFakeGPUPeerMemoryNotLoaded(t *testing.T) {
 }
 
 func TestFakeGPUNeitherPath(t *testing.T) {
-	g := runGPU(t, "", "", map[string]string{"FAKE_CUDA": "fail=cuMemGetHandleForAddressRange:801"}, "")
+	g := runGPU(t, "", "", map[string]string{"FAKE_GPU": "fail=cuMemGetHandleForAddressRange:801"}, "")
 	peer, dmabuf := path(t, g.res, PathPeerMemory), path(t, g.res, PathDMABuf)
 	if peer.Registered || dmabuf.Registered || !strings.Contains(dmabuf.Unavailable, "cuMemGetHandleForAddressRange: CUDA_ERROR_NOT_SUPPORTED (801)") {
 		t.Fatalf("paths %+v", g.res.Paths)
@@ -216,7 +220,7 @@ func TestFakeGPUOldStacks(t *testing.T) {
 // What the NIC wrote differs from what the GPU reads back: both paths
 // fail at the comparison, and everything is still torn down.
 func TestFakeGPUPayloadCorrupt(t *testing.T) {
-	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_CUDA": "corrupt"}, "")
+	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_GPU": "corrupt"}, "")
 	for _, name := range []string{PathPeerMemory, PathDMABuf} {
 		p := path(t, g.res, name)
 		if !p.Registered || p.PayloadOK || p.Failed == nil || p.Failed.Name != name+": payload in GPU memory intact" ||
@@ -230,7 +234,7 @@ func TestFakeGPUPayloadCorrupt(t *testing.T) {
 // A failure of the GPU driver during set-up is the probe's failed step,
 // with its CUresult, and what was set up is torn down.
 func TestFakeGPUAllocFails(t *testing.T) {
-	g := runGPU(t, "", "", map[string]string{"FAKE_CUDA": "fail=cuMemAlloc_v2:2"}, "")
+	g := runGPU(t, "", "", map[string]string{"FAKE_GPU": "fail=cuMemAlloc_v2:2"}, "")
 	st := g.res.Failed()
 	if st == nil || !strings.HasPrefix(st.Name, "cuMemAlloc_v2") || !strings.Contains(st.Error, "CUDA_ERROR_OUT_OF_MEMORY (2)") || len(g.res.Paths) != 0 {
 		t.Fatalf("failed step %+v, paths %+v", st, g.res.Paths)
@@ -239,7 +243,7 @@ func TestFakeGPUAllocFails(t *testing.T) {
 }
 
 func TestFakeGPUSkips(t *testing.T) {
-	g := runGPU(t, "", "", map[string]string{"FAKE_CUDA": "nodevice"}, "")
+	g := runGPU(t, "", "", map[string]string{"FAKE_GPU": "nodevice"}, "")
 	if !strings.Contains(g.res.Skipped, "CUDA_ERROR_NO_DEVICE") || len(g.res.Steps) != 0 {
 		t.Errorf("no device: skipped %q, steps %+v", g.res.Skipped, g.res.Steps)
 	}
@@ -247,7 +251,7 @@ func TestFakeGPUSkips(t *testing.T) {
 	if !strings.HasPrefix(g.res.Skipped, "no GPU driver library loads: dlopen ") || !strings.Contains(g.res.Skipped, "libamdhip64.so") || len(g.res.Steps) != 0 {
 		t.Errorf("no library: skipped %q, steps %+v", g.res.Skipped, g.res.Steps)
 	}
-	g = runGPU(t, "", "", map[string]string{"FAKE_CUDA": "fail=cuInit:803"}, "")
+	g = runGPU(t, "", "", map[string]string{"FAKE_GPU": "fail=cuInit:803"}, "")
 	if st := g.res.Failed(); st == nil || st.Name != "cuInit" || !strings.Contains(st.Error, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH") {
 		t.Errorf("broken driver: %+v", st)
 	}
@@ -277,7 +281,7 @@ func TestFakeGPUNearestChosen(t *testing.T) {
 	link(nic, filepath.Join(root, "class/infiniband/fake0/device"))
 	link(far, filepath.Join(root, "bus/pci/devices/0000:af:00.0"))
 	link(near, filepath.Join(root, "bus/pci/devices/0000:3c:00.0"))
-	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_CUDA_GPUS": "0000:AF:00.0,0000:3C:00.0"}, root)
+	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_GPU_BUSIDS": "0000:AF:00.0,0000:3C:00.0"}, root)
 	r := g.res
 	if r.GPU == nil || r.GPU.Index != 1 || r.NICPCIAddr != "0000:3b:00.0" || !strings.Contains(r.Choice, "2 PCIe bridge(s) in common") {
 		t.Fatalf("gpu %+v, nic %q, choice %q", r.GPU, r.NICPCIAddr, r.Choice)
@@ -285,4 +289,30 @@ func TestFakeGPUNearestChosen(t *testing.T) {
 	if strings.Join(g.log, " ") == "" || !strings.Contains(strings.Join(g.log, " "), "retain 1") {
 		t.Errorf("log %q", g.log)
 	}
+}
+
+// On AMD the same probe runs through HIP: no SYNC_MEMOPS step, nothing to
+// release for the device, and the dma-buf registered from the offset
+// ROCm's export gives (its descriptor stands for the whole allocation).
+func TestFakeGPUAMD(t *testing.T) {
+	fake := fakeVariant(t, "cuda")
+	libs := gpu.Libraries{CUDA: filepath.Join(t.TempDir(), "libcuda.so.1"), HIP: fake, HSA: fake}
+	g := runGPU(t, "", "", map[string]string{"FAKE_GPU_BUSIDS": "0000:c1:00.0"}, "", libs)
+	r := g.res
+	if r.Vendor != "AMD" || r.GPU == nil || r.GPU.PCIAddr != "0000:c1:00.0" {
+		t.Fatalf("vendor %q, gpu %+v, skipped %q, failed %+v", r.Vendor, r.GPU, r.Skipped, r.Failed())
+	}
+	peer, dmabuf := path(t, r, PathPeerMemory), path(t, r, PathDMABuf)
+	if peer.Registered || !strings.Contains(peer.Unavailable, "EFAULT") || !dmabuf.OK() {
+		t.Fatalf("paths %+v", r.Paths)
+	}
+	for _, st := range r.Steps {
+		if strings.HasPrefix(st.Name, "cu") || strings.Contains(st.Name, "SYNC_MEMOPS") {
+			t.Errorf("a CUDA step on AMD: %q", st.Name)
+		}
+		if st.Name == PathPeerMemory+": ibv_reg_mr (GPU device pointer)" && !strings.Contains(st.Cause, "amdgpu") {
+			t.Errorf("peer-memory cause on AMD: %q", st.Cause)
+		}
+	}
+	g.balanced(t, 1)
 }

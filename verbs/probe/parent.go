@@ -151,7 +151,7 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 		Library: opts.Library, Device: t.Device, Ports: ports, Size: opts.Size,
 		Iterations: opts.Iterations, IterationBudgetNS: int64(opts.IterationBudget),
 		PortTimeoutNS: int64(opts.Timeout), Probes: opts.Probes, SysfsRoot: opts.SysfsRoot, NoRC: t.NoRC, NoUD: t.NoUD,
-		CUDALibrary: opts.GPULibraries.CUDA, HIPLibrary: opts.GPULibraries.HIP,
+		CUDALibrary: opts.GPULibraries.CUDA, HIPLibrary: opts.GPULibraries.HIP, HSALibrary: opts.GPULibraries.HSA,
 	}
 	var decodeErrs []string
 	out := runChild(ctx, exe, modeProbe, req, opts.Timeout*time.Duration(len(ports))+startupMargin, func(ev event) {

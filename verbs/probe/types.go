@@ -394,8 +394,9 @@ type GPUMemoryResult struct {
 	Probe
 	Software   bool        `json:"software_device"`
 	Addressing *Addressing `json:"addressing,omitempty"`
-	// Driver is the GPU driver library: vendor, version, the name it was
-	// opened by.
+	// Vendor is the GPU driver's vendor ("NVIDIA", "AMD"), Driver the
+	// library: vendor, version, the name it was opened by.
+	Vendor string       `json:"vendor,omitempty"`
 	Driver string       `json:"driver,omitempty"`
 	GPUs   []gpu.Device `json:"gpus,omitempty"`
 	// GPU is the one probed and Choice why it was chosen.

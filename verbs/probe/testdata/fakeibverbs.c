@@ -37,8 +37,8 @@
  *   ud-qkey-ignored  (RoCE) the receiver accepts any Q_Key
  *   ud-silent-len    (RoCE) a receive without GRH room is dropped silently
  *   ud-refused       (RoCE) UD QPs fail with EOPNOTSUPP, as on qedr
- * GPU memory (with testdata/fakecuda.c of package gpu loaded, whose
- * fake_cuda_owns tells its "device memory" from host memory):
+ * GPU memory (with testdata/fakegpu.c of package gpu loaded, whose
+ * fake_gpu_owns tells its "device memory" from host memory):
  *   ibv_reg_mr of device memory fails with EFAULT, as the kernel's
  *   pin_user_pages does without a peer-memory client, unless
  *   FAKE_PEERMEM=1 (nvidia_peermem loaded);
@@ -536,7 +536,7 @@ static struct ibv_mr *new_mr(struct ibv_pd *pd, void *addr, uint64_t base, char 
  * range is its "device memory". */
 static int device_memory(const void *addr, size_t len)
 {
-	int (*owns)(const void *, size_t) = (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT, "fake_cuda_owns");
+	int (*owns)(const void *, size_t) = (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT, "fake_gpu_owns");
 	return owns && owns(addr, len);
 }
 
@@ -563,7 +563,7 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 		return NULL;
 	}
 	/* The fake libcuda's descriptor maps its whole allocation. */
-	long (*range_off)(int) = (long (*)(int))dlsym(RTLD_DEFAULT, "fake_cuda_dmabuf_offset");
+	long (*range_off)(int) = (long (*)(int))dlsym(RTLD_DEFAULT, "fake_gpu_dmabuf_offset");
 	if (range_off)
 		offset += (uint64_t)range_off(fd);
 	struct stat st;

@@ -1,24 +1,29 @@
-/* A stand-in for NVIDIA's libcuda.so.1 over host memory, for the GPU
- * binding's and the GPU-memory probe's tests. "Device memory" is a memfd
+/* A stand-in for NVIDIA's libcuda.so.1, and for AMD's libamdhip64.so and
+ * libhsa-runtime64.so.1 (the same file serves as all three), over host
+ * memory, for the GPU binding's and the GPU-memory probe's tests. "Device memory" is a memfd
  * mapped shared, so a dma-buf export is a descriptor of that memfd and the
- * fake libibverbs can map it; fake_cuda_owns tells the fake libibverbs
+ * fake libibverbs can map it; fake_gpu_owns tells the fake libibverbs
  * which addresses are "device memory" (a plain ibv_reg_mr of them fails
  * with EFAULT unless FAKE_PEERMEM=1, as without nvidia_peermem).
  *
  * Built with -DNO_DMABUF it lacks cuMemGetHandleForAddressRange, as CUDA
- * drivers before 11.7 do. The environment picks the behaviour:
- *   FAKE_CUDA       comma-separated flags:
+ * drivers before 11.7 do, and hsa_amd_portable_export_dmabuf. The HIP
+ * calls share the CUDA calls' devices, memory and failures (fail=hipMalloc
+ * fails hipMalloc); hsa_amd_portable_export_dmabuf exports the whole
+ * allocation and returns the range's offset in it, as ROCm's does. The
+ * environment picks the behaviour:
+ *   FAKE_GPU       comma-separated flags:
  *                     nodevice     cuInit returns CUDA_ERROR_NO_DEVICE
  *                     count0       cuInit succeeds, no device
  *                     corrupt      cuMemcpyDtoH_v2 returns one byte changed
  *                     fail=CALL[:CODE]  CALL returns CODE (default 999)
- *   FAKE_CUDA_GPUS  the GPUs' PCI bus ids, comma-separated
+ *   FAKE_GPU_BUSIDS  the GPUs' PCI bus ids, comma-separated
  *                   (default 0000:3B:00.0)
- *   FAKE_CUDA_LOG   a file to which every allocation, free, retain,
+ *   FAKE_GPU_LOG   a file to which every allocation, free, retain,
  *                   release and export is appended, one line each, and at
  *                   each free "leak fd N" for an exported descriptor still
  *                   open
- * fake_cuda_dmabuf_offset tells the fake libibverbs where an exported
+ * fake_gpu_dmabuf_offset tells the fake libibverbs where an exported
  * range starts in the memfd it maps.
  * Calls follow the driver's rules the probe depends on: memory calls need
  * a current context (CUDA_ERROR_INVALID_CONTEXT otherwise), a dma-buf
@@ -52,7 +57,7 @@ typedef unsigned long long CUdeviceptr;
 
 static int flag(const char *name)
 {
-	const char *m = getenv("FAKE_CUDA");
+	const char *m = getenv("FAKE_GPU");
 	if (!m)
 		return 0;
 	size_t n = strlen(name);
@@ -65,7 +70,7 @@ static int flag(const char *name)
 /* failing returns the CUresult CALL must fail with, 0 if none. */
 static CUresult failing(const char *call)
 {
-	const char *m = getenv("FAKE_CUDA");
+	const char *m = getenv("FAKE_GPU");
 	if (!m)
 		return 0;
 	size_t n = strlen(call);
@@ -81,7 +86,7 @@ static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #include <stdarg.h>
 static void logf_(const char *fmt, ...)
 {
-	const char *path = getenv("FAKE_CUDA_LOG");
+	const char *path = getenv("FAKE_GPU_LOG");
 	if (!path)
 		return;
 	FILE *f = fopen(path, "a");
@@ -110,7 +115,7 @@ CUresult cuInit(unsigned flags)
 		return failing("cuInit");
 	if (flag("nodevice"))
 		return CUDA_ERROR_NO_DEVICE;
-	const char *g = getenv("FAKE_CUDA_GPUS");
+	const char *g = getenv("FAKE_GPU_BUSIDS");
 	if (!g || !*g)
 		g = "0000:3B:00.0";
 	ngpus = 0;
@@ -233,8 +238,8 @@ static struct alloc *find(CUdeviceptr p, size_t n)
 	return NULL;
 }
 
-/* fake_cuda_owns tells the fake libibverbs whether addr is device memory. */
-int fake_cuda_owns(const void *addr, size_t len) { return find((CUdeviceptr)(uintptr_t)addr, len) != NULL; }
+/* fake_gpu_owns tells the fake libibverbs whether addr is device memory. */
+int fake_gpu_owns(const void *addr, size_t len) { return find((CUdeviceptr)(uintptr_t)addr, len) != NULL; }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
 {
@@ -346,10 +351,103 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size,
 	return CUDA_SUCCESS;
 }
 
-/* fake_cuda_dmabuf_offset tells the fake libibverbs where the range an
+#endif
+
+/* HIP and HSA, over the same devices and memory. hipSetDevice makes the
+ * device's context current, as the HIP runtime does with the primary
+ * context. */
+typedef int hipError_t;
+
+hipError_t hipInit(unsigned flags) { return cuInit(flags); }
+hipError_t hipDriverGetVersion(int *v)
+{
+	*v = 60032830;
+	return 0;
+}
+hipError_t hipGetDeviceCount(int *n)
+{
+	if (!initialised) {
+		CUresult r = cuInit(0);
+		if (r)
+			return r;
+	}
+	if (ngpus == 0)
+		return CUDA_ERROR_NO_DEVICE; /* hipErrorNoDevice is 100 too */
+	return cuDeviceGetCount(n);
+}
+hipError_t hipDeviceGetName(char *name, int len, int d) { return cuDeviceGetName(name, len, d); }
+hipError_t hipDeviceGetPCIBusId(char *bus, int len, int d) { return cuDeviceGetPCIBusId(bus, len, d); }
+hipError_t hipSetDevice(int d)
+{
+	if (d < 0 || d >= ngpus)
+		return CUDA_ERROR_INVALID_DEVICE;
+	current = &ctx_tokens[d];
+	return 0;
+}
+hipError_t hipMalloc(void **p, size_t size)
+{
+	if (failing("hipMalloc"))
+		return failing("hipMalloc");
+	CUdeviceptr d;
+	CUresult r = cuMemAlloc_v2(&d, size);
+	*p = (void *)(uintptr_t)d;
+	return r;
+}
+hipError_t hipFree(void *p) { return cuMemFree_v2((CUdeviceptr)(uintptr_t)p); }
+hipError_t hipMemcpy(void *dst, const void *src, size_t n, int kind)
+{
+	switch (kind) {
+	case 1: /* hipMemcpyHostToDevice */
+		return cuMemcpyHtoD_v2((CUdeviceptr)(uintptr_t)dst, src, n);
+	case 2: /* hipMemcpyDeviceToHost */
+		return cuMemcpyDtoH_v2(dst, (CUdeviceptr)(uintptr_t)src, n);
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+const char *hipGetErrorName(hipError_t r)
+{
+	const char *s = NULL;
+	switch (r) {
+	case 0:
+		return "hipSuccess";
+	case 100:
+		return "hipErrorNoDevice";
+	case 2:
+		return "hipErrorOutOfMemory";
+	}
+	(void)s;
+	return "hipErrorUnknown";
+}
+
+#ifndef NO_DMABUF
+/* hsa_status_t: 0 success, 0x1001 HSA_STATUS_ERROR_INVALID_ARGUMENT */
+int hsa_amd_portable_export_dmabuf(const void *ptr, size_t size, int *dmabuf, uint64_t *offset)
+{
+	if (failing("hsa_amd_portable_export_dmabuf"))
+		return failing("hsa_amd_portable_export_dmabuf");
+	struct alloc *a = find((CUdeviceptr)(uintptr_t)ptr, size);
+	if (!a || !size)
+		return 0x1001;
+	int fd = fcntl(a->memfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return 0x1000;
+	for (int k = 0; k < 4; k++)
+		if (a->exported[k] < 0 || fcntl(a->exported[k], F_GETFD) < 0) {
+			a->exported[k] = fd;
+			a->exported_off[k] = 0; /* the caller registers at *offset */
+			break;
+		}
+	*dmabuf = fd;
+	*offset = (uint64_t)((const char *)ptr - a->ptr);
+	logf_("export fd %d", fd);
+	return 0;
+}
+#endif
+
+/* fake_gpu_dmabuf_offset tells the fake libibverbs where the range an
  * exported descriptor stands for starts in the memfd behind it: a real
  * dma-buf begins at the exported range, this one at the allocation. */
-long fake_cuda_dmabuf_offset(int fd)
+long fake_gpu_dmabuf_offset(int fd)
 {
 	for (int i = 0; i < MAX_ALLOCS; i++)
 		for (int k = 0; k < 4; k++)
@@ -357,7 +455,6 @@ long fake_cuda_dmabuf_offset(int fd)
 				return (long)allocs[i].exported_off[k];
 	return 0;
 }
-#endif
 
 CUresult cuGetErrorName(CUresult r, const char **s)
 {
