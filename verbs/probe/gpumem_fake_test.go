@@ -82,6 +82,9 @@ func runGPU(t *testing.T, cuda, ibverbs string, env map[string]string, sysfsRoot
 	for _, k := range []string{"FAKE_GPU", "FAKE_GPU_BUSIDS", "FAKE_PEERMEM", "FAKE_IBV_DMABUF"} {
 		t.Setenv(k, env[k])
 	}
+	if m, ok := env["FAKE_IBV"]; ok {
+		t.Setenv("FAKE_IBV", m)
+	}
 	logPath := filepath.Join(t.TempDir(), "cuda.log")
 	t.Setenv("FAKE_GPU_LOG", logPath)
 	if sysfsRoot == "" {
@@ -313,6 +316,30 @@ func TestFakeGPUAMD(t *testing.T) {
 		if st.Name == PathPeerMemory+": ibv_reg_mr (GPU device pointer)" && !strings.Contains(st.Cause, "amdgpu") {
 			t.Errorf("peer-memory cause on AMD: %q", st.Cause)
 		}
+	}
+	g.balanced(t, 1)
+}
+
+// A SEND into GPU memory that completes in error breaks that path; the
+// next path gets the QPs back (→RESET, connected again) and is judged on
+// its own.
+func TestFakeGPUSendError(t *testing.T) {
+	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_IBV": "send-err"}, "")
+	for _, name := range []string{PathPeerMemory, PathDMABuf} {
+		p := path(t, g.res, name)
+		if !p.Registered || p.Failed == nil || p.Failed.Name != name+": send completion IBV_WC_SUCCESS" ||
+			!strings.Contains(p.Failed.Error, "IBV_WC_RETRY_EXC_ERR") {
+			t.Errorf("%s: %+v", name, p)
+		}
+	}
+	reset := false
+	for _, st := range g.res.Steps {
+		if st.Name == PathDMABuf+": ibv_modify_qp B →RESET" && st.OK {
+			reset = true
+		}
+	}
+	if !reset {
+		t.Errorf("the QPs were not reset before the second path: %+v", g.res.Steps)
 	}
 	g.balanced(t, 1)
 }
