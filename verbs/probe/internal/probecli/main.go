@@ -3,6 +3,7 @@
 //
 //	probecli enumerate [-lib PATH]
 //	probecli run -device rxe0 [-ports 1,2] [-timeout 5s] [-size 1024] [-iterations 1000]
+//	             [-probes LIST] [-cuda LIB] [-hip LIB] [-hsa LIB]
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmadoctor/rdmadoctor/verbs/gpu"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
@@ -40,6 +42,9 @@ func main() {
 	iters := fs.Int("iterations", 1000, "timed round trips")
 	budget := fs.Duration("budget", time.Second, "time budget of the timed round trips")
 	probes := fs.String("probes", "", "probes to run, comma separated (default all)")
+	cuda := fs.String("cuda", "", "libcuda to open for probe.gpu_memory (default libcuda.so.1)")
+	hip := fs.String("hip", "", "HIP runtime to open for probe.gpu_memory (default libamdhip64.so)")
+	hsa := fs.String("hsa", "", "HSA runtime for the AMD dma-buf export (default libhsa-runtime64.so.1)")
 	fs.Parse(os.Args[2:])
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
@@ -63,7 +68,8 @@ func main() {
 			}
 			ps = append(ps, n)
 		}
-		opts := probe.Options{Library: *lib, Timeout: *timeout, Size: *size, Iterations: *iters, IterationBudget: *budget}
+		opts := probe.Options{Library: *lib, Timeout: *timeout, Size: *size, Iterations: *iters, IterationBudget: *budget,
+			GPULibraries: gpu.Libraries{CUDA: *cuda, HIP: *hip, HSA: *hsa}}
 		if *probes != "" {
 			opts.Probes = strings.Split(*probes, ",")
 		}
