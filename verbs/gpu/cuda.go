@@ -86,7 +86,7 @@ func OpenCUDA(path string) (*CUDA, error) {
 		return nil, err
 	}
 	if err := c.status("cuInit", c.cuInit, 0); err != nil {
-		if IsCode(err, cudaErrorNoDevice) {
+		if IsCode(err, CUDAErrorNoDevice) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoDevice, path, err)
 		}
 		return nil, err
