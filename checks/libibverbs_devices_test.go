@@ -229,6 +229,7 @@ type fakeVerbs struct {
 	enumErr error
 	results *probe.Results
 	calls   int
+	probed  []string // the probes the last Probe call asked for
 }
 
 func (f *fakeVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
@@ -236,7 +237,8 @@ func (f *fakeVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
 	return f.enum, f.enumErr
 }
 
-func (f *fakeVerbs) Probe(context.Context, []probe.Target) *probe.Results {
+func (f *fakeVerbs) Probe(_ context.Context, _ []probe.Target, probes []string) *probe.Results {
+	f.probed = probes
 	f.calls++
 	return f.results
 }
@@ -274,7 +276,7 @@ func (b blockingVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
 	return nil, nil
 }
 
-func (b blockingVerbs) Probe(context.Context, []probe.Target) *probe.Results {
+func (b blockingVerbs) Probe(context.Context, []probe.Target, []string) *probe.Results {
 	<-b.block
 	return nil
 }

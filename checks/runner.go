@@ -58,6 +58,7 @@ func Select(ids []string) ([]*Check, error) {
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 	results := make([]report.CheckResult, 0, len(sel))
 	blockedBy := map[string]string{} // check id → the failed check that blocks it
+	verbsOf(env).selectProbes(sel)
 	for _, c := range sel {
 		start := time.Now()
 		var r Result

@@ -18,7 +18,8 @@ import (
 // substitute their own with UseVerbs.
 type VerbsRunner interface {
 	Enumerate(ctx context.Context) (*probe.Enumeration, error)
-	Probe(ctx context.Context, targets []probe.Target) *probe.Results
+	// Probe runs the named probes (probe.AllProbes when nil) on targets.
+	Probe(ctx context.Context, targets []probe.Target, probes []string) *probe.Results
 }
 
 // ChildVerbs re-executes Executable as the probe child. The command's main
@@ -39,7 +40,7 @@ func (c ChildVerbs) Enumerate(ctx context.Context) (*probe.Enumeration, error) {
 }
 
 // Probe implements VerbsRunner.
-func (c ChildVerbs) Probe(ctx context.Context, targets []probe.Target) *probe.Results {
+func (c ChildVerbs) Probe(ctx context.Context, targets []probe.Target, probes []string) *probe.Results {
 	if c.Executable == "" {
 		res := &probe.Results{Devices: map[string]*probe.DeviceResult{}}
 		for _, t := range targets {
@@ -48,7 +49,7 @@ func (c ChildVerbs) Probe(ctx context.Context, targets []probe.Target) *probe.Re
 		}
 		return res
 	}
-	return probe.Run(ctx, c.Executable, targets, probe.Options{Library: c.Library, Timeout: c.Timeout, Size: c.Size})
+	return probe.Run(ctx, c.Executable, targets, probe.Options{Library: c.Library, Timeout: c.Timeout, Size: c.Size, Probes: probes})
 }
 
 // verbsState is one run's verbs work, done once and shared by the checks
@@ -69,6 +70,28 @@ type verbsState struct {
 	probeDone    chan struct{}
 	probes       *probe.Results
 	plan         probePlan
+	// selected are the probes this run's checks judge (nil: all). A probe
+	// no selected check judges is not run at all: --check and --periodic
+	// must keep, say, the CQ overrun (which makes mlx5 log "CQ error")
+	// off the device, not only out of the report.
+	selected []string
+}
+
+// selectProbes notes which probes the checks in sel judge.
+func (s *verbsState) selectProbes(sel []*Check) {
+	isProbe := map[string]bool{}
+	for _, p := range probe.AllProbes {
+		isProbe[p] = true
+	}
+	var names []string
+	for _, c := range sel {
+		if isProbe[c.ID] {
+			names = append(names, c.ID)
+		}
+	}
+	s.mu.Lock()
+	s.selected = names
+	s.mu.Unlock()
 }
 
 // verbsOf returns the run's verbs work, kept in its Env.
@@ -201,7 +224,7 @@ func (env *Env) probeResults(ctx context.Context) (*probe.Results, probePlan, er
 		s.probeStarted = true
 		s.probeDone = make(chan struct{})
 		s.plan = planProbes(env)
-		r, targets := s.runnerFor(env), s.plan.targets
+		r, targets, probes := s.runnerFor(env), s.plan.targets, s.selected
 		go func() {
 			defer close(s.probeDone)
 			// As for the enumeration: the children are shared by every
@@ -210,7 +233,7 @@ func (env *Env) probeResults(ctx context.Context) (*probe.Results, probePlan, er
 			// port), SIGINT and SIGTERM reach them through probe.Run's
 			// forwarding, and Pdeathsig ends them with this process.
 			if len(targets) > 0 {
-				s.probes = r.Probe(context.WithoutCancel(ctx), targets)
+				s.probes = r.Probe(context.WithoutCancel(ctx), targets, probes)
 			}
 		}()
 	}

@@ -168,6 +168,39 @@ func TestLevel2SkipsOnSnapshot(t *testing.T) {
 	}
 }
 
+// TestOnlySelectedProbesRun: a probe no selected check judges is not run
+// (--check, --periodic): the child is asked for exactly the selection.
+func TestOnlySelectedProbesRun(t *testing.T) {
+	for _, tc := range []struct {
+		ids  []string
+		want string
+	}{
+		{nil, strings.Join(probe.AllProbes, " ")},
+		{[]string{"probe.send_poll"}, "verbs.resources verbs.qp_state probe.send_poll"},
+		{[]string{"probe.destroy_order", "port.state"}, "verbs.resources verbs.qp_state probe.destroy_order"},
+	} {
+		h, err := sysfs.Open(filepath.Join("..", "testdata", "hosts", "rxe-softroce"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := NewEnv(h, Options{Level: 2})
+		f := &fakeVerbs{results: &probe.Results{}}
+		UseVerbs(env, f)
+		sel, err := Select(tc.ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verbsOf(env).selectProbes(sel)
+		if _, _, err := env.probeResults(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		if got := strings.Join(f.probed, " "); got != tc.want {
+			t.Errorf("--check %v: the child was asked for %q, want %q", tc.ids, got, tc.want)
+		}
+	}
+}
+
 func TestRecordedResultsDecode(t *testing.T) {
 	pr := healthyPort(t)
 	if pr.Resources == nil || pr.QPState == nil || pr.SendPoll == nil || pr.CQOverflow == nil || pr.DestroyOrder == nil || pr.UD == nil {

@@ -194,7 +194,9 @@ func (c *countingVerbs) Enumerate(context.Context) (*probe.Enumeration, error) {
 	return c.en, nil
 }
 
-func (c *countingVerbs) Probe(context.Context, []probe.Target) *probe.Results { return nil }
+func (c *countingVerbs) Probe(context.Context, []probe.Target, []string) *probe.Results {
+	return nil
+}
 
 // The capture records the enumeration libibverbs.devices judged — every
 // part of it — and starts no second verbs child for it.
