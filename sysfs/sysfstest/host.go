@@ -385,7 +385,7 @@ func Build(h Host) *Tree {
 		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
 			LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
 	}
-	writeGPUHost(t, h)      // bridges, GPUs, configuration spaces, IOMMU (fixtures_gpu.go)
+	writeGPUHost(t, h)     // bridges, GPUs, configuration spaces, IOMMU (fixtures_gpu.go)
 	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
 }
