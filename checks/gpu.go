@@ -222,3 +222,20 @@ func inventoryGPUs(env *Env, inv *report.Inventory) {
 		}
 	}
 }
+
+// pairedTally counts the GPUs' pairings by relation: "8 PIX" or "6 PIX, 2 NODE".
+func (g *gpuSurvey) pairedTally() string {
+	n := map[sysfs.PCIRelation]int{}
+	for i, j := range g.Paired {
+		if j >= 0 {
+			n[g.Matrix[i][j].rel]++
+		}
+	}
+	var parts []string
+	for rel := sysfs.RelPIX; rel <= sysfs.RelUnknown; rel++ {
+		if n[rel] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[rel], rel))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -58,6 +58,9 @@ func runGPUACS(_ context.Context, env *Env) Result {
 		vs = append(vs, judgeACSPair(env.Host, g, i, configs))
 	}
 	r := combineUnits(vs, "pair", "pairs")
+	if r.Status == report.Pass {
+		r.Summary = fmt.Sprintf("no ACS redirect on the %d bridge(s) between the GPUs and their NICs — %s", len(configs), r.Observed)
+	}
 	if r.Status == report.Skip {
 		r.Summary = "every GPU meets its NIC only at the root complex (PHB/NODE/SYS): no switch between them to redirect — " + r.Observed
 	}

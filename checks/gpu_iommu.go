@@ -172,7 +172,7 @@ func judgeIOMMUBareMetal(st sysfs.IOMMUState, translated, unknown []string) Resu
 			r.Summary = "IOMMU off on the command line: DMA addresses are physical"
 		}
 	case len(unknown) == 0:
-		r = pass(fmt.Sprintf("IOMMU %s in passthrough for the GPUs and their NICs (identity groups)", strings.Join(st.Units, ", ")))
+		r = pass(fmt.Sprintf("IOMMU (%s) in passthrough for the GPUs and their NICs (identity groups)", unitList(st.Units)))
 	case cmdlinePassthrough(st):
 		r = pass("IOMMU in passthrough by the command line (" + strings.Join(st.Params, " ") + "); the groups' type could not be read")
 	default:
@@ -194,9 +194,17 @@ func judgeIOMMUGuest(st sysfs.IOMMUState, translated []string) Result {
 	case len(st.Units) == 0:
 		r = pass("virtual machine without a guest IOMMU: the hypervisor's IOMMU maps the passed-through devices (judge ATS/ACS on the host)")
 	default:
-		r = pass("virtual machine: guest IOMMU " + strings.Join(st.Units, ", ") + " in passthrough for the GPUs and NICs")
+		r = pass("virtual machine: guest IOMMU (" + unitList(st.Units) + ") in passthrough for the GPUs and NICs")
 	}
 	r.Observed = fmt.Sprintf("VM; %d guest IOMMU unit(s)", len(st.Units))
 	r.Expected = "no guest IOMMU translation; ATS and ACS set on the host"
 	return r
+}
+
+// unitList names IOMMU units shortly: "dmar0, dmar1" or "dmar0 … dmar7, 8 units".
+func unitList(units []string) string {
+	if len(units) <= 2 {
+		return strings.Join(units, ", ")
+	}
+	return fmt.Sprintf("%s … %s, %d units", units[0], units[len(units)-1], len(units))
 }

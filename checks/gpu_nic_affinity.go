@@ -55,6 +55,12 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 		vs = append(vs, judgeAffinity(g, i, best))
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
+	if r.Status == report.Pass {
+		r.Summary = fmt.Sprintf("%d GPU(s), each paired with an RDMA NIC: %s", len(g.GPUs), g.pairedTally())
+		if g.Virt.Guest() {
+			r.Summary += " (virtual topology, not judged)"
+		}
+	}
 	r.Details = append(r.Details, g.matrixLines()...)
 	r.Expected = "each GPU's NIC under its PCIe switch (PIX/PXB), never across sockets (SYS)"
 	var units []any

@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
@@ -38,10 +39,12 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 	}
 	g := env.GPUs()
 	var vs []verdict
+	var links []string
 	for i, gpu := range g.GPUs {
 		// The GPU goes through pci.link's own judgement: one rule, one code.
 		j := judgeLink(env.Host, NIC{Fn: gpu.Fn, Product: gpu.Product})
 		v := verdict{status: j.status, line: gpu.Name + " " + j.detail, evidence: j.evidence}
+		links = appendUnique(links, j.observed)
 		if j.status == report.Fail {
 			v.line = gpu.Name + " " + j.summary
 			v.details = append(v.details, j.detail)
@@ -58,6 +61,9 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 		vs = append(vs, v)
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
+	if r.Status == report.Pass {
+		r.Summary = fmt.Sprintf("%d GPU(s) at their expected PCIe link: %s", len(g.GPUs), strings.Join(links, ", "))
+	}
 	r.Expected = "each GPU at min(its max, its path's max)"
 	var units []any
 	for _, v := range vs {
