@@ -43,6 +43,17 @@ func BenchmarkLevel1Healthy(b *testing.B) {
 	}
 }
 
+// BenchmarkLevel1HGX is level 1 on the healthy 8-GPU, 8-NIC HGX H100
+// fixture: the GPU checks read every GPU's and NIC's path, 24 bridges'
+// configuration spaces and the IOMMU groups.
+func BenchmarkLevel1HGX(b *testing.B) {
+	dir := filepath.Join(hostsDir, "hgx-8gpu-healthy")
+	b.ReportAllocs()
+	for b.Loop() {
+		level1(b, dir)
+	}
+}
+
 var (
 	largeOnce sync.Once
 	largeTmp  string // removed by TestMain after the run
