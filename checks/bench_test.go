@@ -131,3 +131,26 @@ func BenchmarkCountersErrorsLargeHost(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGPUChecksHGX is the five GPU checks alone on the HGX fixture
+// (with the survey they share), to tell their share of a level-1 run.
+func BenchmarkGPUChecksHGX(b *testing.B) {
+	dir := filepath.Join(hostsDir, "hgx-8gpu-healthy")
+	b.ReportAllocs()
+	for b.Loop() {
+		h, err := sysfs.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sel, err := checks.Select(gpuIDs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range checks.Run(context.Background(), checks.NewEnv(h, checks.Options{Level: 1}), sel) {
+			if r.Status != report.Pass {
+				b.Fatalf("%s %s: %s", r.ID, r.Status, r.Summary)
+			}
+		}
+		h.Close()
+	}
+}
