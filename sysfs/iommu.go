@@ -187,7 +187,8 @@ func ParseNVIDIAVersion(data []byte) NVIDIADriver {
 // driverMajor parses "550.90.07" into 550: digits, a dot, more.
 func driverMajor(f string) (int, bool) {
 	head, tail, ok := strings.Cut(f, ".")
-	if !ok || head == "" || tail == "" || len(head) > 4 || !isDigits(head) || !isDigits(strings.ReplaceAll(tail, ".", "")) {
+	if !ok || head == "" || tail == "" || len(head) > 4 || (head[0] == '0' && len(head) > 1) || !isDigits(head) ||
+		!isDigits(strings.ReplaceAll(tail, ".", "")) {
 		return 0, false
 	}
 	n := 0

@@ -2,6 +2,7 @@ package sysfs_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -161,4 +162,35 @@ func offsetOfATS(a *sysfs.ATSCap) int {
 		return 0
 	}
 	return a.Offset
+}
+
+// FuzzParseNVIDIAVersion: any version file parses without panicking; a
+// version found is the digits-and-dots field it came from.
+func FuzzParseNVIDIAVersion(f *testing.F) {
+	f.Add([]byte("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.90.07  Release Build\n"))
+	f.Add([]byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.154.05  Thu Dec 28 15:37:48 UTC 2023\n"))
+	f.Add([]byte("NVRM version: 99999.1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d := sysfs.ParseNVIDIAVersion(b)
+		if d.Major != 0 && !strings.HasPrefix(d.Version, fmt.Sprint(d.Major)+".") {
+			t.Fatalf("major %d from version %q", d.Major, d.Version)
+		}
+	})
+}
+
+// FuzzRelation: any two sysfs paths give a relation and a reason, never a
+// panic; a function is PIX to itself when it has a PCI path.
+func FuzzRelation(f *testing.F) {
+	f.Add("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:1b:00.0", "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0")
+	f.Add("/sys/devices/pci0000:97/0000:97:01.0/0000:9a:00.0", "/sys/devices/virtual/net/lo")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		fa, fb := sysfs.PCIFunction{SysPath: a, NUMANode: 0, HasNUMA: true}, sysfs.PCIFunction{SysPath: b, NUMANode: 1, HasNUMA: true}
+		rel, why := sysfs.Relation(fa, fb)
+		if why == "" || rel < sysfs.RelPIX || rel > sysfs.RelUnknown {
+			t.Fatalf("%v %q", rel, why)
+		}
+		if _, err := sysfs.BridgesBetween(fa, fb); (err != nil) != (rel == sysfs.RelUnknown) {
+			t.Fatalf("BridgesBetween error %v for relation %s", err, rel)
+		}
+	})
 }
