@@ -115,7 +115,10 @@ func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead
 		}
 	}
 	ev["bridges"] = bridgeEv
-	v.details = append(append(append(v.details, bad...), unread...), ok...)
+	// A pair that passes is one line; one that does not lists every bridge.
+	if len(bad)+len(unread) > 0 {
+		v.details = append(append(append(v.details, bad...), unread...), ok...)
+	}
 	switch {
 	case len(bad) > 0:
 		v.status = report.Fail
