@@ -172,7 +172,7 @@ func judgeIOMMUBareMetal(st sysfs.IOMMUState, translated, unknown []string) Resu
 			r.Summary = "IOMMU off on the command line: DMA addresses are physical"
 		}
 	case len(unknown) == 0:
-		r = pass(fmt.Sprintf("IOMMU (%s) in passthrough for the GPUs and their NICs (identity groups)", unitList(st.Units)))
+		r = pass(fmt.Sprintf("IOMMU (%s) in passthrough for the GPUs and their NICs (identity groups, or none)", unitList(st.Units)))
 	case cmdlinePassthrough(st):
 		r = pass("IOMMU in passthrough by the command line (" + strings.Join(st.Params, " ") + "); the groups' type could not be read")
 	default:

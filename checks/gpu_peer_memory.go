@@ -156,8 +156,10 @@ func (p *peerPaths) dmabufBase(h *sysfs.Host, rel string, kv sysfs.KernelVersion
 }
 
 // libibverbsReleaseRE reads rdma-core's release from the library file
-// name its build gives libibverbs: libibverbs.so.1.<abi>.<release>.0.
-var libibverbsReleaseRE = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]+)\.`)
+// name its build gives libibverbs: libibverbs.so.1.<abi>.<release>.0 —
+// distributions' "…1.14.44.0"; a vendor build's release may carry a
+// suffix after its number ("…1.14.58mlnx43.0"), which is not needed.
+var libibverbsReleaseRE = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]{1,6})(?:[^0-9]|$)`)
 
 // rdmaCoreRelease finds libibverbs.so.1 through the loader cache, as
 // libibverbs.install does, and reads rdma-core's release from the file it
