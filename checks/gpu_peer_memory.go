@@ -44,7 +44,7 @@ func init() {
 				{report.Fail, "NVIDIA GPUs without the nvidia driver loaded", "Install and load the NVIDIA driver (`modprobe nvidia`); `nvidia-smi` must list the GPUs."},
 				{report.Fail, "AMD GPUs and no DMA-BUF path (amdgpu not bound, kernel < 5.12 or rdma-core < 34)",
 					"Load amdgpu (the ROCm driver), run a 5.12+ kernel and rdma-core 34+."},
-				{report.Error, "what decides the path could not be read (kernel release, the module list)", "Run where /proc is readable; by hand: `lsmod | grep -e peermem -e amdgpu`, `cat /proc/driver/nvidia/version`."},
+				{report.Error, "what decides the path could not be read (kernel release, the module list, the NVIDIA driver's version, rdma-core's release) and no path was found", "Run where /proc is readable; by hand: `lsmod | grep -e peermem -e amdgpu`, `cat /proc/driver/nvidia/version`."},
 				{report.Skip, "no GPU, or no RDMA NIC", "Nothing to do."},
 			},
 		},
@@ -56,6 +56,9 @@ func init() {
 type peerPaths struct {
 	ev                 map[string]any
 	have, lack, remedy []string
+	// unknown: what DMA-BUF needs could not all be read, so a host with
+	// no path found may still have one — could not look, not a fault.
+	unknown bool
 }
 
 func runGPUPeerMemory(_ context.Context, env *Env) Result {
@@ -89,10 +92,16 @@ func runGPUPeerMemory(_ context.Context, env *Env) Result {
 	}
 	p.ev["available"], p.ev["missing"] = nonNil(p.have), nonNil(p.lack)
 	var r Result
-	if len(p.remedy) > 0 {
+	switch {
+	case len(p.remedy) > 0 && p.unknown:
+		r = errorf("%s GPUs: no path into GPU memory found, and whether DMA-BUF is available could not be told — %s",
+			strings.Join(vendors, " and "), strings.Join(p.lack, "; "))
+		r.Remedy = "Run where /proc and the loader cache are readable; by hand: `cat /proc/driver/nvidia/version` (\"Open Kernel Module\", R515+), " +
+			"`ls -l $(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')` (rdma-core 34+), `uname -r` (5.12+). Otherwise:\n" + strings.Join(p.remedy, "\n")
+	case len(p.remedy) > 0:
 		r = fail(fmt.Sprintf("%s GPUs: no path for the NIC into GPU memory — %s", strings.Join(vendors, " and "), strings.Join(p.lack, "; ")))
 		r.Remedy = strings.Join(p.remedy, "\n")
-	} else {
+	default:
 		r = pass(fmt.Sprintf("%s GPUs: %s", strings.Join(vendors, " and "), strings.Join(p.have, "; ")))
 	}
 	r.Observed = strings.Join(p.have, "; ")
@@ -149,6 +158,7 @@ func (p *peerPaths) dmabufBase(h *sysfs.Host, rel string, kv sysfs.KernelVersion
 	switch {
 	case core == 0:
 		miss = append(miss, "rdma-core release unknown ("+where+")")
+		p.unknown = true
 	case core < dmabufRDMACore:
 		miss = append(miss, fmt.Sprintf("rdma-core %d < 34 (no ibv_reg_dmabuf_mr; %s)", core, where))
 	}
@@ -220,6 +230,7 @@ func (p *peerPaths) nvidia(h *sysfs.Host, mods *sysfs.Modules, base string) {
 	switch {
 	case drv.Major == 0:
 		why = append(why, "NVIDIA driver version unknown ("+sysfs.NVIDIAVersion+" unreadable)")
+		p.unknown = true
 	case !drv.Open:
 		why = append(why, fmt.Sprintf("NVIDIA driver %s is the proprietary kernel module (DMA-BUF needs the open kernel modules)", drv.Version))
 	case drv.Major < dmabufNVIDIA:

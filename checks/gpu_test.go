@@ -175,3 +175,16 @@ func without(s []string, drop string) []string {
 	}
 	return out
 }
+
+// With nvidia_peermem absent and the NVIDIA driver's version unreadable,
+// DMA-BUF cannot be told: an error, not a fault.
+func TestGPUPeerMemoryUnknownDriverIsError(t *testing.T) {
+	h := sysfstest.HGXH100()
+	h.Modules = without(h.Modules, "nvidia_peermem")
+	tree := sysfstest.Build(h)
+	tree.Remove("/proc/driver/nvidia/version")
+	c := hwRunOne(t, hwWrite(t, tree), "gpu.peer_memory", checks.Options{})
+	if c.Status != report.Error || !strings.Contains(c.Summary, "could not be told") || !strings.Contains(c.Remedy, "`modprobe nvidia-peermem`") {
+		t.Fatalf("%s %s\n%s", c.Status, c.Summary, c.Remedy)
+	}
+}
