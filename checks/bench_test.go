@@ -43,6 +43,17 @@ func BenchmarkLevel1Healthy(b *testing.B) {
 	}
 }
 
+// BenchmarkLevel1HGX is level 1 on the healthy 8-GPU, 8-NIC HGX H100
+// fixture: the GPU checks read every GPU's and NIC's path, 24 bridges'
+// configuration spaces and the IOMMU groups.
+func BenchmarkLevel1HGX(b *testing.B) {
+	dir := filepath.Join(hostsDir, "hgx-8gpu-healthy")
+	b.ReportAllocs()
+	for b.Loop() {
+		level1(b, dir)
+	}
+}
+
 var (
 	largeOnce sync.Once
 	largeTmp  string // removed by TestMain after the run
@@ -118,5 +129,28 @@ func BenchmarkCountersErrorsLargeHost(b *testing.B) {
 		if r := hwRunOne(b, dir, "counters.errors", checks.Options{}); r.Status != report.Pass {
 			b.Fatalf("%s %s", r.Status, r.Summary)
 		}
+	}
+}
+
+// BenchmarkGPUChecksHGX is the five GPU checks alone on the HGX fixture
+// (with the survey they share), to tell their share of a level-1 run.
+func BenchmarkGPUChecksHGX(b *testing.B) {
+	dir := filepath.Join(hostsDir, "hgx-8gpu-healthy")
+	b.ReportAllocs()
+	for b.Loop() {
+		h, err := sysfs.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sel, err := checks.Select(gpuIDs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range checks.Run(context.Background(), checks.NewEnv(h, checks.Options{Level: 1}), sel) {
+			if r.Status != report.Pass {
+				b.Fatalf("%s %s: %s", r.ID, r.Status, r.Summary)
+			}
+		}
+		h.Close()
 	}
 }

@@ -88,6 +88,8 @@ type Env struct {
 	model      *HostModel
 	netdevOnce sync.Once
 	netdevs    *netdevTable
+	gpuOnce    sync.Once
+	gpus       *gpuSurvey
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
 }

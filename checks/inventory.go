@@ -17,7 +17,8 @@ import (
 func Inventory(env *Env) report.Inventory {
 	s := env.Survey()
 	h := env.Host
-	inv := report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{}}
+	inv := report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{},
+		GPUs: []report.GPU{}, GPUNICMatrix: []report.GPUNICPair{}}
 	for _, n := range s.NICs {
 		inv.PCIFunctions = append(inv.PCIFunctions, inventoryFunction(h, n))
 	}
@@ -33,6 +34,7 @@ func Inventory(env *Env) report.Inventory {
 		}
 	}
 	addModel(env.Model(), &inv)
+	inventoryGPUs(env, &inv)
 	var mtu map[string]int
 	inv.Netdevs, mtu = inventoryNetdevs(env.Netdevs(), carried)
 	setActiveMTUs(&inv, mtu)

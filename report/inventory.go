@@ -5,6 +5,36 @@ type Inventory struct {
 	PCIFunctions []PCIFunction `json:"pci_functions"`
 	RDMADevices  []RDMADevice  `json:"rdma_devices"`
 	Netdevs      []Netdev      `json:"netdevs"`
+	// GPUs are the host's NVIDIA and AMD GPUs, and GPUNICMatrix the PCIe
+	// relation of every GPU to every RDMA NIC (nvidia-smi topo -m's classes).
+	GPUs         []GPU        `json:"gpus"`
+	GPUNICMatrix []GPUNICPair `json:"gpu_nic_matrix"`
+}
+
+// GPU is one GPU function.
+type GPU struct {
+	Name     string   `json:"name"` // "GPU0", in PCI address order
+	Address  string   `json:"address"`
+	VendorID string   `json:"vendor_id"`
+	DeviceID string   `json:"device_id"`
+	Class    string   `json:"class"`
+	Product  string   `json:"product"`
+	Driver   string   `json:"driver"`
+	NUMANode *int     `json:"numa_node"`
+	Link     *PCILink `json:"link,omitempty"`
+	// PairedNIC is the RDMA NIC the GPU would use (nearest first), "" when none.
+	PairedNIC string `json:"paired_nic,omitempty"`
+}
+
+// GPUNICPair is the PCIe relation of one GPU and one RDMA NIC.
+type GPUNICPair struct {
+	GPU        string `json:"gpu"` // PCI address
+	NIC        string `json:"nic"` // PCI address
+	RDMADevice string `json:"rdma_device"`
+	Relation   string `json:"relation"` // PIX, PXB, PHB, NODE, SYS, ?
+	Meaning    string `json:"meaning"`
+	Path       string `json:"path"` // which bridges or nodes decided it
+	Paired     bool   `json:"paired"`
 }
 
 // PCIFunction is one RDMA-capable PCI function.

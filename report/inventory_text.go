@@ -58,8 +58,68 @@ func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 			b.WriteString("\n" + strings.Join(Wrap(safe(line), width, 0, 2), "\n") + "\n")
 		}
 	}
+	writeGPUs(&b, inv, width)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGPUs lists the GPUs, each with its PCIe link and the NIC it pairs
+// with, and the GPU×NIC matrix in nvidia-smi topo -m's classes.
+func writeGPUs(b *strings.Builder, inv Inventory, width int) {
+	if len(inv.GPUs) == 0 {
+		return
+	}
+	rel := map[[2]string]GPUNICPair{}
+	var nics []GPUNICPair // the NIC columns, in matrix order
+	seen := map[string]bool{}
+	for _, p := range inv.GPUNICMatrix {
+		rel[[2]string{p.GPU, p.NIC}] = p
+		if !seen[p.NIC] {
+			seen[p.NIC] = true
+			nics = append(nics, p)
+		}
+	}
+	for _, g := range inv.GPUs {
+		b.WriteByte('\n')
+		title := fmt.Sprintf("%s %s %s, driver %s", safe(g.Name), safe(g.Address), safe(g.Product), orDash(g.Driver))
+		b.WriteString(strings.Join(Wrap(safe(title), width, 0, 2), "\n") + "\n")
+		if g.NUMANode != nil {
+			kv(b, 2, "numa_node", fmt.Sprint(*g.NUMANode), width)
+		}
+		if g.Link != nil {
+			kv(b, 2, "pcie", fmt.Sprintf("%s x%d (max %s x%d)", g.Link.Speed, g.Link.Width, g.Link.MaxSpeed, g.Link.MaxWidth), width)
+		}
+		if g.PairedNIC != "" {
+			kv(b, 2, "nic", g.PairedNIC, width)
+		}
+	}
+	if len(nics) == 0 {
+		return
+	}
+	b.WriteString("\nGPU×NIC (nvidia-smi topo -m classes; * = paired)\n")
+	w := 6
+	for _, n := range nics {
+		w = max(w, len(safe(n.RDMADevice))+1)
+	}
+	var hdr strings.Builder
+	fmt.Fprintf(&hdr, "%-6s", "")
+	for _, n := range nics {
+		fmt.Fprintf(&hdr, "%-*s", w, safe(n.RDMADevice))
+	}
+	b.WriteString(strings.TrimRight(hdr.String(), " ") + "\n")
+	for _, g := range inv.GPUs {
+		var row strings.Builder
+		fmt.Fprintf(&row, "%-6s", safe(g.Name))
+		for _, n := range nics {
+			p := rel[[2]string{g.Address, n.NIC}]
+			cell := safe(p.Relation)
+			if p.Paired {
+				cell += "*"
+			}
+			fmt.Fprintf(&row, "%-*s", w, cell)
+		}
+		b.WriteString(strings.TrimRight(row.String(), " ") + "\n")
+	}
 }
 
 // valueCol is where every value of the inventory starts, so that a

@@ -60,3 +60,22 @@ func TestInventoryTextOfAnEmptyOrHostileHost(t *testing.T) {
 		t.Errorf("control characters reached the text:\n%q", b.String())
 	}
 }
+
+func TestInventoryTextGPUs(t *testing.T) {
+	node := 0
+	r := &InventoryReport{Version: "t", Host: HostInfo{Hostname: "h", Kernel: "k", Root: "/"}, Inventory: Inventory{
+		GPUs: []GPU{{Name: "GPU0", Address: "0000:1b:00.0", Product: "H100 SXM5 80GB", Driver: "nvidia", NUMANode: &node, PairedNIC: "mlx5_0"}},
+		GPUNICMatrix: []GPUNICPair{
+			{GPU: "0000:1b:00.0", NIC: "0000:18:00.0", RDMADevice: "mlx5_0", Relation: "PIX", Paired: true},
+			{GPU: "0000:1b:00.0", NIC: "0000:9a:00.0", RDMADevice: "mlx5_4", Relation: "SYS"},
+		}}}
+	var b strings.Builder
+	if err := WriteInventoryText(&b, r, 100); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GPU0 0000:1b:00.0 H100 SXM5 80GB, driver nvidia", "  nic             mlx5_0", "      mlx5_0 mlx5_4\nGPU0  PIX*   SYS\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Host struct {
 	// every RoCE NIC (set at boot on a lossless fabric); "" leaves
 	// rdma_cm's configfs unmade.
 	RoCETOS string
+	// GPU, when set, makes a GPU host: PCIe switches, GPUs, the
+	// configuration spaces, the IOMMU and the GPU driver (fixtures_gpu.go).
+	GPU *GPUHost
 }
 
 // Bond is a bonding master; its slaves are the ports whose Port.Bond names it.
@@ -212,6 +215,16 @@ type NIC struct {
 	PhysFn string
 	// SFs are mlx5 sub-functions of this PF.
 	SFs []SF
+	// Parent is the bridge (Host.Bridges) the function sits below, for
+	// hosts with PCIe switches; it overrides RootPort.
+	Parent string
+	// MaxReadReq and RelaxedOrder go into the configuration space written
+	// for the functions of a GPU host; ATS adds the ATS capability, enabled.
+	MaxReadReq   int
+	RelaxedOrder bool
+	ATS          bool
+
+	parentDir string // the resolved directory of Parent, set by Build
 }
 
 // SF is an mlx5 sub-function: an auxiliary device mlx5_core.sf.<Index>
@@ -308,6 +321,7 @@ func Build(h Host) *Tree {
 	t.Attr("/sys/devices/virtual/net/lo/operstate", "unknown")
 	// A host bridge and an unrelated function make the bus look like a bus.
 	writePCI(t, NIC{Addr: "0000:00:00.0", Vendor: 0x8086, Device: 0x2020, Class: 0x060000, NUMA: 0})
+	placeBelowBridges(&h)
 	var enum []sysfs.VerbsDevice
 	netdevs := append([]sysfs.Netdev{{Name: "lo", Index: 1, OperState: "unknown", AdminUp: true, Carrier: true, MTU: 65536, Addresses: []string{"127.0.0.1/8"}}}, h.ExtraNetdevs...)
 	for _, n := range h.NICs {
@@ -371,6 +385,7 @@ func Build(h Host) *Tree {
 		t.Facts.Libibverbs = &sysfs.VerbsEnumeration{Library: "libibverbs.so.1",
 			LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory", Devices: []sysfs.VerbsDevice{}}
 	}
+	writeGPUHost(t, h)     // bridges, GPUs, configuration spaces, IOMMU (fixtures_gpu.go)
 	finishHardware(t, lay) // loader cache and /dev nodes (hw.go)
 	return t
 }
@@ -421,6 +436,9 @@ func zeroResources(dev string) sysfs.RDMAResource {
 }
 
 func pciPath(n NIC) string {
+	if n.parentDir != "" {
+		return path.Join(n.parentDir, n.Addr)
+	}
 	if n.RootPort == "" {
 		return path.Join("/sys/devices/pci0000:00", n.Addr)
 	}
@@ -429,7 +447,7 @@ func pciPath(n NIC) string {
 
 func writePCI(t *Tree, n NIC) {
 	dir := pciPath(n)
-	if n.RootPort != "" {
+	if n.RootPort != "" && n.parentDir == "" {
 		br := path.Dir(dir)
 		if _, ok := t.Files[path.Join(br, "vendor")]; !ok {
 			t.Attr(path.Join(br, "vendor"), "0x8086")

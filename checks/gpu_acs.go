@@ -1,0 +1,218 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// acsRedirectBits are the ACS controls that send peer-to-peer traffic up
+// to the root complex instead of across the switch: P2P Request Redirect,
+// P2P Completion Redirect and P2P Egress Control.
+const acsRedirectBits = sysfs.ACSP2PRequestRedir | sysfs.ACSP2PCompletionRdr | sysfs.ACSP2PEgressControl
+
+func init() {
+	register(Check{
+		ID: "gpu.acs", Code: 25, Level: 1,
+		Title: "no PCIe switch between a GPU and its NIC redirects their peer-to-peer traffic (ACS)",
+		Explain: Explanation{
+			Judges: "For each GPU and the NIC it pairs with (gpu.nic_affinity) that meet below the root complex (PIX, PXB), reads the configuration " +
+				"space (/sys/bus/pci/devices/<bdf>/config) of every bridge between them and, on root and switch downstream ports, the ACS Control " +
+				"register (extended capability 0x000D, offset +6). On bare metal P2P Request Redirect, P2P Completion Redirect or P2P Egress " +
+				"Control set fails, naming the bridge and the bits as lspci's ACSCtl prints them. The extended space is readable only with " +
+				"CAP_SYS_ADMIN: without it the check is an error that says so, never a guess. Pairs that meet only at the root complex (PHB, NODE, " +
+				"SYS) pass through it anyway and are not judged. In a VM the guest's bridges are virtual: ACS and ATS are set on the hypervisor " +
+				"host, so the check skips, listing the NIC's ATS state where the guest sees it. Sources: NCCL troubleshooting \"PCI Access Control " +
+				"Services (ACS)\" (disable ACS on PCI switches on bare metal: `setpci -s <bdf> ECAP_ACS+0x6.w=0000`), NVIDIA AI Enterprise " +
+				"\"ATS and ACS configuration\" for VMs (ATS on the NIC, ACS allowing translated requests), AMD ROCm's MI300X system " +
+				"optimization (ACS off for peer-to-peer).",
+			Why: "With ACS redirect on a switch port, every GPUDirect RDMA transfer between a GPU and the NIC beside it climbs to the CPU's root " +
+				"complex and back: bandwidth drops to a fraction, and on some platforms the transfer hangs (NCCL's first collective never ends).",
+			Failures: []Failure{
+				{report.Fail, "a bridge between a GPU and its NIC has ACS P2P Request/Completion Redirect or Egress Control on",
+					"`setpci -s <bridge> ECAP_ACS+0x6.w=0000` (as root; not persistent: run it at every boot, e.g. from a systemd unit), or disable " +
+						"ACS / PCIe virtualization in the BIOS. The kernel enables ACS when an IOMMU driver is active, even in passthrough mode."},
+				{report.Error, "a bridge's extended configuration space is not readable (needs root) or not parsable",
+					"Run as root (reading ACS needs CAP_SYS_ADMIN); by hand: `sudo lspci -vvv | grep ACSCtl`."},
+				{report.Skip, "no GPU, no RDMA NIC, only pairs through the root complex, or a VM", "Nothing to do on this host."},
+			},
+		},
+		Run: runGPUACS,
+	})
+}
+
+func runGPUACS(_ context.Context, env *Env) Result {
+	if r, stop := gpuPrecondition(env, true); stop {
+		return r
+	}
+	g := env.GPUs()
+	if g.Virt.Guest() {
+		return acsInVM(env, g)
+	}
+	var vs []verdict
+	configs := map[string]acsRead{}
+	for i := range g.GPUs {
+		vs = append(vs, judgeACSPair(env.Host, g, i, configs))
+	}
+	r := combineUnits(vs, "pair", "pairs")
+	if r.Status == report.Pass {
+		r.Summary = fmt.Sprintf("no ACS redirect on the %d bridge(s) between the GPUs and their NICs — %s", len(configs), r.Observed)
+	}
+	if r.Status == report.Skip {
+		r.Summary = "every GPU meets its NIC only at the root complex (PHB/NODE/SYS): no switch between them to redirect — " + r.Observed
+	}
+	r.Expected = "ACS P2P redirect and egress control off on the switch ports between each GPU and its NIC"
+	var units []any
+	for _, v := range vs {
+		units = append(units, v.evidence)
+	}
+	r.Evidence = map[string]any{"pairs": units}
+	return r
+}
+
+// acsRead is one bridge's configuration space, read once per run.
+type acsRead struct {
+	cfg sysfs.PCIConfig
+	err error
+}
+
+// judgeACSPair judges the bridges between one GPU and its NIC.
+func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead) verdict {
+	gpu, n := g.GPUs[i], g.NICs[g.Paired[i]]
+	l := g.Matrix[i][g.Paired[i]]
+	name := fmt.Sprintf("%s %s ↔ %s %s", gpu.Name, gpu.Fn.Address, nicName(n), n.Fn.Address)
+	ev := map[string]any{"gpu": gpu.Fn.Address, "nic": n.Fn.Address, "relation": l.rel.String()}
+	v := verdict{evidence: ev}
+	if l.rel != sysfs.RelPIX && l.rel != sysfs.RelPXB {
+		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s, through the root complex: ACS redirect does not change the path", name, l.rel)
+		return v
+	}
+	bridges, err := sysfs.BridgesBetween(gpu.Fn, n.Fn)
+	if err != nil {
+		v.status, v.line = report.Error, fmt.Sprintf("%s: %v", name, err)
+		return v
+	}
+	var bad, unread, ok []string
+	var bridgeEv []map[string]any
+	for _, b := range bridges {
+		rd, seen := configs[b]
+		if !seen {
+			rd.cfg, rd.err = h.ReadPCIConfig(b)
+			configs[b] = rd
+		}
+		st, note, bev := judgeACSBridge(b, rd)
+		bridgeEv = append(bridgeEv, bev)
+		switch st {
+		case report.Fail:
+			bad = append(bad, note)
+		case report.Error:
+			unread = append(unread, note)
+		default:
+			ok = append(ok, note)
+		}
+	}
+	ev["bridges"] = bridgeEv
+	// A pair that passes is one line; one that does not lists every bridge.
+	if len(bad)+len(unread) > 0 {
+		v.details = append(append(append(v.details, bad...), unread...), ok...)
+	}
+	switch {
+	case len(bad) > 0:
+		v.status = report.Fail
+		v.line = fmt.Sprintf("%s (%s): %s — peer-to-peer traffic is sent up to the root complex", name, l.rel, strings.Join(bad, "; "))
+		var cmds []string
+		for _, bev := range bridgeEv {
+			if bev["redirect"] == true {
+				cmds = append(cmds, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000", bev["address"]))
+			}
+		}
+		v.remedy = "Turn ACS redirect off on the switch ports between the GPUs and their NICs, as root: `" + strings.Join(cmds, "; ") + "` " +
+			"(not persistent: run it at every boot, e.g. from a systemd unit before the GPU jobs start), or disable ACS / PCIe virtualization in the BIOS " +
+			"(NCCL troubleshooting, \"PCI Access Control Services\"). Check with `sudo lspci -vvv | grep ACSCtl`: ReqRedir- CmpltRedir- EgressCtrl-."
+	case len(unread) > 0:
+		v.status = report.Error
+		v.line = fmt.Sprintf("%s (%s): %s", name, l.rel, strings.Join(unread, "; "))
+		v.remedy = "Run rdmadoctor as root: the ACS registers are in the extended configuration space, which the kernel shows only to CAP_SYS_ADMIN; by hand: `sudo lspci -vvv | grep ACSCtl`."
+	default:
+		v.status = report.Pass
+		v.line = fmt.Sprintf("%s (%s): no ACS redirect on the %d bridge(s) between them", name, l.rel, len(bridges))
+	}
+	return v
+}
+
+// judgeACSBridge judges one bridge's ACS control: the status, a note for
+// the details and the evidence.
+func judgeACSBridge(addr string, rd acsRead) (report.Status, string, map[string]any) {
+	ev := map[string]any{"address": addr}
+	switch {
+	case rd.err != nil:
+		ev["error"] = rd.err.Error()
+		return report.Error, fmt.Sprintf("bridge %s: configuration space unreadable: %v", addr, rd.err), ev
+	case !rd.cfg.Extended():
+		ev["config_bytes"] = rd.cfg.Size
+		return report.Error, fmt.Sprintf("bridge %s: only %d bytes of configuration space readable — reading ACS needs root (CAP_SYS_ADMIN)", addr, rd.cfg.Size), ev
+	}
+	c := rd.cfg
+	if c.PCIe != nil {
+		ev["port_type"] = portTypeName(c.PCIe.PortType)
+	}
+	if c.PCIe != nil && c.PCIe.PortType != 4 && c.PCIe.PortType != 6 {
+		return report.Pass, fmt.Sprintf("bridge %s (%s): not a routing port for ACS", addr, portTypeName(c.PCIe.PortType)), ev
+	}
+	if c.ACS == nil {
+		ev["acs"] = false
+		return report.Pass, fmt.Sprintf("bridge %s: no ACS capability (peer traffic is not redirected)", addr), ev
+	}
+	ev["acs_cap"], ev["acs_ctl"] = fmt.Sprintf("0x%04x", c.ACS.Cap), fmt.Sprintf("0x%04x", c.ACS.Ctl)
+	ev["acs_ctl_bits"] = nonNil(sysfs.ACSNames(c.ACS.Ctl))
+	if on := c.ACS.Ctl & acsRedirectBits; on != 0 {
+		ev["redirect"] = true
+		return report.Fail, fmt.Sprintf("bridge %s ACSCtl 0x%04x: %s on", addr, c.ACS.Ctl, strings.Join(sysfs.ACSNames(on), "+ ")+"+"), ev
+	}
+	return report.Pass, fmt.Sprintf("bridge %s ACSCtl 0x%04x: no redirect", addr, c.ACS.Ctl), ev
+}
+
+func portTypeName(t uint8) string {
+	switch t {
+	case 0:
+		return "endpoint"
+	case 4:
+		return "root port"
+	case 5:
+		return "switch upstream port"
+	case 6:
+		return "switch downstream port"
+	}
+	return fmt.Sprintf("port type %d", t)
+}
+
+// acsInVM skips: a guest's bridges are the hypervisor's emulation; what
+// matters (ACS on the host's switches allowing translated requests, ATS on
+// the NIC) is set on the host. The NIC's ATS state is listed where seen.
+func acsInVM(env *Env, g *gpuSurvey) Result {
+	r := skip("virtual machine: ACS lives on the hypervisor host's switches, not on the guest's virtual bridges — check it there " +
+		"(ATS on the NIC, ACS allowing direct translated P2P)")
+	var ats []map[string]any
+	for _, n := range g.NICs {
+		c, err := env.Host.ReadPCIConfig(n.Fn.Address)
+		switch {
+		case err != nil:
+			r.Details = append(r.Details, fmt.Sprintf("%s %s: configuration space unreadable: %v", nicName(n), n.Fn.Address, err))
+		case !c.Extended():
+			r.Details = append(r.Details, fmt.Sprintf("%s %s: ATS state needs root (only %d bytes of configuration space readable)", nicName(n), n.Fn.Address, c.Size))
+		case c.ATS == nil:
+			r.Details = append(r.Details, fmt.Sprintf("%s %s: the guest sees no ATS capability", nicName(n), n.Fn.Address))
+		default:
+			r.Details = append(r.Details, fmt.Sprintf("%s %s: ATS %s", nicName(n), n.Fn.Address, map[bool]string{true: "enabled", false: "disabled"}[c.ATS.Enabled()]))
+			ats = append(ats, map[string]any{"nic": n.Fn.Address, "ats_enabled": c.ATS.Enabled()})
+		}
+	}
+	r.Observed, r.Expected = "virtual machine", "on the host: ATS on the NIC, ACS allowing translated P2P (NVIDIA AI Enterprise VM guide)"
+	r.Remedy = "On the hypervisor host: enable ATS on the NIC (`mlxconfig -d <dev> set ATS_ENABLED=true`, then reboot the host) and configure ACS " +
+		"on its switches to let translated requests go direct, as NVIDIA's \"ATS and ACS configuration\" for VMs describes."
+	r.Evidence = map[string]any{"virtual_machine": true, "ats": ats, "sys_vendor": g.Virt.SysVendor}
+	return r
+}

@@ -1,0 +1,171 @@
+package sysfs
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// GPU vendors and the PCI classes a GPU registers as: VGA (0x0300), 3D
+// controller (0x0302: datacenter NVIDIA parts such as the H100 SXM),
+// other display (0x0380), and processing accelerator (0x1200: AMD
+// Instinct MI300X).
+const (
+	VendorNVIDIA = 0x10de
+	VendorAMD    = 0x1002
+)
+
+var gpuClasses = map[uint32]bool{0x0300: true, 0x0302: true, 0x0380: true, 0x1200: true}
+
+// IsGPU reports whether a PCI function is an NVIDIA or AMD GPU by its
+// vendor and class. An NVIDIA or AMD function of another class (the HDMI
+// audio function of a display card, a switch) is not.
+func IsGPU(fn PCIFunction) bool {
+	return (fn.Vendor == VendorNVIDIA || fn.Vendor == VendorAMD) && gpuClasses[fn.Class>>8]
+}
+
+// PCIRelation is how two PCI functions are connected, in the classes of
+// `nvidia-smi topo -m`, nearest first.
+type PCIRelation int
+
+const (
+	RelPIX     PCIRelation = iota // at most one PCIe switch between them
+	RelPXB                        // several switches, not through the host bridge
+	RelPHB                        // through one PCIe host bridge (root complex)
+	RelNODE                       // across host bridges within one NUMA node
+	RelSYS                        // across the interconnect between NUMA nodes (UPI, Infinity Fabric)
+	RelUnknown                    // the paths could not be read
+)
+
+func (r PCIRelation) String() string {
+	if r < 0 || r > RelUnknown {
+		return "?"
+	}
+	return [...]string{"PIX", "PXB", "PHB", "NODE", "SYS", "?"}[r]
+}
+
+// Meaning is the class's meaning as nvidia-smi's legend words it.
+func (r PCIRelation) Meaning() string {
+	switch r {
+	case RelPIX:
+		return "at most a single PCIe switch"
+	case RelPXB:
+		return "multiple PCIe switches, not through the host bridge"
+	case RelPHB:
+		return "through a PCIe host bridge (the CPU's root complex)"
+	case RelNODE:
+		return "across PCIe host bridges within one NUMA node"
+	case RelSYS:
+		return "across the interconnect between NUMA nodes (sockets)"
+	}
+	return "unknown"
+}
+
+// PCITreePath is a function's place in the PCI tree, from its resolved
+// /sys/devices path: the host bridge directory ("pci0000:17") and the
+// bridges from the root port down, the function itself excluded.
+type PCITreePath struct {
+	HostBridge string
+	Bridges    []string
+}
+
+// TreePathOf splits a resolved /sys/devices path. A path outside
+// /sys/devices/pci* (a VMBus or platform device) has no PCI tree.
+func TreePathOf(sysPath string) (PCITreePath, error) {
+	rest, ok := strings.CutPrefix(path.Clean(sysPath), "/sys/devices/")
+	if !ok {
+		return PCITreePath{}, fmt.Errorf("%s is not below /sys/devices", sysPath)
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) < 2 || !strings.HasPrefix(parts[0], "pci") {
+		return PCITreePath{}, fmt.Errorf("%s is not below a PCI host bridge (/sys/devices/pciDDDD:BB)", sysPath)
+	}
+	p := PCITreePath{HostBridge: parts[0]}
+	for _, el := range parts[1 : len(parts)-1] {
+		if len(p.Bridges) >= maxPCIDepth {
+			return p, fmt.Errorf("%s: deeper than %d bridges", sysPath, maxPCIDepth)
+		}
+		if IsPCIAddress(el) {
+			p.Bridges = append(p.Bridges, el)
+		}
+	}
+	return p, nil
+}
+
+// Relation computes how a and b are connected from their resolved sysfs
+// paths and NUMA nodes, the way nvidia-smi topo -m classifies them:
+//   - different host bridges: SYS when their NUMA nodes differ, NODE when
+//     they are the same (or when the platform reports none: one node);
+//   - one host bridge but no bridge in common (different root ports): PHB;
+//   - a bridge in common with at most one bridge below it on each side —
+//     one switch's upstream port and a downstream port each: PIX;
+//   - a bridge in common and more below it on either side: PXB.
+//
+// It returns the class and a sentence saying which bridges decided it.
+func Relation(a, b PCIFunction) (PCIRelation, string) {
+	pa, errA := TreePathOf(a.SysPath)
+	pb, errB := TreePathOf(b.SysPath)
+	if errA != nil || errB != nil {
+		return RelUnknown, "the PCI path could not be read: " + firstErr(errA, errB).Error()
+	}
+	if pa.HostBridge != pb.HostBridge {
+		switch {
+		case a.HasNUMA && b.HasNUMA && a.NUMANode != b.NUMANode:
+			return RelSYS, fmt.Sprintf("host bridges %s and %s on NUMA nodes %d and %d", pa.HostBridge, pb.HostBridge, a.NUMANode, b.NUMANode)
+		case a.HasNUMA && b.HasNUMA:
+			return RelNODE, fmt.Sprintf("host bridges %s and %s, both on NUMA node %d", pa.HostBridge, pb.HostBridge, a.NUMANode)
+		}
+		return RelNODE, fmt.Sprintf("host bridges %s and %s; no NUMA node reported, counted as one node", pa.HostBridge, pb.HostBridge)
+	}
+	common := 0
+	for common < len(pa.Bridges) && common < len(pb.Bridges) && pa.Bridges[common] == pb.Bridges[common] {
+		common++
+	}
+	if common == 0 {
+		return RelPHB, fmt.Sprintf("same host bridge %s, different root ports", pa.HostBridge)
+	}
+	top := pa.Bridges[common-1]
+	below := max(len(pa.Bridges), len(pb.Bridges)) - common
+	if below <= 1 {
+		return RelPIX, fmt.Sprintf("one PCIe switch: both below %s", top)
+	}
+	return RelPXB, fmt.Sprintf("below %s through %d and %d further bridges", top, len(pa.Bridges)-common, len(pb.Bridges)-common)
+}
+
+// BridgesBetween are the bridges the traffic from a to b passes below
+// their common ancestor — the ports where a switch may redirect peer
+// requests (ACS) — nearest to a first, then b's from the top down. For
+// functions that meet only at the root complex, it is every bridge of both.
+func BridgesBetween(a, b PCIFunction) ([]string, error) {
+	pa, errA := TreePathOf(a.SysPath)
+	pb, errB := TreePathOf(b.SysPath)
+	if err := firstErr(errA, errB); err != nil {
+		return nil, err
+	}
+	common := 0
+	if pa.HostBridge == pb.HostBridge {
+		for common < len(pa.Bridges) && common < len(pb.Bridges) && pa.Bridges[common] == pb.Bridges[common] {
+			common++
+		}
+	}
+	var out []string
+	for i := len(pa.Bridges) - 1; i >= common; i-- {
+		out = append(out, pa.Bridges[i])
+	}
+	// The common ancestor routes between its children: a downstream port
+	// above both (nested switches) applies its ACS too.
+	if common > 0 {
+		out = append(out, pa.Bridges[common-1])
+	}
+	out = append(out, pb.Bridges[common:]...)
+	return out, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
