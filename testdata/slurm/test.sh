@@ -273,6 +273,10 @@ for n in "${nodes[@]}"; do
   env_hc=$(grep -v '^PWD=' "$W/nodes/$n/env.healthcheck")
   [ "$env_hc" = "SLURMD_NODENAME=$n" ] || fail "slurmd ran the health check on $n with the environment '$env_hc', want SLURMD_NODENAME=$n only"
 done
+# slurmd's first health check runs at its start, before the node registers: UNKNOWN, left alone.
+first3=$(awk '$2 == "end" { print $3; exit }' "$W/nodes/node3/healthcheck.log")
+grep -q 'not drained: the node is UNKNOWN (State=UNKNOWN)' "$W/nodes/node3/out.healthcheck.$first3" \
+  || fail "node3's first health check said: $(cat "$W/nodes/node3/out.healthcheck.$first3")"
 say "1. health check: node3 drained with '$r3'; node1, node2 idle; environment SLURMD_NODENAME only"
 
 # --- 2. auto-resume: node3's port comes back, the next health check resumes it ---------------
