@@ -8,6 +8,8 @@
 # is touched and no port of the host is used.
 #
 # bash testdata/slurm/test.sh [BIN]   (as root; BIN defaults to bin/rdmadoctor)
+#   HEALTH_CHECK_INTERVAL=N  slurm.conf's interval (5 s); KEEP=1 keeps the logs of a failed run;
+#   PAUSE=N waits N s once the cluster is up, to look at it by hand.
 #
 # Each daemon also has a mount namespace of its own in which the test's configuration directory
 # is bound over /etc/slurm: slurmd, and the scontrol that rdmadoctor runs from the health
@@ -41,7 +43,7 @@ bin=$(realpath "${1:-bin/rdmadoctor}")
 [ -x "$bin" ] || fail "no rdmadoctor binary at $bin (make build)"
 [ "$(id -u)" = 0 ] || skip "needs root (network and UTS namespaces, slurmd as root)"
 [ -d /etc/slurm ] || skip "/etc/slurm is missing (apt-get install slurm-client)"
-for t in munged slurmctld slurmd scontrol sinfo srun sbatch squeue scancel ip unshare flock; do
+for t in munged slurmctld slurmd scontrol sinfo srun sbatch squeue scancel ip unshare nsenter timeout python3; do
   command -v "$t" >/dev/null 2>&1 || skip "$t is not installed (apt-get install slurmctld slurmd slurm-client munge iproute2)"
 done
 
@@ -56,12 +58,16 @@ cleanup() {
   local rc=$?
   set +e
   if [ -f "$W/etc/slurm.conf" ]; then
-    in_ctl scancel --quiet --user=root >/dev/null 2>&1
+    timeout 10 nsenter --net=/run/netns/"$ctl" env SLURM_CONF="$W/etc/slurm.conf" scancel --quiet --user=root >/dev/null 2>&1
   fi
   # The daemons by their pid files, TERM then KILL, bounded.
   local pids=()
+  local ours=" $ctl ${nodes[*]/#/$tag-} " p
   for f in "$W"/run/*.pid; do
-    [ -f "$f" ] && pids+=("$(cat "$f")")
+    [ -f "$f" ] || continue
+    p=$(cat "$f")
+    # Only a process in one of our namespaces: a stale pid file names no one else.
+    [[ "$p" =~ ^[0-9]+$ ]] && [[ "$ours" == *" $(ip netns identify "$p" 2>/dev/null) "* ]] && pids+=("$p")
   done
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null
   for _ in $(seq 50); do
@@ -86,7 +92,7 @@ trap 'exit 130' INT TERM
 
 # in_ctl runs a command in the controller's namespace, as a client of this cluster.
 in_ctl() { nsenter --net=/run/netns/"$ctl" env SLURM_CONF="$W/etc/slurm.conf" "$@"; }
-mkdir -p "$W"/{etc,run,log,munge,ctld,spool,nodes,out,sweep}
+mkdir -p "$W"/{etc,run,log,munge,ctld,spool,nodes,sweep}
 
 # --- network: a bridge in the controller's namespace, one veth per node ----------------------
 ip netns add "$ctl"
@@ -208,25 +214,32 @@ done
 show() { in_ctl scontrol show node "$1"; }
 state() { show "$1" | sed -n 's/^ *State=\([^ ]*\).*/\1/p'; }
 reason() { show "$1" | sed -n 's/^ *Reason=//p'; }
-# until SECONDS WHAT CMD...: retry CMD every 0.5 s for at most SECONDS.
+# until SECONDS WHAT CMD...: retry CMD every 0.5 s for at most SECONDS. WHAT is expanded when
+# the time is up (give it in single quotes), so it tells the state then.
 until_ok() {
   local limit=$1 what=$2
   shift 2
   local end=$(($(date +%s) + limit))
   until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || fail "after ${limit}s: $what"
+    if [ "$(date +%s)" -ge "$end" ]; then
+      eval "what=\"$what\""
+      fail "after ${limit}s: $what"
+    fi
     sleep 0.5
   done
 }
 idle() { [ "$(state "$1")" = IDLE ]; }
-for n in node1 node2; do until_ok 60 "$n is not IDLE (State=$(state $n))" idle "$n"; done
+for n in node1 node2; do until_ok 60 '$n is not IDLE (State=$(state $n))' idle "$n"; done
 say "daemons up, node1 and node2 idle: $(elapsed "$t_up")"
 if [ -n "${PAUSE:-}" ]; then say "paused; W=$W ctl=$ctl"; sleep "$PAUSE" & wait $!; fi
 
 # --- the slurm.conf lines are the shipped ones -------------------------------------------------
 # Only the wrappers' directory and the interval differ from deploy/slurm/slurm.conf.rdmadoctor.
-changed=$(diff <(grep -v '^#' deploy/slurm/slurm.conf.rdmadoctor | grep .) <(sed -n '/^# rdmadoctor in Slurm/,$p' "$W/etc/slurm.conf" | grep -v '^#' | grep .) | grep -c '^>' || true)
-[ "$changed" = 3 ] || fail "the slurm.conf lines differ from deploy/slurm/slurm.conf.rdmadoctor in $changed lines, want 3 (HealthCheckProgram, HealthCheckInterval, Prolog)"
+# The lines of each side of the difference, by key: each of the three once on each side.
+changed=$(diff <(grep -v '^#' deploy/slurm/slurm.conf.rdmadoctor | grep .) <(sed -n '/^# rdmadoctor in Slurm/,$p' "$W/etc/slurm.conf" | grep -v '^#' | grep .) |
+  sed -n 's/^\([<>]\) \([A-Za-z]*\)=.*/\1\2/p' | LC_ALL=C sort | tr '\n' ' ' || true)
+[ "$changed" = "<HealthCheckInterval <HealthCheckProgram <Prolog >HealthCheckInterval >HealthCheckProgram >Prolog " ] \
+  || fail "the slurm.conf lines differ from deploy/slurm/slurm.conf.rdmadoctor in '$changed', want HealthCheckProgram, HealthCheckInterval and Prolog only"
 cfg=$(in_ctl scontrol show config)
 for want in "HealthCheckInterval *= $hci sec" "HealthCheckNodeState *= CYCLE,ANY" "HealthCheckProgram *= $W/shims/slurm-healthcheck" \
   "Prolog *= $W/shims/slurm-prolog" "PrologFlags *= Alloc" "PropagateResourceLimitsExcept *= MEMLOCK"; do
@@ -246,7 +259,7 @@ after_runs() {
   local k=$1 n=$2 base
   base=$(runs "$n" healthcheck)
   more() { [ "$(runs "$n" healthcheck)" -ge $((base + k)) ]; }
-  until_ok $((k * hci + 30)) "slurmd ran fewer than $k health checks on $n in $((k * hci + 30))s" more
+  until_ok $((k * hci + 30)) 'slurmd ran fewer than $k health checks on $n in $((k * hci + 30))s' more
 }
 ours() { [[ "$(reason "$1")" == "rdmadoctor: $2"* ]] && [[ "$(state "$1")" == *DRAIN* ]]; }
 # expect NODE STATE REASON: State= and Reason= (without Slurm's [user@time]) exactly.
@@ -258,7 +271,7 @@ expect() {
 }
 
 # --- 1. the health check drains the faulty node, with its reason; the healthy stay idle -------
-until_ok $((3 * hci + 30)) "node3 (port down) was not drained by rdmadoctor: State=$(state node3) Reason=$(reason node3)" ours node3 "port.state(19) "
+until_ok $((3 * hci + 30)) 'node3 (port down) was not drained by rdmadoctor: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state(19) "
 r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
 [[ "$r3" =~ ^rdmadoctor:\ port\.state\(19\)\ mlx5_1\ port\ 1\ DOWN ]] && [ ${#r3} -le 120 ] && [[ "$r3" != *\"* ]] \
   || fail "node3's reason '$r3' is not rdmadoctor's port.state line of at most 120 bytes"
@@ -281,7 +294,7 @@ say "1. health check: node3 drained with '$r3'; node1, node2 idle; environment S
 
 # --- 2. auto-resume: node3's port comes back, the next health check resumes it ---------------
 fixture node3 cx5-roce-healthy
-until_ok $((3 * hci + 30)) "node3 was not resumed once healthy: State=$(state node3) Reason=$(reason node3)" idle node3
+until_ok $((3 * hci + 30)) 'node3 was not resumed once healthy: State=$(state node3) Reason=$(reason node3)' idle node3
 expect node3 IDLE ""
 grep -q "resumed (drained by rdmadoctor: \"rdmadoctor: port.state(19) " "$W"/nodes/node3/out.healthcheck.* || fail "no health check on node3 says it resumed the node"
 say "2. auto-resume: node3 idle again after its fixture turned healthy"
@@ -304,10 +317,10 @@ expect node1 DOWN "admin: reseating the HCA"
 grep -q 'not drained: the node is DOWN (State=DOWN)' <(last_out node1 healthcheck) || fail "node1's health check said: $(last_out node1 healthcheck)"
 fixture node1 cx5-roce-healthy
 in_ctl scontrol update nodename=node1 state=resume
-until_ok 30 "node1 did not come back from DOWN: State=$(state node1)" idle node1
+until_ok 30 'node1 did not come back from DOWN: State=$(state node1)' idle node1
 # A broken node in maintenance: slurmd still runs the check there, and it must not drain.
 in_ctl scontrol create reservation reservationname=rdmaint starttime=now duration=10 nodes=node1 users=root flags=maint >/dev/null
-until_ok 30 "node1 is not in MAINT: State=$(state node1)" eval '[[ "$(state node1)" == *MAINT* ]]'
+until_ok 30 'node1 is not in MAINT: State=$(state node1)' eval '[[ "$(state node1)" == *MAINT* ]]'
 fixture node1 port-down
 after_runs 2 node1
 st1=$(state node1)
@@ -316,7 +329,7 @@ grep -q 'not drained: the node is MAINT' <(last_out node1 healthcheck) || fail "
 in_ctl scontrol delete reservationname=rdmaint
 for n in "${nodes[@]}"; do fixture "$n" cx5-roce-healthy; done
 in_ctl scontrol update nodename=node2,node3 state=resume
-for n in "${nodes[@]}"; do until_ok 30 "$n is not IDLE after resume: State=$(state $n)" idle "$n"; done
+for n in "${nodes[@]}"; do until_ok 30 '$n is not IDLE after resume: State=$(state $n)' idle "$n"; done
 say "3. another reason kept (node2 healthy, node3 broken), DOWN and MAINT left alone (node1 broken)"
 
 # --- 4. prolog: a job lands on a node that broke since its last health check ----------------
@@ -327,7 +340,7 @@ after_runs 1 node2
 fixture node2 port-down
 job=$(in_ctl sbatch --parsable -w node2 -o /dev/null -e /dev/null --wrap 'sleep 300')
 held() { in_ctl scontrol show job "$job" | grep -Eq 'JobState=PENDING Reason=launch_failed_requeued_held'; }
-until_ok 30 "job $job is not requeued held: $(in_ctl scontrol show job "$job" | grep -E 'JobState|Restarts')" held
+until_ok 30 'job $job is not requeued held: $(in_ctl scontrol show job "$job" | grep -E "JobState|Restarts")' held
 grep -q ' end [0-9]* 1$' "$W/nodes/node2/prolog.log" || fail "the prolog on node2 did not exit 1: $(cat "$W/nodes/node2/prolog.log" 2>/dev/null)"
 grep -q 'drained: rdmadoctor: port.state(19) ' <(last_out node2 prolog) || fail "node2's prolog said: $(last_out node2 prolog)"
 ours node2 "port.state(19) " || fail "node2 after the prolog failed: State=$(state node2) Reason=$(reason node2), want rdmadoctor's reason"
@@ -338,7 +351,7 @@ grep -Eq '^SLURM_JOB_ID='"$job"'$' "$W/nodes/node2/env.prolog" && grep -q '^SLUR
 r2=$(reason node2 | sed 's/ \[[^][]*@[^][]*\]$//')
 in_ctl scancel "$job"
 fixture node2 cx5-roce-healthy
-until_ok $((3 * hci + 30)) "node2 was not resumed once healthy: State=$(state node2) Reason=$(reason node2)" idle node2
+until_ok $((3 * hci + 30)) 'node2 was not resumed once healthy: State=$(state node2) Reason=$(reason node2)' idle node2
 say "4. prolog: job $job requeued held (launch failed requeued held), node2 drained with '$r2', resumed once healthy"
 
 # --- 5. the lock: slurmd starts a health check while the last one still runs ----------------
@@ -346,7 +359,7 @@ say "4. prolog: job $job requeued held (launch failed requeued held), node2 drai
 # finds the state's lock held and exits at once, saying so; slurmd logs it.
 echo "--interval 8s" >"$W/nodes/node1/flags.healthcheck"
 busy() { grep -l 'another rdmadoctor run holds' "$W"/nodes/node1/out.healthcheck.* 2>/dev/null | head -n 1; }
-until_ok $((4 * hci + 40)) "no health check on node1 found another one running" eval '[ -n "$(busy)" ]'
+until_ok $((4 * hci + 40)) 'no health check on node1 found another one running' eval '[ -n "$(busy)" ]'
 bpid=$(busy)
 bpid=${bpid##*.}
 rm -f "$W/nodes/node1/flags.healthcheck"
@@ -376,7 +389,7 @@ chmod 0755 "$W/shims/rdmadoctor-node"
 ln -s "$repo/testdata/hosts/cx5-roce-healthy" "$W/nodes/node1/sweep-root"
 ln -s "$repo/testdata/hosts/cx6-ib-healthy" "$W/nodes/node2/sweep-root"
 ln -s "$repo/testdata/hosts/port-down" "$W/nodes/node3/sweep-root"
-for n in "${nodes[@]}"; do until_ok 30 "$n is not IDLE before the sweep: State=$(state $n)" idle "$n"; done
+for n in "${nodes[@]}"; do until_ok 30 '$n is not IDLE before the sweep: State=$(state $n)' idle "$n"; done
 t_sweep=$(date +%s.%N)
 sum=$(in_ctl env RDMADOCTOR="$W/shims/rdmadoctor-node" SUMMARIZE="$bin" ARGS="--level 1" \
   timeout 120 sh deploy/slurm/rdmadoctor-sweep "$W/sweep" -N3) || fail "rdmadoctor-sweep -N3 failed: $sum"
