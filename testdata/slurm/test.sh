@@ -275,6 +275,9 @@ until_ok $((3 * hci + 30)) 'node3 (port down) was not drained by rdmadoctor: Sta
 r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
 [[ "$r3" =~ ^rdmadoctor:\ port\.state\(19\)\ mlx5_1\ port\ 1\ DOWN ]] && [ ${#r3} -le 120 ] && [[ "$r3" != *\"* ]] \
   || fail "node3's reason '$r3' is not rdmadoctor's port.state line of at most 120 bytes"
+# Slurm keeps the reason rdmadoctor gave, byte for byte.
+given=$(grep -h -o 'drained: rdmadoctor: .*' "$W"/nodes/node3/out.healthcheck.* | head -n 1)
+[ "${given#drained: }" = "$r3" ] || fail "rdmadoctor drained node3 with '${given#drained: }', scontrol shows '$r3'"
 in_ctl sinfo -R -h -o '%n|%E' | grep -qxF "node3|$r3" || fail "sinfo -R does not list node3 with '$r3': $(in_ctl sinfo -R -h -o '%n|%E')"
 [[ "$(state node3)" = IDLE+DRAIN ]] || fail "node3: State=$(state node3), want IDLE+DRAIN"
 after_runs 2 node1
