@@ -191,22 +191,25 @@ sed -e "s|/usr/libexec/rdmadoctor/|$W/shims/|" -e "s|^HealthCheckInterval=300$|H
   deploy/slurm/slurm.conf.rdmadoctor >>"$W/etc/slurm.conf"
 
 # --- daemons ---------------------------------------------------------------------------------
-# daemon NETNS HOSTNAME CMD...: start CMD (which daemonizes) in network namespace NETNS and new
-# UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm.
+# daemon NETNS HOSTNAME HIDE CMD...: start CMD (which daemonizes) in network namespace NETNS and
+# new UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm, and directory HIDE
+# (unless "") covered by an empty tmpfs: the sweep's output directory is the submit host's
+# alone, as on a cluster without a shared file system.
 daemon() {
-  local ns=$1 host=$2
-  shift 2
+  local ns=$1 host=$2 hide=$3
+  shift 3
   nsenter --net=/run/netns/"$ns" unshare --uts --mount --propagation private \
-    sh -c 'mount --bind "$1" /etc/slurm && hostname "$2" && shift 2 && exec "$@"' sh "$W/etc" "$host" "$@"
+    sh -c 'mount --bind "$1" /etc/slurm && { [ -z "$3" ] || mount -t tmpfs rdslurm-hidden "$3"; } && hostname "$2" && shift 3 && exec "$@"' \
+    sh "$W/etc" "$host" "$hide" "$@"
 }
 t_up=$(date +%s.%N)
 nsenter --net=/run/netns/"$ctl" munged --key-file="$W/munge/munge.key" --socket="$W/munge/munge.socket" \
   --pid-file="$W/run/munged.pid" --log-file="$W/log/munged.log" --seed-file="$W/munge/seed" --force \
   || fail "munged did not start"
-daemon "$ctl" ctl slurmctld -c \
+daemon "$ctl" ctl "" slurmctld -c \
   || fail "slurmctld did not start"
 for n in "${nodes[@]}"; do
-  daemon "$tag-$n" "$n" slurmd \
+  daemon "$tag-$n" "$n" "$W/sweep" slurmd \
     || fail "slurmd $n did not start"
 done
 
@@ -384,6 +387,8 @@ say "5. lock: a health check slurmd started during an 8 s run exited 3 in $(awk 
 
 # --- 6. the sweep: deploy/slurm/rdmadoctor-sweep over srun -N3 ------------------------------
 # RDMADOCTOR names the binary on the nodes: here a shim that gives each node its own fixture.
+# The nodes see an empty tmpfs at the sweep's directory: the reports must come back through
+# srun, not through a shared file system.
 cat >"$W/shims/rdmadoctor-node" <<SHIM
 #!/bin/sh
 exec $bin --root "$W/nodes/\$SLURMD_NODENAME/sweep-root" "\$@"
@@ -396,8 +401,11 @@ for n in "${nodes[@]}"; do until_ok 30 '$n is not IDLE before the sweep: State=$
 t_sweep=$(date +%s.%N)
 sum=$(in_ctl env RDMADOCTOR="$W/shims/rdmadoctor-node" SUMMARIZE="$bin" ARGS="--level 1" \
   timeout 120 sh deploy/slurm/rdmadoctor-sweep "$W/sweep" -N3) || fail "rdmadoctor-sweep -N3 failed: $sum"
-ls "$W/sweep" >"$W/sweep.ls"
-[ "$(cat "$W/sweep.ls")" = "$(printf 'node1.json\nnode2.json\nnode3.json')" ] || fail "the sweep left $(tr '\n' ' ' <"$W/sweep.ls"), want node1.json node2.json node3.json"
+ls -A "$W/sweep" >"$W/sweep.ls"
+[ "$(cat "$W/sweep.ls")" = "$(printf 'node1.json\nnode2.json\nnode3.json\nsrun.err')" ] \
+  || fail "the sweep left $(tr '\n' ' ' <"$W/sweep.ls"), want node1.json node2.json node3.json srun.err"
+# srun's own message: node3's rdmadoctor exited with the root cause's code.
+grep -q 'node3: task 2: Exited with exit code 19' "$W/sweep/srun.err" || fail "srun.err: $(cat "$W/sweep/srun.err")"
 for n in "${nodes[@]}"; do
   python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(r["schema"] != "rdmadoctor.report/v1")' "$W/sweep/$n.json" \
     || fail "$n.json is not a report: $(head -c 300 "$W/sweep/$n.json")"
