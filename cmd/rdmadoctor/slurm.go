@@ -80,8 +80,9 @@ func printSlurmUsage(w io.Writer) {
   rdmadoctor slurm prolog [flags]        for Prolog: on a fault drain the node and exit 1 (Slurm requeues the job held)
 
 Checks run at --level 1 unless told otherwise; the run's flags (--level, --check, --root,
---expect, --timeout, …; see rdmadoctor --help) apply. Exit: 0 done; 1 the checks could not
-finish or scontrol failed (prolog: 1 on a fault); 2 usage.
+--expect, --timeout, --state, …; see rdmadoctor --help) apply. Exit: 0 done; 1 the checks could
+not finish or scontrol failed (prolog: 1 on a fault); 2 usage; 3 another run holds the --state
+lock (prolog: 0).
 
 flags:
 %s`, newSlurmFlagSet(&slurmOpts{}).FlagUsages())
