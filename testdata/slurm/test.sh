@@ -190,30 +190,7 @@ EOF2
 sed -e "s|/usr/libexec/rdmadoctor/|$W/shims/|" -e "s|^HealthCheckInterval=300$|HealthCheckInterval=$hci|" \
   deploy/slurm/slurm.conf.rdmadoctor >>"$W/etc/slurm.conf"
 
-# --- daemons ---------------------------------------------------------------------------------
-# daemon NETNS HOSTNAME HIDE CMD...: start CMD (which daemonizes) in network namespace NETNS and
-# new UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm, and directory HIDE
-# (unless "") covered by an empty tmpfs: the sweep's output directory is the submit host's
-# alone, as on a cluster without a shared file system.
-daemon() {
-  local ns=$1 host=$2 hide=$3
-  shift 3
-  nsenter --net=/run/netns/"$ns" unshare --uts --mount --propagation private \
-    sh -c 'mount --bind "$1" /etc/slurm && { [ -z "$3" ] || mount -t tmpfs rdslurm-hidden "$3"; } && hostname "$2" && shift 3 && exec "$@"' \
-    sh "$W/etc" "$host" "$hide" "$@"
-}
-t_up=$(date +%s.%N)
-nsenter --net=/run/netns/"$ctl" munged --key-file="$W/munge/munge.key" --socket="$W/munge/munge.socket" \
-  --pid-file="$W/run/munged.pid" --log-file="$W/log/munged.log" --seed-file="$W/munge/seed" --force \
-  || fail "munged did not start"
-daemon "$ctl" ctl "" slurmctld -c \
-  || fail "slurmctld did not start"
-for n in "${nodes[@]}"; do
-  daemon "$tag-$n" "$n" "$W/sweep" slurmd \
-    || fail "slurmd $n did not start"
-done
-
-# show NODE: `scontrol show node NODE` as one line per field group.
+# show NODE: what `scontrol show node NODE` prints; state and reason: its State= and Reason=.
 show() { in_ctl scontrol show node "$1"; }
 state() { show "$1" | sed -n 's/^ *State=\([^ ]*\).*/\1/p'; }
 reason() { show "$1" | sed -n 's/^ *Reason=//p'; }
@@ -232,6 +209,32 @@ until_ok() {
   done
 }
 idle() { [ "$(state "$1")" = IDLE ]; }
+
+# --- daemons ---------------------------------------------------------------------------------
+# daemon NETNS HOSTNAME HIDE CMD...: start CMD (which daemonizes) in network namespace NETNS and
+# new UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm, and directory HIDE
+# (unless "") covered by an empty tmpfs: the sweep's output directory is the submit host's
+# alone, as on a cluster without a shared file system.
+daemon() {
+  local ns=$1 host=$2 hide=$3
+  shift 3
+  nsenter --net=/run/netns/"$ns" unshare --uts --mount --propagation private \
+    sh -c 'mount --bind "$1" /etc/slurm && { [ -z "$3" ] || mount -t tmpfs rdslurm-hidden "$3"; } && hostname "$2" && shift 3 && exec "$@"' \
+    sh "$W/etc" "$host" "$hide" "$@"
+}
+t_up=$(date +%s.%N)
+nsenter --net=/run/netns/"$ctl" munged --key-file="$W/munge/munge.key" --socket="$W/munge/munge.socket" \
+  --pid-file="$W/run/munged.pid" --log-file="$W/log/munged.log" --seed-file="$W/munge/seed" --force \
+  || fail "munged did not start"
+daemon "$ctl" ctl "" slurmctld -c \
+  || fail "slurmctld did not start"
+# Before any slurmd: its first health check asks slurmctld for the node's state.
+until_ok 30 'slurmctld does not answer: $(in_ctl scontrol ping 2>&1)' in_ctl scontrol ping
+for n in "${nodes[@]}"; do
+  daemon "$tag-$n" "$n" "$W/sweep" slurmd \
+    || fail "slurmd $n did not start"
+done
+
 for n in node1 node2; do until_ok 60 '$n is not IDLE (State=$(state $n))' idle "$n"; done
 say "daemons up, node1 and node2 idle: $(elapsed "$t_up")"
 if [ -n "${PAUSE:-}" ]; then say "paused; W=$W ctl=$ctl"; sleep "$PAUSE" & wait $!; fi
