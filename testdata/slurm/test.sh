@@ -43,7 +43,7 @@ bin=$(realpath "${1:-bin/rdmadoctor}")
 [ -x "$bin" ] || fail "no rdmadoctor binary at $bin (make build)"
 [ "$(id -u)" = 0 ] || skip "needs root (network and UTS namespaces, slurmd as root)"
 [ -d /etc/slurm ] || skip "/etc/slurm is missing (apt-get install slurm-client)"
-for t in munged slurmctld slurmd scontrol sinfo srun sbatch squeue scancel ip unshare nsenter timeout python3; do
+for t in munged slurmctld slurmd scontrol sinfo srun sbatch squeue scancel ip unshare nsenter flock timeout python3; do
   command -v "$t" >/dev/null 2>&1 || skip "$t is not installed (apt-get install slurmctld slurmd slurm-client munge iproute2)"
 done
 
@@ -127,15 +127,18 @@ fixture node3 port-down
 # environment slurmd gave (before anything is added to it), logs the run, and calls the
 # shipped wrapper unchanged with this node's fixture (--root), a lock and state file of the
 # node's own (the three slurmd share one file system, where three hosts would each have their
-# /run) and, when the test asks, extra flags (flags.<mode>).
+# /run) — the state file for the health check only — and, when the test asks, extra flags
+# (flags.<mode>).
 mkdir -p "$W/shims"
 for mode in healthcheck prolog; do
+  state=
+  [ $mode = healthcheck ] && state='--state "$d/state.json"'
   cat >"$W/shims/slurm-$mode" <<SHIM
 #!/bin/sh
 d=$W/nodes/\$SLURMD_NODENAME
 /usr/bin/env >"\$d/env.$mode"
 echo "\$(/bin/date +%s.%N) start \$\$" >>"\$d/$mode.log"
-RDMADOCTOR=$bin $repo/deploy/slurm/slurm-$mode --root "\$d/root" --lock-file "\$d/act.lock" --state "\$d/state.json" \$(/bin/cat "\$d/flags.$mode" 2>/dev/null) >"\$d/out.$mode.\$\$" 2>&1
+RDMADOCTOR=$bin $repo/deploy/slurm/slurm-$mode --root "\$d/root" --lock-file "\$d/act.lock" $state \$(/bin/cat "\$d/flags.$mode" 2>/dev/null) >"\$d/out.$mode.\$\$" 2>&1
 rc=\$?
 echo "\$(/bin/date +%s.%N) end \$\$ \$rc" >>"\$d/$mode.log"
 /bin/cat "\$d/out.$mode.\$\$"
@@ -342,10 +345,14 @@ for n in "${nodes[@]}"; do until_ok 30 '$n is not IDLE after resume: State=$(sta
 say "3. another reason kept (node2 healthy, node3 broken), DOWN and MAINT left alone (node1 broken)"
 
 # --- 4. prolog: a job lands on a node that broke since its last health check ----------------
-# Right after a health check on node2, its port goes down and a job is sent there: the prolog
-# finds it first, drains with rdmadoctor's reason and exits 1; slurmctld requeues the job held
-# and keeps the reason (no "Prolog error").
-after_runs 1 node2
+# node2's port goes down and a job is sent there: the prolog finds it, drains with
+# rdmadoctor's reason and exits 1; slurmctld requeues the job held and keeps the reason (no
+# "Prolog error"). Meanwhile the test holds node2's state lock, so the health checks slurmd
+# starts there exit at once (5.) and cannot drain the node before the job lands.
+nsenter --net=/run/netns/"$ctl" flock --close "$W/nodes/node2/state.json.lock" sleep 300 &
+holder=$!
+busy2() { grep -q ' end [0-9]* 3$' "$W/nodes/node2/healthcheck.log"; }
+until_ok $((2 * hci + 30)) 'no health check on node2 found the lock the test holds' busy2
 fixture node2 port-down
 job=$(in_ctl sbatch --parsable -w node2 -o /dev/null -e /dev/null --wrap 'sleep 300')
 held() { in_ctl scontrol show job "$job" | grep -Eq 'JobState=PENDING Reason=launch_failed_requeued_held'; }
@@ -359,6 +366,9 @@ grep -Eq '^SLURM_JOB_ID='"$job"'$' "$W/nodes/node2/env.prolog" && grep -q '^SLUR
   || fail "the prolog's environment lacks SLURM_JOB_ID or SLURMD_NODENAME: $(cat "$W/nodes/node2/env.prolog")"
 r2=$(reason node2 | sed 's/ \[[^][]*@[^][]*\]$//')
 in_ctl scancel "$job"
+# flock holds the lock until its sleep ends: end the sleep, by its pid.
+kill $(cat "/proc/$holder/task/$holder/children") 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
 fixture node2 cx5-roce-healthy
 until_ok $((3 * hci + 30)) 'node2 was not resumed once healthy: State=$(state node2) Reason=$(reason node2)' idle node2
 say "4. prolog: job $job requeued held (launch failed requeued held), node2 drained with '$r2', resumed once healthy"
