@@ -1,12 +1,13 @@
 # rdmadoctor — build and test.
 #   make build   the static binary (CGO_ENABLED=0) in ./bin
 #   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the SoftRoCE VM suite,
-#                and the .deb/.rpm packages built and installed (make package-test)
+#                the .deb/.rpm packages built and installed (make package-test), and the Slurm
+#                integration under Debian's real slurmctld, slurmd and munge (make slurm-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench fuzz golden package package-test
+.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test
 
 build:
 	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
@@ -23,7 +24,12 @@ vm:
 deps:
 	bash .ci/deps
 
-check: deps vet test vm package-test
+# rdmadoctor slurm healthcheck|prolog and deploy/slurm/ under the real Slurm: three slurmd,
+# each in its own network and UTS namespace, reading its own host fixture (root only).
+slurm-test: build
+	bash testdata/slurm/test.sh bin/rdmadoctor
+
+check: deps vet test vm package-test slurm-test
 
 # Packages. nfpm is built from the Go module proxy once per version into
 # .cache/; the package's version is the binary's (main.version).

@@ -56,6 +56,7 @@ type slurmOpts struct {
 	start        time.Time     // when the run started: its verdict's age
 	timeout      time.Duration // the user's --timeout, 0 when not given
 	runArgs      []string      // the run's flags, passed on to the checks
+	state        string        // the run's --state FILE: its lock makes an overlapping run exit at once
 	getenv       func(string) string
 }
 
@@ -79,8 +80,9 @@ func printSlurmUsage(w io.Writer) {
   rdmadoctor slurm prolog [flags]        for Prolog: on a fault drain the node and exit 1 (Slurm requeues the job held)
 
 Checks run at --level 1 unless told otherwise; the run's flags (--level, --check, --root,
---expect, --timeout, …; see rdmadoctor --help) apply. Exit: 0 done; 1 the checks could not
-finish or scontrol failed (prolog: 1 on a fault); 2 usage.
+--expect, --timeout, --state, …; see rdmadoctor --help) apply. Exit: 0 done; 1 the checks could
+not finish or scontrol failed (prolog: 1 on a fault); 2 usage; 3 another run holds the --state
+lock (prolog: 0).
 
 flags:
 %s`, newSlurmFlagSet(&slurmOpts{}).FlagUsages())
@@ -117,6 +119,9 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 			return usageError{fmt.Sprintf("--%s does not apply to rdmadoctor slurm: it reads the report and acts on it once; run rdmadoctor --%s for that", f.Name, f.Name)}
 		case f.Name == "timeout":
 			o.timeout, _ = time.ParseDuration(value)
+		case f.Name == "state":
+			o.state = value
+			o.runArgs = append(o.runArgs, "--"+f.Name+"="+value)
 		default:
 			o.runArgs = append(o.runArgs, "--"+f.Name+"="+value)
 		}
@@ -191,6 +196,16 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) int {
 // runSlurm runs the checks, reads the node's state when the verdict needs it,
 // and drains, resumes or leaves the node.
 func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
+	if o.state != "" {
+		// The lock a plain run with --state holds: slurmd starts a health
+		// check while the last one still runs, and the second must not
+		// check and act beside the first.
+		l, code, ok := lockSlurmRun(o, stderr)
+		if !ok {
+			return code
+		}
+		defer l.release()
+	}
 	sc, scErr := findScontrol(o.scontrol)
 	code, rep, runErr := slurmChecks(o)
 	if code == report.ExitUsage {
@@ -300,4 +315,40 @@ func unsure(why string) verdict {
 
 func checkLine(c report.CheckResult) string {
 	return fmt.Sprintf("%s(%d) %s: %s", c.ID, c.Code, c.Status, clip(c.Summary, 200))
+}
+
+// lockSlurmRun takes the lock beside --state, as a plain run does. A run
+// that finds it held checked nothing and acts on nothing: a health check
+// exits ExitBusy (3), which slurmd logs with the message; a prolog exits 0,
+// since rdmadoctor's "not now" must not hold a user's job — the run in
+// progress drains the node if it is broken.
+func lockSlurmRun(o *slurmOpts, stderr io.Writer) (*runLock, int, bool) {
+	notNow := ExitBusy
+	if o.mode == slurmProlog {
+		notNow = report.ExitOK
+	}
+	err := ensureDir(o.state)
+	var l *runLock
+	if err == nil {
+		l, err = acquireLock(lockPathFor(o.state))
+	}
+	var busy errBusy
+	switch {
+	case errors.As(err, &busy):
+		holder := ""
+		if busy.holder != "" {
+			holder = " (" + busy.holder + ")"
+		}
+		fmt.Fprintf(stderr, "rdmadoctor slurm %s %s: another rdmadoctor run holds %s%s: this run checked nothing and acted on nothing (exit %d)\n",
+			o.mode, o.node, busy.path, holder, notNow)
+		return nil, notNow, false
+	case err != nil:
+		// As a run that could not finish: neither drain nor resume.
+		fmt.Fprintf(stderr, "rdmadoctor slurm %s %s: --state: %v; the node is neither drained nor resumed\n", o.mode, o.node, err)
+		if o.mode == slurmProlog {
+			return nil, report.ExitOK, false
+		}
+		return nil, report.ExitInternal, false
+	}
+	return l, 0, true
 }

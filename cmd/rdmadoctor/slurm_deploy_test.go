@@ -71,25 +71,27 @@ func TestSlurmDeployWrappers(t *testing.T) {
 }
 
 // TestSlurmDeploySweep runs deploy/slurm/rdmadoctor-sweep with a stand-in
-// srun that runs the command it is given (from $RDMADOCTOR on) once per node and writes each
-// node's stdout where srun's %N pattern says: one report per node.
+// srun that behaves as the real one with --label (make slurm-test runs the real
+// one): it runs the command it is given on two "nodes" at once, each with its
+// SLURMD_NODENAME, and writes their stdout and stderr back, each line whole
+// and marked with its task, interleaved, plus a message of its own. The
+// sweep must split them into one report per node.
 func TestSlurmDeploySweep(t *testing.T) {
 	bin := buildRdmadoctor(t)
 	dir := t.TempDir()
 	fakeSrun := `#!/bin/sh
 printf '%s\n' "$@" >"$FAKE_DIR/srun.argv"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --output=*) outpat=${1#--output=} ;;
-    --error=*) errpat=${1#--error=} ;;
-    "$RDMADOCTOR") break ;;
-  esac
-  shift
-done
+while [ $# -gt 0 ] && [ "$1" != /bin/sh ]; do shift; done
+i=0
 for n in node01 node02; do
-  out=$(printf '%s' "$outpat" | sed "s/%N/$n/"); err=$(printf '%s' "$errpat" | sed "s/%N/$n/")
-  "$@" >"$out" 2>"$err"
+  (
+    SLURMD_NODENAME=$n "$@" 2>"$FAKE_DIR/err.$i" | awk -v i=$i '{ print i ": " $0; fflush() }'
+    awk -v i=$i '{ print i ": " $0; fflush() }' "$FAKE_DIR/err.$i" >&2
+  ) &
+  i=$((i + 1))
 done
+wait
+echo "srun: error: node02: task 1: Exited with exit code 19" >&2
 exit 19
 `
 	if err := os.WriteFile(filepath.Join(dir, "srun"), []byte(fakeSrun), 0o755); err != nil {
@@ -113,7 +115,7 @@ exit 19
 		t.Errorf("the sweep ends with %q, want the summary of %s", got, out)
 	}
 	argv, _ := os.ReadFile(filepath.Join(dir, "srun.argv"))
-	for _, want := range []string{"--ntasks-per-node=1", "-N\n2\n-p\ngpu", "--output=" + out + "/%N.json", bin + "\n--level\n1\n--root\n" + root + "\n--format\njson"} {
+	for _, want := range []string{"--label", "--ntasks-per-node=1", "-N\n2\n-p\ngpu", bin + "\n--level\n1\n--root\n" + root + "\n--format\njson"} {
 		if !strings.Contains(string(argv), want) {
 			t.Errorf("srun argv %q lacks %q", argv, want)
 		}
@@ -128,7 +130,14 @@ exit 19
 			t.Fatalf("%s.json: %v, schema %q, exit %d; want a report with exit 19", n, err, rep.Schema, rep.ExitCode)
 		}
 		if _, err := os.Stat(filepath.Join(out, n+".err")); err == nil {
-			t.Errorf("%s.err is empty and should have been removed", n)
+			t.Errorf("%s.err exists: the node wrote nothing on stderr", n)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "srun.err")); err != nil || string(b) != "srun: error: node02: task 1: Exited with exit code 19\n" {
+		t.Errorf("srun.err: %q, %v; want srun's own message", b, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(out, ".sweep*"))
+	if len(left) != 0 {
+		t.Errorf("the sweep left %q", left)
 	}
 }

@@ -6,6 +6,31 @@ import (
 	"testing"
 )
 
+// slurm2205ShowNode is what Debian 12's scontrol (Slurm 22.05.8) printed for a node
+// that `rdmadoctor slurm healthcheck` had drained under the real slurmctld (make
+// slurm-test), the node renamed: the Reason= line ends in " [user@time]", the output in an
+// empty line. (A node in a maintenance reservation reads State=IDLE+MAINTENANCE+RESERVED there.)
+const slurm2205ShowNode = `NodeName=n1 Arch=x86_64 CoresPerSocket=1 
+   CPUAlloc=0 CPUEfctv=1 CPUTot=1 CPULoad=0.02
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
+   Gres=(null)
+   NodeAddr=10.231.77.13 NodeHostName=n1 Version=22.05.8
+   OS=Linux 6.1.0-28-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22) 
+   RealMemory=1 AllocMem=0 FreeMem=20102 Sockets=1 Boards=1
+   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
+   Partitions=rdt 
+   BootTime=2026-12-01T12:31:19 SlurmdStartTime=2026-12-01T15:24:53
+   LastBusyTime=2026-12-01T15:24:53
+   CfgTRES=cpu=1,mem=1M,billing=1
+   AllocTRES=
+   CapWatts=n/a
+   CurrentWatts=0 AveWatts=0
+   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s
+   Reason=rdmadoctor: port.state(19) mlx5_1 port 1 DOWN (phys Polling): netdev ens1f1np1 is administratively down - 2 ports: 1... [root@2026-12-01T15:24:58]
+
+`
+
 func TestParseShowNode(t *testing.T) {
 	cases := []struct {
 		name, out     string
@@ -29,6 +54,9 @@ func TestParseShowNode(t *testing.T) {
 			out: strings.Replace(showNodeOutput("n1", "IDLE+DRAIN", "first line"), " [root@2026-12-01T13:30:00]\n",
 				" [root@2026-12-01T13:30:00]\n          State=IDLE second line\n", 1),
 			state: "IDLE+DRAIN", reason: "first line", tokens: []string{"IDLE", "DRAIN"}, drained: true},
+		{name: "Slurm 22.05.8, drained by rdmadoctor", out: slurm2205ShowNode, state: "IDLE+DRAIN",
+			reason: "rdmadoctor: port.state(19) mlx5_1 port 1 DOWN (phys Polling): netdev ens1f1np1 is administratively down - 2 ports: 1...",
+			tokens: []string{"IDLE", "DRAIN"}, drained: true, ours: true},
 		{name: "reason without a time stamp", out: "NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n   Reason=rdmadoctor: a(1) b\n",
 			state: "IDLE+DRAIN", reason: "rdmadoctor: a(1) b", tokens: []string{"IDLE", "DRAIN"}, drained: true, ours: true},
 	}

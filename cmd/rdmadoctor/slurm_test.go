@@ -581,3 +581,49 @@ func TestSlurmScontrolMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmStateLockOverlap: with --state, a health check that slurmd starts
+// while the last one still holds the state's lock exits 3 at once, saying
+// so, and neither calls scontrol nor writes the state; a prolog in the same
+// case exits 0, not holding the job. Under Debian's real slurmd the
+// overlap happens (testdata/slurm): before this lock the second run
+// checked and acted beside the first.
+func TestSlurmStateLockOverlap(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	held, err := acquireLock(lockPathFor(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode string
+		code int
+	}{{"healthcheck", ExitBusy}, {"prolog", 0}} {
+		f := newFakeScontrol(t, "node17", "IDLE", "")
+		r := runSlurmCmd(t, node17, c.mode, "--state", state, "--scontrol", f.path, fixture("port-down"))
+		if r.code != c.code || len(f.calls(t)) != 0 || !strings.Contains(r.stderr, "another rdmadoctor run holds "+state+".lock (pid ") {
+			t.Fatalf("%s: exit %d, calls %q, stderr %q: want %d, no scontrol call, the holder named", c.mode, r.code, f.calls(t), r.stderr, c.code)
+		}
+		if r.elapsed > time.Second {
+			t.Fatalf("%s: took %v: want an exit at once", c.mode, r.elapsed)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Fatalf("%s: the busy run wrote the state (%v)", c.mode, err)
+		}
+	}
+	// Released: the run holds it, checks, drains and keeps its report.
+	held.release()
+	f := newFakeScontrol(t, "node17", "IDLE", "")
+	r := runSlurmCmd(t, node17, "healthcheck", "--state", state, "--scontrol", f.path, fixture("port-down"))
+	if r.code != 0 || len(f.updates(t)) != 1 {
+		t.Fatalf("exit %d, calls %q, stderr %q: want the drain once the lock is free", r.code, f.calls(t), r.stderr)
+	}
+	if b, err := os.ReadFile(state); err != nil || !strings.Contains(string(b), `"root_cause": "port.state"`) {
+		t.Fatalf("state after the run: %v %.200s", err, b)
+	}
+	// An unusable --state: not a verdict; the prolog lets the job go.
+	bad := filepath.Join(state, "under-a-file", "state.json")
+	r = runSlurmCmd(t, node17, "prolog", "--state", bad, "--scontrol", f.path, fixture("port-down"))
+	if r.code != 0 || !strings.Contains(r.stderr, "--state") {
+		t.Fatalf("prolog with an unusable --state: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
