@@ -3,10 +3,12 @@
 #   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the SoftRoCE VM suite,
 #                and the .deb/.rpm packages built and installed (make package-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
+#   make image   dist/image/rdmadoctor-rootfs.tar, the container image's root filesystem
+#                assembled from Debian packages (root; .debs cached in .cache/image-debs)
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench fuzz golden package package-test
+.PHONY: build check deps test vet vm bench fuzz golden package package-test image image-test
 
 build:
 	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
@@ -23,7 +25,7 @@ vm:
 deps:
 	bash .ci/deps
 
-check: deps vet test vm package-test
+check: deps vet test vm package-test image-test
 
 # Packages. nfpm is built from the Go module proxy once per version into
 # .cache/; the package's version is the binary's (main.version).
@@ -44,6 +46,14 @@ package: $(NFPM)
 
 package-test: package
 	bash testdata/packaging/test.sh
+
+# The image without a registry: Debian's libibverbs, providers and their
+# dependencies unpacked beside the binary (see deploy/kubernetes/Dockerfile).
+image: build
+	bash deploy/kubernetes/image/build-rootfs.sh bin/rdmadoctor dist/image .cache/image-debs
+
+image-test:
+	bash testdata/image/test.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
