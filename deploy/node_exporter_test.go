@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -273,5 +274,56 @@ func TestNodeExporterTextfile(t *testing.T) {
 	lint.Stdin = strings.NewReader(lastText)
 	if out, err := lint.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("promtool check metrics on the scraped output: %v\n%s", err, out)
+	}
+}
+
+// TestNodeExporterHostileHostname: a host name with a quote, a backslash,
+// a newline, an escape sequence and bytes that are not UTF-8 reaches the
+// textfile as a label value; node_exporter must still read the file whole.
+func TestNodeExporterHostileHostname(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs node_exporter")
+	}
+	bin := buildRdmadoctor(t)
+	root := filepath.Join(t.TempDir(), "host")
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "testdata", "hosts", "port-down"), root).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture: %v\n%s", err, out)
+	}
+	// The facts file names the host; without it the host's own file does.
+	facts := filepath.Join(root, "rdmadoctor.facts.json")
+	data, err := os.ReadFile(facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "hostname")
+	data, _ = json.Marshal(doc)
+	os.WriteFile(facts, data, 0o644)
+	hostile := "node\"7\\a\x1b[31m\xff\xfeé\tend"
+	os.WriteFile(filepath.Join(root, "proc", "sys", "kernel", "hostname"), []byte(hostile+"\n"), 0o644)
+
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--root", root, "--level", "1", "--format", "prometheus", "--output", filepath.Join(dir, "rdmadoctor.prom"))
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 19 {
+		t.Fatalf("rdmadoctor: %v\n%s", err, out)
+	}
+	s, err := getScrape(&http.Client{Timeout: 10 * time.Second}, startNodeExporter(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.samples["node_textfile_scrape_error"]; len(v) != 1 || v[0] != "0" {
+		t.Fatalf("node_textfile_scrape_error = %v: node_exporter refused the textfile\n%s", v, s.text)
+	}
+	var exit []string
+	for k, v := range s.samples {
+		if strings.HasPrefix(k, "rdmadoctor_exit_code{") {
+			exit = append(exit, k+" "+v[0])
+		}
+	}
+	if len(exit) != 1 || !strings.HasSuffix(exit[0], " 19") || !strings.Contains(exit[0], `host="node\"7\\a`) {
+		t.Errorf("rdmadoctor_exit_code series %q, want one, 19, with the host name escaped", exit)
 	}
 }
