@@ -72,16 +72,20 @@ mkdir -p "$cache"
 mapfile -t cands < <(apt-cache show --no-all-versions "${pkgs[@]}" |
   awk '/^Package: /{p=$2} /^Version: /{v=$2} /^Architecture: /{a=$2} /^$/{if (p) print p, v, a; p=""} END{if (p) print p, v, a}')
 [ ${#cands[@]} -eq ${#pkgs[@]} ] || { echo "build-rootfs: apt-cache show gave ${#cands[@]} candidates for ${#pkgs[@]} packages" >&2; exit 1; }
-debs=()
+debs=() missing=()
 for c in "${cands[@]}"; do
   read -r p ver arch <<<"$c"
   deb="$cache/${p}_${ver//:/%3a}_${arch}.deb"
-  if [ ! -s "$deb" ]; then
-    (cd "$cache" && apt-get download -qq -o APT::Sandbox::User=root "$p=$ver") ||
-      { echo "build-rootfs: apt-get download $p=$ver failed" >&2; exit 1; }
-  fi
-  [ -s "$deb" ] || { echo "build-rootfs: $deb missing after apt-get download" >&2; exit 1; }
   debs+=("$deb")
+  [ -s "$deb" ] || missing+=("$p=$ver")
+done
+# One apt-get call for all that is missing: each call loads apt's cache.
+if [ ${#missing[@]} -gt 0 ]; then
+  (cd "$cache" && apt-get download -qq -o APT::Sandbox::User=root "${missing[@]}") ||
+    { echo "build-rootfs: apt-get download ${missing[*]} failed" >&2; exit 1; }
+fi
+for deb in "${debs[@]}"; do
+  [ -s "$deb" ] || { echo "build-rootfs: $deb missing after apt-get download" >&2; exit 1; }
 done
 
 rootfs="$out/rootfs"
