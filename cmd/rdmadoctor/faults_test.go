@@ -235,9 +235,11 @@ func TestOutputUnwritableDirAsOtherUser(t *testing.T) {
 	os.Mkdir(ro, 0o755)
 	out := filepath.Join(ro, "rdmadoctor.prom")
 	os.WriteFile(out, []byte("old\n"), 0o644)
-	root, err := filepath.Abs(filepath.Join(hostsDir, "port-down"))
-	if err != nil {
-		t.Fatal(err)
+	// The fixture is copied where uid 65534 can read it: a checkout may sit
+	// under a directory private to its owner.
+	root := filepath.Join(dir, "host")
+	if out, err := exec.Command("cp", "-a", filepath.Join(hostsDir, "port-down"), root).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "--root", root, "--level", "1", "--format", "prometheus", "--output", out)
 	if os.Geteuid() == 0 {
@@ -252,7 +254,7 @@ func TestOutputUnwritableDirAsOtherUser(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
 		t.Fatalf("run: %v (stderr %s): the fixture %s must be readable by the user the binary runs as", err, stderr.String(), root)
