@@ -183,8 +183,9 @@ func (s *scrape) judge(want map[string]bool) (string, error) {
 
 // TestNodeExporterTextfile: Debian's node_exporter scrapes the textfile on
 // loopback while the real binary rewrites it 200 times, alternating a
-// healthy host and one whose port is down. No scrape may see an error, a
-// partial file or two files mixed; promtool lints what was scraped.
+// healthy host and one whose port is down, its state file beside it. No
+// scrape may see an error, a partial file or two files mixed; promtool lints
+// what was scraped.
 func TestNodeExporterTextfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node_exporter and the binary 200 times")
@@ -195,8 +196,11 @@ func TestNodeExporterTextfile(t *testing.T) {
 	prom := filepath.Join(dir, "rdmadoctor.prom")
 	hosts := []string{"cx5-roce-healthy", "port-down"}
 	write := func(i int) error {
+		// The state, its lock and the temporary files share the directory,
+		// as in the DaemonSet's /var/lib/rdmadoctor: node_exporter must
+		// read none of them.
 		cmd := exec.Command(bin, "--root", filepath.Join("..", "testdata", "hosts", hosts[i%2]),
-			"--level", "1", "--format", "prometheus", "--output", prom)
+			"--level", "1", "--format", "prometheus", "--output", prom, "--state", filepath.Join(dir, "state.json"))
 		out, err := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != 0 && code != 19 || len(out) > 0 {
 			return fmt.Errorf("rewrite %d (%s): exit %d (%v), output %q", i, hosts[i%2], code, err, out)
