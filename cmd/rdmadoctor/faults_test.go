@@ -112,12 +112,13 @@ func TestSIGTERMDuringWrite(t *testing.T) {
 	straceExe := needFaultTool(t, "strace", "strace")
 	bin := faultBinary(t)
 	for _, tc := range []struct {
-		name  string
-		extra []string
-		exit  int
+		name   string
+		extra  []string
+		exit   int
+		stderr string
 	}{
-		{"single run", nil, 128 + int(syscall.SIGTERM)},
-		{"--repeat", []string{"--repeat", "1h"}, 0},
+		{"single run", nil, 128 + int(syscall.SIGTERM), "arrived while the report was being written; it was written whole"},
+		{"--repeat", []string{"--repeat", "1h"}, 0, "stopping the repeated runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -164,8 +165,8 @@ func TestSIGTERMDuringWrite(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatalf("not ended 30 s after SIGTERM; stderr:\n%s", stderr.String())
 			}
-			if code := cmd.ProcessState.ExitCode(); code != tc.exit {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.exit, stderr.String())
+			if code := cmd.ProcessState.ExitCode(); code != tc.exit || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("exit %d, want %d and %q on stderr; stderr:\n%s", code, tc.exit, tc.stderr, stderr.String())
 			}
 			if extra := leftovers(t, dir, "rdmadoctor.prom", "state.json", "state.json.lock"); len(extra) > 0 {
 				t.Errorf("left behind after SIGTERM during the write of %v: %v", temp, extra)
