@@ -4,10 +4,12 @@
 #                the .deb/.rpm packages built and installed (make package-test), and the Slurm
 #                integration under Debian's real slurmctld, slurmd and munge (make slurm-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
+#   make image   dist/image/rdmadoctor-rootfs.tar, the container image's root filesystem
+#                assembled from Debian packages (root; .debs cached in .cache/image-debs)
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test
+.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test image image-test
 
 build:
 	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
@@ -29,7 +31,7 @@ deps:
 slurm-test: build
 	bash testdata/slurm/test.sh bin/rdmadoctor
 
-check: deps vet test vm package-test slurm-test
+check: deps vet test vm package-test slurm-test image-test
 
 # Packages. nfpm is built from the Go module proxy once per version into
 # .cache/; the package's version is the binary's (main.version).
@@ -50,6 +52,14 @@ package: $(NFPM)
 
 package-test: package
 	bash testdata/packaging/test.sh
+
+# The image without a registry: Debian's libibverbs, providers and their
+# dependencies unpacked beside the binary (see deploy/kubernetes/Dockerfile).
+image: build
+	bash deploy/kubernetes/image/build-rootfs.sh bin/rdmadoctor dist/image .cache/image-debs
+
+image-test:
+	bash testdata/image/test.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -319,7 +319,8 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		rep.ExitCode = report.ExitInternal
 	}
 
-	err = writeOutputs(stdout, f, host, rep, caught.Load() != nil)
+	interrupted := caught.Load() != nil
+	err = writeOutputs(stdout, f, host, rep, interrupted)
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
 	}
@@ -327,6 +328,11 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		return report.ExitInternal, fmt.Errorf("write report: %w", err)
 	}
 	if sig, ok := caught.Load().(syscall.Signal); ok {
+		if !interrupted {
+			// The checks had finished: the report is whole, and so are the
+			// files written while the signal waited.
+			return 128 + int(sig), fmt.Errorf("%v arrived while the report was being written; it was written whole", sig)
+		}
 		return 128 + int(sig), fmt.Errorf("interrupted by %v; the report above is partial", sig)
 	}
 	if cut {

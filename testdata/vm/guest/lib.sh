@@ -181,7 +181,7 @@ refs() {
 # --runs, --ref, --refs (1: save the reference tools' answers) and --redact
 # (1: snapshot --redact). Records go to the console as they finish.
 scenario() {
-	local name d brk user memlock kind wantrefs runs ref redact t0
+	local name d brk user memlock kind wantrefs runs ref redact t0 n0
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
@@ -238,9 +238,13 @@ scenario() {
 	else
 		case $kind in
 		run)
-			# A hung run costs this scenario, not the whole boot.
+			# A hung run costs this scenario, not the whole boot. The kernel
+			# log lines written meanwhile are kept (kmsg.during) for
+			# --kernel-quiet; counting lines leaves the buffer to the rest.
+			n0=$(dmesg 2>/dev/null | wc -l)
 			timeout "$RDVM_RUN_LIMIT" "$@" >"$d/stdout" 2>"$d/stderr"
 			echo $? >"$d/exit"
+			dmesg 2>/dev/null | tail -n +$((n0 + 1)) >"$d/kmsg.during"
 			;;
 		killprobe)
 			rdma -j resource >"$d/resource.before.json" 2>&1

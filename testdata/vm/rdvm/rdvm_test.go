@@ -392,3 +392,29 @@ func TestSnapshotRoundTripVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// kernelQuiet passes the allowed lines and fails on any other.
+func TestKernelQuiet(t *testing.T) {
+	dir := t.TempDir()
+	allowed := "dummy0 speed is unknown, defaulting to 1000$"
+	for _, tc := range []struct {
+		log  string
+		fail bool
+	}{
+		{"", false},
+		{"[ 1.0] dummy0 speed is unknown, defaulting to 1000\n[ 1.1] dummy0 speed is unknown, defaulting to 1000\n", false},
+		{"[ 1.0] dummy0 speed is unknown, defaulting to 1000\n[ 1.2] infiniband rxe0: cq#3 rxe_cq_post: queue full\n", true},
+	} {
+		os.WriteFile(filepath.Join(dir, "kmsg.during"), []byte(tc.log), 0o644)
+		o := &outcome{}
+		kernelQuiet(o, dir, allowed)
+		if (len(o.Failures) > 0) != tc.fail {
+			t.Errorf("log %q: failures %v, want failing %v", tc.log, o.Failures, tc.fail)
+		}
+	}
+	o := &outcome{}
+	kernelQuiet(o, t.TempDir(), allowed)
+	if len(o.Failures) == 0 {
+		t.Error("no kmsg.during recorded: want a failure")
+	}
+}

@@ -402,6 +402,9 @@ func (v *verifier) scenario(name string) *outcome {
 			o.fail("%s: expected %s, observed %s: %s", id, want, c.Status, c.Summary)
 		}
 	}
+	if allowed, ok := m.get("kernel-quiet"); ok && active {
+		kernelQuiet(o, dir, allowed)
+	}
 	if r, _ := m.get("refs"); r == "1" {
 		if rep == nil {
 			o.fail("--refs 1 needs a JSON report")
@@ -427,6 +430,37 @@ func (v *verifier) scenario(name string) *outcome {
 		o.Verdict = verdictPass
 	}
 	return o
+}
+
+// kernelQuiet: the run wrote no kernel log line but those matching the
+// regular expression allowed (the guest records the lines in kmsg.during).
+func kernelQuiet(o *outcome, dir, allowed string) {
+	re, err := regexp.Compile(allowed)
+	if err != nil {
+		o.fail("--kernel-quiet %q: %v", allowed, err)
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kmsg.during"))
+	if err != nil {
+		o.fail("--kernel-quiet: the guest recorded no kernel log for the run: %v", err)
+		return
+	}
+	var other []string
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		switch {
+		case line == "":
+		case re.MatchString(line):
+			n++
+		default:
+			other = append(other, line)
+		}
+	}
+	if len(other) > 0 {
+		o.fail("the run made the kernel log %d line(s) beyond %q: %s", len(other), allowed, firstLines(strings.Join(other, "\n"), 3))
+		return
+	}
+	o.ok("no kernel log line but %d allowed (%q)", n, allowed)
 }
 
 func firstOf(m meta, k string) string {
