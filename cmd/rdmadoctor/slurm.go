@@ -145,6 +145,12 @@ func (o *slurmOpts) finish(fs *pflag.FlagSet) error {
 	if !fs.Changed("budget") {
 		o.budget = slurmBudgets[o.mode]
 	}
+	if !fs.Changed("periodic") {
+		// slurmd runs both on every interval or job: with --level 2 they
+		// must not make the driver log a line each time (--periodic=false
+		// or --check probe.cq_overflow asks for it by name).
+		o.runArgs = append(o.runArgs, "--periodic")
+	}
 	if o.budget < 2*time.Second {
 		return usageError{fmt.Sprintf("--budget %v: give at least 2s", o.budget)}
 	}

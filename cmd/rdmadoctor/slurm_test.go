@@ -627,3 +627,32 @@ func TestSlurmStateLockOverlap(t *testing.T) {
 		t.Fatalf("prolog with an unusable --state: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestSlurmRunsArePeriodic: slurmd runs the health check every interval and
+// the prolog before every job, so both leave out the probes that make the
+// driver log a line unless the site says otherwise.
+func TestSlurmRunsArePeriodic(t *testing.T) {
+	env := func(string) string { return "node17" }
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"healthcheck", "--level", "2"}, true},
+		{[]string{"prolog"}, true},
+		{[]string{"healthcheck", "--periodic=false"}, false},
+	} {
+		o, err := parseSlurmArgs(tc.args, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, a := range o.runArgs {
+			if a == "--periodic" || a == "--periodic=true" {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("slurm %v: the run's flags %q, want --periodic %v", tc.args, o.runArgs, tc.want)
+		}
+	}
+}
