@@ -1,0 +1,160 @@
+package fleettest
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// One real node-problem-detector runs the shipped monitor config (its
+// interval 1s) and the real rdmadoctor plugin while the test changes the
+// state file under it: what NPD PATCHes onto the node is asserted for
+// each kind of state, in an order that makes every step a transition.
+func TestNPDPublishesRDMAProblem(t *testing.T) {
+	m := readMonitor(t)
+	bin := rdmadoctorBinary(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+
+	shippedArgs := m.Rules[0].Args
+	args := slices.Clone(shippedArgs)
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--state=") })
+	if i < 0 {
+		t.Fatalf("the shipped rule's args %v name no --state=", shippedArgs)
+	}
+	args[i] = "--state=" + state
+	config := m.adapt(t, dir, bin, args, nil)
+
+	healthy := keptReport(t, bin, "cx5-roce-healthy", 0)
+	portDown := keptReport(t, bin, "port-down", 19)
+	otherDown := keptReport(t, bin, "multiport-one-down", 19)
+	defaultReason, defaultMsg, problemReason := m.Conds[0].Reason, m.Conds[0].Message, m.Rules[0].Reason
+
+	api := newFakeAPIServer(t, nodeName)
+	npd := startNPD(t, api, dir, config) // the state is missing: no run has kept one yet
+
+	// Each step's message is the plugin's own line for that state, as NPD
+	// runs it; a False condition carries the config's default message.
+	type step struct {
+		name   string
+		state  []byte // nil: no state file
+		want   corev1.ConditionStatus
+		reason string
+		prefix string
+	}
+	steps := []step{
+		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state: "},
+		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		// Message-change updates are on: a new problem replaces the message.
+		{"another port down", otherDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx4_0/2 DOWN"},
+		{"stale", withStarted(t, healthy, time.Now().Add(-time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: state stale: run started "},
+		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state not a JSON report (truncated):"},
+	}
+	for n, s := range steps {
+		if s.state == nil {
+			os.Remove(state)
+		} else {
+			replaceFile(t, state, s.state)
+		}
+		wantMsg := defaultMsg
+		if s.want != corev1.ConditionFalse {
+			line, code := pluginLine(t, bin, args)
+			if !strings.HasPrefix(line, s.prefix) {
+				t.Fatalf("%s: the plugin prints %q (exit %d), want a line starting %q", s.name, line, code, s.prefix)
+			}
+			wantMsg = line
+		}
+		c := waitCondition(t, api, 15*time.Second, s.name, func(c corev1.NodeCondition) bool {
+			return c.Status == s.want && c.Message == wantMsg
+		})
+		if c.Reason != s.reason {
+			t.Errorf("%s: reason %q, want %q", s.name, c.Reason, s.reason)
+		}
+		checkMessage(t, c.Message)
+		t.Logf("%s: RDMAProblem %s, reason %s, message %q", s.name, c.Status, c.Reason, c.Message)
+		if n == 0 {
+			assertNothingBefore(t, api, corev1.ConditionUnknown)
+		}
+	}
+
+	// NPD changes an Unknown condition's message only when its status
+	// changes: a second unknown cause keeps the first one's message.
+	replaceFile(t, state, withStarted(t, healthy, time.Now().Add(-time.Hour)))
+	time.Sleep(3 * time.Second) // three plugin runs
+	if c, _ := api.condition(rdmaProblem); !strings.HasPrefix(c.Message, "unknown: state not a JSON report") {
+		t.Errorf("Unknown → Unknown: NPD now publishes the new message %q; README says it keeps the first", c.Message)
+	}
+
+	npd.stop(t)
+	reqs, patches, events, unexpected := api.snapshot()
+	t.Logf("node-problem-detector made %d requests: %s", len(reqs), summary(reqs))
+	for _, u := range unexpected {
+		t.Errorf("unexpected request: %s", u)
+	}
+	if ready, ok := api.condition(corev1.NodeReady); !ok || ready.Status != corev1.ConditionTrue {
+		t.Errorf("the kubelet's Ready condition was changed: %+v", ready)
+	}
+	assertPatchesOwnOnlyRDMAProblem(t, patches)
+	assertEvents(t, events, m.Source, problemReason)
+}
+
+// assertNothingBefore checks that no patch published RDMAProblem with a
+// status other than first before the first plugin result
+// (skip_initial_status: NPD's in-memory default is False, "healthy").
+func assertNothingBefore(t *testing.T, api *fakeAPIServer, first corev1.ConditionStatus) {
+	t.Helper()
+	_, patches, _, _ := api.snapshot()
+	for i, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type != rdmaProblem {
+				continue
+			}
+			if c.Status != first {
+				t.Errorf("patch %d published RDMAProblem %s before the first plugin result (%s)", i, c.Status, first)
+			}
+			return
+		}
+	}
+}
+
+func assertPatchesOwnOnlyRDMAProblem(t *testing.T, patches []statusPatch) {
+	t.Helper()
+	if len(patches) == 0 {
+		t.Fatal("no status PATCH was received")
+	}
+	for i, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type != rdmaProblem {
+				t.Errorf("patch %d carries condition %s", i, c.Type)
+			}
+			if c.LastHeartbeatTime.IsZero() || c.LastTransitionTime.IsZero() {
+				t.Errorf("patch %d: condition without heartbeat or transition time: %+v", i, c)
+			}
+		}
+	}
+}
+
+// assertEvents checks the events NPD posted for the transitions: from the
+// monitor's source, about this node, and one for the port-down problem
+// ("Node condition RDMAProblem is now: True, reason: …, message: "…"").
+func assertEvents(t *testing.T, events []corev1.Event, source, problemReason string) {
+	t.Helper()
+	var problem bool
+	for _, e := range events {
+		if e.Source.Component != source || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != nodeName {
+			t.Errorf("event from %q about %s %s, want from %q about Node %s", e.Source.Component,
+				e.InvolvedObject.Kind, e.InvolvedObject.Name, source, nodeName)
+		}
+		problem = problem || (e.Reason == problemReason && strings.Contains(e.Message, `message: "port.state(19) mlx5_1/1 DOWN`))
+	}
+	if !problem {
+		t.Errorf("no %s event for the port-down state among %d events", problemReason, len(events))
+	}
+}
