@@ -182,6 +182,10 @@ func startNPD(t *testing.T, api *fakeAPIServer, dir, config string) *npdProcess 
 	return p
 }
 
+// npdStopGrace is how long NPD may take to exit on SIGTERM: it first waits
+// for a plugin in progress, which its 5s timeout bounds.
+const npdStopGrace = 10 * time.Second
+
 func (p *npdProcess) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil {
 		return
@@ -191,8 +195,8 @@ func (p *npdProcess) stop(t *testing.T) {
 	go func() { p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Errorf("node-problem-detector did not stop within 5s of SIGTERM")
+	case <-time.After(npdStopGrace):
+		t.Errorf("node-problem-detector did not stop within %v of SIGTERM", npdStopGrace)
 		p.cmd.Process.Kill()
 		<-done
 	}
