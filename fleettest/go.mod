@@ -5,6 +5,7 @@ go 1.26.8
 tool k8s.io/node-problem-detector/cmd/nodeproblemdetector
 
 require (
+	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/api v0.35.6
 	k8s.io/apimachinery v0.35.6
 	sigs.k8s.io/yaml v1.6.0
@@ -100,7 +101,6 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260311181403-84a4fc48630c // indirect
 	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/fsnotify.v1 v1.4.7 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
