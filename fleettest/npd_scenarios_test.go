@@ -48,7 +48,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		prefix string
 	}
 	steps := []step{
-		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state: "},
+		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state file (no run has kept one):"},
 		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
 		// Message-change updates are on: a new problem replaces the message.
