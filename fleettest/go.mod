@@ -1,3 +1,7 @@
+// The fleet integration tests (make fleet-test). node-problem-detector is
+// pinned at exactly v1.36.0 and built from this module (the tool line), so its
+// version and its dependencies' come from this go.mod and go.sum; k8s.io/api
+// and apimachinery stay at the versions NPD requires (deps_test.go).
 module github.com/rdmadoctor/rdmadoctor/fleettest
 
 go 1.26.8
