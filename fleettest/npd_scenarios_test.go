@@ -36,7 +36,13 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	defaultReason, defaultMsg, problemReason := m.Conds[0].Reason, m.Conds[0].Message, m.Rules[0].Reason
 
 	api := newFakeAPIServer(t, nodeName)
-	npd := startNPD(t, api, dir, config) // the state is missing: no run has kept one yet
+	// A monitor the DaemonSet already has, given first: the patch appends
+	// rdmadoctor's with a second --config.custom-plugin-monitor.
+	other := filepath.Join(dir, "other-monitor.json")
+	if err := os.WriteFile(other, []byte(otherMonitor), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	npd := startNPD(t, api, dir, other, config) // the state is missing: no run has kept one yet
 
 	// Each step's message is the plugin's own line for that state, as NPD
 	// runs it; a False condition carries the config's default message.
@@ -98,10 +104,13 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	for _, u := range unexpected {
 		t.Errorf("unexpected request: %s", u)
 	}
+	if c, ok := api.condition("OtherProblem"); !ok || c.Status != corev1.ConditionFalse {
+		t.Errorf("the monitor given first was dropped by the second --config.custom-plugin-monitor: %+v", c)
+	}
 	if ready, ok := api.condition(corev1.NodeReady); !ok || ready.Status != corev1.ConditionTrue {
 		t.Errorf("the kubelet's Ready condition was changed: %+v", ready)
 	}
-	assertPatchesOwnOnlyRDMAProblem(t, patches)
+	assertPatchesOnlyTheMonitors(t, patches)
 	assertEvents(t, events, m.Source, problemReason)
 }
 
@@ -124,14 +133,25 @@ func assertNothingBefore(t *testing.T, api *fakeAPIServer, first corev1.Conditio
 	}
 }
 
-func assertPatchesOwnOnlyRDMAProblem(t *testing.T, patches []statusPatch) {
+// otherMonitor stands for a monitor an NPD DaemonSet already runs.
+const otherMonitor = `{
+  "plugin": "custom",
+  "pluginConfig": {"invoke_interval": "10s", "timeout": "5s"},
+  "source": "other-plugin",
+  "conditions": [{"type": "OtherProblem", "reason": "OtherIsFine", "message": "other is fine"}],
+  "rules": [{"type": "permanent", "condition": "OtherProblem", "reason": "OtherIsBroken", "path": "/bin/true"}]
+}`
+
+// assertPatchesOnlyTheMonitors checks that NPD writes only the
+// conditions its monitors own, with their times.
+func assertPatchesOnlyTheMonitors(t *testing.T, patches []statusPatch) {
 	t.Helper()
 	if len(patches) == 0 {
 		t.Fatal("no status PATCH was received")
 	}
 	for i, p := range patches {
 		for _, c := range p.Status.Conditions {
-			if c.Type != rdmaProblem {
+			if c.Type != rdmaProblem && c.Type != "OtherProblem" {
 				t.Errorf("patch %d carries condition %s", i, c.Type)
 			}
 			if c.LastHeartbeatTime.IsZero() || c.LastTransitionTime.IsZero() {

@@ -146,10 +146,10 @@ type npdProcess struct {
 	started time.Time
 }
 
-// startNPD runs the real node-problem-detector with one custom plugin
-// monitor, reporting to the fake API server as node nodeName; its own
+// startNPD runs the real node-problem-detector with custom plugin
+// monitors, reporting to the fake API server as node nodeName; its own
 // HTTP and Prometheus servers are off (ports 0).
-func startNPD(t *testing.T, api *fakeAPIServer, dir, config string) *npdProcess {
+func startNPD(t *testing.T, api *fakeAPIServer, dir string, configs ...string) *npdProcess {
 	t.Helper()
 	kubeconfig := api.writeKubeconfig(t, dir)
 	logPath := filepath.Join(dir, "npd.log")
@@ -157,12 +157,14 @@ func startNPD(t *testing.T, api *fakeAPIServer, dir, config string) *npdProcess 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(npdBinary(t),
-		"--hostname-override="+nodeName,
-		"--apiserver-override="+api.srv.URL+"?inClusterConfig=false&auth="+kubeconfig,
-		"--config.custom-plugin-monitor="+config,
-		"--port=0", "--prometheus-port=0",
-		"--logtostderr", "--v=2")
+	args := []string{"--hostname-override=" + nodeName,
+		"--apiserver-override=" + api.srv.URL + "?inClusterConfig=false&auth=" + kubeconfig,
+		"--port=0", "--prometheus-port=0", "--logtostderr", "--v=2"}
+	// One flag per config, as the NPD patch appends a second one.
+	for _, c := range configs {
+		args = append(args, "--config.custom-plugin-monitor="+c)
+	}
+	cmd := exec.Command(npdBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	p := &npdProcess{cmd: cmd, log: logPath, started: time.Now()}
 	if err := cmd.Start(); err != nil {
