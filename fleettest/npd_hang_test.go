@@ -95,45 +95,14 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 	})
 	npd := startNPD(t, api, dir, config)
 
-	// Watch every rdmadoctor process while NPD runs the plugin twice.
-	seen := map[int]time.Time{}
-	gone := map[int]time.Time{}
-	var firstPublished time.Time
-	var first corev1.NodeCondition
-	end := time.Now().Add(2*timeout + 5*time.Second)
-	for time.Now().Before(end) {
-		now := time.Now()
-		alive := map[int]bool{}
-		for _, pid := range procsOf(bin) {
-			alive[pid] = true
-			if _, ok := seen[pid]; !ok {
-				seen[pid] = now
-			}
-		}
-		for pid := range seen {
-			if _, ok := gone[pid]; !ok && !alive[pid] {
-				gone[pid] = now
-			}
-		}
-		if len(alive) > 1 {
-			t.Errorf("%d rdmadoctor processes alive at once: %v", len(alive), alive)
-		}
-		if c, ok := api.condition(rdmaProblem); ok && firstPublished.IsZero() {
-			firstPublished, first = now, c
-			if !skipInitial {
-				break // the control needs only the first publication
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	watchEnd := time.Now()
+	w := watchPlugin(t, api, bin, 2*timeout+5*time.Second, !skipInitial)
 	npd.stop(t)
 
-	if firstPublished.IsZero() {
+	if w.firstPublished.IsZero() {
 		t.Fatal("no RDMAProblem condition was published")
 	}
-	t.Logf("first RDMAProblem after %v: %s, reason %s, message %q", firstPublished.Sub(npd.started).Round(time.Millisecond),
-		first.Status, first.Reason, first.Message)
+	t.Logf("first RDMAProblem after %v: %s, reason %s, message %q", w.firstPublished.Sub(npd.started).Round(time.Millisecond),
+		w.first.Status, w.first.Reason, w.first.Message)
 	if !skipInitial {
 		// The hung plugin can only yield Unknown: a False is NPD's own
 		// initial status, published before any run ended.
@@ -142,15 +111,60 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 		}
 		return
 	}
-	if first.Status != corev1.ConditionUnknown || !strings.HasPrefix(first.Message, "Timeout when running plugin ") {
-		t.Errorf("hung plugin: RDMAProblem %s %q, want Unknown with NPD's timeout message", first.Status, first.Message)
+	if w.first.Status != corev1.ConditionUnknown || !strings.HasPrefix(w.first.Message, "Timeout when running plugin ") {
+		t.Errorf("hung plugin: RDMAProblem %s %q, want Unknown with NPD's timeout message", w.first.Status, w.first.Message)
 	}
-	checkMessage(t, first.Message)
-	if waited := firstPublished.Sub(npd.started); waited < timeout {
+	checkMessage(t, w.first.Message)
+	if waited := w.firstPublished.Sub(npd.started); waited < timeout {
 		t.Errorf("RDMAProblem published after %v, before the first run's %v timeout", waited, timeout)
 	}
 	assertNothingBefore(t, api, corev1.ConditionUnknown)
-	assertKilledInTime(t, seen, gone, watchEnd, timeout)
+	assertKilledInTime(t, w.seen, w.gone, w.end, timeout)
+}
+
+// pluginWatch is what watchPlugin saw: when each rdmadoctor process
+// appeared and vanished, and the first RDMAProblem published.
+type pluginWatch struct {
+	seen, gone     map[int]time.Time
+	firstPublished time.Time
+	first          corev1.NodeCondition
+	end            time.Time
+}
+
+// watchPlugin polls /proc and the fake API server for d (or, with
+// untilPublished, until the first RDMAProblem), failing the test if two
+// rdmadoctor processes ever run at once (the rule's concurrency is 1).
+func watchPlugin(t *testing.T, api *fakeAPIServer, bin string, d time.Duration, untilPublished bool) pluginWatch {
+	t.Helper()
+	w := pluginWatch{seen: map[int]time.Time{}, gone: map[int]time.Time{}}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		now := time.Now()
+		alive := map[int]bool{}
+		for _, pid := range procsOf(bin) {
+			alive[pid] = true
+			if _, ok := w.seen[pid]; !ok {
+				w.seen[pid] = now
+			}
+		}
+		for pid := range w.seen {
+			if _, ok := w.gone[pid]; !ok && !alive[pid] {
+				w.gone[pid] = now
+			}
+		}
+		if len(alive) > 1 {
+			t.Errorf("%d rdmadoctor processes alive at once: %v", len(alive), alive)
+		}
+		if c, ok := api.condition(rdmaProblem); ok && w.firstPublished.IsZero() {
+			w.firstPublished, w.first = now, c
+			if untilPublished {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.end = time.Now()
+	return w
 }
 
 // killSlack is how long after its timeout a killed plugin may still be

@@ -44,16 +44,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	}
 	npd := startNPD(t, api, dir, other, config) // the state is missing: no run has kept one yet
 
-	// Each step's message is the plugin's own line for that state, as NPD
-	// runs it; a False condition carries the config's default message.
-	type step struct {
-		name   string
-		state  []byte // nil: no state file
-		want   corev1.ConditionStatus
-		reason string
-		prefix string
-	}
-	steps := []step{
+	steps := []stateStep{
 		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state file (no run has kept one):"},
 		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
@@ -63,28 +54,8 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state not a JSON report (truncated):"},
 	}
-	for n, s := range steps {
-		if s.state == nil {
-			os.Remove(state)
-		} else {
-			replaceFile(t, state, s.state)
-		}
-		wantMsg := defaultMsg
-		if s.want != corev1.ConditionFalse {
-			line, code := pluginLine(t, bin, args)
-			if !strings.HasPrefix(line, s.prefix) {
-				t.Fatalf("%s: the plugin prints %q (exit %d), want a line starting %q", s.name, line, code, s.prefix)
-			}
-			wantMsg = line
-		}
-		c := waitCondition(t, api, 15*time.Second, s.name, func(c corev1.NodeCondition) bool {
-			return c.Status == s.want && c.Message == wantMsg
-		})
-		if c.Reason != s.reason {
-			t.Errorf("%s: reason %q, want %q", s.name, c.Reason, s.reason)
-		}
-		checkMessage(t, c.Message)
-		t.Logf("%s: RDMAProblem %s, reason %s, message %q", s.name, c.Status, c.Reason, c.Message)
+	for n, st := range steps {
+		st.publish(t, api, bin, args, state, defaultMsg)
 		if n == 0 {
 			assertNothingBefore(t, api, corev1.ConditionUnknown)
 		}
@@ -99,6 +70,52 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	}
 
 	npd.stop(t)
+	assertTraffic(t, api, m.Source, problemReason)
+}
+
+// stateStep is one state put under the plugin and the condition NPD must
+// publish for it.
+type stateStep struct {
+	name   string
+	state  []byte // nil: no state file
+	want   corev1.ConditionStatus
+	reason string
+	prefix string // of the plugin's line; unused for False
+}
+
+// publish puts the step's state in place and waits for NPD to publish it:
+// the message is the plugin's own line for that state, as NPD runs it, or
+// for False the config's default message.
+func (st stateStep) publish(t *testing.T, api *fakeAPIServer, bin string, args []string, state, defaultMsg string) {
+	t.Helper()
+	if st.state == nil {
+		os.Remove(state)
+	} else {
+		replaceFile(t, state, st.state)
+	}
+	wantMsg := defaultMsg
+	if st.want != corev1.ConditionFalse {
+		line, code := pluginLine(t, bin, args)
+		if !strings.HasPrefix(line, st.prefix) {
+			t.Fatalf("%s: the plugin prints %q (exit %d), want a line starting %q", st.name, line, code, st.prefix)
+		}
+		wantMsg = line
+	}
+	c := waitCondition(t, api, 15*time.Second, st.name, func(c corev1.NodeCondition) bool {
+		return c.Status == st.want && c.Message == wantMsg
+	})
+	if c.Reason != st.reason {
+		t.Errorf("%s: reason %q, want %q", st.name, c.Reason, st.reason)
+	}
+	checkMessage(t, c.Message)
+	t.Logf("%s: RDMAProblem %s, reason %s, message %q", st.name, c.Status, c.Reason, c.Message)
+}
+
+// assertTraffic checks what NPD sent over the whole run: only requests the
+// fake server knows, the other monitor's condition kept beside ours, the
+// kubelet's condition untouched, and the events of the transitions.
+func assertTraffic(t *testing.T, api *fakeAPIServer, source, problemReason string) {
+	t.Helper()
 	reqs, patches, events, unexpected := api.snapshot()
 	t.Logf("node-problem-detector made %d requests: %s", len(reqs), summary(reqs))
 	for _, u := range unexpected {
@@ -111,7 +128,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		t.Errorf("the kubelet's Ready condition was changed: %+v", ready)
 	}
 	assertPatchesOnlyTheMonitors(t, patches)
-	assertEvents(t, events, m.Source, problemReason)
+	assertEvents(t, events, source, problemReason)
 }
 
 // assertNothingBefore checks that no patch published RDMAProblem with a
