@@ -1,7 +1,8 @@
 # rdmadoctor — build and test.
 #   make build   the static binary (CGO_ENABLED=0) in ./bin
-#   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the SoftRoCE VM suite,
-#                and the .deb/.rpm packages built and installed (make package-test)
+#   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the fleet tests
+#                (make fleet-test), the SoftRoCE VM suite, and the .deb/.rpm packages built and
+#                installed (make package-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
 #   make fleet-test  the fleet integration tests (fleettest/): the real node-problem-detector
 #                against a fake API server, the Kubernetes manifests decoded strictly
