@@ -26,7 +26,8 @@ const (
 	testInterval = "1s"
 )
 
-// monitor is the shipped monitor config, decoded as NPD reads it.
+// monitor is the shipped monitor config: whole (raw), and the fields the
+// tests read.
 type monitor struct {
 	raw    map[string]any
 	Source string `json:"source"`
@@ -38,9 +39,6 @@ type monitor struct {
 		Args         []string
 		Timeout      string
 	} `json:"rules"`
-	PluginConfig struct {
-		Timeout string `json:"timeout"`
-	} `json:"pluginConfig"`
 }
 
 func readMonitor(t *testing.T) monitor {
