@@ -111,10 +111,17 @@ func hungPlugin(t *testing.T, skipInitial bool) {
 		}
 		return
 	}
-	if w.first.Status != corev1.ConditionUnknown || !strings.HasPrefix(w.first.Message, "Timeout when running plugin ") {
-		t.Errorf("hung plugin: RDMAProblem %s %q, want Unknown with NPD's timeout message", w.first.Status, w.first.Message)
+	// NPD v1.36.0 runs the plugin with exec.CommandContext and also kills
+	// its process group from a timer of its own: when the context's kill
+	// wins that race, NPD never notes the timeout and publishes the empty
+	// output as the message.
+	if w.first.Status != corev1.ConditionUnknown ||
+		(w.first.Message != "" && !strings.HasPrefix(w.first.Message, "Timeout when running plugin ")) {
+		t.Errorf("hung plugin: RDMAProblem %s %q, want Unknown with NPD's timeout message (or none)", w.first.Status, w.first.Message)
 	}
-	checkMessage(t, w.first.Message)
+	if w.first.Message != "" {
+		checkMessage(t, w.first.Message)
+	}
 	if waited := w.firstPublished.Sub(npd.started); waited < timeout {
 		t.Errorf("RDMAProblem published after %v, before the first run's %v timeout", waited, timeout)
 	}
