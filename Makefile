@@ -1,15 +1,18 @@
 # rdmadoctor — build and test.
 #   make build   the static binary (CGO_ENABLED=0) in ./bin
-#   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the SoftRoCE VM suite,
-#                the .deb/.rpm packages built and installed (make package-test), and the Slurm
-#                integration under Debian's real slurmctld, slurmd and munge (make slurm-test)
+#   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the fleet tests
+#                (make fleet-test), the SoftRoCE VM suite, the .deb/.rpm packages built and installed
+#                (make package-test), the Slurm integration under Debian's real slurmctld, slurmd and
+#                munge (make slurm-test) and the image's root filesystem under chroot (make image-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
+#   make fleet-test  the fleet integration tests (fleettest/): the real node-problem-detector
+#                against a fake API server, the Kubernetes manifests decoded strictly
 #   make image   dist/image/rdmadoctor-rootfs.tar, the container image's root filesystem
 #                assembled from Debian packages (root; .debs cached in .cache/image-debs)
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test image image-test
+.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test
 
 build:
 	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
@@ -31,7 +34,23 @@ deps:
 slurm-test: build
 	bash testdata/slurm/test.sh bin/rdmadoctor
 
-check: deps vet test vm package-test slurm-test image-test
+check: deps vet test fleet-test vm package-test slurm-test image-test
+
+# Fleet integration tests: fleettest/ is a module of its own (the main module
+# never depends on Kubernetes). node-problem-detector is built once per
+# version — the one fleettest/go.mod pins — into .cache/, as its own Makefile
+# builds it (CGO_ENABLED=0, no journald, the version stamped).
+NPD_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/node-problem-detector \(v[^ ]*\).*|\1|p' fleettest/go.mod)
+NPD := .cache/npd-$(NPD_VERSION)/node-problem-detector
+
+$(NPD):
+	mkdir -p $(dir $(NPD))
+	cd fleettest && $(GO) build -trimpath -ldflags "-X k8s.io/node-problem-detector/pkg/version.version=$(NPD_VERSION)" \
+	  -o $(abspath $(NPD)).tmp k8s.io/node-problem-detector/cmd/nodeproblemdetector
+	mv $(NPD).tmp $(NPD)
+
+fleet-test: $(NPD)
+	cd fleettest && $(GO) vet ./... && NPD_BIN=$(abspath $(NPD)) $(GO) test -count=1 ./...
 
 # Packages. nfpm is built from the Go module proxy once per version into
 # .cache/; the package's version is the binary's (main.version).

@@ -284,8 +284,10 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	// probed one after another.
 	maxPorts := 1
 	if f.level >= 2 {
-		for _, d := range env.Survey().Devices {
-			maxPorts = max(maxPorts, len(d.Ports))
+		if s, ok := within(ctx, env.Survey); ok {
+			for _, d := range s.Devices {
+				maxPorts = max(maxPorts, len(d.Ports))
+			}
 		}
 	}
 	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
@@ -296,7 +298,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 	rep.Host.Kernel, _ = host.KernelRelease()
 	rep.Checks = withPeriodicSkips(f, checks.Run(ctx, env, sel))
-	rep.Inventory = checks.Inventory(env)
+	rep.Inventory = inventoryWithin(ctx, env)
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
 	var asked func(string) bool
 	if len(f.checkIDs) > 0 {

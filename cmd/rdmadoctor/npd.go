@@ -209,7 +209,7 @@ func npdFromFile(path string, now time.Time, maxAge time.Duration) npdVerdict {
 func readState(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no state: no run has kept one (rdmadoctor --state): %s", path)
+		return nil, fmt.Errorf("no state file (no run has kept one): %s", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state unreadable: %v: %s", errnoText(err), path)

@@ -268,3 +268,24 @@ func TestShippedNPDRuleArgs(t *testing.T) {
 		}
 	}
 }
+
+// At the shipped path, the messages that name the state keep it whole:
+// node-problem-detector cuts at 80 bytes, and the path says which file the
+// plugin looked at (seen against the real NPD in fleettest).
+func TestNPDMessagesKeepTheDefaultPath(t *testing.T) {
+	dir := t.TempDir()
+	_, data := keptState(t, "cx5-roce-healthy")
+	for name, content := range map[string][]byte{"missing": nil, "truncated": data[:300], "empty": {}} {
+		p := filepath.Join(dir, name+".json")
+		if content != nil {
+			if err := os.WriteFile(p, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := npdFromFile(p, time.Now(), 15*time.Minute)
+		msg := strings.ReplaceAll(v.msg, p, DefaultStatePath)
+		if line := asciiLine(msg, npdMaxMessage); line != msg || !strings.HasSuffix(msg, DefaultStatePath) {
+			t.Errorf("%s at %s: %q is cut to %q", name, DefaultStatePath, msg, line)
+		}
+	}
+}

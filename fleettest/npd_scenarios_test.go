@@ -1,0 +1,197 @@
+package fleettest
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// One real node-problem-detector runs the shipped monitor config (its
+// interval 1s) and the real rdmadoctor plugin while the test changes the
+// state file under it: what NPD PATCHes onto the node is asserted for
+// each kind of state, in an order that makes every step a transition.
+func TestNPDPublishesRDMAProblem(t *testing.T) {
+	m := readMonitor(t)
+	bin := rdmadoctorBinary(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+
+	shippedArgs := m.Rules[0].Args
+	args := slices.Clone(shippedArgs)
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--state=") })
+	if i < 0 {
+		t.Fatalf("the shipped rule's args %v name no --state=", shippedArgs)
+	}
+	args[i] = "--state=" + state
+	config := m.adapt(t, dir, bin, args, nil)
+
+	healthy := keptReport(t, bin, "cx5-roce-healthy", 0)
+	portDown := keptReport(t, bin, "port-down", 19)
+	otherDown := keptReport(t, bin, "multiport-one-down", 19)
+	defaultReason, defaultMsg, problemReason := m.Conds[0].Reason, m.Conds[0].Message, m.Rules[0].Reason
+
+	api := newFakeAPIServer(t, nodeName)
+	// A monitor the DaemonSet already has, given first: the patch appends
+	// rdmadoctor's with a second --config.custom-plugin-monitor.
+	other := filepath.Join(dir, "other-monitor.json")
+	if err := os.WriteFile(other, []byte(otherMonitor), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	npd := startNPD(t, api, dir, other, config) // the state is missing: no run has kept one yet
+
+	steps := []stateStep{
+		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state file (no run has kept one):"},
+		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		// Message-change updates are on: a new problem replaces the message.
+		{"another port down", otherDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx4_0/2 DOWN"},
+		{"stale", withStarted(t, healthy, time.Now().Add(-time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: state stale: run started "},
+		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state not a JSON report (truncated):"},
+	}
+	for n, st := range steps {
+		st.publish(t, api, bin, args, state, defaultMsg)
+		if n == 0 {
+			assertNothingBefore(t, api, corev1.ConditionUnknown)
+		}
+	}
+
+	// NPD changes an Unknown condition's message only when its status
+	// changes: a second unknown cause keeps the first one's message.
+	replaceFile(t, state, withStarted(t, healthy, time.Now().Add(-time.Hour)))
+	time.Sleep(3 * time.Second) // three plugin runs
+	if c, _ := api.condition(rdmaProblem); !strings.HasPrefix(c.Message, "unknown: state not a JSON report") {
+		t.Errorf("Unknown → Unknown: NPD now publishes the new message %q; README says it keeps the first", c.Message)
+	}
+
+	npd.stop(t)
+	assertTraffic(t, api, m.Source, problemReason)
+}
+
+// stateStep is one state put under the plugin and the condition NPD must
+// publish for it.
+type stateStep struct {
+	name   string
+	state  []byte // nil: no state file
+	want   corev1.ConditionStatus
+	reason string
+	prefix string // of the plugin's line; unused for False
+}
+
+// publish puts the step's state in place and waits for NPD to publish it:
+// the message is the plugin's own line for that state, as NPD runs it, or
+// for False the config's default message.
+func (st stateStep) publish(t *testing.T, api *fakeAPIServer, bin string, args []string, state, defaultMsg string) {
+	t.Helper()
+	if st.state == nil {
+		os.Remove(state)
+	} else {
+		replaceFile(t, state, st.state)
+	}
+	wantMsg := defaultMsg
+	if st.want != corev1.ConditionFalse {
+		line, code := pluginLine(t, bin, args)
+		if !strings.HasPrefix(line, st.prefix) {
+			t.Fatalf("%s: the plugin prints %q (exit %d), want a line starting %q", st.name, line, code, st.prefix)
+		}
+		wantMsg = line
+	}
+	c := waitCondition(t, api, 15*time.Second, st.name, func(c corev1.NodeCondition) bool {
+		return c.Status == st.want && c.Message == wantMsg
+	})
+	if c.Reason != st.reason {
+		t.Errorf("%s: reason %q, want %q", st.name, c.Reason, st.reason)
+	}
+	checkMessage(t, c.Message)
+	t.Logf("%s: RDMAProblem %s, reason %s, message %q", st.name, c.Status, c.Reason, c.Message)
+}
+
+// assertTraffic checks what NPD sent over the whole run: only requests the
+// fake server knows, the other monitor's condition kept beside ours, the
+// kubelet's condition untouched, and the events of the transitions.
+func assertTraffic(t *testing.T, api *fakeAPIServer, source, problemReason string) {
+	t.Helper()
+	reqs, patches, events, unexpected := api.snapshot()
+	t.Logf("node-problem-detector made %d requests: %s", len(reqs), summary(reqs))
+	for _, u := range unexpected {
+		t.Errorf("unexpected request: %s", u)
+	}
+	if c, ok := api.condition("OtherProblem"); !ok || c.Status != corev1.ConditionFalse {
+		t.Errorf("the monitor given first was dropped by the second --config.custom-plugin-monitor: %+v", c)
+	}
+	if ready, ok := api.condition(corev1.NodeReady); !ok || ready.Status != corev1.ConditionTrue {
+		t.Errorf("the kubelet's Ready condition was changed: %+v", ready)
+	}
+	assertPatchesOnlyTheMonitors(t, patches)
+	assertEvents(t, events, source, problemReason)
+}
+
+// assertNothingBefore checks that no patch published RDMAProblem with a
+// status other than first before the first plugin result
+// (skip_initial_status: NPD's in-memory default is False, "healthy").
+func assertNothingBefore(t *testing.T, api *fakeAPIServer, first corev1.ConditionStatus) {
+	t.Helper()
+	_, patches, _, _ := api.snapshot()
+	for i, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type != rdmaProblem {
+				continue
+			}
+			if c.Status != first {
+				t.Errorf("patch %d published RDMAProblem %s before the first plugin result (%s)", i, c.Status, first)
+			}
+			return
+		}
+	}
+}
+
+// otherMonitor stands for a monitor an NPD DaemonSet already runs.
+const otherMonitor = `{
+  "plugin": "custom",
+  "pluginConfig": {"invoke_interval": "10s", "timeout": "5s"},
+  "source": "other-plugin",
+  "conditions": [{"type": "OtherProblem", "reason": "OtherIsFine", "message": "other is fine"}],
+  "rules": [{"type": "permanent", "condition": "OtherProblem", "reason": "OtherIsBroken", "path": "/bin/true"}]
+}`
+
+// assertPatchesOnlyTheMonitors checks that NPD writes only the
+// conditions its monitors own, with their times.
+func assertPatchesOnlyTheMonitors(t *testing.T, patches []statusPatch) {
+	t.Helper()
+	if len(patches) == 0 {
+		t.Fatal("no status PATCH was received")
+	}
+	for i, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type != rdmaProblem && c.Type != "OtherProblem" {
+				t.Errorf("patch %d carries condition %s", i, c.Type)
+			}
+			if c.LastHeartbeatTime.IsZero() || c.LastTransitionTime.IsZero() {
+				t.Errorf("patch %d: condition without heartbeat or transition time: %+v", i, c)
+			}
+		}
+	}
+}
+
+// assertEvents checks the events NPD posted for the transitions: from the
+// monitor's source, about this node, and one for the port-down problem
+// ("Node condition RDMAProblem is now: True, reason: …, message: "…"").
+func assertEvents(t *testing.T, events []corev1.Event, source, problemReason string) {
+	t.Helper()
+	var problem bool
+	for _, e := range events {
+		if e.Source.Component != source || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != nodeName {
+			t.Errorf("event from %q about %s %s, want from %q about Node %s", e.Source.Component,
+				e.InvolvedObject.Kind, e.InvolvedObject.Name, source, nodeName)
+		}
+		problem = problem || (e.Reason == problemReason && strings.Contains(e.Message, `message: "port.state(19) mlx5_1/1 DOWN`))
+	}
+	if !problem {
+		t.Errorf("no %s event for the port-down state among %d events", problemReason, len(events))
+	}
+}

@@ -1,0 +1,300 @@
+package fleettest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	shippedMonitor = repoRoot + "/deploy/kubernetes/npd/rdmadoctor-monitor.json"
+	nodeName       = "rdma-node-1"
+	rdmaProblem    = corev1.NodeConditionType("RDMAProblem")
+	// testInterval replaces the shipped 30s invoke_interval so a test sees
+	// each state within seconds; nothing else about the timing changes.
+	testInterval = "1s"
+)
+
+// monitor is the shipped monitor config: whole (raw), and the fields the
+// tests read.
+type monitor struct {
+	raw    map[string]any
+	Source string `json:"source"`
+	Conds  []struct {
+		Type, Reason, Message string
+	} `json:"conditions"`
+	Rules []struct {
+		Reason, Path string
+		Args         []string
+		Timeout      string
+	} `json:"rules"`
+}
+
+func readMonitor(t *testing.T) monitor {
+	t.Helper()
+	data, err := os.ReadFile(shippedMonitor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m monitor
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", shippedMonitor, err)
+	}
+	if err := json.Unmarshal(data, &m.raw); err != nil {
+		t.Fatalf("%s: %v", shippedMonitor, err)
+	}
+	if len(m.Rules) != 1 || len(m.Conds) != 1 {
+		t.Fatalf("%s: want one condition and one rule, got %d and %d", shippedMonitor, len(m.Conds), len(m.Rules))
+	}
+	return m
+}
+
+// adapt copies the shipped config with the plugin's path, its args and the
+// invoke interval changed (and anything edit changes), writes it to dir and
+// asserts that nothing else differs from what is shipped.
+func (m monitor) adapt(t *testing.T, dir, plugin string, args []string, edit func(map[string]any), allowed ...string) string {
+	t.Helper()
+	var c map[string]any
+	b, _ := json.Marshal(m.raw)
+	json.Unmarshal(b, &c)
+	c["pluginConfig"].(map[string]any)["invoke_interval"] = testInterval
+	rule := c["rules"].([]any)[0].(map[string]any)
+	rule["path"] = plugin
+	rule["args"] = args
+	if edit != nil {
+		edit(c)
+	}
+	changed := jsonDiff("", m.raw, c)
+	want := append([]string{"pluginConfig.invoke_interval", "rules.0.args", "rules.0.path"}, allowed...)
+	slices.Sort(want)
+	if !slices.Equal(changed, want) {
+		t.Fatalf("the test's monitor config differs from the shipped one in %v, want only %v", changed, want)
+	}
+	out, _ := json.MarshalIndent(c, "", "  ")
+	p := filepath.Join(dir, "rdmadoctor-monitor.json")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jsonDiff lists the dotted paths at which two decoded JSON values differ.
+func jsonDiff(path string, a, b any) []string {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		var out []string
+		for k := range am {
+			out = append(out, jsonDiff(join(k), am[k], bm[k])...)
+		}
+		for k := range bm {
+			if _, ok := am[k]; !ok {
+				out = append(out, join(k))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok && len(al) == len(bl) && len(al) > 0 {
+		if _, isMap := al[0].(map[string]any); isMap {
+			var out []string
+			for i := range al {
+				out = append(out, jsonDiff(join(fmt.Sprint(i)), al[i], bl[i])...)
+			}
+			return out
+		}
+	}
+	if !reflect.DeepEqual(normal(a), normal(b)) {
+		return []string{path}
+	}
+	return nil
+}
+
+// normal gives []string and []any the same form for comparison.
+func normal(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// npdProcess is a running node-problem-detector.
+type npdProcess struct {
+	cmd     *exec.Cmd
+	log     string
+	started time.Time
+}
+
+// startNPD runs the real node-problem-detector with custom plugin
+// monitors, reporting to the fake API server as node nodeName; its own
+// HTTP and Prometheus servers are off (ports 0).
+func startNPD(t *testing.T, api *fakeAPIServer, dir string, configs ...string) *npdProcess {
+	t.Helper()
+	kubeconfig := api.writeKubeconfig(t, dir)
+	logPath := filepath.Join(dir, "npd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--hostname-override=" + nodeName,
+		"--apiserver-override=" + api.srv.URL + "?inClusterConfig=false&auth=" + kubeconfig,
+		"--port=0", "--prometheus-port=0", "--logtostderr", "--v=2"}
+	// One flag per config, as the NPD patch appends a second one.
+	for _, c := range configs {
+		args = append(args, "--config.custom-plugin-monitor="+c)
+	}
+	cmd := exec.Command(npdBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p := &npdProcess{cmd: cmd, log: logPath, started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start node-problem-detector: %v", err)
+	}
+	t.Cleanup(func() {
+		p.stop(t)
+		logf.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			if len(data) > 8000 {
+				data = data[len(data)-8000:]
+			}
+			t.Logf("node-problem-detector's log (tail):\n%s", data)
+		}
+	})
+	return p
+}
+
+// npdStopGrace is how long NPD is given to exit on SIGTERM before it is
+// killed. NPD v1.36.0 stops its monitors one by one and a monitor waits for
+// the plugin run in progress, and for the run after it: with a hung plugin
+// that is two 5s timeouts or more, so a kill here is no failure.
+const npdStopGrace = 3 * time.Second
+
+func (p *npdProcess) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(npdStopGrace):
+		t.Logf("node-problem-detector did not stop within %v of SIGTERM: killed", npdStopGrace)
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// waitCondition polls the fake API server until the node's RDMAProblem
+// condition satisfies ok, and fails the test after limit.
+func waitCondition(t *testing.T, api *fakeAPIServer, limit time.Duration, what string, ok func(corev1.NodeCondition) bool) corev1.NodeCondition {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		c, found := api.condition(rdmaProblem)
+		if found && ok(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not published within %v; RDMAProblem is %+v (present %v)", what, limit, c, found)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pluginLine is what the plugin prints and exits with for args, run the
+// way NPD runs it; the line is checked against NPD's message limits.
+func pluginLine(t *testing.T, bin string, args []string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if _, isExit := err.(*exec.ExitError); err != nil && !isExit {
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	line := strings.TrimSpace(out.String())
+	checkMessage(t, line)
+	return line, code
+}
+
+// checkMessage asserts a condition message is printable ASCII of at most
+// 80 bytes, NPD's max_output_length.
+func checkMessage(t *testing.T, msg string) {
+	t.Helper()
+	if len(msg) == 0 || len(msg) > 80 {
+		t.Errorf("message of %d bytes, want 1..80: %q", len(msg), msg)
+	}
+	for i := 0; i < len(msg); i++ {
+		if msg[i] < 0x20 || msg[i] > 0x7e {
+			t.Errorf("byte %d of %q is not printable ASCII", i, msg)
+			return
+		}
+	}
+}
+
+// keptReport runs rdmadoctor at level 1 against a fixture host with
+// --state and returns the state it kept.
+func keptReport(t *testing.T, bin, fixture string, wantExit int) []byte {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state.json")
+	cmd := exec.Command(bin, "--root", filepath.Join(repoRoot, "testdata", "hosts", fixture),
+		"--level", "1", "--format", "json", "--state", state)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	out := stderr.Bytes()
+	if code := cmd.ProcessState.ExitCode(); code != wantExit {
+		t.Fatalf("rdmadoctor --root %s: exit %d, want %d\n%s", fixture, code, wantExit, out)
+	}
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// replaceFile puts data at path by rename, as rdmadoctor's --state does:
+// the plugin never reads a half-written state.
+func replaceFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withStarted returns the report with its start time moved.
+func withStarted(t *testing.T, report []byte, started time.Time) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(report, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["started"] = started.UTC().Format(time.RFC3339Nano)
+	out, _ := json.Marshal(doc)
+	return out
+}
