@@ -137,6 +137,9 @@ type verifier struct {
 	maxRatio float64
 	strict   bool
 	warnings []string // printed before the summary; failures only with --strict
+	pairMD   string    // --pair-md: where the pair's comparison table goes
+	pairEnv  string
+	pairRows []pairRow
 }
 
 func cmdVerify(args []string) (int, error) {
@@ -146,13 +149,14 @@ func cmdVerify(args []string) (int, error) {
 	scenarios := fs.String("scenarios", "", "scenarios.sh, to know which records to expect")
 	timingMD := fs.String("timing-md", "", "write the timing table to this Markdown file")
 	maxRatio := fs.Float64("max-ratio", 3, "timing: level 1 may take at most this many times ibv_devinfo -v")
+	pairMD := fs.String("pair-md", "", "write the pair's comparison table into this Markdown file's pair section")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
 	if fs.NArg() != 1 {
 		return 2, fmt.Errorf("usage: rdvm verify [flags] RESULTS-DIR")
 	}
-	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio, strict: *strict}
+	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio, strict: *strict, pairMD: *pairMD}
 	problems := 0
 
 	listOut, listErr := os.ReadFile(filepath.Join(v.dir, "list", "stdout"))
@@ -191,6 +195,10 @@ func cmdVerify(args []string) (int, error) {
 		problems++
 	}
 	printTable(outs)
+	if err := v.pairTable(); err != nil {
+		fmt.Printf("vm: FAIL: writing the pair's table: %v\n", err)
+		problems++
+	}
 	pass, fail, pend := 0, 0, 0
 	var pendNames []string
 	for _, o := range outs {
@@ -220,7 +228,7 @@ func cmdVerify(args []string) (int, error) {
 	return 0, nil
 }
 
-var scenarioLineRe = regexp.MustCompile(`(?m)^scenario\s+([A-Za-z0-9._-]+)`)
+var scenarioLineRe = regexp.MustCompile(`(?m)^(?:pair_)?scenario\s+([A-Za-z0-9._-]+)`)
 
 // expectedScenarios lists the scenario names of scenarios.sh (those of
 // --only when given), so a record that never came back is a failure.
@@ -344,6 +352,12 @@ func (v *verifier) scenario(name string) *outcome {
 		v.timing(o, dir, active)
 	case "snapshot":
 		v.snapshotRoundTrip(o, dir, m, active)
+	case "ref":
+		v.refTool(o, name, dir, m)
+	}
+	v.pairServer(o, name, m, active)
+	if active {
+		v.maxSeconds(o, dir, m)
 	}
 
 	if exp, ok := m.get("exit"); ok {
