@@ -8,6 +8,12 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/verbs"
 )
 
+// IB CM reject reasons (IBTA 12.6.7.2) that REJECTED carries as its status.
+const (
+	ibCMRejInvalidServiceID = 8
+	ibCMRejConsumerDefined  = 28
+)
+
 // Causes of the rdma_cm failures, by step. They name the layer that
 // failed and what to look at, on RoCE and on InfiniBand.
 const (
@@ -22,6 +28,10 @@ const (
 	causeRouteTimeout = "route resolution never finished: on InfiniBand the subnet administrator did not answer the path query"
 	causeRejected     = "the peer's connection manager rejected the request (RDMA_CM_EVENT_REJECTED): nothing listens on that " +
 		"rdma_cm port on the peer (its listener is gone or was never started), or the listener refused this client"
+	causeNoListener = "the peer's connection manager rejected the request: nothing listens on that rdma_cm port " +
+		"(RDMA_CM_EVENT_REJECTED, IB CM reason 8 invalid service ID): the peer's listener is gone or was never started"
+	causeRefused = "the peer's listener refused this connection (RDMA_CM_EVENT_REJECTED, IB CM reason 28 consumer " +
+		"defined): it belongs to another session or client"
 	causeUnreachable = "the peer's connection manager never answered (RDMA_CM_EVENT_UNREACHABLE / timeout): the CM's MADs " +
 		"are lost on the way — on RoCE v2 UDP port 4791 is blocked between the hosts (firewall, ACL, security group), " +
 		"on InfiniBand the path or the P_Key is wrong"
@@ -131,6 +141,10 @@ func connectCause(ev *verbs.CMEvent) string {
 	switch {
 	case ev == nil:
 		return causeEstablishTimeout
+	case ev.Type == verbs.CMEventRejected && ev.Status == ibCMRejInvalidServiceID:
+		return causeNoListener
+	case ev.Type == verbs.CMEventRejected && ev.Status == ibCMRejConsumerDefined:
+		return causeRefused
 	case ev.Type == verbs.CMEventRejected:
 		return causeRejected
 	case ev.Type == verbs.CMEventUnreachable, ev.Type == verbs.CMEventConnectError:

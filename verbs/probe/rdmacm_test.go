@@ -53,6 +53,7 @@ func TestListenCMBadAddress(t *testing.T) {
 func TestConnectCauseNamesTheStep(t *testing.T) {
 	cases := map[verbs.CMEventType]string{
 		verbs.CMEventRejected:     "rejected",
+		verbs.CMEventType(99):     "unexpected",
 		verbs.CMEventUnreachable:  "4791",
 		verbs.CMEventConnectError: "4791",
 	}
@@ -114,13 +115,14 @@ func TestCMLoopbackLive(t *testing.T) {
 	go func() { done <- l.Serve(nonce, 10*time.Second) }()
 	cl = CMClient(addr+":"+strconv.Itoa(int(l.Port())), []byte("another session"), o)
 	<-done
-	if cl.FailedStage != "connect" || !strings.Contains(cl.Failed().Cause, "rejected") {
+	if cl.FailedStage != "connect" || !strings.Contains(cl.Failed().Cause, "refused") {
 		t.Errorf("wrong nonce: stage %q, failed %+v", cl.FailedStage, cl.Failed())
 	}
 	// Nobody listening on the port: rejected too, within the deadline.
 	t0 := time.Now()
 	cl = CMClient(addr+":1", nonce, o)
-	if cl.FailedStage != "connect" || time.Since(t0) > o.Timeout+2*time.Second {
+	if cl.FailedStage != "connect" || time.Since(t0) > o.Timeout+2*time.Second ||
+		!strings.Contains(cl.Failed().Cause, "nothing listens") {
 		t.Errorf("no listener: stage %q after %s, failed %+v", cl.FailedStage, time.Since(t0), cl.Failed())
 	}
 }
