@@ -224,4 +224,3 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	}
 	return rep.ExitCode
 }
-
