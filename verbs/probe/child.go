@@ -42,6 +42,8 @@ type request struct {
 	SysfsRoot         string   `json:"sysfs_root,omitempty"`
 	NoRC              string   `json:"no_rc,omitempty"`
 	NoUD              string   `json:"no_ud,omitempty"`
+	// Peer is a peer session's request (modes peer-serve and peer-test).
+	Peer *PeerRequest `json:"peer,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).
@@ -116,6 +118,12 @@ func ChildMain(args []string) int {
 			return 2
 		}
 		runProbes(em, req)
+	case modePeerServe, modePeerTest:
+		if err := runPeerChild(em, args[0], req); err != nil {
+			em.emit(event{Kind: "fatal", Error: args[0] + ": " + err.Error()})
+			em.emit(event{Kind: "done"})
+			return 3
+		}
 	default:
 		em.emit(event{Kind: "fatal", Error: fmt.Sprintf("probe child: unknown mode %q", args[0])})
 		return 2

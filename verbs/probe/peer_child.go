@@ -1,0 +1,182 @@
+package probe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+)
+
+// Peer child modes (os.Args[2]); the session's socket is fd peerConnFD.
+const (
+	modePeerServe = "peer-serve"
+	modePeerTest  = "peer-test"
+	peerConnFD    = 4
+)
+
+// peerConn wraps the inherited socket with the session's deadlines.
+func peerConn(preq *PeerRequest) (*wire.Conn, error) {
+	f := os.NewFile(peerConnFD, "peer-conn")
+	if f == nil {
+		return nil, errors.New("no session socket on fd 4")
+	}
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("session socket on fd 4: %w", err)
+	}
+	return &wire.Conn{Conn: c, IOTimeout: time.Duration(preq.IOTimeoutNS),
+		Deadline: time.Now().Add(time.Duration(preq.SessionNS))}, nil
+}
+
+// runPeerChild is a peer child's work: the server's or the client's side
+// of one session.
+func runPeerChild(em *emitter, mode string, req request) error {
+	preq := req.Peer
+	if preq == nil {
+		return errors.New("no peer request")
+	}
+	conn, err := peerConn(preq)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if mode == modePeerServe {
+		return servePeer(em, conn, preq)
+	}
+	testPeer(em, conn, preq)
+	return nil
+}
+
+// emitPeer writes one peer check's result.
+func emitPeer(em *emitter, name string, res any) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		em.emit(event{Kind: "fatal", Error: "encode " + name + ": " + err.Error()})
+		return
+	}
+	em.emit(event{Kind: "result", Probe: name, Result: b})
+}
+
+// opWait is how long one side waits for a completion in an operation.
+func opWait(r *runner) time.Duration { return r.pollWait() }
+
+// servePeer is the server's side of a session: read the client's Setup,
+// build and connect the local QP, answer, then serve operations until Bye,
+// the end of the connection or the session's deadline. Every verbs object
+// is destroyed on the way out (and by the kernel if the child is killed).
+func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
+	var setup wire.Setup
+	if err := conn.Expect(0, wire.MsgSetup, &setup); err != nil {
+		return fmt.Errorf("read Setup: %w", err)
+	}
+	if preq.MaxBuffer > 0 && setup.Params.BufferSize > preq.MaxBuffer {
+		msg := fmt.Sprintf("a %d-byte buffer exceeds this server's %d-byte share of its memory cap", setup.Params.BufferSize, preq.MaxBuffer)
+		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: msg})
+		return errors.New(msg)
+	}
+	r, err := peerRunner(em, preq)
+	if err != nil {
+		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: err.Error()})
+		return err
+	}
+	ps := &peerSide{r: r, params: setup.Params}
+	p := newProbe("peer.serve")
+	defer func() {
+		if ps.s != nil {
+			r.teardown(&p, &ps.s.td)
+		}
+	}()
+	mtu, _ := wire.NegotiatePathMTU(&setup.Endpoint, &wire.Endpoint{ActiveMTU: 4096})
+	if ps.build(&p, preq.GIDIndex) {
+		mtu, _ = wire.NegotiatePathMTU(&ps.local, &setup.Endpoint)
+		ps.connectTo(&p, &setup.Endpoint, mtu)
+	}
+	reply := wire.SetupReply{Endpoint: ps.local, Host: preq.Host, PathMTU: mtu}
+	if st := p.Failed(); st != nil {
+		reply.Error = fmt.Sprintf("%s: %s", st.Name, st.Error)
+		if st.Cause != "" {
+			reply.Error += " (" + st.Cause + ")"
+		}
+		_ = conn.Send(wire.MsgSetupReply, reply)
+		return errors.New(reply.Error)
+	}
+	if err := conn.Send(wire.MsgSetupReply, reply); err != nil {
+		return err
+	}
+	for {
+		f, err := conn.Recv(time.Until(conn.Deadline))
+		if err != nil {
+			return fmt.Errorf("wait for the next operation: %w", err)
+		}
+		if f.Type == wire.MsgBye {
+			return nil
+		}
+		var op wire.Op
+		if err := f.Decode(wire.MsgOp, &op); err != nil {
+			return err
+		}
+		if err := ps.serveOp(conn, &op); err != nil {
+			return err
+		}
+	}
+}
+
+// serveOp carries out the server's part of one operation.
+func (ps *peerSide) serveOp(conn *wire.Conn, op *wire.Op) error {
+	n := ps.params.MsgSize
+	wait := min(time.Duration(op.WaitMS)*time.Millisecond, time.Until(conn.Deadline))
+	p := newProbe(string(op.Kind))
+	switch op.Kind {
+	case wire.OpSendRecv:
+		if op.Len != n {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("length %d is not the session's message size %d", op.Len, n)})
+		}
+		recv := ps.region(1, n)
+		clear(recv)
+		if !ps.r.step(&p, "ibv_post_recv", func() error { return ps.qp.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{ps.sge(1, n)}}) }) {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+		if err := conn.Send(wire.MsgOpReady, wire.OpReady{}); err != nil {
+			return err
+		}
+		wc, ok := ps.waitCompletion(&p, "ibv_poll_cq recv (the client's SEND)", ps.recvCQ, wait,
+			"the client's SEND never arrived: its packets do not reach this host over RDMA")
+		if !ok {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+		if at := wire.PatternMismatch(recv, op.Seed); int(wc.ByteLen) != n || at >= 0 {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("received %d bytes, payload differs from byte %d", wc.ByteLen, at)})
+		}
+		send := ps.region(0, n)
+		wire.Pattern(send, op.Seed+1)
+		if !ps.r.step(&p, "ibv_post_send SEND", func() error {
+			return ps.qp.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.sge(0, n)}})
+		}) {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+		if _, ok := ps.waitCompletion(&p, "ibv_poll_cq send (the answer)", ps.sendCQ, wait, ""); !ok {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+		return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("received %d bytes intact, answered", n)})
+	}
+	return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("operation %s is not served by this version", op.Kind)})
+}
+
+// opFailure is the reply for an operation whose step failed.
+func opFailure(p *Probe) wire.OpReply {
+	st := p.Failed()
+	if st == nil {
+		return wire.OpReply{Error: "failed"}
+	}
+	msg := st.Name + ": " + st.Error
+	if st.Cause != "" {
+		msg += " (" + st.Cause + ")"
+	}
+	return wire.OpReply{Error: msg}
+}

@@ -1,0 +1,86 @@
+package probe
+
+import (
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+)
+
+// Peer check names: the IDs of the checks that judge the two-host
+// session's results. peer.control is judged from the TCP conversation
+// alone (verbs/peer); the others come from the client's verbs child.
+const (
+	PeerConnect   = "peer.connect"
+	PeerSendRecv  = "peer.send_recv"
+	PeerWrite     = "peer.rdma_write"
+	PeerRead      = "peer.rdma_read"
+	PeerLatency   = "peer.latency"
+	PeerBandwidth = "peer.bandwidth"
+	PeerCounters  = "peer.counters"
+)
+
+// PeerProbes lists the verbs parts of a peer session in run order; each
+// runs only when the one before it passed.
+var PeerProbes = []string{PeerConnect, PeerSendRecv}
+
+// PeerRequest is one side's share of a peer session, as its child gets it.
+type PeerRequest struct {
+	// Library is the libibverbs to open ("" = the loader's).
+	Library string `json:"library,omitempty"`
+	// Device and Port select the local port; "" and 0 take the first
+	// ACTIVE port of the first device that has one.
+	Device string `json:"device,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	// GIDIndex selects the local GID on RoCE; -1 picks one (RoCE v2,
+	// IPv4-mapped first).
+	GIDIndex int `json:"gid_index"`
+	// Params are the client's choices (the server takes the client's
+	// from its Setup, within MaxBuffer).
+	Params wire.Params `json:"params"`
+	// MaxBuffer is the most memory the server registers for one session
+	// (its share of --max-memory).
+	MaxBuffer int `json:"max_buffer,omitempty"`
+	// SessionNS bounds the whole session; IOTimeoutNS each control frame.
+	SessionNS   int64 `json:"session_ns"`
+	IOTimeoutNS int64 `json:"io_timeout_ns"`
+	// Host is what this side reports of itself.
+	Host wire.HostReport `json:"host"`
+	// Iterations is the number of latency round trips.
+	Iterations int `json:"iterations,omitempty"`
+}
+
+// PeerConnectResult is peer.connect: both QPs built and moved to RTS
+// toward each other.
+type PeerConnectResult struct {
+	Probe
+	Local      *wire.Endpoint   `json:"local,omitempty"`
+	Remote     *wire.Endpoint   `json:"remote,omitempty"`
+	LocalHost  *wire.HostReport `json:"local_host,omitempty"`
+	RemoteHost *wire.HostReport `json:"remote_host,omitempty"`
+	// PathMTU is the negotiated path MTU in bytes; MTUNote what held it
+	// down when the two sides differ.
+	PathMTU int    `json:"path_mtu,omitempty"`
+	MTUNote string `json:"mtu_note,omitempty"`
+	// RemoteError is the server's own failure, when it had one.
+	RemoteError string `json:"remote_error,omitempty"`
+}
+
+// PeerSendRecvResult is peer.send_recv: a SEND each way, payload checked.
+type PeerSendRecvResult struct {
+	Probe
+	Size int `json:"size"`
+	// ToPeer and FromPeer say which directions delivered intact.
+	ToPeer   bool `json:"to_peer"`
+	FromPeer bool `json:"from_peer"`
+	// RemoteError is the server's account of its side.
+	RemoteError string `json:"remote_error,omitempty"`
+}
+
+// PeerResult is the client's whole session with one server.
+type PeerResult struct {
+	Connect  *PeerConnectResult  `json:"connect,omitempty"`
+	SendRecv *PeerSendRecvResult `json:"send_recv,omitempty"`
+	// Failure is set when the child did not finish: killed at the
+	// session's deadline, crashed, or could not start.
+	Failure *ChildFailure `json:"failure,omitempty"`
+	Stderr  string        `json:"stderr,omitempty"`
+	Millis  float64       `json:"duration_ms"`
+}
