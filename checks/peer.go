@@ -20,6 +20,9 @@ type PeerCheck struct {
 	Code      int
 	Explain   Explanation
 	judge     func(p *peer.Pair) verdict
+	// needs, when set, is the only check this one is gated on (instead
+	// of every check before it); its own failure then blocks nothing.
+	needs string
 }
 
 // Code 48 is reserved for peer.rdma_cm (a connection through the RDMA
@@ -31,6 +34,7 @@ var peerCatalog = []*PeerCheck{
 		judge: judgePeerConnect, Explain: peerConnectExplain},
 	{ID: probe.PeerSendRecv, Code: 42, Title: "a SEND crosses each way, received with the right length and payload",
 		judge: judgePeerSendRecv, Explain: peerSendRecvExplain},
+	peerRDMACMCheck,
 }
 
 // PeerCatalog lists the two-host checks in code order.
@@ -41,16 +45,29 @@ func PeerCatalog() []*PeerCheck { return peerCatalog }
 func PeerReport(pairs []peer.Pair) []report.CheckResult {
 	out := make([]report.CheckResult, 0, len(peerCatalog))
 	blocked := make([]string, len(pairs)) // per pair: the check that did not pass
+	passed := make([]map[string]bool, len(pairs))
+	for i := range passed {
+		passed[i] = map[string]bool{}
+	}
 	for _, c := range peerCatalog {
 		t0 := time.Now()
 		vs := make([]verdict, len(pairs))
 		for i := range pairs {
-			if blocked[i] != "" {
-				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), blocked[i])}
+			gate := blocked[i]
+			if c.needs != "" {
+				gate = ""
+				if !passed[i][c.needs] {
+					gate = c.needs
+				}
+			}
+			if gate != "" {
+				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), gate)}
 				continue
 			}
 			vs[i] = c.judge(&pairs[i])
-			if vs[i].status != report.Pass && vs[i].status != report.Warn {
+			ok := vs[i].status == report.Pass || vs[i].status == report.Warn
+			passed[i][c.ID] = ok
+			if !ok && c.needs == "" {
 				blocked[i] = c.ID
 			}
 		}

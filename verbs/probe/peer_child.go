@@ -117,6 +117,12 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		if f.Type == wire.MsgBye {
 			return nil
 		}
+		if f.Type == wire.MsgCMListen {
+			if err := serveRDMACM(conn, f, ps, preq); err != nil {
+				return err
+			}
+			continue
+		}
 		var op wire.Op
 		if err := f.Decode(wire.MsgOp, &op); err != nil {
 			return err

@@ -25,6 +25,9 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 			p := newProbe("teardown")
 			r.teardown(&p, &ps.s.td)
 		}
+		// peer.rdma_cm needs only the control connection, not the
+		// checks above: it runs whatever they found.
+		testRDMACM(em, conn, preq)
 		_ = conn.Send(wire.MsgBye, struct{}{})
 	}()
 	ok := ps.connectPeer(conn, preq, cr)

@@ -69,6 +69,9 @@ func (res *PeerResult) decode(name string, raw json.RawMessage) error {
 	case PeerSendRecv:
 		res.SendRecv = &PeerSendRecvResult{}
 		dst = res.SendRecv
+	case RDMACM:
+		res.RDMACM = &CMPeerResult{}
+		dst = res.RDMACM
 	default:
 		return fmt.Errorf("result of unknown peer check %q", name)
 	}

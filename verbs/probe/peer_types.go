@@ -78,6 +78,7 @@ type PeerSendRecvResult struct {
 type PeerResult struct {
 	Connect  *PeerConnectResult  `json:"connect,omitempty"`
 	SendRecv *PeerSendRecvResult `json:"send_recv,omitempty"`
+	RDMACM   *CMPeerResult       `json:"rdma_cm,omitempty"`
 	// Failure is set when the child did not finish: killed at the
 	// session's deadline, crashed, or could not start.
 	Failure *ChildFailure `json:"failure,omitempty"`
