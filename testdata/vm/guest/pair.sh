@@ -164,10 +164,12 @@ pemit() { emit "$1" "$2" >"$RESULTS_TTY"; }
 # $B_IP:$PEER_PORT` with the arguments after --), --runs times. --a-break and
 # --b-break (root, ash) run on their node before; --b-during runs on node b
 # --b-after seconds after it let the client go (the link taken down mid-run).
-# Every --key value goes to node a's meta for the host to assert; node b's
-# record is NAME.b (its server's output and exit, resource counts).
+# --server-grace S is how long node b's server may take to end by itself
+# after the client (default 15; then it is killed). Every --key value goes
+# to both nodes' meta; the host asserts node a's; node b's record is NAME.b
+# (its server's output and exit, resource counts).
 pair_scenario() {
-	local name d abrk="" bbrk="" serve="" port=$PEER_PORT client="" runs=1 during="" after=1 t0 i
+	local name d abrk="" bbrk="" serve="" port=$PEER_PORT client="" runs=1 during="" after=1 grace=15 t0 i
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
@@ -198,6 +200,7 @@ pair_scenario() {
 		--runs) runs=$2 ;;
 		--b-during) during=$2 ;;
 		--b-after) after=$2 ;;
+		--server-grace) grace=$2 ;;
 		esac
 		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
 		shift 2
@@ -222,7 +225,7 @@ pair_scenario() {
 		if [ "$NODE" = a ]; then
 			pair_client_run "$name" "$d" "$i" "$client"
 		else
-			pair_server_run "$name" "$d" "$i" "$serve" "$port" "$during" "$after"
+			pair_server_run "$name" "$d" "$i" "$serve" "$port" "$during" "$after" "$grace"
 		fi
 		i=$((i + 1))
 	done
@@ -249,18 +252,20 @@ pair_client_run() {
 	fi
 	[ "$go" = ready ] || echo "server_problem $go" >>"$d/meta"
 	t0=$(uptime_s)
-	timeout "$PAIR_RUN_LIMIT" sh -c "$cmd" >"$d/stdout$sfx" 2>"$d/stderr$sfx" </dev/null
+	# The command may use the helpers of this file (hostile_client).
+	timeout "$PAIR_RUN_LIMIT" sh -c ". /rdvm/lib.sh; . /rdvm/pair.sh; $cmd" >"$d/stdout$sfx" 2>"$d/stderr$sfx" </dev/null
 	echo $? >"$d/exit$sfx"
 	t1=$(uptime_s)
 	echo "client_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')" >>"$d/meta"
 	ctl_msg "$name.done.$i"
 }
 
-# pair_server_run NAME DIR I CMD PORT DURING AFTER: start the server (none:
-# nobody listens), let node a go once it listens, run DURING, wait for a's
-# done, then give the server 15 s to end by itself before killing it.
+# pair_server_run NAME DIR I CMD PORT DURING AFTER GRACE: start the server
+# (none: nobody listens), let node a go once it listens, run DURING, wait
+# for a's done, then give the server GRACE s to end by itself before
+# killing it (server_killed in the meta).
 pair_server_run() {
-	local name=$1 d=$2 i=$3 cmd=$4 port=$5 during=$6 after=$7 sfx="" pid="" n rc
+	local name=$1 d=$2 i=$3 cmd=$4 port=$5 during=$6 after=$7 grace=$8 sfx="" pid="" n rc
 	[ "$i" = 1 ] || sfx=.$i
 	if [ "$cmd" = none ]; then
 		ctl_msg "$name.go.$i" ready
@@ -281,7 +286,7 @@ pair_server_run() {
 	ctl_wait "$name.done.$i" || echo "meta_error control line: node a never said done (run $i)" >>"$d/meta"
 	[ -n "$pid" ] || return 0
 	n=0
-	while kill -0 "$pid" 2>/dev/null && [ $n -lt 150 ]; do
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt $((grace * 10)) ]; do
 		sleep 0.1
 		n=$((n + 1))
 	done
@@ -317,4 +322,18 @@ run_pair() {
 		pemit list "$d"
 	fi
 	. /rdvm/pair-scenarios.sh
+}
+
+# hostile_client ARGS...: what `peer serve` must survive, then a real `peer
+# test ARGS` (its report is the scenario's stdout, its status the exit):
+# random bytes, a length prefix past the frame limit, a frame of an unknown
+# type, a client that connects and says nothing (dropped after the server's
+# --io-timeout), a frame cut short.
+hostile_client() {
+	head -c 4096 /dev/urandom | nc -w 3 $B_IP $PEER_PORT >/dev/null 2>&1
+	printf '\177\377\377\377\000\002' | nc -w 3 $B_IP $PEER_PORT >/dev/null 2>&1
+	printf '\000\000\000\004\377\377{}' | nc -w 3 $B_IP $PEER_PORT >/dev/null 2>&1
+	sleep 4 | nc -w 6 $B_IP $PEER_PORT >/dev/null 2>&1
+	printf '\000\000\010\000\000\002{"magic":' | nc -w 3 $B_IP $PEER_PORT >/dev/null 2>&1
+	rdmadoctor peer test $B_IP:$PEER_PORT "$@"
 }
