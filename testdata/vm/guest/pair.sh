@@ -79,50 +79,59 @@ now_s() { date +%s; }
 # ctl_open makes the control line usable: a holder process owns it as its
 # controlling tty (a session leader that opened it later would hang it up
 # for everyone when it exits), raw mode without echo (else each guest sends
-# the other's lines back), and fd 3 stays open for the whole boot.
+# the other's lines back), fd 3 stays open for the whole boot, and one
+# reader appends everything that arrives to CTL_LOG. The waits below look
+# for their line in that file: a shell `read` with a timeout would drop a
+# line that arrives in two pieces across its timeout.
+CTL_LOG=/tmp/ctl.in
 ctl_open() {
 	setsid -c sleep 2147483647 <>$CTL >&0 2>&0 &
 	sleep 0.2
 	stty -F $CTL raw -echo || return 1
 	exec 3<>$CTL
+	: >$CTL_LOG
+	cat <&3 >>$CTL_LOG &
 }
 
 # ctl_sync TAG SECONDS: a barrier. SYNC TAG goes out once a second (lines
 # written before the peer's qemu connected are lost) until the peer's SYNC
-# TAG arrives; then once more, for a peer that is still waiting. Other lines
-# are ignored.
+# TAG has arrived; then once more, for a peer that is still waiting.
 ctl_sync() {
-	local tag=$1 end line
+	local tag=$1 end n=0
 	end=$(($(now_s) + ${2:-$PAIR_MEET}))
 	while [ "$(now_s)" -lt "$end" ]; do
-		echo "SYNC $tag" >&3
-		while read -t 1 -r line <&3; do
-			if [ "$line" = "SYNC $tag" ]; then
-				echo "SYNC $tag" >&3
-				return 0
-			fi
-			[ "$(now_s)" -lt "$end" ] || break
-		done
+		[ $((n % 10)) = 0 ] && echo "SYNC $tag" >&3
+		if grep -qxF "SYNC $tag" $CTL_LOG; then
+			echo "SYNC $tag" >&3
+			return 0
+		fi
+		sleep 0.1
+		n=$((n + 1))
 	done
 	say "control line: no SYNC $tag from node $(peer_node) within ${2:-$PAIR_MEET} s"
 	return 1
 }
 
-# ctl_msg TAG [TEXT] sends one message; ctl_wait TAG SECONDS prints its TEXT.
-ctl_msg() { echo "MSG $*" >&3; }
+# ctl_msg TAG [TEXT] sends one message; ctl_wait TAG SECONDS prints its TEXT
+# ("." when none). A message ends in " EOL": a line still arriving does not
+# match.
+ctl_msg() {
+	local tag=$1
+	shift
+	echo "MSG $tag ${*:-.} EOL" >&3
+}
 
 ctl_wait() {
 	local tag=$1 end line
 	end=$(($(now_s) + ${2:-$PAIR_MEET}))
 	while [ "$(now_s)" -lt "$end" ]; do
-		read -t 1 -r line <&3 || continue
-		case $line in
-		"MSG $tag") return 0 ;;
-		"MSG $tag "*)
-			echo "${line#"MSG $tag "}"
+		line=$(grep -F "MSG $tag " $CTL_LOG | grep ' EOL$' | head -n 1)
+		if [ -n "$line" ]; then
+			line=${line#"MSG $tag "}
+			echo "${line% EOL}"
 			return 0
-			;;
-		esac
+		fi
+		sleep 0.1
 	done
 	say "control line: no $tag from node $(peer_node) within ${2:-$PAIR_MEET} s"
 	return 1
