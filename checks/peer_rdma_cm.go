@@ -65,7 +65,7 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 			v.line += fmt.Sprintf("; on the server: %s: %s", r.Remote.Step, r.Remote.Error)
 		}
 		if note := mtuSuspect(p); note != "" && r.FailedStage == "transfer" {
-			v.line += " — " + note
+			v.line += fmt.Sprintf(" — %s; rdma_cm connected at path MTU %d, taken from this (active) side", note, r.PathMTU)
 		}
 		return v
 	}

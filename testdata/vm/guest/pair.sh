@@ -288,11 +288,12 @@ pair_server_run() {
 		fi
 	fi
 	if [ -n "$during" ]; then
+		SERVER_LOG=$d/stderr$sfx
 		sleep "$after"
 		(eval "$during") >>"$d/during.log" 2>&1
 		echo "during_exit $?" >>"$d/meta"
 	fi
-	ctl_wait "$name.done.$i" || echo "meta_error control line: node a never said done (run $i)" >>"$d/meta"
+	ctl_wait "$name.done.$i" >/dev/null || echo "meta_error control line: node a never said done (run $i)" >>"$d/meta"
 	[ -n "$pid" ] || return 0
 	n=0
 	while kill -0 "$pid" 2>/dev/null && [ $n -lt $((grace * 10)) ]; do
@@ -331,6 +332,18 @@ run_pair() {
 		pemit list "$d"
 	fi
 	. /rdvm/pair-scenarios.sh
+}
+
+# server_logged TEXT SECONDS (in --b-during): wait until the server's output
+# holds TEXT, so a break lands at a known point of the session.
+server_logged() {
+	local i=0
+	while [ $i -lt $(($2 * 10)) ]; do
+		grep -qF "$1" "$SERVER_LOG" 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
 }
 
 # hostile_client ARGS...: what `peer serve` must survive, then a real `peer
