@@ -137,7 +137,7 @@ type verifier struct {
 	maxRatio float64
 	strict   bool
 	warnings []string // printed before the summary; failures only with --strict
-	pairMD   string    // --pair-md: where the pair's comparison table goes
+	pairMD   string   // --pair-md: where the pair's comparison table goes
 	pairEnv  string
 	pairRows []pairRow
 }
