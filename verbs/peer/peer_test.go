@@ -144,3 +144,78 @@ func TestPeerHealthyPair(t *testing.T) {
 		t.Fatalf("send_recv %+v failed %+v\nserver log:\n%s", sr, sr.Failed(), log)
 	}
 }
+
+// A link that drops everything: the SEND is never acknowledged and the
+// server's receive never completes. Both become findings within the
+// pair's deadline, not a hang.
+func TestPeerSilentLinkIsAFinding(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer-silent")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 3 * time.Second
+	t0 := time.Now()
+	p := Test(context.Background(), cfg, []string{addr})[0]
+	if d := time.Since(t0); d > cfg.Timeout+3*time.Second {
+		t.Fatalf("took %v with a %v deadline", d, cfg.Timeout)
+	}
+	v := p.Verbs
+	if v == nil || v.Connect == nil || !v.Connect.OK() {
+		t.Fatalf("connect should pass (no traffic yet): %+v\n%s", v, log)
+	}
+	sr := v.SendRecv
+	if sr == nil {
+		t.Fatalf("no send_recv result: failure %+v\n%s", v.Failure, log)
+	}
+	st := sr.Failed()
+	if st == nil || !strings.Contains(st.Error, "no completion") || sr.ToPeer || sr.FromPeer {
+		t.Fatalf("send_recv step %+v, to %v from %v", st, sr.ToPeer, sr.FromPeer)
+	}
+}
+
+// The server vanishes after the endpoint exchange (its process and its
+// QP gone): the client's next step fails at once with the reason, and no
+// wait outlives the pair's deadline.
+func TestPeerServerVanishes(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		wc := &wire.Conn{Conn: c, IOTimeout: 2 * time.Second}
+		srv := &Server{cfg: ServerConfig{IOTimeout: 2 * time.Second}}
+		if srv.handshake(wc) != nil {
+			return
+		}
+		var setup wire.Setup
+		if wc.Expect(0, wire.MsgSetup, &setup) != nil {
+			return
+		}
+		// A QP of a process that does not exist.
+		ep := setup.Endpoint
+		ep.QPN, ep.PSN = 0xfffe11, 5
+		_ = wc.Send(wire.MsgSetupReply, wire.SetupReply{Endpoint: ep, PathMTU: 1024})
+	}()
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 4 * time.Second
+	t0 := time.Now()
+	p := Test(context.Background(), cfg, []string{ln.Addr().String()})[0]
+	if d := time.Since(t0); d > cfg.Timeout+2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if p.Verbs == nil || p.Verbs.Connect == nil || !p.Verbs.Connect.OK() {
+		t.Fatalf("connect: %+v", p.Verbs)
+	}
+	sr := p.Verbs.SendRecv
+	if sr == nil || sr.Failed() == nil || !strings.Contains(sr.Failed().Name, "the server posts its receive") {
+		t.Fatalf("send_recv: %+v", sr)
+	}
+}
