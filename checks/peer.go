@@ -16,25 +16,54 @@ import (
 // (the worst pair decides), and each check runs on a pair only when the
 // one before it passed there.
 type PeerCheck struct {
-	ID, Title string
-	Code      int
-	Explain   Explanation
-	judge     func(p *peer.Pair) verdict
+	Check
+	judge func(p *peer.Pair) verdict
+}
+
+// peerCheck builds a catalog entry: level 2 (it drives the verbs API),
+// needing the check before it.
+func peerCheck(id string, code int, title string, judge func(*peer.Pair) verdict, ex Explanation) *PeerCheck {
+	return &PeerCheck{Check: Check{ID: id, Code: code, Level: 2, Title: title, Explain: ex}, judge: judge}
 }
 
 // Code 48 is reserved for peer.rdma_cm (a connection through the RDMA
 // connection manager); 49–59 for later two-host checks.
-var peerCatalog = []*PeerCheck{
-	{ID: "peer.control", Code: 40, Title: "the peer's control port answers and accepts this client (protocol version, token)",
-		judge: judgePeerControl, Explain: peerControlExplain},
-	{ID: probe.PeerConnect, Code: 41, Title: "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
-		judge: judgePeerConnect, Explain: peerConnectExplain},
-	{ID: probe.PeerSendRecv, Code: 42, Title: "a SEND crosses each way, received with the right length and payload",
-		judge: judgePeerSendRecv, Explain: peerSendRecvExplain},
+var peerCatalog = chainPeerChecks([]*PeerCheck{
+	peerCheck("peer.control", 40, "the peer's control port answers and accepts this client (protocol version, token)",
+		judgePeerControl, peerControlExplain),
+	peerCheck(probe.PeerConnect, 41, "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
+		judgePeerConnect, peerConnectExplain),
+	peerCheck(probe.PeerSendRecv, 42, "a SEND crosses each way, received with the right length and payload",
+		judgePeerSendRecv, peerSendRecvExplain),
+})
+
+// chainPeerChecks makes each check need the one before it.
+func chainPeerChecks(cs []*PeerCheck) []*PeerCheck {
+	for i := 1; i < len(cs); i++ {
+		cs[i].Needs = []string{cs[i-1].ID}
+	}
+	return cs
 }
 
-// PeerCatalog lists the two-host checks in code order.
-func PeerCatalog() []*PeerCheck { return peerCatalog }
+// PeerCatalog lists the two-host checks of `rdmadoctor peer test` in code
+// order; they are not in Catalog (the host pipeline).
+func PeerCatalog() []*Check {
+	out := make([]*Check, len(peerCatalog))
+	for i, c := range peerCatalog {
+		out[i] = &c.Check
+	}
+	return out
+}
+
+// LookupPeer finds a two-host check by ID or code.
+func LookupPeer(idOrCode string) (*Check, bool) {
+	for _, c := range peerCatalog {
+		if c.ID == idOrCode || fmt.Sprint(c.Code) == idOrCode {
+			return &c.Check, true
+		}
+	}
+	return nil, false
+}
 
 // PeerReport judges every pair with every peer check and combines the
 // pairs per check: one result per check, one detail line per pair.

@@ -356,5 +356,9 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	for _, c := range checks.Catalog() {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
 	}
+	fmt.Fprintln(stdout, "\ntwo hosts (rdmadoctor peer test):")
+	for _, c := range checks.PeerCatalog() {
+		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
+	}
 	return 0
 }
