@@ -121,12 +121,33 @@ func testConfig(t testing.TB, lib string) TestConfig {
 		Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}
 }
 
+// fakeHostRoot is a host directory with fake0's port rate and counters.
+func fakeHostRoot(t testing.TB) string {
+	root := t.TempDir()
+	port := filepath.Join(root, "sys/class/infiniband/fake0/ports/1")
+	for name, v := range map[string]string{
+		"rate": "100 Gb/sec (4X EDR)", "counters/port_xmit_data": "1000", "counters/symbol_error": "0",
+		"counters/port_xmit_wait": "5", "hw_counters/out_of_sequence": "0",
+	} {
+		p := filepath.Join(port, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
 func TestPeerHealthyPair(t *testing.T) {
 	lib := fakeLibrary(t)
 	t.Setenv("FAKE_IBV", "peer")
-	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, Token: "s3cret"})
+	root := fakeHostRoot(t)
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, Token: "s3cret", HostRoot: root})
 	cfg := testConfig(t, lib)
 	cfg.Token = "s3cret"
+	cfg.HostRoot = root
 	pairs := Test(context.Background(), cfg, []string{addr})
 	p := pairs[0]
 	if p.Control.Fault != FaultNone || p.Control.Version != wire.Version {
@@ -143,7 +164,29 @@ func TestPeerHealthyPair(t *testing.T) {
 	if sr := v.SendRecv; sr == nil || !sr.OK() || !sr.ToPeer || !sr.FromPeer {
 		t.Fatalf("send_recv %+v failed %+v\nserver log:\n%s", sr, sr.Failed(), log)
 	}
+	if v.Write == nil || v.Read == nil || v.Latency == nil || v.Bandwidth == nil || v.Counters == nil {
+		t.Fatalf("missing results: %+v\nserver log:\n%s", v, log)
+	}
+	for _, p := range []*probe.Probe{&v.Write.Probe, &v.Read.Probe, &v.Latency.Probe, &v.Bandwidth.Probe, &v.Counters.Probe} {
+		if !p.OK() {
+			t.Fatalf("%s: %+v\nserver log:\n%s", p.Name, p.Failed(), log)
+		}
+	}
+	if v.Write.Status != "IBV_WC_SUCCESS" || v.Read.Status != "IBV_WC_SUCCESS" {
+		t.Fatalf("write %s, read %s", v.Write.Status, v.Read.Status)
+	}
+	if l := v.Latency.Latency; l.N != 1000 || l.MinNS <= 0 || l.MedNS < l.MinNS || l.P99NS < l.MedNS {
+		t.Fatalf("latency %+v", l)
+	}
+	if b := v.Bandwidth; len(b.Runs) != 2 || b.Runs[0].Gbps <= 0 || b.LocalRateGbps != 100 || b.RemoteRateGbps != 100 {
+		// 1 MiB does not fit the upper half of a 1 MiB buffer.
+		t.Fatalf("bandwidth %+v", b)
+	}
+	if c := v.Counters; len(c.Local) != 4 || len(c.Remote) != 4 || c.Local[0].Name != "counters/port_xmit_data" {
+		t.Fatalf("counters %+v", c)
+	}
 }
+
 
 // A link that drops everything: the SEND is never acknowledged and the
 // server's receive never completes. Both become findings within the
@@ -217,5 +260,25 @@ func TestPeerServerVanishes(t *testing.T) {
 	sr := p.Verbs.SendRecv
 	if sr == nil || sr.Failed() == nil || !strings.Contains(sr.Failed().Name, "the server posts its receive") {
 		t.Fatalf("send_recv: %+v", sr)
+	}
+}
+
+// The QP connects and SEND works, but the peer refuses remote access: the
+// WRITE completes with IBV_WC_REM_ACCESS_ERR, and the cause says rkey.
+func TestPeerWriteRefused(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer-badrkey")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	p := Test(context.Background(), testConfig(t, lib), []string{addr})[0]
+	v := p.Verbs
+	if v == nil || v.SendRecv == nil || !v.SendRecv.OK() || v.Write == nil {
+		t.Fatalf("verbs %+v\n%s", v, log)
+	}
+	st := v.Write.Failed()
+	if st == nil || v.Write.Status != "IBV_WC_REM_ACCESS_ERR" || !strings.Contains(st.Cause, "rkey") {
+		t.Fatalf("write %+v step %+v", v.Write, st)
+	}
+	if v.Read != nil {
+		t.Fatalf("peer.rdma_read ran after a failed WRITE: %+v", v.Read)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,7 +48,8 @@ type peerSide struct {
 // peerRunner opens the library and picks the device and port: the ones
 // asked for, or the first ACTIVE port of the first device that has one.
 func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
-	r := &runner{em: em, opts: Options{SysfsRoot: "/sys"}.withDefaults()}
+	preq.withDefaults()
+	r := &runner{em: em, opts: Options{SysfsRoot: path.Join(preq.HostRoot, "sys")}.withDefaults(), hostRoot: preq.HostRoot}
 	r.info.MemlockBytes = memlockBytes()
 	lib, err := verbs.Open(preq.Library)
 	if err != nil {
