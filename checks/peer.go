@@ -35,6 +35,16 @@ var peerCatalog = chainPeerChecks([]*PeerCheck{
 		judgePeerConnect, peerConnectExplain),
 	peerCheck(probe.PeerSendRecv, 42, "a SEND crosses each way, received with the right length and payload",
 		judgePeerSendRecv, peerSendRecvExplain),
+	peerCheck(probe.PeerWrite, 43, "an RDMA WRITE through the peer's rkey lands intact in its memory",
+		judgePeerWrite, peerWriteExplain),
+	peerCheck(probe.PeerRead, 44, "an RDMA READ through the peer's rkey brings its bytes intact",
+		judgePeerRead, peerReadExplain),
+	peerCheck(probe.PeerLatency, 45, "SEND round trips across the hosts: min, median, p99",
+		judgePeerLatency, peerLatencyExplain),
+	peerCheck(probe.PeerBandwidth, 46, "RDMA WRITE bandwidth at a few sizes, beside the slower port's rate",
+		judgePeerBandwidth, peerBandwidthExplain),
+	peerCheck(probe.PeerCounters, 47, "no error or congestion counter rises on either side during the bandwidth run",
+		judgePeerCounters, peerCountersExplain),
 })
 
 // chainPeerChecks makes each check need the one before it.

@@ -187,7 +187,6 @@ func TestPeerHealthyPair(t *testing.T) {
 	}
 }
 
-
 // A link that drops everything: the SEND is never acknowledged and the
 // server's receive never completes. Both become findings within the
 // pair's deadline, not a hang.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"

@@ -185,7 +185,7 @@ func (ps *peerSide) fillEndpoint() {
 		Device: r.dev.Name, Port: r.port, LinkLayer: verbs.LinkLayerName(s.port.LinkLayer),
 		QPN: ps.qp.Num, PSN: binary.BigEndian.Uint32(psn[:]) & 0xffffff, LID: s.port.LID,
 		ActiveMTU: verbs.MTU(s.port.ActiveMTU).Bytes(),
-		Addr:      uint64(ps.buf.Addr()), RKey: ps.mr.RKey, Len: uint32(ps.buf.Len()),
+		Addr:      uint64(ps.buf.Addr()), RKey: ps.mr.RKey, Len: uint32(ps.buf.Len()), Software: r.software,
 	}
 	if a.roce {
 		e.GID = append([]byte(nil), a.gid.Raw[:]...)

@@ -115,6 +115,9 @@ type Endpoint struct {
 	Addr uint64 `json:"addr"`
 	RKey uint32 `json:"rkey"`
 	Len  uint32 `json:"len"`
+	// Software is set for a software device (rxe, siw): its timings are
+	// the host CPU's, not a NIC's.
+	Software bool `json:"software,omitempty"`
 }
 
 // maxQPN is the largest 24-bit QP number (and PSN).
@@ -189,7 +192,9 @@ func (p *Params) Validate() error {
 }
 
 // BandwidthRegion is the offset and length of the bandwidth run's half.
-func (p *Params) BandwidthRegion() (off, n int) { return p.BufferSize / 2, p.BufferSize - p.BufferSize/2 }
+func (p *Params) BandwidthRegion() (off, n int) {
+	return p.BufferSize / 2, p.BufferSize - p.BufferSize/2
+}
 
 // Setup opens the endpoint exchange: the client's QP, host and choices.
 type Setup struct {
