@@ -16,35 +16,81 @@ import (
 // (the worst pair decides), and each check runs on a pair only when the
 // one before it passed there.
 type PeerCheck struct {
-	ID, Title string
-	Code      int
-	Explain   Explanation
-	judge     func(p *peer.Pair) verdict
-	// needs, when set, is the only check this one is gated on (instead
-	// of every check before it); its own failure then blocks nothing.
-	needs string
+	Check
+	judge func(p *peer.Pair) verdict
+}
+
+// peerCheck builds a catalog entry: level 2 (it drives the verbs API),
+// needing the check before it.
+func peerCheck(id string, code int, title string, judge func(*peer.Pair) verdict, ex Explanation) *PeerCheck {
+	return &PeerCheck{Check: Check{ID: id, Code: code, Level: 2, Title: title, Explain: ex}, judge: judge}
 }
 
 // Code 48 is reserved for peer.rdma_cm (a connection through the RDMA
 // connection manager); 49–59 for later two-host checks.
-var peerCatalog = []*PeerCheck{
-	{ID: "peer.control", Code: 40, Title: "the peer's control port answers and accepts this client (protocol version, token)",
-		judge: judgePeerControl, Explain: peerControlExplain},
-	{ID: probe.PeerConnect, Code: 41, Title: "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
-		judge: judgePeerConnect, Explain: peerConnectExplain},
-	{ID: probe.PeerSendRecv, Code: 42, Title: "a SEND crosses each way, received with the right length and payload",
-		judge: judgePeerSendRecv, Explain: peerSendRecvExplain},
-	peerRDMACMCheck,
+var peerCatalog = append(chainPeerChecks([]*PeerCheck{
+	peerCheck("peer.control", 40, "the peer's control port answers and accepts this client (protocol version, token)",
+		judgePeerControl, peerControlExplain),
+	peerCheck(probe.PeerConnect, 41, "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
+		judgePeerConnect, peerConnectExplain),
+	peerCheck(probe.PeerSendRecv, 42, "a SEND crosses each way, received with the right length and payload",
+		judgePeerSendRecv, peerSendRecvExplain),
+	peerCheck(probe.PeerWrite, 43, "an RDMA WRITE through the peer's rkey lands intact in its memory",
+		judgePeerWrite, peerWriteExplain),
+	peerCheck(probe.PeerRead, 44, "an RDMA READ through the peer's rkey brings its bytes intact",
+		judgePeerRead, peerReadExplain),
+	peerCheck(probe.PeerLatency, 45, "SEND round trips across the hosts: min, median, p99",
+		judgePeerLatency, peerLatencyExplain),
+	peerCheck(probe.PeerBandwidth, 46, "RDMA WRITE bandwidth at a few sizes, beside the slower port's rate",
+		judgePeerBandwidth, peerBandwidthExplain),
+	peerCheck(probe.PeerCounters, 47, "no error or congestion counter rises on either side during the bandwidth run",
+		judgePeerCounters, peerCountersExplain),
+}), peerRDMACMCheck)
+
+// unmet is the first of needs that did not pass, "" when all did.
+func unmet(needs []string, passed map[string]bool) string {
+	for _, id := range needs {
+		if !passed[id] {
+			return id
+		}
+	}
+	return ""
 }
 
-// PeerCatalog lists the two-host checks in code order.
-func PeerCatalog() []*PeerCheck { return peerCatalog }
+// chainPeerChecks makes each check need the one before it.
+func chainPeerChecks(cs []*PeerCheck) []*PeerCheck {
+	for i := 1; i < len(cs); i++ {
+		cs[i].Needs = []string{cs[i-1].ID}
+	}
+	return cs
+}
+
+// PeerCatalog lists the two-host checks of `rdmadoctor peer test` in code
+// order; they are not in Catalog (the host pipeline).
+func PeerCatalog() []*Check {
+	out := make([]*Check, len(peerCatalog))
+	for i, c := range peerCatalog {
+		out[i] = &c.Check
+	}
+	return out
+}
+
+// LookupPeer finds a two-host check by ID or code.
+func LookupPeer(idOrCode string) (*Check, bool) {
+	for _, c := range peerCatalog {
+		if c.ID == idOrCode || fmt.Sprint(c.Code) == idOrCode {
+			return &c.Check, true
+		}
+	}
+	return nil, false
+}
 
 // PeerReport judges every pair with every peer check and combines the
 // pairs per check: one result per check, one detail line per pair.
 func PeerReport(pairs []peer.Pair) []report.CheckResult {
 	out := make([]report.CheckResult, 0, len(peerCatalog))
-	blocked := make([]string, len(pairs)) // per pair: the check that did not pass
+	// Per pair, the checks that passed (or warned): a check runs on a pair
+	// only when every check it Needs did there.
 	passed := make([]map[string]bool, len(pairs))
 	for i := range passed {
 		passed[i] = map[string]bool{}
@@ -53,23 +99,12 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 		t0 := time.Now()
 		vs := make([]verdict, len(pairs))
 		for i := range pairs {
-			gate := blocked[i]
-			if c.needs != "" {
-				gate = ""
-				if !passed[i][c.needs] {
-					gate = c.needs
-				}
-			}
-			if gate != "" {
+			if gate := unmet(c.Needs, passed[i]); gate != "" {
 				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), gate)}
 				continue
 			}
 			vs[i] = c.judge(&pairs[i])
-			ok := vs[i].status == report.Pass || vs[i].status == report.Warn
-			passed[i][c.ID] = ok
-			if !ok && c.needs == "" {
-				blocked[i] = c.ID
-			}
+			passed[i][c.ID] = vs[i].status == report.Pass || vs[i].status == report.Warn
 		}
 		r := combineUnits(vs, "pair", "pairs")
 		ev := map[string]any{}

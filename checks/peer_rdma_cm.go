@@ -79,8 +79,12 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 			name, r.Device, r.Port, r.Listener, r.PathMTU, r.ConnectMicros/1000, r.Size, r.RoundTripMicros/1000)}
 }
 
-// peerRDMACMCheck is check 48; it is gated on peer.control only.
-var peerRDMACMCheck = &PeerCheck{ID: probe.RDMACM, Code: 48, needs: "peer.control",
-	Title:   "a connection through the RDMA connection manager (address and route resolution, connect, SEND echoed)",
-	judge:   judgePeerRDMACM,
-	Explain: peerRDMACMExplain}
+// peerRDMACMCheck is check 48; it needs peer.control only, not the
+// hand-connected QP's chain.
+var peerRDMACMCheck = func() *PeerCheck {
+	c := peerCheck(probe.RDMACM, 48,
+		"a connection through the RDMA connection manager (address and route resolution, connect, SEND echoed)",
+		judgePeerRDMACM, peerRDMACMExplain)
+	c.Needs = []string{"peer.control"}
+	return c
+}()

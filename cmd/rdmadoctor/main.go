@@ -356,5 +356,12 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	for _, c := range checks.Catalog() {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
 	}
+	// The two-host checks are run by `peer test`, never by a level: their
+	// level column says so (and readers of the list that take a number
+	// there as a level do not count them in).
+	fmt.Fprintln(stdout, "\ntwo hosts (rdmadoctor peer test HOST...):")
+	for _, c := range checks.PeerCatalog() {
+		fmt.Fprintf(stdout, "%-4d  %-20s  %-5s  %s\n", c.Code, c.ID, "peer", c.Title)
+	}
 	return 0
 }

@@ -183,11 +183,11 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	if *failOn != "fail" && *failOn != "warn" {
 		return usage(fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", *failOn))
 	}
-	if *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/4 {
-		return usage(fmt.Sprintf("--timeout, --io-timeout and --concurrency must be positive, --size 1 to %d", wire.MaxBuffer/4))
+	if *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 {
+		return usage(fmt.Sprintf("--timeout, --io-timeout and --concurrency must be positive, --size 1 to %d", wire.MaxBuffer/8))
 	}
 	exe, _ := os.Executable()
-	bufSize := max(peer.DefaultBufferSize, 4**size)
+	bufSize := max(peer.DefaultBufferSize, 8**size)
 	cfg := peer.TestConfig{
 		Exe: exe, Token: pf.resolveToken(), Library: pf.libibverbs, Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex,
 		Timeout: *timeout, IOTimeout: *ioTimeout, Concurrency: *concurrency, Host: hostReport(),

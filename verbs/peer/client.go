@@ -20,6 +20,8 @@ type TestConfig struct {
 	Token string
 	// Library is the libibverbs to open ("" = the loader's).
 	Library string
+	// HostRoot is where the port's counters and rate are read ("" = "/").
+	HostRoot string
 	// Device, Port and GIDIndex select the local port (PeerRequest).
 	Device   string
 	Port     int
@@ -171,7 +173,7 @@ func testOne(ctx context.Context, cfg *TestConfig, peerName string) Pair {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Time{})
-	preq := probe.PeerRequest{Library: cfg.Library, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
+	preq := probe.PeerRequest{Library: cfg.Library, HostRoot: cfg.HostRoot, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
 		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host}
 	pr.Verbs = probe.PeerTest(ctx, cfg.Exe, conn, preq)
 	return pr

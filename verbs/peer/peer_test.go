@@ -121,12 +121,33 @@ func testConfig(t testing.TB, lib string) TestConfig {
 		Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}
 }
 
+// fakeHostRoot is a host directory with fake0's port rate and counters.
+func fakeHostRoot(t testing.TB) string {
+	root := t.TempDir()
+	port := filepath.Join(root, "sys/class/infiniband/fake0/ports/1")
+	for name, v := range map[string]string{
+		"rate": "100 Gb/sec (4X EDR)", "counters/port_xmit_data": "1000", "counters/symbol_error": "0",
+		"counters/port_xmit_wait": "5", "hw_counters/out_of_sequence": "0",
+	} {
+		p := filepath.Join(port, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
 func TestPeerHealthyPair(t *testing.T) {
 	lib := fakeLibrary(t)
 	t.Setenv("FAKE_IBV", "peer")
-	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, Token: "s3cret"})
+	root := fakeHostRoot(t)
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, Token: "s3cret", HostRoot: root})
 	cfg := testConfig(t, lib)
 	cfg.Token = "s3cret"
+	cfg.HostRoot = root
 	pairs := Test(context.Background(), cfg, []string{addr})
 	p := pairs[0]
 	if p.Control.Fault != FaultNone || p.Control.Version != wire.Version {
@@ -142,5 +163,121 @@ func TestPeerHealthyPair(t *testing.T) {
 	t.Logf("connect steps: %d, local %+v remote %+v\nserver log:\n%s", len(v.Connect.Steps), v.Connect.Local, v.Connect.Remote, log)
 	if sr := v.SendRecv; sr == nil || !sr.OK() || !sr.ToPeer || !sr.FromPeer {
 		t.Fatalf("send_recv %+v failed %+v\nserver log:\n%s", sr, sr.Failed(), log)
+	}
+	if v.Write == nil || v.Read == nil || v.Latency == nil || v.Bandwidth == nil || v.Counters == nil {
+		t.Fatalf("missing results: %+v\nserver log:\n%s", v, log)
+	}
+	for _, p := range []*probe.Probe{&v.Write.Probe, &v.Read.Probe, &v.Latency.Probe, &v.Bandwidth.Probe, &v.Counters.Probe} {
+		if !p.OK() {
+			t.Fatalf("%s: %+v\nserver log:\n%s", p.Name, p.Failed(), log)
+		}
+	}
+	if v.Write.Status != "IBV_WC_SUCCESS" || v.Read.Status != "IBV_WC_SUCCESS" {
+		t.Fatalf("write %s, read %s", v.Write.Status, v.Read.Status)
+	}
+	if l := v.Latency.Latency; l.N != 1000 || l.MinNS <= 0 || l.MedNS < l.MinNS || l.P99NS < l.MedNS {
+		t.Fatalf("latency %+v", l)
+	}
+	if b := v.Bandwidth; len(b.Runs) != 2 || b.Runs[0].Gbps <= 0 || b.LocalRateGbps != 100 || b.RemoteRateGbps != 100 {
+		// 1 MiB does not fit the upper half of a 1 MiB buffer.
+		t.Fatalf("bandwidth %+v", b)
+	}
+	if c := v.Counters; len(c.Local) != 4 || len(c.Remote) != 4 || c.Local[0].Name != "counters/port_xmit_data" {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+// A link that drops everything: the SEND is never acknowledged and the
+// server's receive never completes. Both become findings within the
+// pair's deadline, not a hang.
+func TestPeerSilentLinkIsAFinding(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer-silent")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 3 * time.Second
+	t0 := time.Now()
+	p := Test(context.Background(), cfg, []string{addr})[0]
+	if d := time.Since(t0); d > cfg.Timeout+3*time.Second {
+		t.Fatalf("took %v with a %v deadline", d, cfg.Timeout)
+	}
+	v := p.Verbs
+	if v == nil || v.Connect == nil || !v.Connect.OK() {
+		t.Fatalf("connect should pass (no traffic yet): %+v\n%s", v, log)
+	}
+	sr := v.SendRecv
+	if sr == nil {
+		t.Fatalf("no send_recv result: failure %+v\n%s", v.Failure, log)
+	}
+	st := sr.Failed()
+	if st == nil || !strings.Contains(st.Error, "no completion") || sr.ToPeer || sr.FromPeer {
+		t.Fatalf("send_recv step %+v, to %v from %v", st, sr.ToPeer, sr.FromPeer)
+	}
+}
+
+// The server vanishes after the endpoint exchange (its process and its
+// QP gone): the client's next step fails at once with the reason, and no
+// wait outlives the pair's deadline.
+func TestPeerServerVanishes(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		wc := &wire.Conn{Conn: c, IOTimeout: 2 * time.Second}
+		srv := &Server{cfg: ServerConfig{IOTimeout: 2 * time.Second}}
+		if srv.handshake(wc) != nil {
+			return
+		}
+		var setup wire.Setup
+		if wc.Expect(0, wire.MsgSetup, &setup) != nil {
+			return
+		}
+		// A QP of a process that does not exist.
+		ep := setup.Endpoint
+		ep.QPN, ep.PSN = 0xfffe11, 5
+		_ = wc.Send(wire.MsgSetupReply, wire.SetupReply{Endpoint: ep, PathMTU: 1024})
+	}()
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 4 * time.Second
+	t0 := time.Now()
+	p := Test(context.Background(), cfg, []string{ln.Addr().String()})[0]
+	if d := time.Since(t0); d > cfg.Timeout+2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if p.Verbs == nil || p.Verbs.Connect == nil || !p.Verbs.Connect.OK() {
+		t.Fatalf("connect: %+v", p.Verbs)
+	}
+	sr := p.Verbs.SendRecv
+	if sr == nil || sr.Failed() == nil || !strings.Contains(sr.Failed().Name, "the server posts its receive") {
+		t.Fatalf("send_recv: %+v", sr)
+	}
+}
+
+// The QP connects and SEND works, but the peer refuses remote access: the
+// WRITE completes with IBV_WC_REM_ACCESS_ERR, and the cause says rkey.
+func TestPeerWriteRefused(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer-badrkey")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	p := Test(context.Background(), testConfig(t, lib), []string{addr})[0]
+	v := p.Verbs
+	if v == nil || v.SendRecv == nil || !v.SendRecv.OK() || v.Write == nil {
+		t.Fatalf("verbs %+v\n%s", v, log)
+	}
+	st := v.Write.Failed()
+	if st == nil || v.Write.Status != "IBV_WC_REM_ACCESS_ERR" || !strings.Contains(st.Cause, "rkey") {
+		t.Fatalf("write %+v step %+v", v.Write, st)
+	}
+	if v.Read != nil {
+		t.Fatalf("peer.rdma_read ran after a failed WRITE: %+v", v.Read)
 	}
 }

@@ -42,6 +42,8 @@ type ServerConfig struct {
 	MaxMemory int64
 	// Library is the libibverbs to open ("" = the loader's).
 	Library string
+	// HostRoot is where the port's counters and rate are read ("" = "/").
+	HostRoot string
 	// Device, Port and GIDIndex select the local port as in PeerRequest.
 	Device   string
 	Port     int
@@ -156,7 +158,7 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, id string) bool {
 		return false
 	}
 	s.cfg.Logf("%s: session started", id)
-	preq := probe.PeerRequest{Library: s.cfg.Library,
+	preq := probe.PeerRequest{Library: s.cfg.Library, HostRoot: s.cfg.HostRoot,
 		Device: s.cfg.Device, Port: s.cfg.Port, GIDIndex: s.cfg.GIDIndex,
 		MaxBuffer: int(s.cfg.MaxMemory / int64(s.cfg.MaxSessions)),
 		SessionNS: int64(time.Until(wc.Deadline)), IOTimeoutNS: int64(s.cfg.IOTimeout), Host: s.cfg.Host,

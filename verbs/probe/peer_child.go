@@ -97,6 +97,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		mtu, _ = wire.NegotiatePathMTU(&ps.local, &setup.Endpoint)
 		ps.connectTo(&p, &setup.Endpoint, mtu)
 	}
+	preq.Host.RateGbps = portRateGbps(r)
 	reply := wire.SetupReply{Endpoint: ps.local, Host: preq.Host, PathMTU: mtu}
 	if st := p.Failed(); st != nil {
 		reply.Error = fmt.Sprintf("%s: %s", st.Name, st.Error)
@@ -135,43 +136,110 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 
 // serveOp carries out the server's part of one operation.
 func (ps *peerSide) serveOp(conn *wire.Conn, op *wire.Op) error {
-	n := ps.params.MsgSize
 	wait := min(time.Duration(op.WaitMS)*time.Millisecond, time.Until(conn.Deadline))
-	p := newProbe(string(op.Kind))
 	switch op.Kind {
 	case wire.OpSendRecv:
-		if op.Len != n {
-			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("length %d is not the session's message size %d", op.Len, n)})
+		return ps.serveSendRecv(conn, op, wait)
+	case wire.OpCheckMemory, wire.OpFillMemory:
+		if op.Offset+op.Len > ps.buf.Len() {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("bytes %d–%d lie outside the %d-byte region", op.Offset, op.Offset+op.Len, ps.buf.Len())})
 		}
-		recv := ps.region(1, n)
-		clear(recv)
-		if !ps.r.step(&p, "ibv_post_recv", func() error { return ps.qp.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{ps.sge(1, n)}}) }) {
-			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		mem := ps.buf.Bytes()[op.Offset : op.Offset+op.Len]
+		if op.Kind == wire.OpFillMemory {
+			wire.Pattern(mem, op.Seed)
+			return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true})
 		}
-		if err := conn.Send(wire.MsgOpReady, wire.OpReady{}); err != nil {
-			return err
+		if at := wire.PatternMismatch(mem, op.Seed); at >= 0 {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("the memory the client wrote differs from byte %d on", at)})
 		}
-		wc, ok := ps.waitCompletion(&p, "ibv_poll_cq recv (the client's SEND)", ps.recvCQ, wait,
-			"the client's SEND never arrived: its packets do not reach this host over RDMA")
-		if !ok {
-			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("%d bytes written intact", op.Len)})
+	case wire.OpEcho:
+		return ps.serveEcho(conn, op, wait)
+	case wire.OpCounters:
+		cs, err := readPeerCounters(ps.r)
+		if err != nil {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: err.Error()})
 		}
-		if at := wire.PatternMismatch(recv, op.Seed); int(wc.ByteLen) != n || at >= 0 {
-			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("received %d bytes, payload differs from byte %d", wc.ByteLen, at)})
-		}
-		send := ps.region(0, n)
-		wire.Pattern(send, op.Seed+1)
-		if !ps.r.step(&p, "ibv_post_send SEND", func() error {
-			return ps.qp.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.sge(0, n)}})
-		}) {
-			return conn.Send(wire.MsgOpReply, opFailure(&p))
-		}
-		if _, ok := ps.waitCompletion(&p, "ibv_poll_cq send (the answer)", ps.sendCQ, wait, ""); !ok {
-			return conn.Send(wire.MsgOpReply, opFailure(&p))
-		}
-		return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("received %d bytes intact, answered", n)})
+		return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Counters: cs})
 	}
 	return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("operation %s is not served by this version", op.Kind)})
+}
+
+// serveSendRecv is the server's part of peer.send_recv: post a receive,
+// say so, check the client's SEND, answer with a SEND of the next seed.
+func (ps *peerSide) serveSendRecv(conn *wire.Conn, op *wire.Op, wait time.Duration) error {
+	n := ps.params.MsgSize
+	p := newProbe(string(op.Kind))
+	if op.Len != n {
+		return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("length %d is not the session's message size %d", op.Len, n)})
+	}
+	recv := ps.region(1, n)
+	clear(recv)
+	if !ps.r.step(&p, "ibv_post_recv", func() error { return ps.qp.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{ps.sge(1, n)}}) }) {
+		return conn.Send(wire.MsgOpReply, opFailure(&p))
+	}
+	if err := conn.Send(wire.MsgOpReady, wire.OpReady{}); err != nil {
+		return err
+	}
+	wc, ok := ps.waitCompletion(&p, "ibv_poll_cq recv (the client's SEND)", ps.recvCQ, wait,
+		"the client's SEND never arrived: its packets do not reach this host over RDMA")
+	if !ok {
+		return conn.Send(wire.MsgOpReply, opFailure(&p))
+	}
+	if at := wire.PatternMismatch(recv, op.Seed); int(wc.ByteLen) != n || at >= 0 {
+		return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("received %d bytes, payload differs from byte %d", wc.ByteLen, at)})
+	}
+	send := ps.region(0, n)
+	wire.Pattern(send, op.Seed+1)
+	if !ps.r.step(&p, "ibv_post_send SEND", func() error {
+		return ps.qp.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.sge(0, n)}})
+	}) {
+		return conn.Send(wire.MsgOpReply, opFailure(&p))
+	}
+	if _, ok := ps.waitCompletion(&p, "ibv_poll_cq send (the answer)", ps.sendCQ, wait, ""); !ok {
+		return conn.Send(wire.MsgOpReply, opFailure(&p))
+	}
+	return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("received %d bytes intact, answered", n)})
+}
+
+// serveEcho answers Count SENDs of Len bytes, each with a SEND of the same
+// size: the latency ping-pong. Receives are kept posted ahead, at most the
+// queue's depth.
+func (ps *peerSide) serveEcho(conn *wire.Conn, op *wire.Op, wait time.Duration) error {
+	n := op.Len
+	if n < 1 || n > ps.params.MsgSize {
+		return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("echo length %d is not 1–%d", n, ps.params.MsgSize)})
+	}
+	p := newProbe("echo")
+	recvWR := verbs.RecvWR{ID: 21, SGEs: []verbs.SGE{ps.mr.SGE(ps.params.MsgSize, n)}}
+	sendWR := verbs.SendWR{ID: 22, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.mr.SGE(0, n)}}
+	posted := 0
+	for ; posted < min(op.Count, peerWR/2); posted++ {
+		if err := ps.qp.PostRecv(recvWR); err != nil {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_recv: " + err.Error()})
+		}
+	}
+	if err := conn.Send(wire.MsgOpReady, wire.OpReady{}); err != nil {
+		return err
+	}
+	for i := 0; i < op.Count; i++ {
+		if _, ok := ps.waitCompletion(&p, fmt.Sprintf("ibv_poll_cq recv (round trip %d)", i+1), ps.recvCQ, wait, ""); !ok {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+		if posted < op.Count {
+			if err := ps.qp.PostRecv(recvWR); err != nil {
+				return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_recv: " + err.Error()})
+			}
+			posted++
+		}
+		if err := ps.qp.PostSend(sendWR); err != nil {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_send: " + err.Error()})
+		}
+		if _, ok := ps.waitCompletion(&p, fmt.Sprintf("ibv_poll_cq send (round trip %d)", i+1), ps.sendCQ, wait, ""); !ok {
+			return conn.Send(wire.MsgOpReply, opFailure(&p))
+		}
+	}
+	return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("%d round trips answered", op.Count)})
 }
 
 // opFailure is the reply for an operation whose step failed.

@@ -36,10 +36,63 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 	if !ok {
 		return
 	}
-	t1 := time.Now()
-	sr := ps.sendRecv(conn)
-	sr.Millis = millis(time.Since(t1))
-	emitPeer(em, PeerSendRecv, sr)
+	ps.measure(em, conn, preq, cr)
+}
+
+// measure runs the checks after peer.connect in order, each only when the
+// one before it passed; a check not run is not emitted (the judge says
+// which one blocked it).
+func (ps *peerSide) measure(em *emitter, conn *wire.Conn, preq *PeerRequest, cr *PeerConnectResult) {
+	if !ps.emitTimed(em, PeerSendRecv, func() (any, *Probe) { sr := ps.sendRecv(conn); return sr, &sr.Probe }) {
+		return
+	}
+	if !ps.emitTimed(em, PeerWrite, func() (any, *Probe) { w := ps.rdmaWrite(conn, cr.Remote); return w, &w.Probe }) {
+		return
+	}
+	if !ps.emitTimed(em, PeerRead, func() (any, *Probe) { rd := ps.rdmaRead(conn, cr.Remote); return rd, &rd.Probe }) {
+		return
+	}
+	if !ps.emitTimed(em, PeerLatency, func() (any, *Probe) { l := ps.latency(conn, preq); return l, &l.Probe }) {
+		return
+	}
+	before, rBefore, lErr, rErr := ps.counterSnapshot(conn)
+	remoteRate := 0.0
+	if cr.RemoteHost != nil {
+		remoteRate = cr.RemoteHost.RateGbps
+	}
+	if !ps.emitTimed(em, PeerBandwidth, func() (any, *Probe) { b := ps.bandwidth(cr.Remote, remoteRate, preq); return b, &b.Probe }) {
+		return
+	}
+	ps.emitTimed(em, PeerCounters, func() (any, *Probe) {
+		after, rAfter, lErr2, rErr2 := ps.counterSnapshot(conn)
+		res := &PeerCountersResult{Probe: newProbe(PeerCounters), LocalError: firstOf(lErr, lErr2), RemoteError: firstOf(rErr, rErr2)}
+		if res.LocalError == "" {
+			res.Local = counterPairs(before, after)
+		}
+		if res.RemoteError == "" {
+			res.Remote = counterPairs(rBefore, rAfter)
+		}
+		ps.r.note(&res.Probe, "counters read on both sides around the bandwidth run", true, "",
+			fmt.Sprintf("%d here, %d on the peer", len(res.Local), len(res.Remote)))
+		return res, &res.Probe
+	})
+}
+
+// emitTimed runs one check, times it and emits its result; it reports
+// whether the check passed, so the next may run.
+func (ps *peerSide) emitTimed(em *emitter, name string, run func() (any, *Probe)) bool {
+	t0 := time.Now()
+	res, p := run()
+	p.Millis = millis(time.Since(t0))
+	emitPeer(em, name, res)
+	return p.Failed() == nil
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // connectPeer builds the local QP, exchanges endpoints with the server
@@ -49,6 +102,7 @@ func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConn
 	if !ps.build(p, preq.GIDIndex) {
 		return false
 	}
+	preq.Host.RateGbps = portRateGbps(r)
 	cr.Local, cr.LocalHost = &ps.local, &preq.Host
 	var reply wire.SetupReply
 	if !r.step(p, "exchange endpoints with the server", func() error {

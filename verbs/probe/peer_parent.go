@@ -69,6 +69,21 @@ func (res *PeerResult) decode(name string, raw json.RawMessage) error {
 	case PeerSendRecv:
 		res.SendRecv = &PeerSendRecvResult{}
 		dst = res.SendRecv
+	case PeerWrite:
+		res.Write = &PeerRDMAResult{}
+		dst = res.Write
+	case PeerRead:
+		res.Read = &PeerRDMAResult{}
+		dst = res.Read
+	case PeerLatency:
+		res.Latency = &PeerLatencyResult{}
+		dst = res.Latency
+	case PeerBandwidth:
+		res.Bandwidth = &PeerBandwidthResult{}
+		dst = res.Bandwidth
+	case PeerCounters:
+		res.Counters = &PeerCountersResult{}
+		dst = res.Counters
 	case RDMACM:
 		res.RDMACM = &CMPeerResult{}
 		dst = res.RDMACM

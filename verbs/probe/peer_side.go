@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,7 +48,8 @@ type peerSide struct {
 // peerRunner opens the library and picks the device and port: the ones
 // asked for, or the first ACTIVE port of the first device that has one.
 func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
-	r := &runner{em: em, opts: Options{SysfsRoot: "/sys"}.withDefaults()}
+	preq.withDefaults()
+	r := &runner{em: em, opts: Options{SysfsRoot: path.Join(preq.HostRoot, "sys")}.withDefaults(), hostRoot: preq.HostRoot}
 	r.info.MemlockBytes = memlockBytes()
 	lib, err := verbs.Open(preq.Library)
 	if err != nil {
@@ -183,7 +185,7 @@ func (ps *peerSide) fillEndpoint() {
 		Device: r.dev.Name, Port: r.port, LinkLayer: verbs.LinkLayerName(s.port.LinkLayer),
 		QPN: ps.qp.Num, PSN: binary.BigEndian.Uint32(psn[:]) & 0xffffff, LID: s.port.LID,
 		ActiveMTU: verbs.MTU(s.port.ActiveMTU).Bytes(),
-		Addr:      uint64(ps.buf.Addr()), RKey: ps.mr.RKey, Len: uint32(ps.buf.Len()),
+		Addr:      uint64(ps.buf.Addr()), RKey: ps.mr.RKey, Len: uint32(ps.buf.Len()), Software: r.software,
 	}
 	if a.roce {
 		e.GID = append([]byte(nil), a.gid.Raw[:]...)

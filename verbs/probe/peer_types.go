@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"time"
+
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 )
 
@@ -19,7 +21,7 @@ const (
 
 // PeerProbes lists the verbs parts of a peer session in run order; each
 // runs only when the one before it passed.
-var PeerProbes = []string{PeerConnect, PeerSendRecv}
+var PeerProbes = []string{PeerConnect, PeerSendRecv, PeerWrite, PeerRead, PeerLatency, PeerBandwidth, PeerCounters}
 
 // PeerRequest is one side's share of a peer session, as its child gets it.
 type PeerRequest struct {
@@ -43,8 +45,31 @@ type PeerRequest struct {
 	IOTimeoutNS int64 `json:"io_timeout_ns"`
 	// Host is what this side reports of itself.
 	Host wire.HostReport `json:"host"`
-	// Iterations is the number of latency round trips.
-	Iterations int `json:"iterations,omitempty"`
+	// Iterations is the number of latency round trips (fewer when
+	// LatencyBudgetNS runs out first).
+	Iterations      int   `json:"iterations,omitempty"`
+	LatencyBudgetNS int64 `json:"latency_budget_ns,omitempty"`
+	// BandwidthNS is how long each message size of the bandwidth run
+	// lasts.
+	BandwidthNS int64 `json:"bandwidth_ns,omitempty"`
+	// HostRoot is the host directory counters and rates are read under
+	// ("" = "/").
+	HostRoot string `json:"host_root,omitempty"`
+}
+
+func (r *PeerRequest) withDefaults() {
+	if r.Iterations <= 0 {
+		r.Iterations = 1000
+	}
+	if r.LatencyBudgetNS <= 0 {
+		r.LatencyBudgetNS = int64(2 * time.Second)
+	}
+	if r.BandwidthNS <= 0 {
+		r.BandwidthNS = int64(500 * time.Millisecond)
+	}
+	if r.HostRoot == "" {
+		r.HostRoot = "/"
+	}
 }
 
 // PeerConnectResult is peer.connect: both QPs built and moved to RTS
@@ -74,11 +99,74 @@ type PeerSendRecvResult struct {
 	RemoteError string `json:"remote_error,omitempty"`
 }
 
+// PeerRDMAResult is peer.rdma_write or peer.rdma_read: one RDMA WRITE
+// into the server's region (checked there), or one RDMA READ of a pattern
+// the server wrote (checked here), through the server's rkey.
+type PeerRDMAResult struct {
+	Probe
+	Size        int    `json:"size"`
+	Status      string `json:"status,omitempty"` // the completion's
+	RemoteError string `json:"remote_error,omitempty"`
+}
+
+// PeerLatencyResult is peer.latency: SEND ping-pong round trips.
+type PeerLatencyResult struct {
+	Probe
+	Size            int    `json:"size"`
+	IterationsAsked int    `json:"iterations_asked"`
+	Latency         Stats  `json:"latency_ns"`
+	RemoteError     string `json:"remote_error,omitempty"`
+}
+
+// BandwidthRun is one message size of the bandwidth run.
+type BandwidthRun struct {
+	Size        int     `json:"size"`
+	Outstanding int     `json:"outstanding"`
+	Messages    int     `json:"messages"`
+	Seconds     float64 `json:"seconds"`
+	Gbps        float64 `json:"gbps"`
+}
+
+// PeerBandwidthResult is peer.bandwidth: RDMA WRITEs with several work
+// requests outstanding, at a few message sizes.
+type PeerBandwidthResult struct {
+	Probe
+	Runs []BandwidthRun `json:"runs"`
+	// LocalRateGbps and RemoteRateGbps are the ports' rates (0: unknown).
+	LocalRateGbps  float64 `json:"local_rate_gbps"`
+	RemoteRateGbps float64 `json:"remote_rate_gbps"`
+	// Software is set when either side's device is software (rxe, siw):
+	// its rate is no NIC's.
+	Software bool `json:"software,omitempty"`
+}
+
+// PeerCounter is one counter read before and after the bandwidth run.
+type PeerCounter struct {
+	Name   string `json:"name"`
+	Before uint64 `json:"before"`
+	After  uint64 `json:"after"`
+}
+
+// PeerCountersResult is peer.counters: both sides' port counters (PMA
+// counters/ and the driver's hw_counters/) around the bandwidth run.
+type PeerCountersResult struct {
+	Probe
+	Local       []PeerCounter `json:"local"`
+	Remote      []PeerCounter `json:"remote"`
+	LocalError  string        `json:"local_error,omitempty"`
+	RemoteError string        `json:"remote_error,omitempty"`
+}
+
 // PeerResult is the client's whole session with one server.
 type PeerResult struct {
-	Connect  *PeerConnectResult  `json:"connect,omitempty"`
-	SendRecv *PeerSendRecvResult `json:"send_recv,omitempty"`
-	RDMACM   *CMPeerResult       `json:"rdma_cm,omitempty"`
+	Connect   *PeerConnectResult   `json:"connect,omitempty"`
+	SendRecv  *PeerSendRecvResult  `json:"send_recv,omitempty"`
+	Write     *PeerRDMAResult      `json:"rdma_write,omitempty"`
+	Read      *PeerRDMAResult      `json:"rdma_read,omitempty"`
+	Latency   *PeerLatencyResult   `json:"latency,omitempty"`
+	Bandwidth *PeerBandwidthResult `json:"bandwidth,omitempty"`
+	Counters  *PeerCountersResult  `json:"counters,omitempty"`
+	RDMACM    *CMPeerResult        `json:"rdma_cm,omitempty"`
 	// Failure is set when the child did not finish: killed at the
 	// session's deadline, crashed, or could not start.
 	Failure *ChildFailure `json:"failure,omitempty"`

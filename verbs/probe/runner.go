@@ -40,6 +40,8 @@ type runner struct {
 	noRC string
 	// noUD is why applications cannot create UD QPs on the device.
 	noUD string
+	// hostRoot is where a peer child reads counters and rates.
+	hostRoot string
 }
 
 // iwarpSkip is why the probes that need a connected QP do not run on an

@@ -115,6 +115,9 @@ type Endpoint struct {
 	Addr uint64 `json:"addr"`
 	RKey uint32 `json:"rkey"`
 	Len  uint32 `json:"len"`
+	// Software is set for a software device (rxe, siw): its timings are
+	// the host CPU's, not a NIC's.
+	Software bool `json:"software,omitempty"`
 }
 
 // maxQPN is the largest 24-bit QP number (and PSN).
@@ -177,11 +180,20 @@ type Params struct {
 // MaxBuffer bounds the memory region a client may ask a server for.
 const MaxBuffer = 64 << 20
 
+// The buffer's layout: three regions of MsgSize at its start (0: what
+// this side sends or writes, 1: what it receives or reads into, 2: the
+// other side's WRITE and READ target), and the upper half for the
+// bandwidth run.
 func (p *Params) Validate() error {
-	if p.MsgSize < 1 || p.BufferSize < 1 || p.BufferSize > MaxBuffer || 3*p.MsgSize > p.BufferSize {
-		return fmt.Errorf("message size %d and buffer %d: want 1 ≤ 3×message ≤ buffer ≤ %d", p.MsgSize, p.BufferSize, MaxBuffer)
+	if p.MsgSize < 1 || p.BufferSize < 1 || p.BufferSize > MaxBuffer || 3*p.MsgSize > p.BufferSize/2 {
+		return fmt.Errorf("message size %d and buffer %d: want 1 ≤ 3×message ≤ buffer/2, buffer ≤ %d", p.MsgSize, p.BufferSize, MaxBuffer)
 	}
 	return nil
+}
+
+// BandwidthRegion is the offset and length of the bandwidth run's half.
+func (p *Params) BandwidthRegion() (off, n int) {
+	return p.BufferSize / 2, p.BufferSize - p.BufferSize/2
 }
 
 // Setup opens the endpoint exchange: the client's QP, host and choices.
