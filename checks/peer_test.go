@@ -40,6 +40,8 @@ func healthyPair(target string) peer.Pair {
 			Counters: &probe.PeerCountersResult{Probe: okProbe(probe.PeerCounters),
 				Local:  []probe.PeerCounter{{Name: "counters/port_xmit_data", Before: 1, After: 1 << 30}},
 				Remote: []probe.PeerCounter{{Name: "counters/symbol_error", Before: 0, After: 0}}},
+			RDMACM: &probe.CMPeerResult{CMResult: probe.CMResult{Probe: okProbe(probe.RDMACM), Device: "mlx5_0", Port: 1,
+				PathMTU: 4096, Size: 4096}, Listener: "192.0.2.2:40000", Remote: &wire.CMResult{OK: true}},
 		}}
 }
 
@@ -53,7 +55,7 @@ func statuses(rs []report.CheckResult) string {
 
 func TestPeerReportHealthy(t *testing.T) {
 	rs := PeerReport([]peer.Pair{healthyPair("a:1")})
-	want := "peer.control=pass peer.connect=pass peer.send_recv=pass peer.rdma_write=pass peer.rdma_read=pass peer.latency=pass peer.bandwidth=pass peer.counters=pass"
+	want := "peer.control=pass peer.connect=pass peer.send_recv=pass peer.rdma_write=pass peer.rdma_read=pass peer.latency=pass peer.bandwidth=pass peer.counters=pass peer.rdma_cm=pass"
 	if got := statuses(rs); got != want {
 		t.Fatalf("%s\nwant %s", got, want)
 	}
