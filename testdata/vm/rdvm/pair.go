@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,10 +149,14 @@ func toolFigures(out []byte) []figure {
 	}
 	f := func(i int) float64 { x, _ := strconv.ParseFloat(string(row[i]), 64); return x }
 	switch {
+	case bytes.Contains(out, []byte("BW average[Gb/sec]")):
+		return []figure{{"bandwidth", "Gb/s", f(4)}}
 	case bytes.Contains(out, []byte("BW average")):
 		return []figure{{"bandwidth", "MB/s", f(4)}}
 	case bytes.Contains(out, []byte("t_typical")):
-		return []figure{{"one-way latency (typical)", "µs", f(5)}, {"one-way latency (min)", "µs", f(3)}}
+		// A round trip is two one-way latencies: what the pingpongs and
+		// peer.latency time.
+		return []figure{{"round trip (2 × one-way typical)", "µs", 2 * f(5)}, {"one-way latency (typical)", "µs", f(5)}}
 	}
 	return nil
 }
@@ -256,8 +261,12 @@ func (v *verifier) pairTable() error {
 		}
 		fmt.Fprintf(&t, "| `%s` | %s | %d | %.1f %s | %s |\n", r.Command, r.What, len(r.Runs), r.Median, r.Unit, strings.Join(all, ", "))
 	}
+	cmp := v.comparisons()
 	for _, line := range strings.Split(strings.TrimSpace(t.String()), "\n") {
 		fmt.Printf("vm: %s\n", line)
+	}
+	for _, c := range cmp {
+		fmt.Printf("vm: %s\n", c)
 	}
 	if v.pairMD == "" {
 		return nil
@@ -269,6 +278,12 @@ func (v *verifier) pairTable() error {
 	}
 	md.WriteString(":\n\n")
 	md.WriteString(t.String())
+	if len(cmp) > 0 {
+		md.WriteString("\n")
+		for _, c := range cmp {
+			md.WriteString("- " + c + "\n")
+		}
+	}
 	md.WriteString("\nEmulated CPUs and an emulated wire: compare rdmadoctor with the tools beside it, not with hardware.\n")
 	return writeSection(v.pairMD, "pair", md.String())
 }
@@ -295,4 +310,105 @@ func writeSection(path, name, body string) error {
 		text += "\n" + section
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// ourFigures reads peer.latency's median round trip and peer.bandwidth's
+// rate per message size from each run's `peer test --format json` report,
+// for the table beside the reference tools.
+func (v *verifier) ourFigures(o *outcome, name, dir string, m meta) {
+	lat := []float64{}
+	bw := map[int][]float64{}
+	for i, r := range clientRuns(dir, m) {
+		var rep jsonReport
+		if err := json.Unmarshal(r.Stdout, &rep); err != nil {
+			o.fail("run %d: no JSON report: %v", i+1, err)
+			continue
+		}
+		if c := rep.check("peer.latency"); c != nil {
+			for _, ev := range c.Evidence {
+				var e struct {
+					Latency struct {
+						MedianNS float64 `json:"median_ns"`
+					} `json:"latency_ns"`
+				}
+				if json.Unmarshal(ev, &e) == nil && e.Latency.MedianNS > 0 {
+					lat = append(lat, e.Latency.MedianNS/1000)
+				}
+			}
+		}
+		if c := rep.check("peer.bandwidth"); c != nil {
+			for _, ev := range c.Evidence {
+				var e struct {
+					Runs []struct {
+						Size int     `json:"size"`
+						Gbps float64 `json:"gbps"`
+					} `json:"runs"`
+				}
+				if json.Unmarshal(ev, &e) == nil {
+					for _, run := range e.Runs {
+						bw[run.Size] = append(bw[run.Size], run.Gbps)
+					}
+				}
+			}
+		}
+	}
+	cmd := "rdmadoctor peer test " + firstOf(m, "args")
+	if len(lat) > 0 {
+		v.pairRows = append(v.pairRows, pairRow{Source: name, Command: cmd, What: "round trip (peer.latency median, 64 B SEND)",
+			Unit: "µs", Median: median(lat), Runs: lat})
+	}
+	sizes := make([]int, 0, len(bw))
+	for s := range bw {
+		sizes = append(sizes, s)
+	}
+	sort.Ints(sizes)
+	for _, s := range sizes {
+		v.pairRows = append(v.pairRows, pairRow{Source: name, Command: cmd, What: fmt.Sprintf("bandwidth (peer.bandwidth, %d B WRITE)", s),
+			Unit: "Gb/s", Median: median(bw[s]), Runs: bw[s]})
+	}
+	if len(lat) == 0 || len(sizes) == 0 {
+		o.fail("no peer.latency or peer.bandwidth figures in the reports")
+	}
+}
+
+// comparisons pairs rdmadoctor's figures with the reference tools': the
+// round trips with ibv_rc_pingpong's, the 64 KiB bandwidth with
+// ib_send_bw's. The target is within ±25 %; a figure outside is said, not
+// failed (speeds are measured, never asserted).
+func (v *verifier) comparisons() []string {
+	find := func(what, unit string, ours bool) *pairRow {
+		for i := range v.pairRows {
+			r := &v.pairRows[i]
+			if r.Unit == unit && strings.Contains(r.What, what) && strings.HasPrefix(r.Command, "rdmadoctor") == ours {
+				return r
+			}
+		}
+		return nil
+	}
+	var out []string
+	for _, c := range []struct{ ours, ref, unit string }{
+		{"peer.latency", "round trip", "µs"},
+		{"65536 B WRITE", "bandwidth", "Gb/s"},
+	} {
+		a, b := find(c.ours, c.unit, true), find(c.ref, c.unit, false)
+		if a == nil || b == nil || b.Median == 0 {
+			continue
+		}
+		ratio := a.Median / b.Median
+		verdict := "within ±25 %"
+		if ratio < 0.75 || ratio > 1.25 {
+			verdict = "outside ±25 %"
+		}
+		out = append(out, fmt.Sprintf("%s: rdmadoctor %.1f %s vs `%s` %.1f %s: %.2f× (%s)",
+			a.What, a.Median, c.unit, firstWords(b.Command, 1), b.Median, c.unit, ratio, verdict))
+	}
+	return out
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[:n]
+	}
+	return strings.Join(f, " ")
 }

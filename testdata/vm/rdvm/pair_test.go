@@ -19,6 +19,9 @@ const (
  65536      200              14.71              9.92   		   0.000159
 ---------------------------------------------------------------------------------------
 `
+	sendBWGbitsOut = ` #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      200              0.12               0.09   		   0.000172
+`
 	writeLatOut = `---------------------------------------------------------------------------------------
  #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
  64      500          194.30         2210.43      281.44     	306.12      	120.55 		1012.33 		2210.43 	
@@ -33,7 +36,8 @@ func TestToolFigures(t *testing.T) {
 	}{
 		{rcPingpongOut, []figure{{"round trip", "µs", 779.40}}},
 		{sendBWOut, []figure{{"bandwidth", "MB/s", 9.92}}},
-		{writeLatOut, []figure{{"one-way latency (typical)", "µs", 281.44}, {"one-way latency (min)", "µs", 194.30}}},
+		{writeLatOut, []figure{{"round trip (2 × one-way typical)", "µs", 562.88}, {"one-way latency (typical)", "µs", 281.44}}},
+		{sendBWGbitsOut, []figure{{"bandwidth", "Gb/s", 0.09}}},
 		{"Couldn't connect to 192.0.2.2:18515\n", nil},
 		{"", nil},
 	}

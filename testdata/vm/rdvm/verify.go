@@ -88,14 +88,15 @@ type jsonReport struct {
 }
 
 type jsonCheck struct {
-	ID       string   `json:"id"`
-	Code     int      `json:"code"`
-	Status   string   `json:"status"`
-	Summary  string   `json:"summary"`
-	Observed string   `json:"observed"`
-	Expected string   `json:"expected"`
-	Details  []string `json:"details"`
-	Remedy   string   `json:"remedy"`
+	ID       string                     `json:"id"`
+	Code     int                        `json:"code"`
+	Status   string                     `json:"status"`
+	Summary  string                     `json:"summary"`
+	Observed string                     `json:"observed"`
+	Expected string                     `json:"expected"`
+	Details  []string                   `json:"details"`
+	Remedy   string                     `json:"remedy"`
+	Evidence map[string]json.RawMessage `json:"evidence"`
 }
 
 func (r *jsonReport) check(id string) *jsonCheck {
@@ -367,6 +368,9 @@ func (v *verifier) scenario(name string) *outcome {
 		v.snapshotRoundTrip(o, dir, m, active)
 	case "ref":
 		v.refTool(o, name, dir, m)
+	}
+	if firstOf(m, "compare") == "1" {
+		v.ourFigures(o, name, dir, m)
 	}
 	v.pairServer(o, name, m, active)
 	if active {
