@@ -111,7 +111,7 @@ pair_suite() {
 		[ -d "$r" ] && mv "$r" "$res/"
 	done
 	[ "$update_timing" = 1 ] && timing_md=(--pair-md "$VM_DIR/TIMING.md")
-	"$BIN_DIR/rdvm" verify ${only:+--only "$only"} --scenarios "$VM_DIR/pair-scenarios.sh" \
+	"$BIN_DIR/rdvm" verify --strict="${strict:-${RDVM_STRICT:-0}}" ${only:+--only "$only"} --scenarios "$VM_DIR/pair-scenarios.sh" \
 		"${timing_md[@]}" "$res" || vrc=$?
 	if [ "$vrc" != 0 ] || [ "$problems" != 0 ] || [ "$PAIR_RC_A" != 0 ] || [ "$PAIR_RC_B" != 0 ]; then
 		console_tail "$out/a.console" 40
@@ -122,7 +122,7 @@ pair_suite() {
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	only="" limit=${RDVM_PAIR_TIMEOUT:-240} update_timing=0
+	only="" limit=${RDVM_PAIR_TIMEOUT:-300} update_timing=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--only)

@@ -219,6 +219,7 @@ pair_scenario() {
 	printf 'args %s\n' "$*" >>"$d/meta"
 	echo "run_limit $PAIR_RUN_LIMIT" >>"$d/meta"
 	echo "runs $runs" >>"$d/meta"
+	echo "pair 1" >>"$d/meta"
 	ctl_sync "$name.begin" || { echo "meta_error control line: no begin barrier" >>"$d/meta"; pemit "$(rec_name "$name")" "$d"; return 1; }
 	say "pair scenario $name (node $NODE)"
 	t0=$(uptime_s)

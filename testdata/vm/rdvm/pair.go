@@ -24,7 +24,7 @@ func (v *verifier) pairServer(o *outcome, name string, m meta, active bool) {
 	dir := filepath.Join(v.dir, name+".b")
 	bm, err := os.ReadFile(filepath.Join(dir, "meta"))
 	if err != nil {
-		if _, isPair := m.get("runs"); isPair {
+		if _, isPair := m.get("pair"); isPair {
 			o.fail("no record came back from node b")
 		}
 		return
@@ -217,10 +217,15 @@ func (v *verifier) maxSeconds(o *outcome, dir string, m meta) {
 	}
 	med := median(secs)
 	o.Extra = append(o.Extra, fmt.Sprintf("client took %.2f s (median of %v)", med, secs))
-	if med <= want {
+	// A time is measured, not asserted: over the target it is a warning
+	// (a failure with --strict), as the host's load moves TCG's speed.
+	switch {
+	case med <= want:
 		o.ok("client within %s s", lim)
-	} else {
+	case v.strict:
 		o.fail("client took %.2f s (median), over the %s s target", med, lim)
+	default:
+		v.warnings = append(v.warnings, fmt.Sprintf("%s: the client took %.2f s (median), over the %s s target (a failure with --strict)", o.Name, med, lim))
 	}
 }
 
@@ -257,9 +262,9 @@ func (v *verifier) pairTable() error {
 	for _, r := range v.pairRows {
 		var all []string
 		for _, x := range r.Runs {
-			all = append(all, strconv.FormatFloat(x, 'f', 1, 64))
+			all = append(all, num(x))
 		}
-		fmt.Fprintf(&t, "| `%s` | %s | %d | %.1f %s | %s |\n", r.Command, r.What, len(r.Runs), r.Median, r.Unit, strings.Join(all, ", "))
+		fmt.Fprintf(&t, "| `%s` | %s | %d | %s %s | %s |\n", r.Command, r.What, len(r.Runs), num(r.Median), r.Unit, strings.Join(all, ", "))
 	}
 	cmp := v.comparisons()
 	for _, line := range strings.Split(strings.TrimSpace(t.String()), "\n") {
@@ -399,8 +404,8 @@ func (v *verifier) comparisons() []string {
 		if ratio < 0.75 || ratio > 1.25 {
 			verdict = "outside ±25 %"
 		}
-		out = append(out, fmt.Sprintf("%s: rdmadoctor %.1f %s vs `%s` %.1f %s: %.2f× (%s)",
-			a.What, a.Median, c.unit, firstWords(b.Command, 1), b.Median, c.unit, ratio, verdict))
+		out = append(out, fmt.Sprintf("%s: rdmadoctor %s %s vs `%s` %s %s: %.2f× (%s)",
+			a.What, num(a.Median), c.unit, firstWords(b.Command, 1), num(b.Median), c.unit, ratio, verdict))
 	}
 	return out
 }
@@ -411,4 +416,18 @@ func firstWords(s string, n int) string {
 		f = f[:n]
 	}
 	return strings.Join(f, " ")
+}
+
+// num prints a figure with three significant digits, whatever its scale
+// (µs in the thousands, Gb/s below one under emulation).
+func num(x float64) string {
+	switch {
+	case x >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case x >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }

@@ -92,7 +92,7 @@ func TestPairServerJudgement(t *testing.T) {
 	dir := t.TempDir()
 	v := &verifier{dir: dir, catalog: map[string]catalogEntry{}}
 	o := &outcome{}
-	m := parseMeta("runs 1\nsame-resources 1\n")
+	m := parseMeta("pair 1\nruns 1\nsame-resources 1\n")
 	v.pairServer(o, "x", m, true)
 	if len(o.Failures) != 1 || !strings.Contains(o.Failures[0], "node b") {
 		t.Fatalf("missing node b record: failures %v", o.Failures)

@@ -333,7 +333,7 @@ func (v *verifier) scenario(name string) *outcome {
 		args, _ := m.get("args")
 		// A `peer test` report holds the two-host checks only (a pair's
 		// record has "runs" in its meta; its args are peer test's).
-		_, pair := m.get("runs")
+		_, pair := m.get("pair")
 		v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check") && !strings.HasPrefix(args, "peer ") && !pair)
 	}
 
