@@ -192,3 +192,24 @@ func TestPeerChildFailure(t *testing.T) {
 		t.Fatalf("%s\n%+v", statuses(rs), rs[5])
 	}
 }
+
+// A loopback through the port's own address: one port, counted once, and
+// its retransmissions are not a fabric's.
+func TestPeerCountersSamePortCountedOnce(t *testing.T) {
+	p := healthyPair("a:1")
+	c := p.Verbs.Connect
+	c.LocalHost, c.RemoteHost = &wire.HostReport{Hostname: "n1"}, &wire.HostReport{Hostname: "n1"}
+	c.Remote = c.Local
+	rose := []probe.PeerCounter{{Name: "hw_counters/duplicate_request", Before: 0, After: 64}}
+	p.Verbs.Counters.Local, p.Verbs.Counters.Remote = rose, rose
+	v := judgePeerCounters(&p)
+	if v.status != report.Pass || strings.Contains(v.line, "peer duplicate_request") || !strings.Contains(v.line, "here duplicate_request +64") ||
+		!strings.Contains(v.line, "no fabric between them") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	// An error counter still fails on a loopback.
+	p.Verbs.Counters.Local = []probe.PeerCounter{{Name: "hw_counters/send_err", Before: 0, After: 500}}
+	if v := judgePeerCounters(&p); v.status != report.Fail {
+		t.Fatalf("send_err on a loopback: %s %q", v.status, v.line)
+	}
+}

@@ -19,12 +19,18 @@ import (
 // retry forever) so a peer that vanished ends in RETRY_EXC_ERR; the hop
 // limit lets RoCE v2 cross routers.
 const (
-	peerTimeout     = 14 // 4.096 µs × 2^14 ≈ 67 ms per try
-	peerRetryCnt    = 7 - 1
-	peerRNRRetry    = 7 - 1
-	peerMinRNRTimer = 12
-	peerHopLimit    = 64
-	peerRdAtomic    = 4
+	peerTimeout = 14 // 4.096 µs × 2^14 ≈ 67 ms per try
+	// peerTimeoutSoftware is the ACK timeout of a software device (rxe):
+	// its ACKs come from a CPU that may be shared with the traffic and
+	// with other guests, and at 67 ms a deep queue of WRITEs retransmits
+	// for no loss at all (seen under qemu: duplicate_request rising on a
+	// loopback at 0.5 s too, with 16 MiB in flight). 4.096 µs × 2^19 ≈ 2.1 s.
+	peerTimeoutSoftware = 19
+	peerRetryCnt        = 7 - 1
+	peerRNRRetry        = 7 - 1
+	peerMinRNRTimer     = 12
+	peerHopLimit        = 64
+	peerRdAtomic        = 4
 	// peerWR is the depth of each queue: the bandwidth test's
 	// outstanding work requests and the echo's posted receives.
 	peerWR = 128
@@ -232,7 +238,11 @@ func (ps *peerSide) connectTo(p *Probe, remote *wire.Endpoint, pathMTU int) bool
 	}) {
 		return false
 	}
-	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: peerTimeout, RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
+	timeout := uint8(peerTimeout)
+	if r.software {
+		timeout = peerTimeoutSoftware
+	}
+	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: timeout, RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
 		SqPSN: ps.local.PSN, MaxRdAtomic: peerRdAtomic}
 	if !r.step(p, "ibv_modify_qp RTR→RTS", func() error { return ps.qp.Modify(&rts, verbs.MaskRCToRTS) }) {
 		return false
@@ -252,7 +262,7 @@ func (ps *peerSide) sge(i, n int) verbs.SGE { return ps.mr.SGE(i*n, n) }
 func (ps *peerSide) waitCompletion(p *Probe, name string, cq *verbs.CQ, wait time.Duration, cause string) (verbs.WC, bool) {
 	var wc verbs.WC
 	ok := ps.r.step(p, name, func() (err error) {
-		wc, err = pollOne(cq, wait)
+		wc, err = ps.pollOne(cq, wait)
 		var ce *causedError
 		if errors.As(err, &ce) && cause != "" {
 			ce.cause = cause
@@ -282,4 +292,32 @@ func wcCause(st verbs.WCStatus) string {
 		return "the QP went to the error state, flushing every outstanding request: an earlier error or the link going down"
 	}
 	return ""
+}
+
+// pollOne busy-polls cq for one completion within wait, as pollOne does;
+// on a software device it yields the CPU between empty polls, since the
+// device's own work (rxe's tasks) runs on the same CPUs as the poller and
+// the peer's poller.
+func (ps *peerSide) pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
+	if !ps.r.software {
+		return pollOne(cq, wait)
+	}
+	var wc [1]verbs.WC
+	deadline := time.Now().Add(wait)
+	for {
+		n, err := cq.Poll(wc[:])
+		if err != nil {
+			return verbs.WC{}, err
+		}
+		if n == 1 {
+			return wc[0], nil
+		}
+		if time.Now().After(deadline) {
+			return verbs.WC{}, &causedError{
+				msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
+				cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
+			}
+		}
+		yieldCPU()
+	}
 }
