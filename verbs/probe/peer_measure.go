@@ -137,6 +137,9 @@ func (ps *peerSide) rdmaRead(conn *wire.Conn, remote *wire.Endpoint) *PeerRDMARe
 // round trip is the path's and not the copy's.
 const latencySize = 64
 
+// echoBatchMax bounds the round trips of one OpEcho.
+const echoBatchMax = 100
+
 // latency is peer.latency: SEND ping-pong with the server echoing, timed
 // from ibv_post_send to the answer's receive completion. A first batch of
 // 10 estimates the round trip, so the rest fits the budget.
@@ -150,14 +153,18 @@ func (ps *peerSide) latency(conn *wire.Conn, preq *PeerRequest) *PeerLatencyResu
 		budgetEnd = half
 	}
 	var lat []time.Duration
-	for left := preq.Iterations; left > 0; {
-		batch := min(left, 10)
+	for left := preq.Iterations; left > 0 && time.Now().Before(budgetEnd); {
+		// Batches stay small, and sized to half of what the median so
+		// far says fits: a path that slows down overshoots the budget by
+		// one small batch at most.
+		batch := min(left, echoBatchMax)
 		if len(lat) > 0 {
-			per := stats(lat).MedNS
-			fit := int(float64(time.Until(budgetEnd)) / max(per, 1))
-			if batch = min(left, fit); batch <= 0 {
+			fit := int(float64(time.Until(budgetEnd)) / max(stats(lat).MedNS, 1) / 2)
+			if batch = min(batch, fit); batch <= 0 {
 				break
 			}
+		} else {
+			batch = min(left, 10)
 		}
 		got, ok := ps.echoBatch(conn, p, n, batch, res)
 		lat = append(lat, got...)
@@ -186,6 +193,7 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	recvWR := verbs.RecvWR{ID: 41, SGEs: []verbs.SGE{ps.sge(1, n)}}
 	sendWR := verbs.SendWR{ID: 42, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.mr.SGE(0, n)}}
 	out := make([]time.Duration, 0, count)
+	r.begin(p, fmt.Sprintf("%d round trips", count))
 	var loopErr error
 	for i := 0; i < count && loopErr == nil; i++ {
 		if loopErr = ps.qp.PostRecv(recvWR); loopErr != nil {
