@@ -152,7 +152,9 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", peer.DefaultTestTimeout, "deadline of one pair's whole session")
 	ioTimeout := fs.Duration("io-timeout", peer.DefaultIOTimeout, "deadline of the TCP connect and of each control message")
 	concurrency := fs.Int("concurrency", peer.DefaultConcurrency, "pairs tested at once")
-	size := fs.Int("size", peer.DefaultMsgSize, "bytes per SEND")
+	size := fs.Int("size", peer.DefaultMsgSize, "bytes per SEND, WRITE and READ")
+	iterations := fs.Int("iterations", 1000, "peer.latency: round trips (at most 2 s of them)")
+	bwTime := fs.Duration("bandwidth-time", 500*time.Millisecond, "peer.bandwidth: how long each message size runs")
 	format := fs.String("format", "text", "report format: text or json")
 	failOn := fs.String("fail-on", "fail", "what makes the exit code non-zero: fail, or warn")
 	noColor := fs.Bool("no-color", false, "never colour the text report")
@@ -183,14 +185,17 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	if *failOn != "fail" && *failOn != "warn" {
 		return usage(fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", *failOn))
 	}
-	if *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 {
-		return usage(fmt.Sprintf("--timeout, --io-timeout and --concurrency must be positive, --size 1 to %d", wire.MaxBuffer/8))
+	if *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||
+		*iterations <= 0 || *iterations > wire.MaxEcho || *bwTime <= 0 {
+		return usage(fmt.Sprintf("--timeout, --io-timeout, --concurrency and --bandwidth-time must be positive, --size 1 to %d, --iterations 1 to %d",
+			wire.MaxBuffer/8, wire.MaxEcho))
 	}
 	exe, _ := os.Executable()
 	bufSize := max(peer.DefaultBufferSize, 8**size)
 	cfg := peer.TestConfig{
 		Exe: exe, Token: pf.resolveToken(), Library: pf.libibverbs, Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex,
 		Timeout: *timeout, IOTimeout: *ioTimeout, Concurrency: *concurrency, Host: hostReport(),
+		Iterations: *iterations, BandwidthTime: *bwTime,
 		Params: wire.Params{MsgSize: *size, BufferSize: min(bufSize, wire.MaxBuffer)},
 	}
 	if pf.device == "" && fs.Changed("port") {

@@ -32,6 +32,12 @@ type TestConfig struct {
 	IOTimeout time.Duration
 	// Params are the sizes of the session.
 	Params wire.Params
+	// Iterations is the number of latency round trips, within
+	// LatencyBudget; BandwidthTime the length of each message size's
+	// bandwidth run. Zero takes the defaults (1000, 2s, 500ms).
+	Iterations    int
+	LatencyBudget time.Duration
+	BandwidthTime time.Duration
 	// Concurrency bounds the pairs tested at once.
 	Concurrency int
 	Host        wire.HostReport
@@ -174,7 +180,8 @@ func testOne(ctx context.Context, cfg *TestConfig, peerName string) Pair {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Time{})
 	preq := probe.PeerRequest{Library: cfg.Library, HostRoot: cfg.HostRoot, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
-		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host}
+		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host,
+		Iterations: cfg.Iterations, LatencyBudgetNS: int64(cfg.LatencyBudget), BandwidthNS: int64(cfg.BandwidthTime)}
 	pr.Verbs = probe.PeerTest(ctx, cfg.Exe, conn, preq)
 	return pr
 }

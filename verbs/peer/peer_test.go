@@ -281,3 +281,22 @@ func TestPeerWriteRefused(t *testing.T) {
 		t.Fatalf("peer.rdma_read ran after a failed WRITE: %+v", v.Read)
 	}
 }
+
+// BenchmarkPeerTestHealthy is one whole `peer test` against a server on
+// 127.0.0.1, both sides' verbs children driving the fake library: the
+// handshake, both children's start, connect, SEND/RECV, WRITE, READ, 100
+// round trips and 3 × 50 ms of bandwidth.
+func BenchmarkPeerTestHealthy(b *testing.B) {
+	lib := fakeLibrary(b)
+	b.Setenv("FAKE_IBV", "peer")
+	root := fakeHostRoot(b)
+	addr, log, _ := startServer(b, ServerConfig{Library: lib, GIDIndex: -1, HostRoot: root})
+	cfg := testConfig(b, lib)
+	cfg.HostRoot, cfg.Iterations, cfg.BandwidthTime = root, 100, 50*time.Millisecond
+	for b.Loop() {
+		p := Test(context.Background(), cfg, []string{addr})[0]
+		if p.Verbs == nil || p.Verbs.Counters == nil || !p.Verbs.Counters.OK() {
+			b.Fatalf("not healthy: %+v\n%s", p.Verbs, log)
+		}
+	}
+}
