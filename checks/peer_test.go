@@ -213,3 +213,16 @@ func TestPeerCountersSamePortCountedOnce(t *testing.T) {
 		t.Fatalf("send_err on a loopback: %s %q", v.status, v.line)
 	}
 }
+
+func TestPeerSubnets(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Local.Subnet, p.Verbs.Connect.Remote.Subnet = "192.0.2.1/24", "198.51.100.7/24"
+	if v := judgePeerConnect(&p); v.status != report.Warn || !strings.Contains(v.line, "different subnets (192.0.2.1/24 here, 198.51.100.7/24 on the peer)") ||
+		!strings.Contains(v.remedy, "--gid-index") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	p.Verbs.Connect.Remote.Subnet = "192.0.2.9/24"
+	if v := judgePeerConnect(&p); v.status != report.Pass {
+		t.Fatalf("same subnet: %s %q", v.status, v.line)
+	}
+}

@@ -92,7 +92,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 			r.teardown(&p, &ps.s.td)
 		}
 	}()
-	mtu, _ := wire.NegotiatePathMTU(&setup.Endpoint, &wire.Endpoint{ActiveMTU: 4096})
+	var mtu int
 	if ps.build(&p, preq.GIDIndex) {
 		mtu, _ = wire.NegotiatePathMTU(&ps.local, &setup.Endpoint)
 		ps.connectTo(&p, &setup.Endpoint, mtu)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -198,6 +199,7 @@ func (ps *peerSide) fillEndpoint() {
 		e.GIDIndex = a.gidIndex
 		e.GIDType = a.gidType.String()
 		e.Netdev, e.NetdevMTU = netdevOfGID(r.opts.SysfsRoot, r.dev.Name, r.port, a.gidIndex)
+		e.Subnet = gidSubnet(r.hostRoot, e.Netdev, a.gid)
 	}
 	ps.local = e
 }
@@ -320,4 +322,33 @@ func (ps *peerSide) pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) 
 		}
 		yieldCPU()
 	}
+}
+
+// gidSubnet is the address of netdev that an IPv4-mapped GID carries,
+// with its prefix; "" when the GID is not IPv4-mapped or the netdev does
+// not hold it.
+func gidSubnet(hostRoot, netdev string, gid verbs.GID) string {
+	if netdev == "" || !gid.IsIPv4Mapped() {
+		return ""
+	}
+	ip := netip.AddrFrom16(gid.Raw).Unmap()
+	h, err := peerHost(hostRoot)
+	if err != nil {
+		return ""
+	}
+	nds, err := h.Netdevs()
+	if err != nil {
+		return ""
+	}
+	for _, nd := range nds {
+		if nd.Name != netdev {
+			continue
+		}
+		for _, a := range nd.Addresses {
+			if p, err := netip.ParsePrefix(a); err == nil && p.Addr() == ip {
+				return p.String()
+			}
+		}
+	}
+	return ""
 }
