@@ -85,7 +85,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: err.Error()})
 		return err
 	}
-	ps := &peerSide{r: r, params: setup.Params}
+	ps := &peerSide{r: r, params: setup.Params, peerIP: remoteIP(conn)}
 	p := newProbe("peer.serve")
 	defer func() {
 		if ps.s != nil {

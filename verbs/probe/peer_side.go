@@ -50,6 +50,9 @@ type peerSide struct {
 	addr           *address
 	local          wire.Endpoint
 	params         wire.Params
+	// peerIP is the other side's address on the control connection: on
+	// RoCE the GID of an address on its subnet is picked first.
+	peerIP netip.Addr
 }
 
 // peerRunner opens the library and picks the device and port: the ones
@@ -166,7 +169,13 @@ func (ps *peerSide) build(p *Probe, gidIndex int) bool {
 // resolve prefers; on InfiniBand the LID.
 func (ps *peerSide) pickAddress(gidIndex int) (*address, error) {
 	r, s := ps.r, ps.s
-	if gidIndex < 0 || s.port.LinkLayer != verbs.LinkLayerEthernet {
+	if s.port.LinkLayer != verbs.LinkLayerEthernet {
+		return r.resolve(s)
+	}
+	if gidIndex < 0 {
+		if a := ps.gidOnPeerSubnet(); a != nil {
+			return a, nil
+		}
 		return r.resolve(s)
 	}
 	cands, err := r.gidCandidates(s)
@@ -182,6 +191,30 @@ func (ps *peerSide) pickAddress(gidIndex int) (*address, error) {
 		msg:   fmt.Sprintf("GID index %d of %s port %d is empty", gidIndex, r.dev.Name, r.port),
 		cause: "list the port's GIDs with `rdmadoctor inventory` (or `show_gids`) and pass an index that holds the RoCE v2 GID of the interface's address",
 	}
+}
+
+// gidOnPeerSubnet is the port's RoCE v2 GID whose address's subnet holds
+// the peer's control address; nil when none does (or the peer's address
+// is not IPv4).
+func (ps *peerSide) gidOnPeerSubnet() *address {
+	if !ps.peerIP.Is4() {
+		return nil
+	}
+	r := ps.r
+	cands, err := r.gidCandidates(ps.s)
+	if err != nil {
+		return nil
+	}
+	for _, c := range cands {
+		if verbs.GIDType(c.GIDType) != verbs.GIDTypeRoCEv2 || !c.GID.IsIPv4Mapped() {
+			continue
+		}
+		ndev, _ := netdevOfGID(r.opts.SysfsRoot, r.dev.Name, r.port, int(c.GIDIndex))
+		if p, err := netip.ParsePrefix(gidSubnet(r.hostRoot, ndev, c.GID)); err == nil && p.Masked().Contains(ps.peerIP) {
+			return &address{roce: true, gidIndex: int(c.GIDIndex), gid: c.GID, gidType: verbs.GIDTypeRoCEv2, mtu: verbs.MTU(ps.s.port.ActiveMTU)}
+		}
+	}
+	return nil
 }
 
 func (ps *peerSide) fillEndpoint() {
@@ -351,4 +384,12 @@ func gidSubnet(hostRoot, netdev string, gid verbs.GID) string {
 		}
 	}
 	return ""
+}
+
+// remoteIP is the address at the other end of the control connection.
+func remoteIP(c *wire.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }
