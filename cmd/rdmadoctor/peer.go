@@ -29,7 +29,9 @@ const peerUsage = `usage:
   rdmadoctor peer test HOST[:PORT] [HOST[:PORT]...] [flags]   test RDMA between this host and each peer
 
 The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
-%d by default), then talk RDMA only: an RC connection, SEND/RECV both ways.
+%d by default), then talk RDMA only: an RC connection, SEND/RECV both ways,
+RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
+rdmadoctor explain 40).
 Each session's verbs objects live in a child process of its own, freed when
 the session ends. The token (--token or %s) must match on both sides.
 `
