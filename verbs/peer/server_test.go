@@ -281,3 +281,27 @@ func TestServerGarbageAfterHandshake(t *testing.T) {
 		t.Fatalf("after a hostile session: %+v", ctl)
 	}
 }
+
+// The client vanishes after the endpoint exchange: the session's child
+// sees the connection end, tears its verbs objects down and exits; the
+// server logs why.
+func TestServerClientVanishes(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, SessionTimeout: 30 * time.Second})
+	wc := handshaken(t, addr)
+	ep := wire.Endpoint{Device: "fake0", Port: 1, LinkLayer: "InfiniBand", QPN: 0x11, LID: 1, ActiveMTU: 1024}
+	if err := wc.Send(wire.MsgSetup, wire.Setup{Endpoint: ep, Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	var reply wire.SetupReply
+	if err := wc.Expect(0, wire.MsgSetupReply, &reply); err != nil || reply.Error != "" {
+		t.Fatalf("setup: %v %+v", err, reply)
+	}
+	t0 := time.Now()
+	wc.Close()
+	waitLog(t, log, "wait for the next operation: EOF")
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("the session outlived its client by %v", d)
+	}
+}
