@@ -164,7 +164,7 @@ func judgePeerControl(p *peer.Pair) verdict {
 	ev := map[string]any{"control": c}
 	if c.Fault == peer.FaultNone {
 		return verdict{status: report.Pass, evidence: ev,
-			line: fmt.Sprintf("%s: control port answered (%s), protocol %d, handshake in %.1f ms", name, c.Addr, c.Version, c.Millis)}
+			line: fmt.Sprintf("%s: control port answered (%s), protocol %d, connect %.1f ms, handshake done in %.1f ms", name, c.Addr, c.Version, c.ConnectMillis, c.Millis)}
 	}
 	st := report.Fail
 	if c.Fault == peer.FaultBusy || c.Fault == peer.FaultNetwork {

@@ -91,9 +91,12 @@ type Control struct {
 	Fault ControlFault `json:"fault,omitempty"`
 	Error string       `json:"error,omitempty"`
 	// Addr is the address connected to; Version the protocol agreed.
-	Addr    string  `json:"addr,omitempty"`
-	Version int     `json:"version,omitempty"`
-	Millis  float64 `json:"duration_ms"`
+	Addr    string `json:"addr,omitempty"`
+	Version int    `json:"version,omitempty"`
+	// ConnectMillis is the TCP connect; Millis the connect and the
+	// handshake.
+	ConnectMillis float64 `json:"connect_ms"`
+	Millis        float64 `json:"duration_ms"`
 	// ServerVersion and ServerMinVersion are what the server speaks.
 	ServerVersion    int `json:"server_version,omitempty"`
 	ServerMinVersion int `json:"server_min_version,omitempty"`
@@ -202,6 +205,7 @@ func Handshake(ctx context.Context, target, token string, ioTimeout time.Duratio
 		return done(dialFault(err), err)
 	}
 	ctl.Addr = c.RemoteAddr().String()
+	ctl.ConnectMillis = float64(time.Since(t0).Microseconds()) / 1000
 	wc := &wire.Conn{Conn: c, IOTimeout: ioTimeout}
 	fail := func(f ControlFault, err error) (*net.TCPConn, Control) {
 		c.Close()
