@@ -140,9 +140,14 @@ func judgePeerSendRecv(p *peer.Pair) verdict {
 		ev["failed_step"] = st
 		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st))}
 		v.remedy = "Compare with `ibv_rc_pingpong -d <dev> -g <gid index>` on the peer and `ibv_rc_pingpong -d <dev> -g <gid index> <peer>` here."
-		if note := mtuSuspect(p); note != "" && strings.Contains(st.Error, "no completion") {
+		noCompletion := strings.Contains(st.Error, "no completion")
+		if note := mtuSuspect(p); note != "" && noCompletion {
 			v.line += " — " + note
 			v.remedy = "Set one MTU on every RoCE interface and switch port of the path (`ip link set <if> mtu <N>` on both hosts)."
+		} else if c := p.Verbs.Connect; noCompletion && c != nil && c.PathMTU > 1024 {
+			// Both hosts agree, but a hop between them may not.
+			v.remedy += fmt.Sprintf(" Both hosts carry a %d-byte path MTU; a switch port or router between them with a smaller MTU drops those packets "+
+				"and RC retries without end: run again with `--size 512` — if that passes, find the hop with the smaller MTU.", c.PathMTU)
 		}
 		return v
 	}
