@@ -17,6 +17,8 @@ const (
 	modePeerServe = "peer-serve"
 	modePeerTest  = "peer-test"
 	peerConnFD    = 4
+	// peerClientEvent is the serve child's event with the client's Setup.
+	peerClientEvent = "peer.client"
 )
 
 // peerConn wraps the inherited socket with the session's deadlines.
@@ -75,6 +77,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 	if err := conn.Expect(0, wire.MsgSetup, &setup); err != nil {
 		return fmt.Errorf("read Setup: %w", err)
 	}
+	emitPeer(em, peerClientEvent, &setup)
 	if preq.MaxBuffer > 0 && setup.Params.BufferSize > preq.MaxBuffer {
 		msg := fmt.Sprintf("a %d-byte buffer exceeds this server's %d-byte share of its memory cap", setup.Params.BufferSize, preq.MaxBuffer)
 		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: msg})

@@ -149,6 +149,10 @@ func (e *Endpoint) Validate() error {
 		return fmt.Errorf("port %d is not 1-255", e.Port)
 	case len(e.Device) > 64 || len(e.Netdev) > 64:
 		return errors.New("device or netdev name longer than 64 bytes")
+	case e.LinkLayer != "InfiniBand" && e.LinkLayer != "Ethernet" && e.LinkLayer != "Unspecified":
+		return fmt.Errorf("link layer %q is not InfiniBand, Ethernet or Unspecified", e.LinkLayer)
+	case e.GIDType != "" && e.GIDType != "RoCE v2" && e.GIDType != "RoCE v1" && e.GIDType != "IB/RoCE v1":
+		return fmt.Errorf("GID type %q is not RoCE v2, RoCE v1 or IB/RoCE v1", e.GIDType)
 	case e.Subnet != "" && !validPrefix(e.Subnet):
 		return fmt.Errorf("subnet %q is not an address with a prefix", e.Subnet)
 	}
