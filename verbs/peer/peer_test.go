@@ -335,6 +335,8 @@ func fakeRoCERoot(t testing.TB, mtu int, cidr string) string {
 	files := map[string]string{
 		"sys/class/infiniband/fake0/ports/1/gid_attrs/types/0": "RoCE v2",
 		"sys/class/infiniband/fake0/ports/1/gid_attrs/ndevs/0": "fk0",
+		"sys/class/infiniband/fake0/ports/1/gids/0":            "0000:0000:0000:0000:0000:ffff:7f00:0001",
+		"sys/class/infiniband/fake0/ports/1/state":             "4: ACTIVE",
 		"sys/class/net/fk0/mtu":                                fmt.Sprint(mtu),
 		"rdmadoctor.facts.json": fmt.Sprintf(`{"schema":"rdmadoctor.facts/v1","netdevs":[{"name":"fk0","index":2,"operstate":"up",`+
 			`"admin_up":true,"carrier":true,"mtu":%d,"addresses":[%q]}]}`, mtu, cidr),

@@ -48,6 +48,7 @@ func runPeerChild(em *emitter, mode string, req request) error {
 		return err
 	}
 	defer conn.Close()
+	preq.peerIP = remoteIP(conn)
 	if mode == modePeerServe {
 		return servePeer(em, conn, preq)
 	}

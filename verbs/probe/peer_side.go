@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -80,6 +81,9 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 			return nil, fmt.Errorf("the library lists no device %q (it lists: %s)", preq.Device, strings.Join(names, ", "))
 		}
 		r.port = max(preq.Port, 1)
+	} else if r.dev, r.port = portOnSubnet(r.opts.SysfsRoot, preq.HostRoot, dl, preq.peerIP); r.dev != nil {
+		// The port whose RoCE address shares the peer's subnet: on a host
+		// with a NIC per rail, the one that reaches the peer directly.
 	} else if r.dev, r.port = firstActivePort(dl); r.dev == nil {
 		return nil, errors.New("no device has an ACTIVE port: bring a link up or name the device with --device")
 	}
@@ -87,6 +91,45 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 	r.software = isSoftwareDevice(r.opts.SysfsRoot, r.dev.Name)
 	r.deadline = time.Now().Add(time.Duration(preq.SessionNS))
 	return r, nil
+}
+
+// portOnSubnet returns the first ACTIVE RoCE port with a RoCE v2 GID whose
+// address's subnet holds peerIP, read from sysfs alone; nil when none.
+func portOnSubnet(sysRoot, hostRoot string, dl *verbs.DeviceList, peerIP netip.Addr) (*verbs.Device, int) {
+	if !peerIP.Is4() {
+		return nil, 0
+	}
+	for _, d := range dl.Devices {
+		ports, _ := os.ReadDir(filepath.Join(sysRoot, "class/infiniband", d.Name, "ports"))
+		for _, pe := range ports {
+			port, err := strconv.Atoi(pe.Name())
+			if err != nil {
+				continue
+			}
+			dir := filepath.Join(sysRoot, "class/infiniband", d.Name, "ports", pe.Name())
+			if st, _ := readSmall(filepath.Join(dir, "state")); !strings.HasPrefix(st, "4") {
+				continue
+			}
+			for i := 0; i < 256; i++ {
+				t, err := readSmall(filepath.Join(dir, "gid_attrs/types", strconv.Itoa(i)))
+				if err != nil {
+					break
+				}
+				g, _ := readSmall(filepath.Join(dir, "gids", strconv.Itoa(i)))
+				ip, err := netip.ParseAddr(g)
+				if t != "RoCE v2" || err != nil || !ip.Is4In6() {
+					continue
+				}
+				var gid verbs.GID
+				gid.Raw = ip.As16()
+				ndev, _ := netdevOfGID(sysRoot, d.Name, port, i)
+				if p, err := netip.ParsePrefix(gidSubnet(hostRoot, ndev, gid)); err == nil && p.Masked().Contains(peerIP) {
+					return d, port
+				}
+			}
+		}
+	}
+	return nil, 0
 }
 
 // firstActivePort returns the first device and port whose state is ACTIVE.
