@@ -182,6 +182,9 @@ func TestPeerHealthyPair(t *testing.T) {
 		// 1 MiB does not fit the upper half of a 1 MiB buffer.
 		t.Fatalf("bandwidth %+v", b)
 	}
+	if h := v.Connect.RemoteHost; h == nil || h.RateGbps != 100 || h.Counters["counters/port_xmit_wait"] != 5 {
+		t.Fatalf("the server's report of its host: %+v", h)
+	}
 	if c := v.Counters; len(c.Local) != 4 || len(c.Remote) != 4 || c.Local[0].Name != "counters/port_xmit_data" {
 		t.Fatalf("counters %+v", c)
 	}

@@ -102,6 +102,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		ps.connectTo(&p, &setup.Endpoint, mtu)
 	}
 	preq.Host.RateGbps = portRateGbps(r)
+	preq.Host.Counters, _ = readPeerCounters(r) // unreadable: the client's peer.counters says so
 	reply := wire.SetupReply{Endpoint: ps.local, Host: preq.Host, PathMTU: mtu}
 	if st := p.Failed(); st != nil {
 		reply.Error = fmt.Sprintf("%s: %s", st.Name, st.Error)

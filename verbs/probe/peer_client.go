@@ -100,6 +100,7 @@ func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConn
 		return false
 	}
 	preq.Host.RateGbps = portRateGbps(r)
+	preq.Host.Counters, _ = readPeerCounters(r) // unreadable: peer.counters says so
 	cr.Local, cr.LocalHost = &ps.local, &preq.Host
 	var reply wire.SetupReply
 	if !r.step(p, "exchange endpoints with the server", func() error {
