@@ -305,3 +305,36 @@ func TestServerClientVanishes(t *testing.T) {
 		t.Fatalf("the session outlived its client by %v", d)
 	}
 }
+
+// Between operations a client may think as long as the session lasts, but
+// a frame once begun must arrive within --io-timeout: a client that
+// trickles one is dropped.
+func TestServerTrickledFrame(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, SessionTimeout: 30 * time.Second, IOTimeout: 500 * time.Millisecond})
+	wc := handshaken(t, addr)
+	ep := wire.Endpoint{Device: "fake0", Port: 1, LinkLayer: "InfiniBand", QPN: 0x11, LID: 1, ActiveMTU: 1024}
+	if err := wc.Send(wire.MsgSetup, wire.Setup{Endpoint: ep, Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Expect(0, wire.MsgSetupReply, &wire.SetupReply{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // thinking between operations: allowed
+	op := frame(t, wire.MsgOp, wire.Op{Kind: wire.OpCounters})
+	t0 := time.Now()
+	for _, b := range op[:3] { // then one byte every 300 ms
+		if _, err := wc.Conn.Write([]byte{b}); err != nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !closedWithin(wc.Conn, 3*time.Second) {
+		t.Fatal("the server kept a trickling client")
+	}
+	if d := time.Since(t0); d > 2500*time.Millisecond {
+		t.Fatalf("dropped after %v", d)
+	}
+	waitLog(t, log, "i/o timeout")
+}
