@@ -21,48 +21,37 @@ type PeerCheck struct {
 }
 
 // peerCheck builds a catalog entry: level 2 (it drives the verbs API),
-// needing the check before it.
-func peerCheck(id string, code int, title string, judge func(*peer.Pair) verdict, ex Explanation) *PeerCheck {
-	return &PeerCheck{Check: Check{ID: id, Code: code, Level: 2, Title: title, Explain: ex}, judge: judge}
+// needing the check named (none when "").
+func peerCheck(id string, code int, needs, title string, judge func(*peer.Pair) verdict, ex Explanation) *PeerCheck {
+	c := &PeerCheck{Check: Check{ID: id, Code: code, Level: 2, Title: title, Explain: ex}, judge: judge}
+	if needs != "" {
+		c.Needs = []string{needs}
+	}
+	return c
 }
 
-// Code 48 is reserved for peer.rdma_cm (a connection through the RDMA
-// connection manager); 49–59 for later two-host checks.
-var peerCatalog = append(chainPeerChecks([]*PeerCheck{
-	peerCheck("peer.control", 40, "the peer's control port answers and accepts this client (protocol version, token)",
+// Each check names the one it needs: it runs on a pair only when that one
+// passed (or warned) there. Code 48 is reserved for peer.rdma_cm (a
+// connection through the RDMA connection manager, needing peer.control);
+// 49–59 for later two-host checks.
+var peerCatalog = []*PeerCheck{
+	peerCheck("peer.control", 40, "", "the peer's control port answers and accepts this client (protocol version, token)",
 		judgePeerControl, peerControlExplain),
-	peerCheck(probe.PeerConnect, 41, "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
+	peerCheck(probe.PeerConnect, 41, "peer.control", "an RC QP pair connects across the hosts (RESET→INIT→RTR→RTS with the peer's QPN, PSN, GID/LID, path MTU)",
 		judgePeerConnect, peerConnectExplain),
-	peerCheck(probe.PeerSendRecv, 42, "a SEND crosses each way, received with the right length and payload",
+	peerCheck(probe.PeerSendRecv, 42, probe.PeerConnect, "a SEND crosses each way, received with the right length and payload",
 		judgePeerSendRecv, peerSendRecvExplain),
-	peerCheck(probe.PeerWrite, 43, "an RDMA WRITE through the peer's rkey lands intact in its memory",
+	peerCheck(probe.PeerWrite, 43, probe.PeerSendRecv, "an RDMA WRITE through the peer's rkey lands intact in its memory",
 		judgePeerWrite, peerWriteExplain),
-	peerCheck(probe.PeerRead, 44, "an RDMA READ through the peer's rkey brings its bytes intact",
+	peerCheck(probe.PeerRead, 44, probe.PeerWrite, "an RDMA READ through the peer's rkey brings its bytes intact",
 		judgePeerRead, peerReadExplain),
-	peerCheck(probe.PeerLatency, 45, "SEND round trips across the hosts: min, median, p99",
+	peerCheck(probe.PeerLatency, 45, probe.PeerRead, "SEND round trips across the hosts: min, median, p99",
 		judgePeerLatency, peerLatencyExplain),
-	peerCheck(probe.PeerBandwidth, 46, "RDMA WRITE bandwidth at a few sizes, beside the slower port's rate",
+	peerCheck(probe.PeerBandwidth, 46, probe.PeerLatency, "RDMA WRITE bandwidth at a few sizes, beside the slower port's rate",
 		judgePeerBandwidth, peerBandwidthExplain),
-	peerCheck(probe.PeerCounters, 47, "no error or congestion counter rises on either side during the bandwidth run",
+	peerCheck(probe.PeerCounters, 47, probe.PeerBandwidth, "no error or congestion counter rises on either side during the bandwidth run",
 		judgePeerCounters, peerCountersExplain),
-}), peerRDMACMCheck)
-
-// unmet is the first of needs that did not pass, "" when all did.
-func unmet(needs []string, passed map[string]bool) string {
-	for _, id := range needs {
-		if !passed[id] {
-			return id
-		}
-	}
-	return ""
-}
-
-// chainPeerChecks makes each check need the one before it.
-func chainPeerChecks(cs []*PeerCheck) []*PeerCheck {
-	for i := 1; i < len(cs); i++ {
-		cs[i].Needs = []string{cs[i-1].ID}
-	}
-	return cs
+	peerRDMACMCheck,
 }
 
 // PeerCatalog lists the two-host checks of `rdmadoctor peer test` in code
@@ -89,22 +78,25 @@ func LookupPeer(idOrCode string) (*Check, bool) {
 // pairs per check: one result per check, one detail line per pair.
 func PeerReport(pairs []peer.Pair) []report.CheckResult {
 	out := make([]report.CheckResult, 0, len(peerCatalog))
-	// Per pair, the checks that passed (or warned): a check runs on a pair
-	// only when every check it Needs did there.
-	passed := make([]map[string]bool, len(pairs))
-	for i := range passed {
-		passed[i] = map[string]bool{}
+	// blockedBy[i][id] is why check id did not pass on pair i: its own
+	// ID, or the check that blocked it.
+	blockedBy := make([]map[string]string, len(pairs))
+	for i := range blockedBy {
+		blockedBy[i] = map[string]string{}
 	}
 	for _, c := range peerCatalog {
 		t0 := time.Now()
 		vs := make([]verdict, len(pairs))
 		for i := range pairs {
-			if gate := unmet(c.Needs, passed[i]); gate != "" {
-				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), gate)}
+			if b := firstBlocked(c.Needs, blockedBy[i]); b != "" {
+				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), b)}
+				blockedBy[i][c.ID] = b
 				continue
 			}
 			vs[i] = c.judge(&pairs[i])
-			passed[i][c.ID] = vs[i].status == report.Pass || vs[i].status == report.Warn
+			if vs[i].status != report.Pass && vs[i].status != report.Warn {
+				blockedBy[i][c.ID] = c.ID
+			}
 		}
 		r := combineUnits(vs, "pair", "pairs")
 		ev := map[string]any{}
@@ -118,6 +110,17 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 		})
 	}
 	return out
+}
+
+// firstBlocked is the check that blocks one whose prerequisites are needs:
+// the first prerequisite that did not pass, or what blocked it.
+func firstBlocked(needs []string, blockedBy map[string]string) string {
+	for _, n := range needs {
+		if b := blockedBy[n]; b != "" {
+			return b
+		}
+	}
+	return ""
 }
 
 func pairName(p *peer.Pair) string {
@@ -162,7 +165,7 @@ func judgePeerControl(p *peer.Pair) verdict {
 	ev := map[string]any{"control": c}
 	if c.Fault == peer.FaultNone {
 		return verdict{status: report.Pass, evidence: ev,
-			line: fmt.Sprintf("%s: control port answered (%s), protocol %d, handshake in %.1f ms", name, c.Addr, c.Version, c.Millis)}
+			line: fmt.Sprintf("%s: control port answered (%s), protocol %d, connect %.1f ms, handshake done in %.1f ms", name, c.Addr, c.Version, c.ConnectMillis, c.Millis)}
 	}
 	st := report.Fail
 	if c.Fault == peer.FaultBusy || c.Fault == peer.FaultNetwork {

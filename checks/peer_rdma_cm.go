@@ -81,10 +81,6 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 
 // peerRDMACMCheck is check 48; it needs peer.control only, not the
 // hand-connected QP's chain.
-var peerRDMACMCheck = func() *PeerCheck {
-	c := peerCheck(probe.RDMACM, 48,
-		"a connection through the RDMA connection manager (address and route resolution, connect, SEND echoed)",
-		judgePeerRDMACM, peerRDMACMExplain)
-	c.Needs = []string{"peer.control"}
-	return c
-}()
+var peerRDMACMCheck = peerCheck(probe.RDMACM, 48, "peer.control",
+	"a connection through the RDMA connection manager (address and route resolution, connect, SEND echoed)",
+	judgePeerRDMACM, peerRDMACMExplain)

@@ -194,3 +194,37 @@ func TestPeerChildFailure(t *testing.T) {
 		t.Fatalf("%s\n%+v", statuses(rs), rs[5])
 	}
 }
+
+// A loopback through the port's own address: one port, counted once, and
+// its retransmissions are not a fabric's.
+func TestPeerCountersSamePortCountedOnce(t *testing.T) {
+	p := healthyPair("a:1")
+	c := p.Verbs.Connect
+	c.LocalHost, c.RemoteHost = &wire.HostReport{Hostname: "n1"}, &wire.HostReport{Hostname: "n1"}
+	c.Remote = c.Local
+	rose := []probe.PeerCounter{{Name: "hw_counters/duplicate_request", Before: 0, After: 64}}
+	p.Verbs.Counters.Local, p.Verbs.Counters.Remote = rose, rose
+	v := judgePeerCounters(&p)
+	if v.status != report.Pass || strings.Contains(v.line, "peer duplicate_request") || !strings.Contains(v.line, "here duplicate_request +64") ||
+		!strings.Contains(v.line, "no fabric between them") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	// An error counter still fails on a loopback.
+	p.Verbs.Counters.Local = []probe.PeerCounter{{Name: "hw_counters/send_err", Before: 0, After: 500}}
+	if v := judgePeerCounters(&p); v.status != report.Fail {
+		t.Fatalf("send_err on a loopback: %s %q", v.status, v.line)
+	}
+}
+
+func TestPeerSubnets(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Local.Subnet, p.Verbs.Connect.Remote.Subnet = "192.0.2.1/24", "198.51.100.7/24"
+	if v := judgePeerConnect(&p); v.status != report.Warn || !strings.Contains(v.line, "different subnets (192.0.2.1/24 here, 198.51.100.7/24 on the peer)") ||
+		!strings.Contains(v.remedy, "--gid-index") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	p.Verbs.Connect.Remote.Subnet = "192.0.2.9/24"
+	if v := judgePeerConnect(&p); v.status != report.Pass {
+		t.Fatalf("same subnet: %s %q", v.status, v.line)
+	}
+}

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -15,7 +16,8 @@ var peerConnectExplain = Explanation{
 		"the GID, and both move their QP RTR→RTS toward the other at the same path MTU: the smaller active_mtu, held to what fits the smaller " +
 		"netdev MTU on RoCE (1500 → 1024, 9000 → 4096). retry_cnt and rnr_retry are 6, not 7 (infinite), so a peer that vanishes ends in " +
 		"an error completion. Two netdev MTUs that differ warn: the session avoids the mismatch, an application that picks the path MTU " +
-		"from its own side does not. A RoCE GID that is not RoCE v2 warns.",
+		"from its own side does not. A RoCE GID that is not RoCE v2 warns, and so do two GIDs of different IPv4 subnets " +
+		"(the netdev's address the GID carries, with its prefix): RoCE v2 is then routed, and most often another interface's GID was picked.",
 	Why: "This is the part perftest and ibv_rc_pingpong do by hand: a QP that cannot reach RTS with the peer's attributes, or reaches it " +
 		"with an MTU one side cannot carry, is a job that hangs on its first message.",
 	Failures: []Failure{
@@ -24,6 +26,7 @@ var peerConnectExplain = Explanation{
 		{report.Fail, "the two ports are of different link layers", "Pair ports of one fabric: --device/--port here, `peer serve --device/--port` there."},
 		{report.Warn, "the netdev MTUs differ (e.g. 1500 here, 9000 there)", "Set one MTU on every RoCE interface of the fabric (`ip link set <if> mtu 9000` on all, and the switch ports)."},
 		{report.Warn, "a RoCE v1 GID was used", "Pass --gid-index of the port's RoCE v2 GID (`rdmadoctor inventory` lists them)."},
+		{report.Warn, "the two GIDs are of different subnets", "Pass --gid-index of the address on the peer's subnet on both sides, or check that the routers between them carry RoCE (PFC, ECN, MTU)."},
 		childFailure,
 	},
 }
@@ -58,6 +61,10 @@ func judgePeerConnect(p *peer.Pair) verdict {
 			c.Local.Netdev, c.Local.NetdevMTU, c.Remote.Netdev, c.Remote.NetdevMTU, c.PathMTU))
 		v.remedy = "Set one MTU on every RoCE interface of the fabric and the switch ports between them (`ip link set <if> mtu <N>` on both hosts)."
 	}
+	if w := subnetWarning(c.Local, c.Remote); w != "" {
+		warns = append(warns, w)
+		v.remedy = appendRemedy(v.remedy, "Pass --gid-index of the RoCE v2 GID of the address on the peer's subnet (`rdmadoctor inventory` lists each address's GID index), on both sides; or make sure the routers between the subnets carry RoCE (PFC, ECN, MTU).")
+	}
 	for _, e := range []*wire.Endpoint{c.Local, c.Remote} {
 		if e.LinkLayer == "Ethernet" && e.GIDType != "RoCE v2" {
 			warns = append(warns, fmt.Sprintf("%s port %d used GID index %d of type %s, not RoCE v2 (routable, the kind RDMA-CM and NCCL pick)", e.Device, e.Port, e.GIDIndex, e.GIDType))
@@ -69,6 +76,21 @@ func judgePeerConnect(p *peer.Pair) verdict {
 		v.line = line + " — " + strings.Join(warns, "; ")
 	}
 	return v
+}
+
+// subnetWarning names two RoCE GIDs of different IPv4 subnets: RoCE v2
+// is routed between them, which works only through routers configured
+// for it; most often the wrong GID (another interface's) was picked.
+func subnetWarning(l, r *wire.Endpoint) string {
+	if l.LinkLayer != "Ethernet" || l.Subnet == "" || r.Subnet == "" {
+		return ""
+	}
+	lp, err1 := netip.ParsePrefix(l.Subnet)
+	rp, err2 := netip.ParsePrefix(r.Subnet)
+	if err1 != nil || err2 != nil || lp.Contains(rp.Addr()) || rp.Contains(lp.Addr()) {
+		return ""
+	}
+	return fmt.Sprintf("the GIDs are of different subnets (%s here, %s on the peer): RoCE v2 is routed between them", l.Subnet, r.Subnet)
 }
 
 func appendRemedy(a, b string) string {
@@ -118,9 +140,14 @@ func judgePeerSendRecv(p *peer.Pair) verdict {
 		ev["failed_step"] = st
 		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st))}
 		v.remedy = "Compare with `ibv_rc_pingpong -d <dev> -g <gid index>` on the peer and `ibv_rc_pingpong -d <dev> -g <gid index> <peer>` here."
-		if note := mtuSuspect(p); note != "" && strings.Contains(st.Error, "no completion") {
+		noCompletion := strings.Contains(st.Error, "no completion")
+		if note := mtuSuspect(p); note != "" && noCompletion {
 			v.line += " — " + note
 			v.remedy = "Set one MTU on every RoCE interface and switch port of the path (`ip link set <if> mtu <N>` on both hosts)."
+		} else if c := p.Verbs.Connect; noCompletion && c != nil && c.PathMTU > 1024 {
+			// Both hosts agree, but a hop between them may not.
+			v.remedy += fmt.Sprintf(" Both hosts carry a %d-byte path MTU; a switch port or router between them with a smaller MTU drops those packets "+
+				"and RC retries without end: run again with `--size 512` — if that passes, find the hop with the smaller MTU.", c.PathMTU)
 		}
 		return v
 	}

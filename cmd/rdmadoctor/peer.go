@@ -29,7 +29,9 @@ const peerUsage = `usage:
   rdmadoctor peer test HOST[:PORT] [HOST[:PORT]...] [flags]   test RDMA between this host and each peer
 
 The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
-%d by default), then talk RDMA only: an RC connection, SEND/RECV both ways.
+%d by default), then talk RDMA only: an RC connection, SEND/RECV both ways,
+RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
+rdmadoctor explain 40).
 Each session's verbs objects live in a child process of its own, freed when
 the session ends. The token (--token or %s) must match on both sides.
 `
@@ -144,75 +146,96 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
+// peerTestRun is a parsed `peer test` command line.
+type peerTestRun struct {
+	cfg              peer.TestConfig
+	peers            []string
+	format, failOn   string
+	noColor, verbose bool
+}
+
+// parsePeerTest parses and validates `peer test`'s flags; help is set for
+// --help (the usage is then written to stdout). Every error is a usage
+// error.
+func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool, err error) {
 	fs := pflag.NewFlagSet("peer test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var pf peerPortFlags
 	addPeerPortFlags(fs, &pf)
+	r := &peerTestRun{}
 	timeout := fs.Duration("timeout", peer.DefaultTestTimeout, "deadline of one pair's whole session")
 	ioTimeout := fs.Duration("io-timeout", peer.DefaultIOTimeout, "deadline of the TCP connect and of each control message")
 	concurrency := fs.Int("concurrency", peer.DefaultConcurrency, "pairs tested at once")
-	size := fs.Int("size", peer.DefaultMsgSize, "bytes per SEND")
-	format := fs.String("format", "text", "report format: text or json")
-	failOn := fs.String("fail-on", "fail", "what makes the exit code non-zero: fail, or warn")
-	noColor := fs.Bool("no-color", false, "never colour the text report")
-	verbose := fs.BoolP("verbose", "v", false, "print the details of passing checks too")
-	help := fs.BoolP("help", "h", false, "print this help")
-	usage := func(msg string) int {
-		fmt.Fprintf(stderr, "rdmadoctor peer test: %s\n", msg)
-		return report.ExitUsage
-	}
+	size := fs.Int("size", peer.DefaultMsgSize, "bytes per SEND, WRITE and READ")
+	iterations := fs.Int("iterations", 1000, "peer.latency: round trips (at most 2 s of them)")
+	bwTime := fs.Duration("bandwidth-time", 500*time.Millisecond, "peer.bandwidth: how long each message size runs")
+	fs.StringVar(&r.format, "format", "text", "report format: text or json")
+	fs.StringVar(&r.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn")
+	fs.BoolVar(&r.noColor, "no-color", false, "never colour the text report")
+	fs.BoolVarP(&r.verbose, "verbose", "v", false, "print the details of passing checks too")
+	helpFlag := fs.BoolP("help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
-		return usage(err.Error())
+		return nil, false, usageError{err.Error()}
 	}
-	if *help {
+	if *helpFlag {
 		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
-		return 0
+		return nil, true, nil
 	}
-	if fs.NArg() == 0 {
-		return usage("name at least one peer: HOST or HOST:PORT")
+	r.peers = fs.Args()
+	switch {
+	case len(r.peers) == 0:
+		return nil, false, usageError{"name at least one peer: HOST or HOST:PORT"}
+	case r.format != "text" && r.format != "json":
+		return nil, false, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", r.format)}
+	case r.failOn != "fail" && r.failOn != "warn":
+		return nil, false, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", r.failOn)}
+	case *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||
+		*iterations <= 0 || *iterations > wire.MaxEcho || *bwTime <= 0:
+		return nil, false, usageError{fmt.Sprintf("--timeout, --io-timeout, --concurrency and --bandwidth-time must be positive, --size 1 to %d, --iterations 1 to %d",
+			wire.MaxBuffer/8, wire.MaxEcho)}
+	case pf.device == "" && fs.Changed("port"):
+		return nil, false, usageError{"--port needs --device"}
 	}
-	for _, p := range fs.Args() {
+	for _, p := range r.peers {
 		if _, err := peer.Target(p); err != nil {
-			return usage(err.Error())
+			return nil, false, usageError{err.Error()}
 		}
 	}
-	if *format != "text" && *format != "json" {
-		return usage(fmt.Sprintf("unknown format %q; valid formats: text, json", *format))
-	}
-	if *failOn != "fail" && *failOn != "warn" {
-		return usage(fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", *failOn))
-	}
-	if *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 {
-		return usage(fmt.Sprintf("--timeout, --io-timeout and --concurrency must be positive, --size 1 to %d", wire.MaxBuffer/8))
-	}
 	exe, _ := os.Executable()
-	bufSize := max(peer.DefaultBufferSize, 8**size)
-	cfg := peer.TestConfig{
+	r.cfg = peer.TestConfig{
 		Exe: exe, Token: pf.resolveToken(), Library: pf.libibverbs, Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex,
 		Timeout: *timeout, IOTimeout: *ioTimeout, Concurrency: *concurrency, Host: hostReport(),
-		Params: wire.Params{MsgSize: *size, BufferSize: min(bufSize, wire.MaxBuffer)},
-	}
-	if pf.device == "" && fs.Changed("port") {
-		return usage("--port needs --device")
+		Iterations: *iterations, BandwidthTime: *bwTime,
+		Params: wire.Params{MsgSize: *size, BufferSize: min(max(peer.DefaultBufferSize, 8**size), wire.MaxBuffer)},
 	}
 	if pf.device == "" {
-		cfg.Port = 0
+		r.cfg.Port = 0
+	}
+	return r, false, nil
+}
+
+func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
+	run, help, err := parsePeerTest(args, stdout)
+	switch {
+	case help:
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "rdmadoctor peer test: %v\n", err)
+		return report.ExitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
-	pairs := peer.Test(ctx, cfg, fs.Args())
+	pairs := peer.Test(ctx, run.cfg, run.peers)
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: 2, Started: started.UTC()}
-	rep.Host.Hostname, rep.Host.Kernel, rep.Host.Root = cfg.Host.Hostname, cfg.Host.Kernel, "/"
+	rep.Host.Hostname, rep.Host.Kernel, rep.Host.Root = run.cfg.Host.Hostname, run.cfg.Host.Kernel, "/"
 	rep.Checks = checks.PeerReport(pairs)
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
-	rep.Finish(*failOn == "warn")
-	var err error
-	if *format == "json" {
+	rep.Finish(run.failOn == "warn")
+	if run.format == "json" {
 		err = report.WriteJSON(stdout, rep)
 	} else {
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, *noColor), Verbose: *verbose, Width: textWidth(stdout)})
+		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, run.noColor), Verbose: run.verbose, Width: textWidth(stdout)})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor peer test: write report: %v\n", err)

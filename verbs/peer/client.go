@@ -32,6 +32,12 @@ type TestConfig struct {
 	IOTimeout time.Duration
 	// Params are the sizes of the session.
 	Params wire.Params
+	// Iterations is the number of latency round trips, within
+	// LatencyBudget; BandwidthTime the length of each message size's
+	// bandwidth run. Zero takes the defaults (1000, 2s, 500ms).
+	Iterations    int
+	LatencyBudget time.Duration
+	BandwidthTime time.Duration
 	// Concurrency bounds the pairs tested at once.
 	Concurrency int
 	Host        wire.HostReport
@@ -85,9 +91,12 @@ type Control struct {
 	Fault ControlFault `json:"fault,omitempty"`
 	Error string       `json:"error,omitempty"`
 	// Addr is the address connected to; Version the protocol agreed.
-	Addr    string  `json:"addr,omitempty"`
-	Version int     `json:"version,omitempty"`
-	Millis  float64 `json:"duration_ms"`
+	Addr    string `json:"addr,omitempty"`
+	Version int    `json:"version,omitempty"`
+	// ConnectMillis is the TCP connect; Millis the connect and the
+	// handshake.
+	ConnectMillis float64 `json:"connect_ms"`
+	Millis        float64 `json:"duration_ms"`
 	// ServerVersion and ServerMinVersion are what the server speaks.
 	ServerVersion    int `json:"server_version,omitempty"`
 	ServerMinVersion int `json:"server_min_version,omitempty"`
@@ -174,7 +183,8 @@ func testOne(ctx context.Context, cfg *TestConfig, peerName string) Pair {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Time{})
 	preq := probe.PeerRequest{Library: cfg.Library, HostRoot: cfg.HostRoot, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
-		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host}
+		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host,
+		Iterations: cfg.Iterations, LatencyBudgetNS: int64(cfg.LatencyBudget), BandwidthNS: int64(cfg.BandwidthTime)}
 	pr.Verbs = probe.PeerTest(ctx, cfg.Exe, conn, preq)
 	return pr
 }
@@ -195,6 +205,7 @@ func Handshake(ctx context.Context, target, token string, ioTimeout time.Duratio
 		return done(dialFault(err), err)
 	}
 	ctl.Addr = c.RemoteAddr().String()
+	ctl.ConnectMillis = float64(time.Since(t0).Microseconds()) / 1000
 	wc := &wire.Conn{Conn: c, IOTimeout: ioTimeout}
 	fail := func(f ControlFault, err error) (*net.TCPConn, Control) {
 		c.Close()

@@ -182,6 +182,9 @@ func TestPeerHealthyPair(t *testing.T) {
 		// 1 MiB does not fit the upper half of a 1 MiB buffer.
 		t.Fatalf("bandwidth %+v", b)
 	}
+	if h := v.Connect.RemoteHost; h == nil || h.RateGbps != 100 || h.Counters["counters/port_xmit_wait"] != 5 {
+		t.Fatalf("the server's report of its host: %+v", h)
+	}
 	if c := v.Counters; len(c.Local) != 4 || len(c.Remote) != 4 || c.Local[0].Name != "counters/port_xmit_data" {
 		t.Fatalf("counters %+v", c)
 	}
@@ -279,5 +282,104 @@ func TestPeerWriteRefused(t *testing.T) {
 	}
 	if v.Read != nil {
 		t.Fatalf("peer.rdma_read ran after a failed WRITE: %+v", v.Read)
+	}
+}
+
+// BenchmarkPeerTestHealthy is one whole `peer test` against a server on
+// 127.0.0.1, both sides' verbs children driving the fake library: the
+// handshake, both children's start, connect, SEND/RECV, WRITE, READ, 100
+// round trips and 3 × 50 ms of bandwidth.
+func BenchmarkPeerTestHealthy(b *testing.B) {
+	lib := fakeLibrary(b)
+	b.Setenv("FAKE_IBV", "peer")
+	root := fakeHostRoot(b)
+	addr, log, _ := startServer(b, ServerConfig{Library: lib, GIDIndex: -1, HostRoot: root})
+	cfg := testConfig(b, lib)
+	cfg.HostRoot, cfg.Iterations, cfg.BandwidthTime = root, 100, 50*time.Millisecond
+	for b.Loop() {
+		p := Test(context.Background(), cfg, []string{addr})[0]
+		if p.Verbs == nil || p.Verbs.Counters == nil || !p.Verbs.Counters.OK() {
+			b.Fatalf("not healthy: %+v\n%s", p.Verbs, log)
+		}
+	}
+}
+
+// Several peers at once: two servers and a port nobody listens on, at
+// most two pairs at a time; the pairs come back in the order given.
+func TestPeerSeveralPeers(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	a, logA, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	b, logB, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	nobody := ln.Addr().String()
+	ln.Close()
+	cfg := testConfig(t, lib)
+	cfg.Concurrency, cfg.Iterations, cfg.BandwidthTime = 2, 50, 20*time.Millisecond
+	pairs := Test(context.Background(), cfg, []string{a, nobody, b})
+	if len(pairs) != 3 || pairs[0].Target != a || pairs[1].Target != nobody || pairs[2].Target != b {
+		t.Fatalf("pairs %+v", pairs)
+	}
+	if pairs[1].Control.Fault != FaultRefused || pairs[1].Verbs != nil {
+		t.Fatalf("nobody: %+v", pairs[1])
+	}
+	for _, i := range []int{0, 2} {
+		v := pairs[i].Verbs
+		if v == nil || v.Bandwidth == nil || !v.Bandwidth.OK() {
+			t.Fatalf("pair %d: %+v\n%s\n%s", i, v, logA, logB)
+		}
+	}
+}
+
+// fakeRoCERoot is a host directory for the fake's RoCE port: GID 0 is a
+// RoCE v2 GID on netdev fk0 with the given MTU and address.
+func fakeRoCERoot(t testing.TB, mtu int, cidr string) string {
+	root := fakeHostRoot(t)
+	files := map[string]string{
+		"sys/class/infiniband/fake0/ports/1/gid_attrs/types/0": "RoCE v2",
+		"sys/class/infiniband/fake0/ports/1/gid_attrs/ndevs/0": "fk0",
+		"sys/class/infiniband/fake0/ports/1/gids/0":            "0000:0000:0000:0000:0000:ffff:7f00:0001",
+		"sys/class/infiniband/fake0/ports/1/state":             "4: ACTIVE",
+		"sys/class/net/fk0/mtu":                                fmt.Sprint(mtu),
+		"rdmadoctor.facts.json": fmt.Sprintf(`{"schema":"rdmadoctor.facts/v1","netdevs":[{"name":"fk0","index":2,"operstate":"up",`+
+			`"admin_up":true,"carrier":true,"mtu":%d,"addresses":[%q]}]}`, mtu, cidr),
+	}
+	for name, v := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// RoCE across two "hosts" whose netdev MTUs differ (9000 on the server,
+// 1500 here): both sides report their GID's netdev, MTU and subnet, and
+// the path MTU is held to what 1500 carries.
+func TestPeerRoCEMTUMismatch(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer-roce")
+	t.Setenv("FAKE_IBV_GID4", "127.0.0.1")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, HostRoot: fakeRoCERoot(t, 9000, "127.0.0.1/8")})
+	cfg := testConfig(t, lib)
+	cfg.HostRoot, cfg.Iterations, cfg.BandwidthTime = fakeRoCERoot(t, 1500, "127.0.0.1/8"), 20, 20*time.Millisecond
+	p := Test(context.Background(), cfg, []string{addr})[0]
+	v := p.Verbs
+	if v == nil || v.Connect == nil || !v.Connect.OK() {
+		t.Fatalf("connect: %+v\n%s", v, log)
+	}
+	l, r := v.Connect.Local, v.Connect.Remote
+	if l.LinkLayer != "Ethernet" || l.GIDType != "RoCE v2" || l.Netdev != "fk0" || l.NetdevMTU != 1500 || r.NetdevMTU != 9000 ||
+		l.Subnet != "127.0.0.1/8" || l.GIDString() != "127.0.0.1" {
+		t.Fatalf("local %+v remote %+v", l, r)
+	}
+	if v.Connect.PathMTU != 1024 || !strings.Contains(v.Connect.MTUNote, "netdev MTU 1500 here, 9000 there") {
+		t.Fatalf("path MTU %d, note %q", v.Connect.PathMTU, v.Connect.MTUNote)
+	}
+	if v.Counters == nil || !v.Counters.OK() {
+		t.Fatalf("the session did not run to its end: %+v", v)
 	}
 }

@@ -164,7 +164,12 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, id string) bool {
 		SessionNS: int64(time.Until(wc.Deadline)), IOTimeoutNS: int64(s.cfg.IOTimeout), Host: s.cfg.Host,
 	}
 	_ = c.SetDeadline(time.Time{}) // the child keeps its own
-	stderr, err := probe.PeerServe(ctx, s.cfg.Exe, c, preq)
+	stderr, err := probe.PeerServe(ctx, s.cfg.Exe, c, preq, func(setup wire.Setup) {
+		e, h := &setup.Endpoint, &setup.Host
+		s.cfg.Logf("%s: client %s (kernel %s, rdmadoctor %s), device %s port %d %s, QPN %#x, active MTU %d, netdev %s MTU %d",
+			id, orUnknown(h.Hostname), orUnknown(h.Kernel), orUnknown(h.Version), orUnknown(e.Device), e.Port, e.LinkLayer, e.QPN, e.ActiveMTU,
+			orUnknown(e.Netdev), e.NetdevMTU)
+	})
 	if err != nil {
 		s.cfg.Logf("%s: session ended after %v: %v%s", id, time.Since(t0).Round(time.Millisecond), err, lastLine(stderr))
 	} else {
@@ -202,6 +207,15 @@ func (s *Server) handshake(wc *wire.Conn) error {
 		return errors.New("handshake: wrong token")
 	}
 	return wc.Send(wire.MsgWelcome, wire.Welcome{Version: wire.Version})
+}
+
+// orUnknown shows an empty value from the client as unknown; the
+// client's strings are logged quoted, so they cannot forge log lines.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func lastLine(s string) string {

@@ -208,3 +208,133 @@ func TestTarget(t *testing.T) {
 		}
 	}
 }
+
+// handshaken connects and passes the handshake by hand.
+func handshaken(t *testing.T, addr string) *wire.Conn {
+	t.Helper()
+	c, h := dialRaw(t, addr)
+	wc := &wire.Conn{Conn: c, IOTimeout: 5 * time.Second}
+	if err := wc.Send(wire.MsgClientHello, wire.ClientHello{Magic: wire.Magic, Version: wire.Version, Proof: wire.Proof("", h.Nonce)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Expect(0, wire.MsgWelcome, &wire.Welcome{}); err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+// A client that passes the handshake and then says nothing: the session's
+// child gives up at the session's deadline and the server logs why.
+func TestServerSessionDeadline(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, SessionTimeout: time.Second, IOTimeout: 5 * time.Second})
+	t0 := time.Now()
+	wc := handshaken(t, addr)
+	if !closedWithin(wc.Conn, 5*time.Second) {
+		t.Fatal("the server kept a silent session past its deadline")
+	}
+	if d := time.Since(t0); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v, before the 1s session deadline", d)
+	}
+	waitLog(t, log, "read Setup")
+}
+
+// A Setup that asks for more memory than the server's share is refused
+// with the reason, before any verbs object is made.
+func TestServerMemoryCap(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, MaxMemory: 8 << 20, MaxSessions: 4})
+	wc := handshaken(t, addr)
+	ep := wire.Endpoint{Device: "fake0", Port: 1, LinkLayer: "InfiniBand", QPN: 0x11, LID: 1, ActiveMTU: 1024}
+	if err := wc.Send(wire.MsgSetup, wire.Setup{Endpoint: ep, Params: wire.Params{MsgSize: 4096, BufferSize: 4 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	var reply wire.SetupReply
+	if err := wc.Expect(0, wire.MsgSetupReply, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reply.Error, "exceeds this server's 2097152-byte share") {
+		t.Fatalf("reply %+v", reply)
+	}
+	waitLog(t, log, "share of its memory cap")
+}
+
+// Garbage after the handshake ends the session's child with the reason
+// logged; the server goes on.
+func TestServerGarbageAfterHandshake(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	wc := handshaken(t, addr)
+	if _, err := wc.Conn.Write([]byte("\x00\x00\x00\x05\x00\x10{{{")); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(wc.Conn, 5*time.Second) {
+		t.Fatal("the server kept the session open")
+	}
+	waitLog(t, log, "protocol violation: Setup")
+	// Still serving.
+	_, ctl := Handshake(context.Background(), addr, "", time.Second)
+	if ctl.Fault != FaultNone {
+		t.Fatalf("after a hostile session: %+v", ctl)
+	}
+}
+
+// The client vanishes after the endpoint exchange: the session's child
+// sees the connection end, tears its verbs objects down and exits; the
+// server logs why.
+func TestServerClientVanishes(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, SessionTimeout: 30 * time.Second})
+	wc := handshaken(t, addr)
+	ep := wire.Endpoint{Device: "fake0", Port: 1, LinkLayer: "InfiniBand", QPN: 0x11, LID: 1, ActiveMTU: 1024}
+	if err := wc.Send(wire.MsgSetup, wire.Setup{Endpoint: ep, Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	var reply wire.SetupReply
+	if err := wc.Expect(0, wire.MsgSetupReply, &reply); err != nil || reply.Error != "" {
+		t.Fatalf("setup: %v %+v", err, reply)
+	}
+	t0 := time.Now()
+	wc.Close()
+	waitLog(t, log, "wait for the next operation: EOF")
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("the session outlived its client by %v", d)
+	}
+}
+
+// Between operations a client may think as long as the session lasts, but
+// a frame once begun must arrive within --io-timeout: a client that
+// trickles one is dropped.
+func TestServerTrickledFrame(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, SessionTimeout: 30 * time.Second, IOTimeout: 500 * time.Millisecond})
+	wc := handshaken(t, addr)
+	ep := wire.Endpoint{Device: "fake0", Port: 1, LinkLayer: "InfiniBand", QPN: 0x11, LID: 1, ActiveMTU: 1024}
+	if err := wc.Send(wire.MsgSetup, wire.Setup{Endpoint: ep, Params: wire.Params{MsgSize: 4096, BufferSize: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Expect(0, wire.MsgSetupReply, &wire.SetupReply{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // thinking between operations: allowed
+	op := frame(t, wire.MsgOp, wire.Op{Kind: wire.OpCounters})
+	t0 := time.Now()
+	for _, b := range op[:3] { // then one byte every 300 ms
+		if _, err := wc.Conn.Write([]byte{b}); err != nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !closedWithin(wc.Conn, 3*time.Second) {
+		t.Fatal("the server kept a trickling client")
+	}
+	if d := time.Since(t0); d > 2500*time.Millisecond {
+		t.Fatalf("dropped after %v", d)
+	}
+	waitLog(t, log, "i/o timeout")
+}

@@ -17,6 +17,8 @@ const (
 	modePeerServe = "peer-serve"
 	modePeerTest  = "peer-test"
 	peerConnFD    = 4
+	// peerClientEvent is the serve child's event with the client's Setup.
+	peerClientEvent = "peer.client"
 )
 
 // peerConn wraps the inherited socket with the session's deadlines.
@@ -46,6 +48,7 @@ func runPeerChild(em *emitter, mode string, req request) error {
 		return err
 	}
 	defer conn.Close()
+	preq.peerIP = remoteIP(conn)
 	if mode == modePeerServe {
 		return servePeer(em, conn, preq)
 	}
@@ -75,6 +78,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 	if err := conn.Expect(0, wire.MsgSetup, &setup); err != nil {
 		return fmt.Errorf("read Setup: %w", err)
 	}
+	emitPeer(em, peerClientEvent, &setup)
 	if preq.MaxBuffer > 0 && setup.Params.BufferSize > preq.MaxBuffer {
 		msg := fmt.Sprintf("a %d-byte buffer exceeds this server's %d-byte share of its memory cap", setup.Params.BufferSize, preq.MaxBuffer)
 		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: msg})
@@ -85,19 +89,20 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: err.Error()})
 		return err
 	}
-	ps := &peerSide{r: r, params: setup.Params}
+	ps := &peerSide{r: r, params: setup.Params, peerIP: remoteIP(conn)}
 	p := newProbe("peer.serve")
 	defer func() {
 		if ps.s != nil {
 			r.teardown(&p, &ps.s.td)
 		}
 	}()
-	mtu, _ := wire.NegotiatePathMTU(&setup.Endpoint, &wire.Endpoint{ActiveMTU: 4096})
+	var mtu int
 	if ps.build(&p, preq.GIDIndex) {
 		mtu, _ = wire.NegotiatePathMTU(&ps.local, &setup.Endpoint)
 		ps.connectTo(&p, &setup.Endpoint, mtu)
 	}
 	preq.Host.RateGbps = portRateGbps(r)
+	preq.Host.Counters, _ = readPeerCounters(r) // unreadable: the client's peer.counters says so
 	reply := wire.SetupReply{Endpoint: ps.local, Host: preq.Host, PathMTU: mtu}
 	if st := p.Failed(); st != nil {
 		reply.Error = fmt.Sprintf("%s: %s", st.Name, st.Error)

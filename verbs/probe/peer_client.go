@@ -19,7 +19,7 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 		emitPeer(em, PeerConnect, cr)
 		return
 	}
-	ps := &peerSide{r: r, params: preq.Params}
+	ps := &peerSide{r: r, params: preq.Params, peerIP: remoteIP(conn)}
 	defer func() {
 		if ps.s != nil {
 			p := newProbe("teardown")
@@ -103,6 +103,7 @@ func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConn
 		return false
 	}
 	preq.Host.RateGbps = portRateGbps(r)
+	preq.Host.Counters, _ = readPeerCounters(r) // unreadable: peer.counters says so
 	cr.Local, cr.LocalHost = &ps.local, &preq.Host
 	var reply wire.SetupReply
 	if !r.step(p, "exchange endpoints with the server", func() error {

@@ -137,6 +137,9 @@ func (ps *peerSide) rdmaRead(conn *wire.Conn, remote *wire.Endpoint) *PeerRDMARe
 // round trip is the path's and not the copy's.
 const latencySize = 64
 
+// echoBatchMax bounds the round trips of one OpEcho.
+const echoBatchMax = 100
+
 // latency is peer.latency: SEND ping-pong with the server echoing, timed
 // from ibv_post_send to the answer's receive completion. A first batch of
 // 10 estimates the round trip, so the rest fits the budget.
@@ -150,14 +153,18 @@ func (ps *peerSide) latency(conn *wire.Conn, preq *PeerRequest) *PeerLatencyResu
 		budgetEnd = half
 	}
 	var lat []time.Duration
-	for left := preq.Iterations; left > 0; {
-		batch := min(left, 10)
+	for left := preq.Iterations; left > 0 && time.Now().Before(budgetEnd); {
+		// Batches stay small, and sized to half of what the median so
+		// far says fits: a path that slows down overshoots the budget by
+		// one small batch at most.
+		batch := min(left, echoBatchMax)
 		if len(lat) > 0 {
-			per := stats(lat).MedNS
-			fit := int(float64(time.Until(budgetEnd)) / max(per, 1))
-			if batch = min(left, fit); batch <= 0 {
+			fit := int(float64(time.Until(budgetEnd)) / max(stats(lat).MedNS, 1) / 2)
+			if batch = min(batch, fit); batch <= 0 {
 				break
 			}
+		} else {
+			batch = min(left, 10)
 		}
 		got, ok := ps.echoBatch(conn, p, n, batch, res)
 		lat = append(lat, got...)
@@ -186,6 +193,7 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	recvWR := verbs.RecvWR{ID: 41, SGEs: []verbs.SGE{ps.sge(1, n)}}
 	sendWR := verbs.SendWR{ID: 42, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.mr.SGE(0, n)}}
 	out := make([]time.Duration, 0, count)
+	r.begin(p, fmt.Sprintf("%d round trips", count))
 	var loopErr error
 	for i := 0; i < count && loopErr == nil; i++ {
 		if loopErr = ps.qp.PostRecv(recvWR); loopErr != nil {
@@ -195,10 +203,10 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 		if loopErr = ps.qp.PostSend(sendWR); loopErr != nil {
 			break
 		}
-		if loopErr = pollStatus(ps.sendCQ, wait, "send"); loopErr != nil {
+		if loopErr = ps.pollStatus(ps.sendCQ, wait, "send"); loopErr != nil {
 			break
 		}
-		if loopErr = pollStatus(ps.recvCQ, wait, "answer"); loopErr != nil {
+		if loopErr = ps.pollStatus(ps.recvCQ, wait, "answer"); loopErr != nil {
 			break
 		}
 		out = append(out, time.Since(t0))
@@ -221,8 +229,8 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 }
 
 // pollStatus waits for one completion on cq and fails on an error status.
-func pollStatus(cq *verbs.CQ, wait time.Duration, what string) error {
-	wc, err := pollOne(cq, wait)
+func (ps *peerSide) pollStatus(cq *verbs.CQ, wait time.Duration, what string) error {
+	wc, err := ps.pollOne(cq, wait)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -238,6 +246,11 @@ var bandwidthSizes = []int{4096, 65536, 1 << 20}
 
 const bandwidthDepth = 16
 
+// softwareInFlight caps the bytes in flight on a software device: its
+// CPU drains them at tens of MB/s, and a queue that takes longer than the
+// ACK timeout to drain retransmits without any loss.
+const softwareInFlight = 2 << 20
+
 // bandwidth is peer.bandwidth. The WRITEs go into the upper half of the
 // server's region, from the upper half of this side's.
 func (ps *peerSide) bandwidth(remote *wire.Endpoint, remoteRate float64, preq *PeerRequest) *PeerBandwidthResult {
@@ -251,7 +264,7 @@ func (ps *peerSide) bandwidth(remote *wire.Endpoint, remoteRate float64, preq *P
 			break
 		}
 		run, err := ps.writeRun(remote, off, region, size, time.Duration(preq.BandwidthNS))
-		st := Step{Name: fmt.Sprintf("RDMA WRITE %d bytes × %d outstanding", size, bandwidthDepth), OK: err == nil,
+		st := Step{Name: fmt.Sprintf("RDMA WRITE %d bytes × %d outstanding", size, run.Outstanding), OK: err == nil,
 			Detail: fmt.Sprintf("%d messages in %.3f s: %.3f Gb/s", run.Messages, run.Seconds, run.Gbps)}
 		if err != nil {
 			r.fill(&st, err)
@@ -268,7 +281,11 @@ func (ps *peerSide) bandwidth(remote *wire.Endpoint, remoteRate float64, preq *P
 // writeRun keeps bandwidthDepth WRITEs of size bytes outstanding for d,
 // then drains them; every wait for a completion ends at the poll wait.
 func (ps *peerSide) writeRun(remote *wire.Endpoint, off, region, size int, d time.Duration) (BandwidthRun, error) {
-	run := BandwidthRun{Size: size, Outstanding: bandwidthDepth}
+	depth := bandwidthDepth
+	if ps.r.software {
+		depth = max(1, min(depth, softwareInFlight/size))
+	}
+	run := BandwidthRun{Size: size, Outstanding: depth}
 	slots := max(region/size, 1)
 	next := 0
 	post := func() error {
@@ -280,7 +297,7 @@ func (ps *peerSide) writeRun(remote *wire.Endpoint, off, region, size int, d tim
 	t0 := time.Now()
 	end := t0.Add(d)
 	outstanding := 0
-	for ; outstanding < bandwidthDepth; outstanding++ {
+	for ; outstanding < depth; outstanding++ {
 		if err := post(); err != nil {
 			return run, err
 		}
@@ -295,6 +312,9 @@ func (ps *peerSide) writeRun(remote *wire.Endpoint, off, region, size int, d tim
 		}
 		now := time.Now()
 		if k == 0 {
+			if ps.r.software {
+				yieldCPU()
+			}
 			if now.Sub(lastProgress) > wait {
 				return run, &causedError{msg: fmt.Sprintf("no WRITE completed within %v with %d outstanding", wait.Round(time.Millisecond), outstanding),
 					cause: "the peer stopped acknowledging under load: packets above some size are dropped on the path (an MTU mismatch), or the fabric drops under load (PFC missing)"}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 )
 
 // PeerServe runs the server's side of one session in a child process (exe
@@ -15,15 +17,22 @@ import (
 // child builds its own verbs objects and answers the client until Bye,
 // the end of the connection or preq's session deadline, past which it is
 // killed; the kernel frees whatever it left. The error says why the
-// session ended badly; stderr is what the library printed.
-func PeerServe(ctx context.Context, exe string, conn *net.TCPConn, preq PeerRequest) (stderr string, err error) {
+// session ended badly; stderr is what the library printed. onSetup,
+// when not nil, is called with the client's Setup (its endpoint and its
+// report of its host) once the child has read it.
+func PeerServe(ctx context.Context, exe string, conn *net.TCPConn, preq PeerRequest, onSetup func(wire.Setup)) (stderr string, err error) {
 	f, err := conn.File()
 	if err != nil {
 		return "", fmt.Errorf("hand the session's socket to the child: %w", err)
 	}
 	defer f.Close()
 	out := runChild(ctx, exe, modePeerServe, request{Peer: &preq}, time.Duration(preq.SessionNS)+startupMargin,
-		func(event) {}, f)
+		func(ev event) {
+			var setup wire.Setup
+			if ev.Kind == "result" && ev.Probe == peerClientEvent && onSetup != nil && json.Unmarshal(ev.Result, &setup) == nil {
+				onSetup(setup)
+			}
+		}, f)
 	if out.failure != nil {
 		return out.stderr, errors.New(out.failure.Error)
 	}

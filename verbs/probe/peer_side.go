@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -19,12 +21,18 @@ import (
 // retry forever) so a peer that vanished ends in RETRY_EXC_ERR; the hop
 // limit lets RoCE v2 cross routers.
 const (
-	peerTimeout     = 14 // 4.096 µs × 2^14 ≈ 67 ms per try
-	peerRetryCnt    = 7 - 1
-	peerRNRRetry    = 7 - 1
-	peerMinRNRTimer = 12
-	peerHopLimit    = 64
-	peerRdAtomic    = 4
+	peerTimeout = 14 // 4.096 µs × 2^14 ≈ 67 ms per try
+	// peerTimeoutSoftware is the ACK timeout of a software device (rxe):
+	// its ACKs come from a CPU that may be shared with the traffic and
+	// with other guests, and at 67 ms a deep queue of WRITEs retransmits
+	// for no loss at all (seen under qemu: duplicate_request rising on a
+	// loopback at 0.5 s too, with 16 MiB in flight). 4.096 µs × 2^19 ≈ 2.1 s.
+	peerTimeoutSoftware = 19
+	peerRetryCnt        = 7 - 1
+	peerRNRRetry        = 7 - 1
+	peerMinRNRTimer     = 12
+	peerHopLimit        = 64
+	peerRdAtomic        = 4
 	// peerWR is the depth of each queue: the bandwidth test's
 	// outstanding work requests and the echo's posted receives.
 	peerWR = 128
@@ -43,6 +51,9 @@ type peerSide struct {
 	addr           *address
 	local          wire.Endpoint
 	params         wire.Params
+	// peerIP is the other side's address on the control connection: on
+	// RoCE the GID of an address on its subnet is picked first.
+	peerIP netip.Addr
 }
 
 // peerRunner opens the library and picks the device and port: the ones
@@ -70,6 +81,9 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 			return nil, fmt.Errorf("the library lists no device %q (it lists: %s)", preq.Device, strings.Join(names, ", "))
 		}
 		r.port = max(preq.Port, 1)
+	} else if r.dev, r.port = portOnSubnet(r.opts.SysfsRoot, preq.HostRoot, dl, preq.peerIP); r.dev != nil {
+		// The port whose RoCE address shares the peer's subnet: on a host
+		// with a NIC per rail, the one that reaches the peer directly.
 	} else if r.dev, r.port = firstActivePort(dl); r.dev == nil {
 		return nil, errors.New("no device has an ACTIVE port: bring a link up or name the device with --device")
 	}
@@ -77,6 +91,45 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 	r.software = isSoftwareDevice(r.opts.SysfsRoot, r.dev.Name)
 	r.deadline = time.Now().Add(time.Duration(preq.SessionNS))
 	return r, nil
+}
+
+// portOnSubnet returns the first ACTIVE RoCE port with a RoCE v2 GID whose
+// address's subnet holds peerIP, read from sysfs alone; nil when none.
+func portOnSubnet(sysRoot, hostRoot string, dl *verbs.DeviceList, peerIP netip.Addr) (*verbs.Device, int) {
+	if !peerIP.Is4() {
+		return nil, 0
+	}
+	for _, d := range dl.Devices {
+		ports, _ := os.ReadDir(filepath.Join(sysRoot, "class/infiniband", d.Name, "ports"))
+		for _, pe := range ports {
+			port, err := strconv.Atoi(pe.Name())
+			if err != nil {
+				continue
+			}
+			dir := filepath.Join(sysRoot, "class/infiniband", d.Name, "ports", pe.Name())
+			if st, _ := readSmall(filepath.Join(dir, "state")); !strings.HasPrefix(st, "4") {
+				continue
+			}
+			for i := 0; i < 256; i++ {
+				t, err := readSmall(filepath.Join(dir, "gid_attrs/types", strconv.Itoa(i)))
+				if err != nil {
+					break
+				}
+				g, _ := readSmall(filepath.Join(dir, "gids", strconv.Itoa(i)))
+				ip, err := netip.ParseAddr(g)
+				if t != "RoCE v2" || err != nil || !ip.Is4In6() {
+					continue
+				}
+				var gid verbs.GID
+				gid.Raw = ip.As16()
+				ndev, _ := netdevOfGID(sysRoot, d.Name, port, i)
+				if p, err := netip.ParsePrefix(gidSubnet(hostRoot, ndev, gid)); err == nil && p.Masked().Contains(peerIP) {
+					return d, port
+				}
+			}
+		}
+	}
+	return nil, 0
 }
 
 // firstActivePort returns the first device and port whose state is ACTIVE.
@@ -159,7 +212,13 @@ func (ps *peerSide) build(p *Probe, gidIndex int) bool {
 // resolve prefers; on InfiniBand the LID.
 func (ps *peerSide) pickAddress(gidIndex int) (*address, error) {
 	r, s := ps.r, ps.s
-	if gidIndex < 0 || s.port.LinkLayer != verbs.LinkLayerEthernet {
+	if s.port.LinkLayer != verbs.LinkLayerEthernet {
+		return r.resolve(s)
+	}
+	if gidIndex < 0 {
+		if a := ps.gidOnPeerSubnet(); a != nil {
+			return a, nil
+		}
 		return r.resolve(s)
 	}
 	cands, err := r.gidCandidates(s)
@@ -177,6 +236,30 @@ func (ps *peerSide) pickAddress(gidIndex int) (*address, error) {
 	}
 }
 
+// gidOnPeerSubnet is the port's RoCE v2 GID whose address's subnet holds
+// the peer's control address; nil when none does (or the peer's address
+// is not IPv4).
+func (ps *peerSide) gidOnPeerSubnet() *address {
+	if !ps.peerIP.Is4() {
+		return nil
+	}
+	r := ps.r
+	cands, err := r.gidCandidates(ps.s)
+	if err != nil {
+		return nil
+	}
+	for _, c := range cands {
+		if verbs.GIDType(c.GIDType) != verbs.GIDTypeRoCEv2 || !c.GID.IsIPv4Mapped() {
+			continue
+		}
+		ndev, _ := netdevOfGID(r.opts.SysfsRoot, r.dev.Name, r.port, int(c.GIDIndex))
+		if p, err := netip.ParsePrefix(gidSubnet(r.hostRoot, ndev, c.GID)); err == nil && p.Masked().Contains(ps.peerIP) {
+			return &address{roce: true, gidIndex: int(c.GIDIndex), gid: c.GID, gidType: verbs.GIDTypeRoCEv2, mtu: verbs.MTU(ps.s.port.ActiveMTU)}
+		}
+	}
+	return nil
+}
+
 func (ps *peerSide) fillEndpoint() {
 	r, s, a := ps.r, ps.s, ps.addr
 	var psn [4]byte
@@ -192,6 +275,7 @@ func (ps *peerSide) fillEndpoint() {
 		e.GIDIndex = a.gidIndex
 		e.GIDType = a.gidType.String()
 		e.Netdev, e.NetdevMTU = netdevOfGID(r.opts.SysfsRoot, r.dev.Name, r.port, a.gidIndex)
+		e.Subnet = gidSubnet(r.hostRoot, e.Netdev, a.gid)
 	}
 	ps.local = e
 }
@@ -232,7 +316,11 @@ func (ps *peerSide) connectTo(p *Probe, remote *wire.Endpoint, pathMTU int) bool
 	}) {
 		return false
 	}
-	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: peerTimeout, RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
+	timeout := uint8(peerTimeout)
+	if r.software {
+		timeout = peerTimeoutSoftware
+	}
+	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: timeout, RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
 		SqPSN: ps.local.PSN, MaxRdAtomic: peerRdAtomic}
 	if !r.step(p, "ibv_modify_qp RTR→RTS", func() error { return ps.qp.Modify(&rts, verbs.MaskRCToRTS) }) {
 		return false
@@ -252,7 +340,7 @@ func (ps *peerSide) sge(i, n int) verbs.SGE { return ps.mr.SGE(i*n, n) }
 func (ps *peerSide) waitCompletion(p *Probe, name string, cq *verbs.CQ, wait time.Duration, cause string) (verbs.WC, bool) {
 	var wc verbs.WC
 	ok := ps.r.step(p, name, func() (err error) {
-		wc, err = pollOne(cq, wait)
+		wc, err = ps.pollOne(cq, wait)
 		var ce *causedError
 		if errors.As(err, &ce) && cause != "" {
 			ce.cause = cause
@@ -282,4 +370,69 @@ func wcCause(st verbs.WCStatus) string {
 		return "the QP went to the error state, flushing every outstanding request: an earlier error or the link going down"
 	}
 	return ""
+}
+
+// pollOne busy-polls cq for one completion within wait, as pollOne does;
+// on a software device it yields the CPU between empty polls, since the
+// device's own work (rxe's tasks) runs on the same CPUs as the poller and
+// the peer's poller.
+func (ps *peerSide) pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
+	if !ps.r.software {
+		return pollOne(cq, wait)
+	}
+	var wc [1]verbs.WC
+	deadline := time.Now().Add(wait)
+	for {
+		n, err := cq.Poll(wc[:])
+		if err != nil {
+			return verbs.WC{}, err
+		}
+		if n == 1 {
+			return wc[0], nil
+		}
+		if time.Now().After(deadline) {
+			return verbs.WC{}, &causedError{
+				msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
+				cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
+			}
+		}
+		yieldCPU()
+	}
+}
+
+// gidSubnet is the address of netdev that an IPv4-mapped GID carries,
+// with its prefix; "" when the GID is not IPv4-mapped or the netdev does
+// not hold it.
+func gidSubnet(hostRoot, netdev string, gid verbs.GID) string {
+	if netdev == "" || !gid.IsIPv4Mapped() {
+		return ""
+	}
+	ip := netip.AddrFrom16(gid.Raw).Unmap()
+	h, err := peerHost(hostRoot)
+	if err != nil {
+		return ""
+	}
+	nds, err := h.Netdevs()
+	if err != nil {
+		return ""
+	}
+	for _, nd := range nds {
+		if nd.Name != netdev {
+			continue
+		}
+		for _, a := range nd.Addresses {
+			if p, err := netip.ParsePrefix(a); err == nil && p.Addr() == ip {
+				return p.String()
+			}
+		}
+	}
+	return ""
+}
+
+// remoteIP is the address at the other end of the control connection.
+func remoteIP(c *wire.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
@@ -55,6 +56,9 @@ type PeerRequest struct {
 	// HostRoot is the host directory counters and rates are read under
 	// ("" = "/").
 	HostRoot string `json:"host_root,omitempty"`
+
+	// peerIP is the other side's control address, set in the child.
+	peerIP netip.Addr
 }
 
 func (r *PeerRequest) withDefaults() {

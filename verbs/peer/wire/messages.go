@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // ServerHello is the server's first frame.
@@ -110,6 +111,9 @@ type Endpoint struct {
 	ActiveMTU int    `json:"active_mtu"`
 	NetdevMTU int    `json:"netdev_mtu,omitempty"`
 	Netdev    string `json:"netdev,omitempty"`
+	// Subnet is the netdev's address that the GID carries, with its
+	// prefix ("192.0.2.1/24"); empty when unknown or not IPv4-mapped.
+	Subnet string `json:"subnet,omitempty"`
 	// Addr, RKey and Len are the memory region the other side may
 	// WRITE to and READ from.
 	Addr uint64 `json:"addr"`
@@ -145,8 +149,19 @@ func (e *Endpoint) Validate() error {
 		return fmt.Errorf("port %d is not 1-255", e.Port)
 	case len(e.Device) > 64 || len(e.Netdev) > 64:
 		return errors.New("device or netdev name longer than 64 bytes")
+	case e.LinkLayer != "InfiniBand" && e.LinkLayer != "Ethernet" && e.LinkLayer != "Unspecified":
+		return fmt.Errorf("link layer %q is not InfiniBand, Ethernet or Unspecified", e.LinkLayer)
+	case e.GIDType != "" && e.GIDType != "RoCE v2" && e.GIDType != "RoCE v1" && e.GIDType != "IB/RoCE v1":
+		return fmt.Errorf("GID type %q is not RoCE v2, RoCE v1 or IB/RoCE v1", e.GIDType)
+	case e.Subnet != "" && !validPrefix(e.Subnet):
+		return fmt.Errorf("subnet %q is not an address with a prefix", e.Subnet)
 	}
 	return nil
+}
+
+func validPrefix(s string) bool {
+	_, err := netip.ParsePrefix(s)
+	return err == nil
 }
 
 // GIDString formats the GID as an IPv6 address, as the kernel shows it.

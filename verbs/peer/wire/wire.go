@@ -236,8 +236,10 @@ func (c *Conn) Send(t MsgType, v any) error {
 	return WriteFrame(c.Conn, t, v)
 }
 
-// Recv reads one frame within IOTimeout (or wait, when longer: an
-// operation the peer is carrying out).
+// Recv reads one frame. Its first byte may take wait (when longer than
+// IOTimeout: the peer is carrying out an operation, or thinking between
+// two); once it has come, the rest of the frame must come within
+// IOTimeout, so a peer that trickles a frame byte by byte is dropped.
 func (c *Conn) Recv(wait time.Duration) (Frame, error) {
 	if wait < c.IOTimeout {
 		wait = c.IOTimeout
@@ -245,7 +247,25 @@ func (c *Conn) Recv(wait time.Duration) (Frame, error) {
 	if err := c.SetReadDeadline(c.deadline(wait)); err != nil {
 		return Frame{}, err
 	}
-	return ReadFrame(c.Conn)
+	return ReadFrame(&frameReader{c: c})
+}
+
+// frameReader tightens the read deadline to IOTimeout at a frame's first
+// byte.
+type frameReader struct {
+	c       *Conn
+	started bool
+}
+
+func (r *frameReader) Read(p []byte) (int, error) {
+	n, err := r.c.Conn.Read(p)
+	if n > 0 && !r.started {
+		r.started = true
+		if derr := r.c.SetReadDeadline(r.c.deadline(r.c.IOTimeout)); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return n, err
 }
 
 // Expect reads one frame and decodes it as want into v.

@@ -48,6 +48,8 @@
  *   peer-badrkey     WRITE and READ are NAKed with IBV_WC_REM_ACCESS_ERR
  *   peer-silent      nothing arrives and nothing is acknowledged (a link
  *                    that drops everything, or an MTU that never fits)
+ *   peer-roce        healthy, link layer Ethernet; GID 0 is the IPv4 address
+ *                    in FAKE_IBV_GID4 (default 192.0.2.1), IPv4-mapped
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -61,6 +63,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
 /* The header wraps these two in macros over inlines. */
@@ -78,7 +81,7 @@ static int is(const char *m) { return !strcmp(mode(), m); }
 static int ud_fault_mode(void) { return !strncmp(mode(), "ud-", 3); }
 
 /* RoCE link layer: the roce mode and every UD fault mode. */
-static int roce_mode(void) { return is("roce") || ud_fault_mode(); }
+static int roce_mode(void) { return is("roce") || is("peer-roce") || ud_fault_mode(); }
 
 static int peer_mode(void) { return !strncmp(mode(), "peer", 4); }
 
@@ -698,6 +701,9 @@ int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
 	if ((roce_mode() || is("efa")) && i == 0) {
 		static const uint8_t v4mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1};
 		memcpy(g->raw, v4mapped, 16);
+		const char *v4 = getenv("FAKE_IBV_GID4");
+		if (v4 && inet_pton(AF_INET, v4, g->raw + 12) != 1)
+			memcpy(g->raw, v4mapped, 16);
 		if (is("efa"))
 			g->raw[0] = 0xfe;
 	}
