@@ -31,9 +31,8 @@ func peerCheck(id string, code int, needs, title string, judge func(*peer.Pair) 
 }
 
 // Each check names the one it needs: it runs on a pair only when that one
-// passed (or warned) there. Code 48 is reserved for peer.rdma_cm (a
-// connection through the RDMA connection manager, needing peer.control);
-// 49–59 for later two-host checks.
+// passed (or warned) there. Code 48, peer.rdma_cm (peer_rdma_cm.go), needs
+// only peer.control; 49–59 are for later two-host checks.
 var peerCatalog = []*PeerCheck{
 	peerCheck("peer.control", 40, "", "the peer's control port answers and accepts this client (protocol version, token)",
 		judgePeerControl, peerControlExplain),
