@@ -383,3 +383,19 @@ func TestPeerRoCEMTUMismatch(t *testing.T) {
 		t.Fatalf("the session did not run to its end: %+v", v)
 	}
 }
+
+// An iWARP port cannot connect with exchanged QP numbers: peer.connect is
+// skipped saying so, and the server's session ends cleanly.
+func TestPeerIWARPSkips(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "iwarp")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	p := Test(context.Background(), testConfig(t, lib), []string{addr})[0]
+	if p.Verbs == nil || p.Verbs.Connect == nil || !strings.Contains(p.Verbs.Connect.Skipped, "rdma_cm") || p.Verbs.SendRecv != nil {
+		t.Fatalf("verbs %+v", p.Verbs)
+	}
+	waitLog(t, log, "session ended after")
+	if strings.Contains(log.String(), "read Setup") {
+		t.Fatalf("the server's session did not end cleanly:\n%s", log)
+	}
+}
