@@ -205,7 +205,9 @@ var peerCountersExplain = Explanation{
 		"before and after the bandwidth run. An error counter of counters.errors' table that rose fails; a protocol statistic that " +
 		"rose warns with its cause: retransmissions and sequence errors (out_of_sequence, packet_seq_err, duplicate_request, " +
 		"rxe's rcvd_seq_err, out_of_seq_request, retry_exceeded_err) mean packets were lost — a lossy fabric, PFC missing or not on " +
-		"the traffic's priority; congestion notifications (CNPs) and port_xmit_wait mean congestion. Traffic counters are not judged.",
+		"the traffic's priority; congestion notifications (CNPs) and port_xmit_wait mean congestion. Traffic counters are not judged. " +
+		"A pair whose two ends are one port (a host testing itself through its own address) counts the port once and reports, without " +
+		"judging, the device's own retransmissions: no fabric lies between a port and itself.",
 	Why: "RDMA over a lossy path works slowly, then not at all under load: the counters that rose during a known load say which side " +
 		"dropped and why, before an application finds out.",
 	Failures: []Failure{

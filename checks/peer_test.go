@@ -228,3 +228,19 @@ func TestPeerSubnets(t *testing.T) {
 		t.Fatalf("same subnet: %s %q", v.status, v.line)
 	}
 }
+
+// A port that cannot take part (iWARP) skips peer.connect with the reason
+// and blocks the rest; a skip is never a pass. peer.rdma_cm, which needs
+// only peer.control, still judges the connection manager's way in.
+func TestPeerConnectSkipped(t *testing.T) {
+	p := peer.Pair{Peer: "a:1", Target: "a:1", Control: peer.Control{Version: 1},
+		Verbs: &probe.PeerResult{Connect: &probe.PeerConnectResult{Probe: probe.Probe{Name: probe.PeerConnect, Skipped: "iWARP RC QPs connect only through rdma_cm"}},
+			RDMACM: &probe.CMPeerResult{CMResult: probe.CMResult{Probe: okProbe(probe.RDMACM), Device: "irdma0", Port: 1, Size: 4096}}}}
+	rs := PeerReport([]peer.Pair{p})
+	if got := statuses(rs); got != "peer.control=pass peer.connect=skip peer.send_recv=skip peer.rdma_write=skip peer.rdma_read=skip peer.latency=skip peer.bandwidth=skip peer.counters=skip peer.rdma_cm=pass" {
+		t.Fatal(got)
+	}
+	if !strings.Contains(rs[1].Summary, "rdma_cm") || !strings.Contains(rs[2].Summary, "blocked by peer.connect") {
+		t.Fatalf("%q / %q", rs[1].Summary, rs[2].Summary)
+	}
+}

@@ -37,6 +37,9 @@ func judgePeerConnect(p *peer.Pair) verdict {
 		return peerChildVerdict(p)
 	}
 	c := p.Verbs.Connect
+	if c.Skipped != "" {
+		return verdict{status: report.Skip, line: fmt.Sprintf("%s: %s", name, c.Skipped)}
+	}
 	ev := map[string]any{"local": c.Local, "remote": c.Remote, "path_mtu": c.PathMTU, "mtu_note": c.MTUNote,
 		"local_host": c.LocalHost, "remote_host": c.RemoteHost, "duration_ms": c.Millis}
 	if st := c.Failed(); st != nil {

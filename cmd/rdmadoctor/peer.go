@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
 // tokenEnv is where `peer` reads the shared token when --token is not
@@ -125,12 +128,16 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 {
 		return usage("--timeout, --io-timeout and --max-sessions must be positive")
 	}
+	exe, _ := os.Executable()
+	if err := checkLendable(exe, pf.libibverbs, pf.device); err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
+		return report.ExitInternal
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
 		return report.ExitInternal
 	}
-	exe, _ := os.Executable()
 	logger := log.New(stderr, "rdmadoctor peer serve: ", log.LstdFlags|log.LUTC)
 	srv := peer.NewServer(peer.ServerConfig{
 		Exe: exe, Token: pf.resolveToken(), Once: *once, SessionTimeout: *timeout, IOTimeout: *ioTimeout,
@@ -246,4 +253,31 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 		return report.ExitInternal
 	}
 	return rep.ExitCode
+}
+
+// checkLendable enumerates the devices (in a verbs child, as level 1
+// does) before the server listens: a server with nothing to lend, or told
+// to lend a device the library does not list, says so at once instead of
+// failing every session.
+func checkLendable(exe, lib, device string) error {
+	en, err := probe.Enumerate(context.Background(), exe, lib, 10*time.Second)
+	switch {
+	case err != nil:
+		return fmt.Errorf("list the RDMA devices: %w", err)
+	case en.LoadError != "":
+		return fmt.Errorf("libibverbs could not be loaded: %s (run `rdmadoctor` to see why)", en.LoadError)
+	case len(en.Devices) == 0:
+		return errors.New("libibverbs lists no RDMA device: there is nothing to lend (run `rdmadoctor` to see why)")
+	}
+	var names []string
+	for _, d := range en.Devices {
+		if d.Name == device {
+			return nil
+		}
+		names = append(names, d.Name)
+	}
+	if device == "" {
+		return nil
+	}
+	return fmt.Errorf("--device %s: libibverbs lists no such device (it lists: %s)", device, strings.Join(names, ", "))
 }

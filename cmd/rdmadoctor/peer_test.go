@@ -164,3 +164,19 @@ func TestPeerTestNobodyListening(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
+
+// A server with nothing to lend says so before it listens.
+func TestPeerServeNothingToLend(t *testing.T) {
+	lib := peerFakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr := freePort(t)
+	code, _, errOut := runCLI(t, "peer", "serve", "--listen", addr, "--libibverbs", lib, "--device", "mlx5_7")
+	if code != 1 || !strings.Contains(errOut, "--device mlx5_7: libibverbs lists no such device (it lists: fake0)") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	t.Setenv("FAKE_IBV", "enosys")
+	code, _, errOut = runCLI(t, "peer", "serve", "--listen", addr, "--libibverbs", lib)
+	if code != 1 || !strings.Contains(errOut, "nothing to lend") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

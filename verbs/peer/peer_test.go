@@ -383,3 +383,48 @@ func TestPeerRoCEMTUMismatch(t *testing.T) {
 		t.Fatalf("the session did not run to its end: %+v", v)
 	}
 }
+
+// An iWARP port cannot connect with exchanged QP numbers: peer.connect is
+// skipped saying so, and the server's session ends cleanly.
+func TestPeerIWARPSkips(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "iwarp")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	p := Test(context.Background(), testConfig(t, lib), []string{addr})[0]
+	if p.Verbs == nil || p.Verbs.Connect == nil || !strings.Contains(p.Verbs.Connect.Skipped, "rdma_cm") || p.Verbs.SendRecv != nil {
+		t.Fatalf("verbs %+v", p.Verbs)
+	}
+	waitLog(t, log, "session ended after")
+	if strings.Contains(log.String(), "read Setup") {
+		t.Fatalf("the server's session did not end cleanly:\n%s", log)
+	}
+}
+
+// The link goes down mid-run (each process drops everything after its
+// 300th message, in the latency ping-pong): the check it happened in
+// fails within the pair's deadline, naming the wait, and the rest are not
+// run; nothing hangs.
+func TestPeerLinkDropsMidRun(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	t.Setenv("FAKE_IBV_DROP_AFTER", "300")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 8 * time.Second
+	t0 := time.Now()
+	p := Test(context.Background(), cfg, []string{addr})[0]
+	if d := time.Since(t0); d > cfg.Timeout+3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	v := p.Verbs
+	if v == nil || v.Read == nil || !v.Read.OK() || v.Latency == nil {
+		t.Fatalf("verbs %+v\n%s", v, log)
+	}
+	st := v.Latency.Failed()
+	if st == nil || !strings.Contains(st.Error+st.Cause, "no completion") || v.Bandwidth != nil {
+		t.Fatalf("latency step %+v, bandwidth %+v", st, v.Bandwidth)
+	}
+	if v.Latency.Latency.N == 0 {
+		t.Fatal("the round trips before the drop were not kept")
+	}
+}

@@ -166,9 +166,12 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, id string) bool {
 	_ = c.SetDeadline(time.Time{}) // the child keeps its own
 	stderr, err := probe.PeerServe(ctx, s.cfg.Exe, c, preq, func(setup wire.Setup) {
 		e, h := &setup.Endpoint, &setup.Host
-		s.cfg.Logf("%s: client %s (kernel %s, rdmadoctor %s), device %s port %d %s, QPN %#x, active MTU %d, netdev %s MTU %d",
-			id, orUnknown(h.Hostname), orUnknown(h.Kernel), orUnknown(h.Version), orUnknown(e.Device), e.Port, e.LinkLayer, e.QPN, e.ActiveMTU,
-			orUnknown(e.Netdev), e.NetdevMTU)
+		netdev := ""
+		if e.Netdev != "" {
+			netdev = fmt.Sprintf(", netdev %q MTU %d, GID %s", e.Netdev, e.NetdevMTU, e.GIDString())
+		}
+		s.cfg.Logf("%s: client %s (kernel %s, rdmadoctor %s), device %s port %d %s, QPN %#x, active MTU %d%s",
+			id, orUnknown(h.Hostname), orUnknown(h.Kernel), orUnknown(h.Version), orUnknown(e.Device), e.Port, e.LinkLayer, e.QPN, e.ActiveMTU, netdev)
 	})
 	if err != nil {
 		s.cfg.Logf("%s: session ended after %v: %v%s", id, time.Since(t0).Round(time.Millisecond), err, lastLine(stderr))

@@ -75,7 +75,14 @@ func opWait(r *runner) time.Duration { return r.pollWait() }
 // is destroyed on the way out (and by the kernel if the child is killed).
 func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 	var setup wire.Setup
-	if err := conn.Expect(0, wire.MsgSetup, &setup); err != nil {
+	f, err := conn.Recv(0)
+	if err == nil && f.Type == wire.MsgBye {
+		return nil // the client's own port could not take part
+	}
+	if err == nil {
+		err = f.Decode(wire.MsgSetup, &setup)
+	}
+	if err != nil {
 		return fmt.Errorf("read Setup: %w", err)
 	}
 	emitPeer(em, peerClientEvent, &setup)

@@ -95,10 +95,18 @@ func firstOf(a, b string) string {
 	return b
 }
 
+// peerIWARPSkip is why an iWARP device cannot take part: its RC QPs
+// connect only through rdma_cm (a TCP connection stands behind each).
+const peerIWARPSkip = "iWARP RC QPs connect only through rdma_cm, not with ibv_modify_qp and exchanged QP numbers; pass --device of an InfiniBand or RoCE port"
+
 // connectPeer builds the local QP, exchanges endpoints with the server
 // and moves the QP to RTS toward the server's.
 func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConnectResult) bool {
 	r, p := ps.r, &cr.Probe
+	if r.dev.TransportType == verbs.TransportIWARP || r.dev.NodeType == verbs.NodeRNIC {
+		p.Skipped = peerIWARPSkip
+		return false
+	}
 	if !ps.build(p, preq.GIDIndex) {
 		return false
 	}

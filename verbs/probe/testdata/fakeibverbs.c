@@ -50,6 +50,8 @@
  *                    that drops everything, or an MTU that never fits)
  *   peer-roce        healthy, link layer Ethernet; GID 0 is the IPv4 address
  *                    in FAKE_IBV_GID4 (default 192.0.2.1), IPv4-mapped
+ * and in every peer mode FAKE_IBV_DROP_AFTER=N makes a process drop every
+ * message after its Nth (a link that goes down mid-run).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -432,7 +434,9 @@ static void *wire_loop(void *arg)
 				return NULL;
 			continue;
 		}
-		if (is("peer-silent"))
+		static long seen;
+		const char *drop = getenv("FAKE_IBV_DROP_AFTER");
+		if (is("peer-silent") || (drop && ++seen > atol(drop)))
 			continue;
 		struct wmsg *m = (struct wmsg *)buf;
 		LOCK();
