@@ -76,6 +76,13 @@ func opWait(r *runner) time.Duration { return r.pollWait() }
 func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 	var setup wire.Setup
 	f, err := conn.Recv(0)
+	// A client whose port has no hand-made QP (iWARP) may go straight to
+	// peer.rdma_cm, before any Setup.
+	for err == nil && f.Type == wire.MsgCMListen {
+		if err = serveRDMACM(conn, f, nil, preq); err == nil {
+			f, err = conn.Recv(0)
+		}
+	}
 	if err == nil && f.Type == wire.MsgBye {
 		return nil // the client's own port could not take part
 	}
