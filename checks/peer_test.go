@@ -244,3 +244,13 @@ func TestPeerConnectSkipped(t *testing.T) {
 		t.Fatalf("%q / %q", rs[1].Summary, rs[2].Summary)
 	}
 }
+
+// Ports of different active MTUs connect at the smaller, and the line says
+// why the path MTU is what it is.
+func TestPeerActiveMTUsDiffer(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Remote.ActiveMTU, p.Verbs.Connect.PathMTU = 2048, 2048
+	if v := judgePeerConnect(&p); v.status != report.Pass || !strings.Contains(v.line, "path MTU 2048 (active_mtu 4096 here, 2048 on the peer)") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+}

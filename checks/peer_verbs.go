@@ -56,6 +56,9 @@ func judgePeerConnect(p *peer.Pair) verdict {
 		return verdict{status: report.Error, evidence: ev, line: name + ": the session reported no endpoints"}
 	}
 	line := fmt.Sprintf("%s: RC QP %#x ↔ %#x on %s, path MTU %d", name, c.Local.QPN, c.Remote.QPN, endpointText(c.Local, c.Remote), c.PathMTU)
+	if c.Local.ActiveMTU != c.Remote.ActiveMTU {
+		line += fmt.Sprintf(" (active_mtu %d here, %d on the peer)", c.Local.ActiveMTU, c.Remote.ActiveMTU)
+	}
 	v := verdict{status: report.Pass, evidence: ev, line: line}
 	var warns []string
 	if c.Local.NetdevMTU > 0 && c.Remote.NetdevMTU > 0 && c.Local.NetdevMTU != c.Remote.NetdevMTU {

@@ -237,7 +237,7 @@ func TestPeerServerVanishes(t *testing.T) {
 		defer c.Close()
 		wc := &wire.Conn{Conn: c, IOTimeout: 2 * time.Second}
 		srv := &Server{cfg: ServerConfig{IOTimeout: 2 * time.Second}}
-		if srv.handshake(wc) != nil {
+		if srv.handshake(wc, func() error { return nil }) != nil {
 			return
 		}
 		var setup wire.Setup

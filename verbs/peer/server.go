@@ -82,10 +82,14 @@ func (c *ServerConfig) withDefaults() {
 
 // Server accepts sessions on one listener.
 type Server struct {
-	cfg    ServerConfig
-	active atomic.Int32
-	seq    atomic.Uint64
-	wg     sync.WaitGroup
+	cfg ServerConfig
+	// handshaking counts the connections in their handshake, active the
+	// sessions past it: a client that stalls its handshake holds no
+	// session's place, only one of the handshakes' (handshakeSlots).
+	handshaking atomic.Int32
+	active      atomic.Int32
+	seq         atomic.Uint64
+	wg          sync.WaitGroup
 }
 
 // NewServer prepares a server; Serve runs it.
@@ -122,21 +126,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		id := fmt.Sprintf("s%d %s", s.seq.Add(1), c.RemoteAddr())
-		if n := s.active.Add(1); int(n) > s.cfg.MaxSessions {
-			s.active.Add(-1)
-			s.refuse(tc, id, wire.RejectBusy, fmt.Sprintf("%d sessions are running, the most this server allows (--max-sessions)", s.cfg.MaxSessions))
+		if n := s.handshaking.Add(1); int(n) > s.handshakeSlots() {
+			s.handshaking.Add(-1)
+			s.refuse(tc, id, wire.RejectBusy, fmt.Sprintf("%d connections are in their handshake, the most this server takes (4 × --max-sessions)", s.handshakeSlots()))
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.active.Add(-1)
 			if s.session(ctx, tc, id) && s.cfg.Once {
 				cancel()
 			}
 		}()
 	}
 }
+
+// handshakeSlots bounds the connections in their handshake at once; each
+// lasts --io-timeout at most.
+func (s *Server) handshakeSlots() int { return 4 * s.cfg.MaxSessions }
 
 // refuse answers a connection the server will not serve with a Reject as
 // its first frame, and closes it.
@@ -153,10 +160,21 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, id string) bool {
 	defer c.Close()
 	t0 := time.Now()
 	wc := &wire.Conn{Conn: c, IOTimeout: s.cfg.IOTimeout, Deadline: t0.Add(s.cfg.SessionTimeout)}
-	if err := s.handshake(wc); err != nil {
+	err := s.handshake(wc, func() error {
+		// The session's place is taken when the handshake has passed, and
+		// refused then when every place is taken.
+		if n := s.active.Add(1); int(n) > s.cfg.MaxSessions {
+			s.active.Add(-1)
+			return fmt.Errorf("%d sessions are running, the most this server allows (--max-sessions)", s.cfg.MaxSessions)
+		}
+		return nil
+	})
+	s.handshaking.Add(-1)
+	if err != nil {
 		s.cfg.Logf("%s: closed after %v: %v", id, time.Since(t0).Round(time.Millisecond), err)
 		return false
 	}
+	defer s.active.Add(-1)
 	s.cfg.Logf("%s: session started", id)
 	preq := probe.PeerRequest{Library: s.cfg.Library, HostRoot: s.cfg.HostRoot,
 		Device: s.cfg.Device, Port: s.cfg.Port, GIDIndex: s.cfg.GIDIndex,
@@ -182,8 +200,9 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, id string) bool {
 }
 
 // handshake sends ServerHello and judges the ClientHello: magic, version,
-// token. A client that fails is sent a Reject saying why.
-func (s *Server) handshake(wc *wire.Conn) error {
+// token; then takes a session's place (admit). A client that fails, or
+// finds no place, is sent a Reject saying why.
+func (s *Server) handshake(wc *wire.Conn, admit func() error) error {
 	nonce := make([]byte, wire.NonceSize)
 	if _, err := rand.Read(nonce); err != nil {
 		return fmt.Errorf("nonce: %w", err)
@@ -208,6 +227,10 @@ func (s *Server) handshake(wc *wire.Conn) error {
 	if s.cfg.Token != "" && !wire.ProofOK(s.cfg.Token, nonce, hello.Proof) {
 		_ = wc.Send(wire.MsgReject, wire.Reject{Code: wire.RejectToken, Message: "the token does not match this server's"})
 		return errors.New("handshake: wrong token")
+	}
+	if err := admit(); err != nil {
+		_ = wc.Send(wire.MsgReject, wire.Reject{Code: wire.RejectBusy, Message: err.Error()})
+		return fmt.Errorf("refused (busy): %w", err)
 	}
 	return wc.Send(wire.MsgWelcome, wire.Welcome{Version: wire.Version})
 }

@@ -180,15 +180,35 @@ func TestControlFaults(t *testing.T) {
 	}
 }
 
-// Past --max-sessions a client is refused as busy, at once.
+// Past --max-sessions a client is refused as busy once its handshake has
+// passed; a client stalling in its handshake holds no session's place.
 func TestServerSessionCap(t *testing.T) {
-	addr, log, _ := startServer(t, ServerConfig{MaxSessions: 1, IOTimeout: 2 * time.Second})
-	// The first client holds its session in the handshake.
-	c, _ := dialRaw(t, addr)
-	defer c.Close()
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1, MaxSessions: 1, IOTimeout: 2 * time.Second})
+	// A client stalled in its handshake: the next one still gets the place.
+	stalled, _ := dialRaw(t, addr)
+	defer stalled.Close()
+	first := handshaken(t, addr)
+	defer first.Close()
 	_, ctl := Handshake(context.Background(), addr, "", time.Second)
 	if ctl.Fault != FaultBusy || !strings.Contains(ctl.Error, "max-sessions") {
 		t.Fatalf("second client: %+v", ctl)
+	}
+	waitLog(t, log, "refused (busy)")
+}
+
+// Past 4 × --max-sessions handshakes at once a connection is refused at
+// once, before its own handshake.
+func TestServerHandshakeCap(t *testing.T) {
+	addr, log, _ := startServer(t, ServerConfig{MaxSessions: 1, IOTimeout: 2 * time.Second})
+	for i := 0; i < 4; i++ {
+		c, _ := dialRaw(t, addr)
+		defer c.Close()
+	}
+	_, ctl := Handshake(context.Background(), addr, "", time.Second)
+	if ctl.Fault != FaultBusy || !strings.Contains(ctl.Error, "in their handshake") {
+		t.Fatalf("fifth connection: %+v", ctl)
 	}
 	waitLog(t, log, "refused (busy)")
 }
