@@ -86,7 +86,7 @@ bench:
 # Run every fuzz target for FUZZTIME each (seed corpora live in testdata/fuzz/).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./report ./sysfs ./sysfs/snapshot ./checks/expect ./cmd/rdmadoctor ./verbs/gpu; do \
+	@for pkg in ./report ./sysfs ./sysfs/snapshot ./checks/expect ./cmd/rdmadoctor ./verbs/gpu ./verbs/peer/wire; do \
 	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \

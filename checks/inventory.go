@@ -17,8 +17,7 @@ import (
 func Inventory(env *Env) report.Inventory {
 	s := env.Survey()
 	h := env.Host
-	inv := report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{},
-		GPUs: []report.GPU{}, GPUNICMatrix: []report.GPUNICPair{}}
+	inv := report.NewInventory()
 	for _, n := range s.NICs {
 		inv.PCIFunctions = append(inv.PCIFunctions, inventoryFunction(h, n))
 	}

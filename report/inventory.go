@@ -11,6 +11,13 @@ type Inventory struct {
 	GPUNICMatrix []GPUNICPair `json:"gpu_nic_matrix"`
 }
 
+// NewInventory is an inventory with every list present and empty, as the
+// JSON Schema wants it (a list, never null) before anything is added.
+func NewInventory() Inventory {
+	return Inventory{PCIFunctions: []PCIFunction{}, RDMADevices: []RDMADevice{}, Netdevs: []Netdev{},
+		GPUs: []GPU{}, GPUNICMatrix: []GPUNICPair{}}
+}
+
 // GPU is one GPU function.
 type GPU struct {
 	Name     string   `json:"name"` // "GPU0", in PCI address order

@@ -30,6 +30,12 @@ func WriteJSON(w io.Writer, r *Report) error {
 	if inv.Netdevs == nil {
 		inv.Netdevs = []Netdev{}
 	}
+	if inv.GPUs == nil {
+		inv.GPUs = []GPU{}
+	}
+	if inv.GPUNICMatrix == nil {
+		inv.GPUNICMatrix = []GPUNICPair{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

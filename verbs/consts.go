@@ -138,15 +138,17 @@ type WCStatus uint32
 
 // Work completion statuses (RDMA-FACTS lists the ones the probes meet).
 const (
-	WCSuccess     WCStatus = 0
-	WCLocLenErr   WCStatus = 1
-	WCLocQPOpErr  WCStatus = 2
-	WCLocProtErr  WCStatus = 4
-	WCWRFlushErr  WCStatus = 5
-	WCRemOpErr    WCStatus = 11
-	WCRetryExcErr WCStatus = 12
-	WCRNRRetryExc WCStatus = 13
-	WCGeneralErr  WCStatus = 21
+	WCSuccess      WCStatus = 0
+	WCLocLenErr    WCStatus = 1
+	WCLocQPOpErr   WCStatus = 2
+	WCLocProtErr   WCStatus = 4
+	WCWRFlushErr   WCStatus = 5
+	WCRemInvReqErr WCStatus = 9
+	WCRemAccessErr WCStatus = 10
+	WCRemOpErr     WCStatus = 11
+	WCRetryExcErr  WCStatus = 12
+	WCRNRRetryExc  WCStatus = 13
+	WCGeneralErr   WCStatus = 21
 )
 
 var wcStatusNames = [...]string{

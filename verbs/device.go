@@ -104,6 +104,37 @@ type Context struct {
 	ptr     uintptr
 	scratch *arena
 	events  *arena // for ibv_get_async_event, which may block
+	// borrowed: librdmacm opened the device for a cm_id and closes it.
+	borrowed bool
+}
+
+// borrowContext wraps a struct ibv_context another library opened (the
+// device of an rdma_cm_id): the binding drives it but never closes it.
+func (l *Lib) borrowContext(p uintptr) (*Context, error) {
+	scratch, err := newArena()
+	if err != nil {
+		return nil, err
+	}
+	events, err := newArena()
+	if err != nil {
+		scratch.buf.Free()
+		return nil, err
+	}
+	cd := (*cDevice)(ptr((*cContext)(ptr(p)).Device))
+	dev := &Device{Name: cArrayString(cd.Name[:]), DevName: cArrayString(cd.DevName[:]),
+		DevPath: cArrayString(cd.DevPath[:]), IBDevPath: cArrayString(cd.IbdevPath[:]),
+		NodeType: cd.NodeType, TransportType: cd.TransportType, lib: l, ptr: (*cContext)(ptr(p)).Device}
+	return &Context{Device: dev, lib: l, ptr: p, scratch: scratch, events: events, borrowed: true}, nil
+}
+
+// release frees a borrowed context's scratch memory once its owner closed it.
+func (c *Context) release() {
+	if c.ptr == 0 {
+		return
+	}
+	c.ptr = 0
+	c.scratch.buf.Free()
+	c.events.buf.Free()
 }
 
 // Open opens the device (ibv_open_device).
@@ -131,7 +162,7 @@ func (c *Context) c() *cContext { return (*cContext)(ptr(c.ptr)) }
 // Close closes the device (ibv_close_device). The kernel frees whatever
 // the context still holds.
 func (c *Context) Close() error {
-	if c.ptr == 0 {
+	if c.ptr == 0 || c.borrowed {
 		return nil
 	}
 	err := c.lib.callInt("ibv_close_device", c.lib.closeDevice, c.ptr)

@@ -17,16 +17,24 @@ import (
 // mirrors rely on, and compares. Without gcc or the header (libibverbs-dev)
 // it skips, except in CI, where it must run.
 func TestLayoutMatchesHeader(t *testing.T) {
-	entries := MirrorLayout()
+	n := compareWithHeader(t, "infiniband/verbs.h", "libibverbs-dev", MirrorLayout())
+	t.Logf("compared %d sizes, offsets and enum values with <infiniband/verbs.h>", n)
+}
+
+// compareWithHeader compiles a C program that prints every entry's C
+// expression against <header> and compares each value with the Go one.
+// It returns the number of entries compared.
+func compareWithHeader(t *testing.T, header, pkg string, entries []LayoutEntry) int {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		skipOrFail(t, "gcc not found: install gcc and libibverbs-dev to run the layout test")
+		skipOrFail(t, "gcc not found: install gcc and "+pkg+" to run the layout test")
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "layout.c")
 	bin := filepath.Join(dir, "layout")
 	var prog bytes.Buffer
-	prog.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\nint main(void) {\n")
+	fmt.Fprintf(&prog, "#include <stdio.h>\n#include <stddef.h>\n#include <%s>\nint main(void) {\n", header)
 	for _, e := range entries {
 		fmt.Fprintf(&prog, "\tprintf(\"%%lld\\n\", (long long)(%s));\n", e.C)
 	}
@@ -36,8 +44,8 @@ func TestLayoutMatchesHeader(t *testing.T) {
 	}
 	out, err := exec.Command(gcc, "-std=gnu11", "-o", bin, src).CombinedOutput()
 	if err != nil {
-		if bytes.Contains(out, []byte("infiniband/verbs.h")) && bytes.Contains(out, []byte("No such file")) {
-			skipOrFail(t, "<infiniband/verbs.h> not found: install libibverbs-dev to run the layout test")
+		if bytes.Contains(out, []byte(header)) && bytes.Contains(out, []byte("No such file")) {
+			skipOrFail(t, "<"+header+"> not found: install "+pkg+" to run the layout test")
 		}
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
@@ -58,7 +66,7 @@ func TestLayoutMatchesHeader(t *testing.T) {
 			t.Errorf("%s: C says %d, Go mirror says %d", e.C, c, e.Go)
 		}
 	}
-	t.Logf("compared %d sizes, offsets and enum values with <infiniband/verbs.h>", len(entries))
+	return len(entries)
 }
 
 func skipOrFail(t *testing.T, msg string) {

@@ -262,6 +262,7 @@ type QP struct {
 	ptr      uintptr
 	postSend uintptr
 	postRecv uintptr
+	cm       *CMID // created by rdma_create_qp: destroyed by rdma_destroy_qp
 }
 
 // CreateQP calls ibv_create_qp. EINVAL usually means caps beyond the
@@ -323,6 +324,10 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 // Destroy calls ibv_destroy_qp.
 func (qp *QP) Destroy() error {
 	if qp.ptr == 0 {
+		return nil
+	}
+	if qp.cm != nil {
+		qp.cm.DestroyQP()
 		return nil
 	}
 	c := qp.PD.Context

@@ -49,5 +49,5 @@ func inventoryWithin(ctx context.Context, env *checks.Env) report.Inventory {
 	if inv, ok := within(ctx, func() report.Inventory { return checks.Inventory(env) }); ok {
 		return inv
 	}
-	return report.Inventory{PCIFunctions: []report.PCIFunction{}, RDMADevices: []report.RDMADevice{}, Netdevs: []report.Netdev{}}
+	return report.NewInventory()
 }

@@ -21,6 +21,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := checks.Lookup(args[0])
 	if !ok {
+		c, ok = checks.LookupPeer(args[0])
+	}
+	if !ok {
 		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
 		return report.ExitUsage
 	}

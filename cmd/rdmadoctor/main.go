@@ -60,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdNPD(args[1:], stdout, stderr)
 		case "summarize":
 			return cmdSummarize(args[1:], stdout, stderr)
+		case "peer":
+			return cmdPeer(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -137,6 +139,7 @@ usage:
   rdmadoctor slurm healthcheck|prolog  run the checks and drain or resume this Slurm node (slurm --help)
   rdmadoctor npd               node-problem-detector plugin: one line from the --state report (npd --help)
   rdmadoctor summarize DIR|FILE...  one view of many nodes' JSON reports (summarize --help)
+  rdmadoctor peer serve|test   RDMA between two hosts: lend this port, or test the path to peers (peer --help)
 
 flags:
 %s`, version, fs.FlagUsages())
@@ -160,7 +163,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, npd, slurm, summarize, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, npd, slurm, summarize, peer, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -360,6 +363,13 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%-4s  %-20s  %-5s  %s\n", "CODE", "ID", "LEVEL", "TITLE")
 	for _, c := range checks.Catalog() {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
+	}
+	// The two-host checks are run by `peer test`, never by a level: their
+	// level column says so (and readers of the list that take a number
+	// there as a level do not count them in).
+	fmt.Fprintln(stdout, "\ntwo hosts (rdmadoctor peer test HOST...):")
+	for _, c := range checks.PeerCatalog() {
+		fmt.Fprintf(stdout, "%-4d  %-20s  %-5s  %s\n", c.Code, c.ID, "peer", c.Title)
 	}
 	return 0
 }

@@ -344,23 +344,32 @@ func TestReadmeCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(data)
-	start, end := strings.Index(readme, "<!-- catalog:start"), strings.Index(readme, "<!-- catalog:end")
-	if start < 0 || end < start {
-		t.Fatal("README has no catalog markers")
-	}
-	var rows []string
-	for _, l := range strings.Split(readme[start:end], "\n") {
-		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| code") {
-			f := strings.Split(l, "|")
-			rows = append(rows, strings.TrimSpace(f[1])+" "+strings.Trim(strings.TrimSpace(f[2]), "`")+" "+strings.TrimSpace(f[3]))
+	for _, cat := range []struct {
+		marker string
+		checks []*checks.Check
+		level  func(*checks.Check) string
+	}{
+		{"catalog", checks.Catalog(), func(c *checks.Check) string { return fmt.Sprint(c.Level) }},
+		{"peer-catalog", checks.PeerCatalog(), func(*checks.Check) string { return "peer" }},
+	} {
+		start, end := strings.Index(readme, "<!-- "+cat.marker+":start"), strings.Index(readme, "<!-- "+cat.marker+":end")
+		if start < 0 || end < start {
+			t.Fatalf("README has no %s markers", cat.marker)
 		}
-	}
-	var want []string
-	for _, c := range checks.Catalog() {
-		want = append(want, fmt.Sprintf("%d %s %d", c.Code, c.ID, c.Level))
-	}
-	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("README catalog:\n%s\nwant (rdmadoctor list):\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+		var rows []string
+		for _, l := range strings.Split(readme[start:end], "\n") {
+			if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| code") {
+				f := strings.Split(l, "|")
+				rows = append(rows, strings.TrimSpace(f[1])+" "+strings.Trim(strings.TrimSpace(f[2]), "`")+" "+strings.TrimSpace(f[3]))
+			}
+		}
+		var want []string
+		for _, c := range cat.checks {
+			want = append(want, fmt.Sprintf("%d %s %s", c.Code, c.ID, cat.level(c)))
+		}
+		if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+			t.Errorf("README %s:\n%s\nwant (rdmadoctor list):\n%s", cat.marker, strings.Join(rows, "\n"), strings.Join(want, "\n"))
+		}
 	}
 	fs := newFlagSet(&flags{})
 	fs.VisitAll(func(f *pflag.Flag) {

@@ -25,6 +25,7 @@ GUEST_PKGS=(
 	libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils
 	iproute2 libnl-3-200 libnl-route-3-200
 	libmnl0 libelf1 libbpf1 libcap2 zlib1g libbsd0 libmd0
+	perftest libibumad3 libpci3
 )
 
 # Kernel modules the guest loads, in load order. configfs and crc32_generic
@@ -33,6 +34,12 @@ GUEST_PKGS=(
 GUEST_MODULES=(configfs crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
 	iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe dummy)
 
+# What the two-guest pair (pair.sh) loads on top of GUEST_MODULES but dummy:
+# the virtio NIC that carries RoCE between the guests (none of the virtio
+# modules is built into Debian's kernel) and netem for the lossy-link
+# scenario. Their dependencies come from each .ko's depends= as above.
+PAIR_MODULES=(virtio_pci virtio_net sch_netem)
+
 # Binaries the guest gets from the packages; the rest of the packages' programs
 # are dropped to keep the image small.
 GUEST_BINS=(
@@ -40,6 +47,7 @@ GUEST_BINS=(
 	usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
 	usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong usr/bin/ibv_asyncwatch
 	usr/bin/rping usr/bin/ucmatose usr/bin/rdma_server usr/bin/rdma_client
+	usr/sbin/tc usr/bin/ib_send_bw usr/bin/ib_write_lat
 )
 
 log() { printf 'vm: %s\n' "$*" >&2; }
@@ -159,23 +167,50 @@ deb_fsys_extract() {
 
 # unpack_kernel DEB prints a cached directory holding boot/vmlinuz-* and the
 # module folders SoftRoCE needs; it unpacks once per kernel package file.
+KERNEL_PATTERNS=('./boot/vmlinuz-*'
+	'*/modules.builtin' '*/modules.order'
+	'*/kernel/drivers/infiniband/core/*' '*/kernel/drivers/infiniband/sw/*'
+	'*/kernel/net/ipv4/*' '*/kernel/net/ipv6/*' '*/kernel/crypto/*'
+	'*/kernel/fs/configfs/*' '*/kernel/drivers/net/dummy.ko*' '*/kernel/lib/*'
+	'*/kernel/drivers/net/virtio_net.ko*' '*/kernel/drivers/net/net_failover.ko*'
+	'*/kernel/drivers/virtio/*' '*/kernel/net/core/*' '*/kernel/net/sched/*')
+
 unpack_kernel() {
 	local deb=$1 dir
 	dir=$CACHE/kernel/$(basename "$deb" .deb)
-	if [ ! -e "$dir/.done" ]; then
-		log "unpacking $(basename "$deb") (vmlinuz and the RDMA, tunnel, crypto, configfs, dummy modules)"
+	# .done records what was extracted: a changed pattern list unpacks again.
+	if [ "$(cat "$dir/.done" 2>/dev/null)" != "${KERNEL_PATTERNS[*]}" ]; then
+		log "unpacking $(basename "$deb") (vmlinuz and the RDMA, tunnel, crypto, configfs, dummy, virtio, qdisc modules)"
 		rm -rf "$CACHE/kernel"
 		mkdir -p "$dir"
-		deb_fsys_extract "$deb" "$dir" './boot/vmlinuz-*' \
-			'*/modules.builtin' '*/modules.order' \
-			'*/kernel/drivers/infiniband/core/*' '*/kernel/drivers/infiniband/sw/*' \
-			'*/kernel/net/ipv4/*' '*/kernel/net/ipv6/*' '*/kernel/crypto/*' \
-			'*/kernel/fs/configfs/*' '*/kernel/drivers/net/dummy.ko*' '*/kernel/lib/*' ||
-			die "unpacking $deb failed"
-		touch "$dir/.done"
+		deb_fsys_extract "$deb" "$dir" "${KERNEL_PATTERNS[@]}" || die "unpacking $deb failed"
+		printf '%s' "${KERNEL_PATTERNS[*]}" >"$dir/.done"
 	fi
 	echo "$dir"
 }
+
+# kernel_image KDIR prints the image to boot: the ELF vmlinux inside the
+# bzImage when it can be extracted (qemu boots it through its PVH entry note,
+# and TCG then skips the ~6 s the bzImage's own xz decompressor takes), else
+# the vmlinuz itself. The extraction is cached beside the kernel.
+kernel_image() {
+	local kdir=$1 vmlinuz off
+	vmlinuz=$(find "$kdir/boot" -name 'vmlinuz-*' | head -n1)
+	[ -n "$vmlinuz" ] || die "no vmlinuz in $kdir"
+	if ! is_elf "$kdir/vmlinux"; then
+		off=$(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$vmlinuz" | head -n1 | cut -d: -f1)
+		# xz stops at the end of its stream and complains about the
+		# bzImage's trailing data; the output is complete all the same.
+		if [ -n "$off" ]; then
+			tail -c +$((off + 1)) "$vmlinuz" | xz -dc >"$kdir/vmlinux.tmp" 2>/dev/null || true
+		fi
+		if is_elf "$kdir/vmlinux.tmp"; then mv "$kdir/vmlinux.tmp" "$kdir/vmlinux"; fi
+		rm -f "$kdir/vmlinux.tmp"
+	fi
+	if is_elf "$kdir/vmlinux"; then echo "$kdir/vmlinux"; else echo "$vmlinuz"; fi
+}
+
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; }
 
 # module_file KDIR NAME prints the .ko(.xz|.zst) of module NAME.
 module_file() {
@@ -226,6 +261,8 @@ install_modules() {
 		esac
 	}
 	for m in "${GUEST_MODULES[@]}"; do visit "$m"; done
+	local single=("${order[@]}")
+	for m in "${PAIR_MODULES[@]}"; do visit "$m"; done
 	cp "$kdir/lib/modules/$kver/modules.builtin" "$kdir/lib/modules/$kver/modules.order" \
 		"$root/lib/modules/$kver/" 2>/dev/null || true
 	# A modules.dep in depmod's format, for readers that look for one.
@@ -240,7 +277,9 @@ install_modules() {
 		done
 		echo "$f: ${deps[*]:-}" | sed 's/ $//' >>"$root/lib/modules/$kver/modules.dep"
 	done
-	printf '%s\n' "${order[@]}" >"$root/etc/rdvm-modules"
+	printf '%s\n' "${single[@]}" >"$root/etc/rdvm-modules"
+	# The pair's guests carry RoCE on virtio's eth0, not on dummy0.
+	printf '%s\n' "${order[@]}" | grep -vx dummy >"$root/etc/rdvm-modules.pair"
 	echo "$kver" >"$root/etc/rdvm-kernel"
 }
 
@@ -398,7 +437,9 @@ build_root() {
 	mkdir -p "$root/rdvm"
 	cp "$VM_DIR/guest/init" "$root/init"
 	chmod 755 "$root/init"
-	cp "$VM_DIR/guest/lib.sh" "$VM_DIR/scenarios.sh" "$root/rdvm/"
+	cp "$VM_DIR/guest/lib.sh" "$VM_DIR/scenarios.sh" "$VM_DIR/guest/pair.sh" "$VM_DIR/pair-scenarios.sh" "$root/rdvm/"
+	cp "$VM_DIR/guest/pair-init" "$root/rdvm/pair-init"
+	chmod 755 "$root/rdvm/pair-init"
 }
 
 # pack_initramfs JOBFILE OUT packs $CACHE/root plus the job script into an
@@ -417,8 +458,7 @@ pack_initramfs() {
 # TCG by default, as CI machines have no usable KVM; RDVM_ACCEL=kvm for speed.
 boot() {
 	local kdir=$1 initrd=$2 console=$3 limit=$4 extra=${5:-} vmlinuz accel=${RDVM_ACCEL:-tcg} cpu=qemu64 rc=0
-	vmlinuz=$(find "$kdir/boot" -name 'vmlinuz-*' | head -n1)
-	[ -n "$vmlinuz" ] || die "no vmlinuz in $kdir"
+	vmlinuz=$(kernel_image "$kdir")
 	[ "$accel" = kvm ] && cpu=host
 	: >"$console"
 	timeout --kill-after=5 "$limit" qemu-system-x86_64 \

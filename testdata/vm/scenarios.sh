@@ -135,3 +135,14 @@ scenario probe-child-killed --needs verbs.resources --kind killprobe \
 
 scenario timing --needs pci.device --kind timing --runs 20 --ref 'ibv_devinfo -v' \
 	-- --level 1 --no-color
+
+# Two processes over rxe0, as two hosts would be: `peer serve --once` on the
+# guest's address (in the background, polled until it listens: 18516 is
+# 0x4854 in /proc/net/tcp or tcp6), then `peer test` against it: an RC connection
+# across the two processes, SEND/RECV, WRITE, READ, latency, bandwidth and
+# both sides' rxe counters. --fail-on warn: exit 0 only if every check passes.
+# The server's log comes back with the scenario's results (serve.log).
+scenario peer-loopback --needs pci.device \
+	--break 'rdmadoctor peer serve --listen 192.0.2.1:18516 --once --timeout 60s --token vm-token >"$d/serve.log" 2>&1 &
+		i=0; until grep -qs ":4854 0*:0000 0A" /proc/net/tcp /proc/net/tcp6; do i=$((i + 1)); [ $i -gt 60 ] && { cat /proc/net/tcp /proc/net/tcp6; exit 1; }; sleep 1; done' \
+	--exit 0 --root none -- peer test 192.0.2.1:18516 --token vm-token --fail-on warn --format json

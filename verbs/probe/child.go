@@ -47,6 +47,8 @@ type request struct {
 	CUDALibrary       string   `json:"cuda_library,omitempty"`
 	HIPLibrary        string   `json:"hip_library,omitempty"`
 	HSALibrary        string   `json:"hsa_library,omitempty"`
+	// Peer is a peer session's request (modes peer-serve and peer-test).
+	Peer *PeerRequest `json:"peer,omitempty"`
 }
 
 // event is one line of the child's output (JSON lines on resultFD).
@@ -121,6 +123,12 @@ func ChildMain(args []string) int {
 			return 2
 		}
 		runProbes(em, req)
+	case modePeerServe, modePeerTest:
+		if err := runPeerChild(em, args[0], req); err != nil {
+			em.emit(event{Kind: "fatal", Error: args[0] + ": " + err.Error()})
+			em.emit(event{Kind: "done"})
+			return 3
+		}
 	default:
 		em.emit(event{Kind: "fatal", Error: fmt.Sprintf("probe child: unknown mode %q", args[0])})
 		return 2

@@ -49,6 +49,15 @@
 // stdout or stderr cannot corrupt the results, and a child that dies
 // mid-way still tells how far it got.
 //
+// A two-host session (`rdmadoctor peer`) runs in a child too, one per
+// session on each side: PeerServe and PeerTest hand the session's TCP
+// connection to the child as fd 4, after the parent's handshake; the
+// child speaks the rest of the control protocol (package verbs/peer/wire)
+// itself, builds its own QP and memory region, and the client's child
+// emits one result per peer check (peer.connect … peer.counters), each run
+// only when the one before passed. Every wait ends at the session's
+// deadline, and killing the child frees its verbs objects.
+//
 // The probes build two RC QPs on the same port and connect them to each
 // other: on RoCE through a GID of the port (RoCE v2, IPv4-mapped first),
 // on InfiniBand through the port's LID. retry_cnt and rnr_retry are 3, so

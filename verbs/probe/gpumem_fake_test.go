@@ -142,7 +142,7 @@ func isTeardown(name string) bool {
 	return false
 }
 
-func path(t *testing.T, r *GPUMemoryResult, name string) GPUPath {
+func gpuPath(t *testing.T, r *GPUMemoryResult, name string) GPUPath {
 	t.Helper()
 	for _, p := range r.Paths {
 		if p.Name == name {
@@ -160,7 +160,7 @@ func TestFakeGPUBothPaths(t *testing.T) {
 		t.Fatalf("skipped %q, driver %q, gpu %+v", r.Skipped, r.Driver, r.GPU)
 	}
 	for _, name := range []string{PathPeerMemory, PathDMABuf} {
-		p := path(t, r, name)
+		p := gpuPath(t, r, name)
 		if !p.OK() || p.ByteLen != 1024 || p.Latency.N == 0 {
 			t.Errorf("%s: %+v", name, p)
 		}
@@ -178,7 +178,7 @@ func TestFakeGPUBothPaths(t *testing.T) {
 // ibv_reg_mr fails with EFAULT, and DMA-BUF still works.
 func TestFakeGPUPeerMemoryNotLoaded(t *testing.T) {
 	g := runGPU(t, "", "", nil, "")
-	peer, dmabuf := path(t, g.res, PathPeerMemory), path(t, g.res, PathDMABuf)
+	peer, dmabuf := gpuPath(t, g.res, PathPeerMemory), gpuPath(t, g.res, PathDMABuf)
 	if peer.Registered || !strings.Contains(peer.Unavailable, "ibv_reg_mr: EFAULT") {
 		t.Errorf("peer memory: %+v", peer)
 	}
@@ -190,7 +190,7 @@ func TestFakeGPUPeerMemoryNotLoaded(t *testing.T) {
 
 func TestFakeGPUNeitherPath(t *testing.T) {
 	g := runGPU(t, "", "", map[string]string{"FAKE_GPU": "fail=cuMemGetHandleForAddressRange:801"}, "")
-	peer, dmabuf := path(t, g.res, PathPeerMemory), path(t, g.res, PathDMABuf)
+	peer, dmabuf := gpuPath(t, g.res, PathPeerMemory), gpuPath(t, g.res, PathDMABuf)
 	if peer.Registered || dmabuf.Registered || !strings.Contains(dmabuf.Unavailable, "cuMemGetHandleForAddressRange: CUDA_ERROR_NOT_SUPPORTED (801)") {
 		t.Fatalf("paths %+v", g.res.Paths)
 	}
@@ -201,20 +201,20 @@ func TestFakeGPUNeitherPath(t *testing.T) {
 // rdma-core 34 has no ibv_reg_dmabuf_mr: each is named.
 func TestFakeGPUOldStacks(t *testing.T) {
 	g := runGPU(t, fakeVariant(t, "cuda-NO_DMABUF"), "", map[string]string{"FAKE_PEERMEM": "1"}, "")
-	if d := path(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "older than 11.7") {
+	if d := gpuPath(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "older than 11.7") {
 		t.Errorf("old CUDA driver: %+v", d)
 	}
-	if !path(t, g.res, PathPeerMemory).OK() {
+	if !gpuPath(t, g.res, PathPeerMemory).OK() {
 		t.Errorf("peer memory: %+v", g.res.Paths)
 	}
 	g.balanced(t, 1)
 	g = runGPU(t, "", "ibverbs-NO_REG_DMABUF", map[string]string{"FAKE_PEERMEM": "1"}, "")
-	if d := path(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "older than rdma-core 34") {
+	if d := gpuPath(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "older than rdma-core 34") {
 		t.Errorf("old libibverbs: %+v", d)
 	}
 	g.balanced(t, 1)
 	g = runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_IBV_DMABUF": "eopnotsupp"}, "")
-	if d := path(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "ibv_reg_dmabuf_mr: ENOTSUP (operation not supported)") {
+	if d := gpuPath(t, g.res, PathDMABuf); d.Registered || !strings.Contains(d.Unavailable, "ibv_reg_dmabuf_mr: ENOTSUP (operation not supported)") {
 		t.Errorf("provider without dma-buf MRs: %+v", d)
 	}
 	g.balanced(t, 1)
@@ -225,7 +225,7 @@ func TestFakeGPUOldStacks(t *testing.T) {
 func TestFakeGPUPayloadCorrupt(t *testing.T) {
 	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_GPU": "corrupt"}, "")
 	for _, name := range []string{PathPeerMemory, PathDMABuf} {
-		p := path(t, g.res, name)
+		p := gpuPath(t, g.res, name)
 		if !p.Registered || p.PayloadOK || p.Failed == nil || p.Failed.Name != name+": payload in GPU memory intact" ||
 			!strings.Contains(p.Failed.Error, "payload differs from byte 512") {
 			t.Errorf("%s: %+v", name, p)
@@ -305,7 +305,7 @@ func TestFakeGPUAMD(t *testing.T) {
 	if r.Vendor != "AMD" || r.GPU == nil || r.GPU.PCIAddr != "0000:c1:00.0" {
 		t.Fatalf("vendor %q, gpu %+v, skipped %q, failed %+v", r.Vendor, r.GPU, r.Skipped, r.Failed())
 	}
-	peer, dmabuf := path(t, r, PathPeerMemory), path(t, r, PathDMABuf)
+	peer, dmabuf := gpuPath(t, r, PathPeerMemory), gpuPath(t, r, PathDMABuf)
 	if peer.Registered || !strings.Contains(peer.Unavailable, "EFAULT") || !dmabuf.OK() {
 		t.Fatalf("paths %+v", r.Paths)
 	}
@@ -326,7 +326,7 @@ func TestFakeGPUAMD(t *testing.T) {
 func TestFakeGPUSendError(t *testing.T) {
 	g := runGPU(t, "", "", map[string]string{"FAKE_PEERMEM": "1", "FAKE_IBV": "send-err"}, "")
 	for _, name := range []string{PathPeerMemory, PathDMABuf} {
-		p := path(t, g.res, name)
+		p := gpuPath(t, g.res, name)
 		if !p.Registered || p.Failed == nil || p.Failed.Name != name+": send completion IBV_WC_SUCCESS" ||
 			!strings.Contains(p.Failed.Error, "IBV_WC_RETRY_EXC_ERR") {
 			t.Errorf("%s: %+v", name, p)

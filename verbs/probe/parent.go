@@ -230,9 +230,10 @@ const termGrace = 500 * time.Millisecond
 
 // runChild runs exe ChildArg mode with req on stdin and calls onEvent for
 // every event line it writes on fd 3, until it exits, overruns timeout, or
-// ctx ends. The child leads its own process group, which is killed when it
+// ctx ends. extra are passed on as fd 4 onward (a peer session's socket).
+// The child leads its own process group, which is killed when it
 // ends, so nothing it started survives.
-func runChild(ctx context.Context, exe, mode string, req request, timeout time.Duration, onEvent func(event)) childOutcome {
+func runChild(ctx context.Context, exe, mode string, req request, timeout time.Duration, onEvent func(event), extra ...*os.File) childOutcome {
 	t0 := time.Now()
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
@@ -248,7 +249,7 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 	cmd.Stdin = bytes.NewReader(reqJSON)
 	cmd.Stdout = tail
 	cmd.Stderr = tail
-	cmd.ExtraFiles = []*os.File{pw} // fd 3 in the child
+	cmd.ExtraFiles = append([]*os.File{pw}, extra...) // fd 3 in the child, then the extra files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {

@@ -43,6 +43,8 @@ type runner struct {
 	// gpu is the GPU driver, opened once per child by the first port's
 	// probe.gpu_memory.
 	gpu gpuDriver
+	// hostRoot is where a peer child reads counters and rates.
+	hostRoot string
 }
 
 // iwarpSkip is why the probes that need a connected QP do not run on an

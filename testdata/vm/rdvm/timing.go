@@ -134,7 +134,7 @@ func (v *verifier) timing(o *outcome, dir string, active bool) {
 	md.WriteString(":\n\n")
 	md.WriteString(t.String())
 	fmt.Fprintf(&md, "\n%s. Emulated CPUs: compare the ratio, not the absolute times.\n", strings.Replace(summary, "ratio", "Ratio", 1))
-	if err := os.WriteFile(v.timingMD, []byte(md.String()), 0o644); err != nil {
+	if err := writeSection(v.timingMD, "single", md.String()); err != nil {
 		o.fail("write %s: %v", v.timingMD, err)
 	}
 }

@@ -88,14 +88,15 @@ type jsonReport struct {
 }
 
 type jsonCheck struct {
-	ID       string   `json:"id"`
-	Code     int      `json:"code"`
-	Status   string   `json:"status"`
-	Summary  string   `json:"summary"`
-	Observed string   `json:"observed"`
-	Expected string   `json:"expected"`
-	Details  []string `json:"details"`
-	Remedy   string   `json:"remedy"`
+	ID       string                     `json:"id"`
+	Code     int                        `json:"code"`
+	Status   string                     `json:"status"`
+	Summary  string                     `json:"summary"`
+	Observed string                     `json:"observed"`
+	Expected string                     `json:"expected"`
+	Details  []string                   `json:"details"`
+	Remedy   string                     `json:"remedy"`
+	Evidence map[string]json.RawMessage `json:"evidence"`
 }
 
 func (r *jsonReport) check(id string) *jsonCheck {
@@ -137,6 +138,9 @@ type verifier struct {
 	maxRatio float64
 	strict   bool
 	warnings []string // printed before the summary; failures only with --strict
+	pairMD   string   // --pair-md: where the pair's comparison table goes
+	pairEnv  string
+	pairRows []pairRow
 }
 
 func cmdVerify(args []string) (int, error) {
@@ -146,13 +150,14 @@ func cmdVerify(args []string) (int, error) {
 	scenarios := fs.String("scenarios", "", "scenarios.sh, to know which records to expect")
 	timingMD := fs.String("timing-md", "", "write the timing table to this Markdown file")
 	maxRatio := fs.Float64("max-ratio", 3, "timing: level 1 may take at most this many times ibv_devinfo -v")
+	pairMD := fs.String("pair-md", "", "write the pair's comparison table into this Markdown file's pair section")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
 	if fs.NArg() != 1 {
 		return 2, fmt.Errorf("usage: rdvm verify [flags] RESULTS-DIR")
 	}
-	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio, strict: *strict}
+	v := &verifier{dir: fs.Arg(0), timingMD: *timingMD, maxRatio: *maxRatio, strict: *strict, pairMD: *pairMD}
 	problems := 0
 
 	listOut, listErr := os.ReadFile(filepath.Join(v.dir, "list", "stdout"))
@@ -191,6 +196,10 @@ func cmdVerify(args []string) (int, error) {
 		problems++
 	}
 	printTable(outs)
+	if err := v.pairTable(); err != nil {
+		fmt.Printf("vm: FAIL: writing the pair's table: %v\n", err)
+		problems++
+	}
 	pass, fail, pend := 0, 0, 0
 	var pendNames []string
 	for _, o := range outs {
@@ -220,7 +229,7 @@ func cmdVerify(args []string) (int, error) {
 	return 0, nil
 }
 
-var scenarioLineRe = regexp.MustCompile(`(?m)^scenario\s+([A-Za-z0-9._-]+)`)
+var scenarioLineRe = regexp.MustCompile(`(?m)^(?:pair_)?scenario\s+([A-Za-z0-9._-]+)`)
 
 // expectedScenarios lists the scenario names of scenarios.sh (those of
 // --only when given), so a record that never came back is a failure.
@@ -307,17 +316,6 @@ func (v *verifier) scenario(name string) *outcome {
 		o.fail("rdmadoctor is not in the guest: %s", readTrim(filepath.Join(dir, "stderr")))
 	}
 
-	needs := splitList(firstOf(m, "needs"))
-	active := len(needs) == 0
-	for _, id := range needs {
-		if _, ok := v.catalog[id]; ok {
-			active = true
-		}
-	}
-	if !active {
-		o.pending("%s not in `rdmadoctor list`", strings.Join(needs, "/"))
-	}
-
 	stdout, _ := os.ReadFile(filepath.Join(dir, "stdout"))
 	var rep *jsonReport
 	if args, _ := m.get("args"); strings.Contains(args, "--format json") {
@@ -333,7 +331,31 @@ func (v *verifier) scenario(name string) *outcome {
 			o.ObsRoot = *rep.RootCause
 		}
 		args, _ := m.get("args")
-		v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check"))
+		// A `peer test` report holds the two-host checks only (a pair's
+		// record has "runs" in its meta; its args are peer test's).
+		_, pair := m.get("pair")
+		v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check") && !strings.HasPrefix(args, "peer ") && !pair)
+	}
+
+	if rep != nil {
+		// A check the report carries exists, whether or not `rdmadoctor
+		// list` names it (the two-host checks of `peer test` are not in
+		// the host pipeline's list).
+		for _, c := range rep.Checks {
+			if _, ok := v.catalog[c.ID]; !ok && c.ID != "" {
+				v.catalog[c.ID] = catalogEntry{Code: c.Code, Level: 2}
+			}
+		}
+	}
+	needs := splitList(firstOf(m, "needs"))
+	active := len(needs) == 0
+	for _, id := range needs {
+		if _, ok := v.catalog[id]; ok {
+			active = true
+		}
+	}
+	if !active {
+		o.pending("%s not in `rdmadoctor list`", strings.Join(needs, "/"))
 	}
 
 	kind, _ := m.get("kind")
@@ -344,6 +366,15 @@ func (v *verifier) scenario(name string) *outcome {
 		v.timing(o, dir, active)
 	case "snapshot":
 		v.snapshotRoundTrip(o, dir, m, active)
+	case "ref":
+		v.refTool(o, name, dir, m)
+	}
+	if firstOf(m, "compare") == "1" {
+		v.ourFigures(o, name, dir, m)
+	}
+	v.pairServer(o, name, m, active)
+	if active {
+		v.maxSeconds(o, dir, m)
 	}
 
 	if exp, ok := m.get("exit"); ok {

@@ -48,6 +48,21 @@
  *   -DNO_REG_DMABUF the library lacks it, as before rdma-core 34.
  * Receives check their lkey: a receive into memory no MR covers
  * completes with IBV_WC_LOC_PROT_ERR.
+ * Two processes (a peer session's server and client children) reach each
+ * other's RC QPs across the process boundary in the peer modes: each
+ * process binds an abstract unix datagram socket named after the high
+ * bits of its QP numbers, and a thread in it plays the responder (SEND
+ * into a posted receive, WRITE and READ checked against the rkey and the
+ * region, an ACK or a NAK back). The sender's completion comes with the
+ * ACK, as on a real RC QP:
+ *   peer             healthy
+ *   peer-badrkey     WRITE and READ are NAKed with IBV_WC_REM_ACCESS_ERR
+ *   peer-silent      nothing arrives and nothing is acknowledged (a link
+ *                    that drops everything, or an MTU that never fits)
+ *   peer-roce        healthy, link layer Ethernet; GID 0 is the IPv4 address
+ *                    in FAKE_IBV_GID4 (default 192.0.2.1), IPv4-mapped
+ * and in every peer mode FAKE_IBV_DROP_AFTER=N makes a process drop every
+ * message after its Nth (a link that goes down mid-run).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -61,6 +76,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
 /* The header wraps these two in macros over inlines. */
@@ -78,11 +97,13 @@ static int is(const char *m) { return !strcmp(mode(), m); }
 static int ud_fault_mode(void) { return !strncmp(mode(), "ud-", 3); }
 
 /* RoCE link layer: the roce mode and every UD fault mode. */
-static int roce_mode(void) { return is("roce") || ud_fault_mode(); }
+static int roce_mode(void) { return is("roce") || is("peer-roce") || ud_fault_mode(); }
+
+static int peer_mode(void) { return !strncmp(mode(), "peer", 4); }
 
 static int loop_mode(void)
 {
-	return is("loop") || is("iwarp") || is("silent") || is("send-err") || is("cq-err-partial") ||
+	return peer_mode() || is("loop") || is("iwarp") || is("silent") || is("send-err") || is("cq-err-partial") ||
 	       is("cq-page") || is("poll-neg") || roce_mode() || is("efa");
 }
 
@@ -203,6 +224,12 @@ struct fah {
 
 static uint32_t qkey_violations;
 
+/* One lock over every table and ring: the peer modes' responder thread
+ * touches them as well as the caller. */
+static pthread_mutex_t big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+#define LOCK() pthread_mutex_lock(&big_lock)
+#define UNLOCK() pthread_mutex_unlock(&big_lock)
+
 static void raise_event(struct ibv_context *c, enum ibv_event_type type, void *element)
 {
 	struct event_rec r = {type, element};
@@ -223,7 +250,7 @@ static int push(struct ibv_cq *cq, struct ibv_wc *wc)
 	return 0;
 }
 
-static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static int fake_poll_cq_unlocked(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct fcq *f = (struct fcq *)cq;
 	if (is("poll-neg"))
@@ -235,6 +262,14 @@ static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		f->count--;
 	}
 	return k;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	LOCK();
+	int r = fake_poll_cq_unlocked(cq, n, wc);
+	UNLOCK();
+	return r;
 }
 
 static int fake_req_notify_cq(struct ibv_cq *cq, int solicited) { (void)cq; (void)solicited; return 0; }
@@ -295,7 +330,222 @@ static void ud_deliver(struct ibv_qp *qp, struct ibv_send_wr *wr, uint32_t len)
 	push(peer->qp.recv_cq, &rwc);
 }
 
-static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* The peer modes' wire between processes. */
+
+enum { W_SEND = 1, W_WRITE, W_READ_REQ, W_READ_RESP, W_ACK };
+
+struct wmsg {
+	uint32_t op, dst_qpn, src_qpn, len;
+	uint64_t raddr, laddr, wr_id;
+	uint32_t rkey, status, signaled, wc_opcode, noack, pad;
+};
+
+#define WIRE_MAX (60 * 1024)
+static int wire_fd = -1;
+
+static socklen_t wire_name(struct sockaddr_un *a, uint32_t qpn)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "fakeibv-%04x", qpn >> 8);
+	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+/* wire_send sends one message to the process that owns dst_qpn; -1 when
+ * that process is gone. A full socket is waited out without the lock, so
+ * the thread here can go on draining ours. */
+static int wire_send(uint32_t dst_qpn, struct wmsg *m, const void *data, uint32_t len)
+{
+	struct sockaddr_un a;
+	socklen_t l = wire_name(&a, dst_qpn);
+	struct iovec iov[2] = {{m, sizeof *m}, {(void *)data, len}};
+	struct msghdr h = {.msg_name = &a, .msg_namelen = l, .msg_iov = iov, .msg_iovlen = data && len ? 2 : 1};
+	for (int i = 0; i < 20000; i++) {
+		if (sendmsg(wire_fd, &h, MSG_DONTWAIT) >= 0)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		UNLOCK();
+		usleep(100);
+		LOCK();
+	}
+	return -1;
+}
+
+static struct ibv_mr *rkey_mr(uint32_t rkey, uint64_t addr, uint32_t len)
+{
+	for (int i = 0; i < MAX_MRS; i++) {
+		struct ibv_mr *m = mrs[i];
+		if (m && m->rkey == rkey && addr >= (uint64_t)(uintptr_t)m->addr &&
+		    addr + len <= (uint64_t)(uintptr_t)m->addr + m->length)
+			return m;
+	}
+	return NULL;
+}
+
+static struct fqp *find_qp(uint32_t qpn);
+
+/* wire_respond plays the responder for one request. */
+static void wire_respond(struct wmsg *m, char *data)
+{
+	struct wmsg ack = {.op = W_ACK, .dst_qpn = m->src_qpn, .src_qpn = m->dst_qpn, .wr_id = m->wr_id,
+			   .signaled = m->signaled, .wc_opcode = m->wc_opcode, .laddr = m->laddr, .len = m->len};
+	struct fqp *q = find_qp(m->dst_qpn);
+	const void *payload = NULL;
+	if (!q || q->qp.state < IBV_QPS_RTR) {
+		ack.status = IBV_WC_RETRY_EXC_ERR; /* nobody answers for a QP that is not there */
+	} else if (m->op == W_SEND) {
+		for (int i = 0; i < 1000 && q && q->rcount == 0; i++) {
+			UNLOCK();
+			usleep(1000);
+			LOCK();
+			q = find_qp(m->dst_qpn);
+		}
+		if (!q || q->rcount == 0) {
+			ack.status = IBV_WC_RNR_RETRY_EXC_ERR;
+		} else {
+			int h = q->rhead;
+			struct ibv_wc rwc = {.wr_id = q->rid[h], .opcode = IBV_WC_RECV, .byte_len = m->len,
+					     .qp_num = q->qp.qp_num, .src_qp = m->src_qpn};
+			if (m->len > q->rlen[h]) {
+				rwc.status = IBV_WC_LOC_LEN_ERR;
+				ack.status = IBV_WC_REM_INV_REQ_ERR;
+			} else {
+				memcpy((void *)(uintptr_t)q->raddr[h], data, m->len);
+			}
+			q->rhead = (h + 1) % MAX_RECV;
+			q->rcount--;
+			push(q->qp.recv_cq, &rwc);
+		}
+	} else if (is("peer-badrkey") || !rkey_mr(m->rkey, m->raddr, m->len)) {
+		ack.status = IBV_WC_REM_ACCESS_ERR;
+	} else if (m->op == W_WRITE) {
+		memcpy((void *)(uintptr_t)m->raddr, data, m->len);
+	} else {
+		ack.op = W_READ_RESP;
+		payload = (void *)(uintptr_t)m->raddr;
+	}
+	if (m->noack && ack.status == IBV_WC_SUCCESS)
+		return;
+	wire_send(m->src_qpn, &ack, ack.status == IBV_WC_SUCCESS ? payload : NULL, payload ? m->len : 0);
+}
+
+/* wire_complete is the requester's side of an ACK or a READ response. */
+static void wire_complete(struct wmsg *m, char *data)
+{
+	struct fqp *q = find_qp(m->dst_qpn);
+	if (!q)
+		return;
+	if (m->op == W_READ_RESP && m->status == IBV_WC_SUCCESS)
+		memcpy((void *)(uintptr_t)m->laddr, data, m->len);
+	struct ibv_wc wc = {.wr_id = m->wr_id, .status = m->status, .opcode = m->wc_opcode, .qp_num = q->qp.qp_num,
+			    .byte_len = m->wc_opcode == IBV_WC_RDMA_READ ? m->len : 0};
+	if (m->signaled || m->status != IBV_WC_SUCCESS)
+		push(q->qp.send_cq, &wc);
+	if (m->status != IBV_WC_SUCCESS)
+		q->qp.state = IBV_QPS_ERR;
+}
+
+static void *wire_loop(void *arg)
+{
+	(void)arg;
+	static char buf[sizeof(struct wmsg) + WIRE_MAX];
+	for (;;) {
+		ssize_t n = recv(wire_fd, buf, sizeof buf, 0);
+		if (n < (ssize_t)sizeof(struct wmsg)) {
+			if (n < 0 && errno != EINTR)
+				return NULL;
+			continue;
+		}
+		static long seen;
+		const char *drop = getenv("FAKE_IBV_DROP_AFTER");
+		if (is("peer-silent") || (drop && ++seen > atol(drop)))
+			continue;
+		struct wmsg *m = (struct wmsg *)buf;
+		LOCK();
+		if (m->op == W_ACK || m->op == W_READ_RESP)
+			wire_complete(m, buf + sizeof *m);
+		else
+			wire_respond(m, buf + sizeof *m);
+		UNLOCK();
+	}
+}
+
+/* wire_start binds this process's socket and starts its responder. */
+static int wire_start(uint32_t qpn)
+{
+	if (wire_fd >= 0)
+		return 0;
+	struct sockaddr_un a;
+	socklen_t l = wire_name(&a, qpn);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, l))
+		return -1;
+	int sz = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz);
+	wire_fd = fd;
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	return pthread_create(&t, &at, wire_loop, NULL) ? -1 : 0;
+}
+
+/* wire_post sends one RC work request to a QP of another process; its
+ * completion comes with the ACK. */
+static void wire_post(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct fqp *f = (struct fqp *)qp;
+	uint32_t len = wr->num_sge ? wr->sg_list[0].length : 0;
+	uint64_t addr = wr->num_sge ? wr->sg_list[0].addr : 0;
+	struct wmsg m = {.dst_qpn = f->dest, .src_qpn = qp->qp_num, .wr_id = wr->wr_id, .len = len,
+			 .signaled = !!(wr->send_flags & IBV_SEND_SIGNALED), .raddr = wr->wr.rdma.remote_addr,
+			 .rkey = wr->wr.rdma.rkey, .laddr = addr};
+	struct ibv_wc wc = {.wr_id = wr->wr_id, .qp_num = qp->qp_num};
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		m.op = W_SEND;
+		m.wc_opcode = wc.opcode = IBV_WC_SEND;
+		break;
+	case IBV_WR_RDMA_WRITE:
+		m.op = W_WRITE;
+		m.wc_opcode = wc.opcode = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_RDMA_READ:
+		m.op = W_READ_REQ;
+		m.wc_opcode = wc.opcode = IBV_WC_RDMA_READ;
+		break;
+	default:
+		wc.status = IBV_WC_LOC_QP_OP_ERR;
+	}
+	if (wr->num_sge > 1 || (wr->num_sge == 1 && !key_ok(wr->sg_list[0].lkey, addr, len)))
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	else if (len > WIRE_MAX && m.op != W_WRITE)
+		wc.status = IBV_WC_LOC_LEN_ERR; /* the fake's limit */
+	if (wc.status != IBV_WC_SUCCESS) {
+		push(qp->send_cq, &wc);
+		return;
+	}
+	/* A long WRITE goes as chunks; only the last asks for the ACK. */
+	while (m.op == W_WRITE && m.len > WIRE_MAX) {
+		struct wmsg c = m;
+		c.len = WIRE_MAX;
+		c.noack = 1;
+		if (wire_send(f->dest, &c, (void *)(uintptr_t)addr, WIRE_MAX))
+			break;
+		addr += WIRE_MAX;
+		m.raddr += WIRE_MAX;
+		m.len -= WIRE_MAX;
+	}
+	if (wire_send(f->dest, &m, m.op == W_READ_REQ ? NULL : (void *)(uintptr_t)addr, m.op == W_READ_REQ ? 0 : m.len)) {
+		wc.status = IBV_WC_RETRY_EXC_ERR; /* the peer's process is gone */
+		push(qp->send_cq, &wc);
+		qp->state = IBV_QPS_ERR;
+	}
+}
+
+static int fake_post_send_unlocked(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fqp *f = (struct fqp *)qp;
 	for (; wr; wr = wr->next) {
@@ -316,6 +566,10 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		}
 		if (is("silent") || f->broken)
 			continue;
+		if (peer_mode() && !find_qp(f->dest)) {
+			wire_post(qp, wr);
+			continue;
+		}
 		struct ibv_wc wc = {.wr_id = wr->wr_id, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num};
 		uint32_t len = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -354,7 +608,15 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
-static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	LOCK();
+	int r = fake_post_send_unlocked(qp, wr, bad);
+	UNLOCK();
+	return r;
+}
+
+static int fake_post_recv_unlocked(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct fqp *f = (struct fqp *)qp;
 	for (; wr; wr = wr->next) {
@@ -370,6 +632,14 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 		f->rcount++;
 	}
 	return 0;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	LOCK();
+	int r = fake_post_recv_unlocked(qp, wr, bad);
+	UNLOCK();
+	return r;
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *d)
@@ -462,6 +732,9 @@ int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
 	if ((roce_mode() || is("efa")) && i == 0) {
 		static const uint8_t v4mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1};
 		memcpy(g->raw, v4mapped, 16);
+		const char *v4 = getenv("FAKE_IBV_GID4");
+		if (v4 && inet_pton(AF_INET, v4, g->raw + 12) != 1)
+			memcpy(g->raw, v4mapped, 16);
 		if (is("efa"))
 			g->raw[0] = 0xfe;
 	}
@@ -540,7 +813,7 @@ static int device_memory(const void *addr, size_t len)
 	return owns && owns(addr, len);
 }
 
-struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+static struct ibv_mr *ibv_reg_mr_unlocked(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	(void)access;
 	if (device_memory(addr, len)) {
@@ -554,7 +827,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 }
 
 #ifndef NO_REG_DMABUF
-struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)
+static struct ibv_mr *ibv_reg_dmabuf_mr_unlocked(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)
 {
 	(void)access;
 	const char *d = getenv("FAKE_IBV_DMABUF");
@@ -586,9 +859,25 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 		munmap(host, length);
 	return m;
 }
+
+struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)
+{
+	LOCK();
+	struct ibv_mr *r = ibv_reg_dmabuf_mr_unlocked(pd, offset, length, iova, fd, access);
+	UNLOCK();
+	return r;
+}
 #endif
 
-int ibv_dereg_mr(struct ibv_mr *m)
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	LOCK();
+	struct ibv_mr *r = ibv_reg_mr_unlocked(pd, addr, len, access);
+	UNLOCK();
+	return r;
+}
+
+static int ibv_dereg_mr_unlocked(struct ibv_mr *m)
 {
 	for (int i = 0; i < MAX_MRS; i++)
 		if (mrs[i] == m) {
@@ -599,6 +888,14 @@ int ibv_dereg_mr(struct ibv_mr *m)
 	((struct fpd *)m->pd)->users--;
 	free(m);
 	return 0;
+}
+
+int ibv_dereg_mr(struct ibv_mr *m)
+{
+	LOCK();
+	int r = ibv_dereg_mr_unlocked(m);
+	UNLOCK();
+	return r;
 }
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *x, struct ibv_comp_channel *ch, int v)
@@ -624,7 +921,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+static struct ibv_qp *ibv_create_qp_unlocked(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 {
 	if ((is("efa") && a->qp_type == IBV_QPT_RC) || (is("ud-refused") && a->qp_type == IBV_QPT_UD)) {
 		errno = EOPNOTSUPP;
@@ -638,6 +935,15 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 			f->qp.send_cq = a->send_cq;
 			f->qp.recv_cq = a->recv_cq;
 			f->qp.qp_num = next_qpn++;
+			if (peer_mode()) {
+				/* Unique across processes: the high bits name this one. */
+				f->qp.qp_num = ((uint32_t)(getpid() & 0xffff) << 8) | (f->qp.qp_num & 0xff);
+				if (wire_start(f->qp.qp_num)) {
+					free(f);
+					errno = EADDRINUSE;
+					return NULL;
+				}
+			}
 			f->qp.state = IBV_QPS_RESET;
 			f->qp.qp_type = a->qp_type;
 			((struct fcq *)a->send_cq)->users++;
@@ -649,6 +955,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	}
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	LOCK();
+	struct ibv_qp *r = ibv_create_qp_unlocked(pd, a);
+	UNLOCK();
+	return r;
 }
 
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
@@ -686,7 +1000,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_
 	return 0;
 }
 
-int ibv_destroy_qp(struct ibv_qp *qp)
+static int ibv_destroy_qp_unlocked(struct ibv_qp *qp)
 {
 	for (int i = 0; i < MAX_QPS; i++)
 		if (qps[i] == (struct fqp *)qp)
@@ -696,6 +1010,14 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	((struct fpd *)qp->pd)->users--;
 	free(qp);
 	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	LOCK();
+	int r = ibv_destroy_qp_unlocked(qp);
+	UNLOCK();
+	return r;
 }
 
 int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *e)

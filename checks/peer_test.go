@@ -1,0 +1,256 @@
+package checks
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+func okProbe(name string) probe.Probe {
+	return probe.Probe{Name: name, Steps: []probe.Step{{Name: "step", OK: true}}}
+}
+
+func failedProbe(name, step, errText string) probe.Probe {
+	return probe.Probe{Name: name, Steps: []probe.Step{{Name: step, Error: errText}}}
+}
+
+func roceEndpoint(qpn uint32, netdevMTU int, software bool) *wire.Endpoint {
+	return &wire.Endpoint{Device: "mlx5_0", Port: 1, LinkLayer: "Ethernet", QPN: qpn, GID: make([]byte, 16), GIDIndex: 3,
+		GIDType: "RoCE v2", ActiveMTU: 4096, NetdevMTU: netdevMTU, Netdev: "eth0", Software: software}
+}
+
+// healthyPair is a pair where every check passes.
+func healthyPair(target string) peer.Pair {
+	rdma := func(n string) *probe.PeerRDMAResult {
+		return &probe.PeerRDMAResult{Probe: okProbe(n), Size: 4096, Status: "IBV_WC_SUCCESS"}
+	}
+	return peer.Pair{Peer: target, Target: target, Control: peer.Control{Addr: target, Version: 1},
+		Verbs: &probe.PeerResult{
+			Connect:  &probe.PeerConnectResult{Probe: okProbe(probe.PeerConnect), Local: roceEndpoint(0x11, 9000, false), Remote: roceEndpoint(0x12, 9000, false), PathMTU: 4096},
+			SendRecv: &probe.PeerSendRecvResult{Probe: okProbe(probe.PeerSendRecv), Size: 4096, ToPeer: true, FromPeer: true},
+			Write:    rdma(probe.PeerWrite), Read: rdma(probe.PeerRead),
+			Latency: &probe.PeerLatencyResult{Probe: okProbe(probe.PeerLatency), Size: 64, IterationsAsked: 1000,
+				Latency: probe.Stats{N: 1000, MinNS: 2000, MedNS: 2500, P99NS: 4000}},
+			Bandwidth: &probe.PeerBandwidthResult{Probe: okProbe(probe.PeerBandwidth), LocalRateGbps: 100, RemoteRateGbps: 100,
+				Runs: []probe.BandwidthRun{{Size: 65536, Gbps: 90}}},
+			Counters: &probe.PeerCountersResult{Probe: okProbe(probe.PeerCounters),
+				Local:  []probe.PeerCounter{{Name: "counters/port_xmit_data", Before: 1, After: 1 << 30}},
+				Remote: []probe.PeerCounter{{Name: "counters/symbol_error", Before: 0, After: 0}}},
+			RDMACM: &probe.CMPeerResult{CMResult: probe.CMResult{Probe: okProbe(probe.RDMACM), Device: "mlx5_0", Port: 1,
+				PathMTU: 4096, Size: 4096}, Listener: "192.0.2.2:40000", Remote: &wire.CMResult{OK: true}},
+		}}
+}
+
+func statuses(rs []report.CheckResult) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID+"="+string(r.Status))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestPeerReportHealthy(t *testing.T) {
+	rs := PeerReport([]peer.Pair{healthyPair("a:1")})
+	want := "peer.control=pass peer.connect=pass peer.send_recv=pass peer.rdma_write=pass peer.rdma_read=pass peer.latency=pass peer.bandwidth=pass peer.counters=pass peer.rdma_cm=pass"
+	if got := statuses(rs); got != want {
+		t.Fatalf("%s\nwant %s", got, want)
+	}
+	rep := &report.Report{Checks: rs}
+	rep.Finish(false)
+	if rep.ExitCode != 0 || !strings.Contains(rs[6].Summary, "90% of the slower port's 100 Gb/s") {
+		t.Fatalf("exit %d, bandwidth %q", rep.ExitCode, rs[6].Summary)
+	}
+}
+
+// Two pairs: one refused, one healthy. Each check has one line per pair;
+// the refused pair's later checks are blocked; the worst pair decides.
+func TestPeerReportWorstPairDecides(t *testing.T) {
+	bad := peer.Pair{Peer: "b", Target: "b:18516", Control: peer.Control{Fault: peer.FaultRefused, Error: "connect: connection refused"}}
+	rs := PeerReport([]peer.Pair{healthyPair("a:18516"), bad})
+	if rs[0].Status != report.Fail || len(rs[0].Details) != 2 || !strings.Contains(rs[0].Remedy, "peer serve --listen") {
+		t.Fatalf("control %+v", rs[0])
+	}
+	if rs[1].Status != report.Pass || !strings.Contains(strings.Join(rs[1].Details, "\n"), "b:18516: blocked by peer.control") {
+		t.Fatalf("connect %+v", rs[1])
+	}
+	rep := &report.Report{Checks: rs}
+	rep.Finish(false)
+	if rep.ExitCode != 40 {
+		t.Fatalf("exit %d, want 40", rep.ExitCode)
+	}
+}
+
+func TestPeerControlFaults(t *testing.T) {
+	for fault, want := range map[peer.ControlFault]report.Status{
+		peer.FaultRefused: report.Fail, peer.FaultTimeout: report.Fail, peer.FaultToken: report.Fail,
+		peer.FaultVersion: report.Fail, peer.FaultBusy: report.Error, peer.FaultNotPeer: report.Fail,
+	} {
+		v := judgePeerControl(&peer.Pair{Target: "h:7", Control: peer.Control{Fault: fault, Error: "e"}})
+		if v.status != want || v.remedy == "" || strings.Contains(v.remedy, "%") {
+			t.Errorf("%s: %s %q", fault, v.status, v.remedy)
+		}
+	}
+	if v := judgePeerControl(&peer.Pair{Target: "h:7", Control: peer.Control{Fault: peer.FaultTimeout}}); !strings.Contains(v.remedy, "TCP 7") {
+		t.Errorf("timeout remedy %q does not name the port", v.remedy)
+	}
+}
+
+// Netdev MTUs that differ are named as an MTU mismatch: a warning when the
+// session got through at the lower MTU, in the failure when a SEND never
+// completed.
+func TestPeerMTUMismatch(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Remote.NetdevMTU = 1500
+	p.Verbs.Connect.PathMTU = 1024
+	v := judgePeerConnect(&p)
+	if v.status != report.Warn || !strings.Contains(v.line, "MTU mismatch: netdev eth0 MTU 9000 here, eth0 MTU 1500 on the peer") {
+		t.Fatalf("connect %s %q", v.status, v.line)
+	}
+	p.Verbs.SendRecv.Probe = failedProbe(probe.PeerSendRecv, "ibv_poll_cq send", "no completion within 2s")
+	v = judgePeerSendRecv(&p)
+	if v.status != report.Fail || !strings.Contains(v.line, "likely an MTU mismatch: netdev MTU 9000 here, 1500 on the peer") {
+		t.Fatalf("send_recv %s %q", v.status, v.line)
+	}
+}
+
+func TestPeerWriteRemoteAccess(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Write.Probe = failedProbe(probe.PeerWrite, "ibv_poll_cq send (the WRITE)", "completed with IBV_WC_REM_ACCESS_ERR")
+	p.Verbs.Write.Status = "IBV_WC_REM_ACCESS_ERR"
+	rs := PeerReport([]peer.Pair{p})
+	if got := statuses(rs); !strings.HasPrefix(got, "peer.control=pass peer.connect=pass peer.send_recv=pass peer.rdma_write=fail peer.rdma_read=skip") {
+		t.Fatalf("%s", got)
+	}
+	if !strings.Contains(rs[3].Summary, "the QP connects but WRITE fails") || !strings.Contains(rs[3].Remedy, "rkey") {
+		t.Fatalf("write %+v", rs[3])
+	}
+}
+
+func TestPeerLatencyTail(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Latency.Latency = probe.Stats{N: 1000, MinNS: 2000, MedNS: 2500, P99NS: 40000}
+	if v := judgePeerLatency(&p); v.status != report.Warn || !strings.Contains(v.line, "16× the median") {
+		t.Fatalf("hardware tail: %s %q", v.status, v.line)
+	}
+	p.Verbs.Connect.Local.Software = true
+	if v := judgePeerLatency(&p); v.status != report.Pass || !strings.Contains(v.line, "software device") {
+		t.Fatalf("software tail: %s %q", v.status, v.line)
+	}
+}
+
+func TestPeerBandwidthFraction(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Bandwidth.RemoteRateGbps = 25 // the slower port
+	p.Verbs.Bandwidth.Runs = []probe.BandwidthRun{{Size: 4096, Gbps: 5}, {Size: 1 << 20, Gbps: 10}}
+	v := judgePeerBandwidth(&p)
+	if v.status != report.Warn || !strings.Contains(v.line, "4 KiB 5.00 Gb/s, 1 MiB 10.00 Gb/s — 40% of the slower port's 25 Gb/s") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	p.Verbs.Bandwidth.LocalRateGbps, p.Verbs.Bandwidth.RemoteRateGbps = 0, 0
+	if v := judgePeerBandwidth(&p); v.status != report.Pass || !strings.Contains(v.line, "rates unknown") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+}
+
+func TestPeerCountersRising(t *testing.T) {
+	p := healthyPair("a:1")
+	c := p.Verbs.Counters
+	// rxe on the peer retransmitting: a lossy link.
+	c.Remote = []probe.PeerCounter{{Name: "hw_counters/rcvd_seq_err", Before: 3, After: 40}, {Name: "hw_counters/sent_pkts", Before: 1, After: 9999}}
+	v := judgePeerCounters(&p)
+	if v.status != report.Warn || !strings.Contains(v.line, "peer rcvd_seq_err +37") || !strings.Contains(v.line, "PFC missing") ||
+		strings.Contains(v.line, "sent_pkts") {
+		t.Fatalf("loss: %s %q", v.status, v.line)
+	}
+	// CNPs here: congestion.
+	c.Remote = nil
+	c.Local = []probe.PeerCounter{{Name: "hw_counters/np_cnp_sent", Before: 0, After: 12}}
+	if v := judgePeerCounters(&p); v.status != report.Warn || !strings.Contains(v.line, "here np_cnp_sent +12") || !strings.Contains(v.line, "congestion") {
+		t.Fatalf("congestion: %s %q", v.status, v.line)
+	}
+	// An error counter rising fails, with its meaning.
+	c.Local = []probe.PeerCounter{{Name: "counters/symbol_error", Before: 0, After: 4}}
+	if v := judgePeerCounters(&p); v.status != report.Fail || !strings.Contains(v.line, "cable") {
+		t.Fatalf("error counter: %s %q", v.status, v.line)
+	}
+	c.LocalError, c.RemoteError = "no counters here", "no counters there"
+	if v := judgePeerCounters(&p); v.status != report.Error {
+		t.Fatalf("unread: %s %q", v.status, v.line)
+	}
+}
+
+// A child that was killed or never answered for a check is an error
+// naming why, never a pass.
+func TestPeerChildFailure(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Latency, p.Verbs.Bandwidth, p.Verbs.Counters = nil, nil, nil
+	p.Verbs.Failure = &probe.ChildFailure{Error: "the verbs child did not finish within 32s in peer.latency; it was killed", TimedOut: true}
+	rs := PeerReport([]peer.Pair{p})
+	if rs[5].Status != report.Error || !strings.Contains(rs[5].Summary, "did not finish within 32s") || rs[6].Status != report.Skip {
+		t.Fatalf("%s\n%+v", statuses(rs), rs[5])
+	}
+}
+
+// A loopback through the port's own address: one port, counted once, and
+// its retransmissions are not a fabric's.
+func TestPeerCountersSamePortCountedOnce(t *testing.T) {
+	p := healthyPair("a:1")
+	c := p.Verbs.Connect
+	c.LocalHost, c.RemoteHost = &wire.HostReport{Hostname: "n1"}, &wire.HostReport{Hostname: "n1"}
+	c.Remote = c.Local
+	rose := []probe.PeerCounter{{Name: "hw_counters/duplicate_request", Before: 0, After: 64}}
+	p.Verbs.Counters.Local, p.Verbs.Counters.Remote = rose, rose
+	v := judgePeerCounters(&p)
+	if v.status != report.Pass || strings.Contains(v.line, "peer duplicate_request") || !strings.Contains(v.line, "here duplicate_request +64") ||
+		!strings.Contains(v.line, "no fabric between them") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	// An error counter still fails on a loopback.
+	p.Verbs.Counters.Local = []probe.PeerCounter{{Name: "hw_counters/send_err", Before: 0, After: 500}}
+	if v := judgePeerCounters(&p); v.status != report.Fail {
+		t.Fatalf("send_err on a loopback: %s %q", v.status, v.line)
+	}
+}
+
+func TestPeerSubnets(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Local.Subnet, p.Verbs.Connect.Remote.Subnet = "192.0.2.1/24", "198.51.100.7/24"
+	if v := judgePeerConnect(&p); v.status != report.Warn || !strings.Contains(v.line, "different subnets (192.0.2.1/24 here, 198.51.100.7/24 on the peer)") ||
+		!strings.Contains(v.remedy, "--gid-index") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+	p.Verbs.Connect.Remote.Subnet = "192.0.2.9/24"
+	if v := judgePeerConnect(&p); v.status != report.Pass {
+		t.Fatalf("same subnet: %s %q", v.status, v.line)
+	}
+}
+
+// A port that cannot take part (iWARP) skips peer.connect with the reason
+// and blocks the rest; a skip is never a pass. peer.rdma_cm, which needs
+// only peer.control, still judges the connection manager's way in.
+func TestPeerConnectSkipped(t *testing.T) {
+	p := peer.Pair{Peer: "a:1", Target: "a:1", Control: peer.Control{Version: 1},
+		Verbs: &probe.PeerResult{Connect: &probe.PeerConnectResult{Probe: probe.Probe{Name: probe.PeerConnect, Skipped: "iWARP RC QPs connect only through rdma_cm"}},
+			RDMACM: &probe.CMPeerResult{CMResult: probe.CMResult{Probe: okProbe(probe.RDMACM), Device: "irdma0", Port: 1, Size: 4096}}}}
+	rs := PeerReport([]peer.Pair{p})
+	if got := statuses(rs); got != "peer.control=pass peer.connect=skip peer.send_recv=skip peer.rdma_write=skip peer.rdma_read=skip peer.latency=skip peer.bandwidth=skip peer.counters=skip peer.rdma_cm=pass" {
+		t.Fatal(got)
+	}
+	if !strings.Contains(rs[1].Summary, "rdma_cm") || !strings.Contains(rs[2].Summary, "blocked by peer.connect") {
+		t.Fatalf("%q / %q", rs[1].Summary, rs[2].Summary)
+	}
+}
+
+// Ports of different active MTUs connect at the smaller, and the line says
+// why the path MTU is what it is.
+func TestPeerActiveMTUsDiffer(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Connect.Remote.ActiveMTU, p.Verbs.Connect.PathMTU = 2048, 2048
+	if v := judgePeerConnect(&p); v.status != report.Pass || !strings.Contains(v.line, "path MTU 2048 (active_mtu 4096 here, 2048 on the peer)") {
+		t.Fatalf("%s %q", v.status, v.line)
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+)
+
+// tokenEnv is where `peer` reads the shared token when --token is not
+// given: an environment variable does not show in ps.
+const tokenEnv = "RDMADOCTOR_PEER_TOKEN"
+
+const peerUsage = `usage:
+  rdmadoctor peer serve --listen ADDR:PORT [flags]   lend this host's port to other hosts' tests
+  rdmadoctor peer test HOST[:PORT] [HOST[:PORT]...] [flags]   test RDMA between this host and each peer
+
+The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
+%d by default), then talk RDMA only: an RC connection, SEND/RECV both ways,
+RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
+rdmadoctor explain 40).
+Each session's verbs objects live in a child process of its own, freed when
+the session ends. The token (--token or %s) must match on both sides.
+`
+
+func cmdPeer(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, tokenEnv)
+		if len(args) == 0 {
+			return report.ExitUsage
+		}
+		return 0
+	}
+	switch args[0] {
+	case "serve":
+		return cmdPeerServe(args[1:], stdout, stderr)
+	case "test":
+		return cmdPeerTest(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "rdmadoctor peer: unknown command %q; valid: serve, test\n", args[0])
+	return report.ExitUsage
+}
+
+// peerPortFlags are the flags that select the local port, on both sides.
+type peerPortFlags struct {
+	device     string
+	port       int
+	gidIndex   int
+	token      string
+	libibverbs string
+}
+
+func addPeerPortFlags(fs *pflag.FlagSet, f *peerPortFlags) {
+	fs.StringVar(&f.device, "device", "", "RDMA device to use (default: the first with an ACTIVE port)")
+	fs.IntVar(&f.port, "port", 1, "port of --device")
+	fs.IntVar(&f.gidIndex, "gid-index", -1, "RoCE GID index (default: the port's RoCE v2 GID, an IPv4 one first)")
+	fs.StringVar(&f.token, "token", "", "shared token (default: $"+tokenEnv+"); both sides must have the same")
+	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+}
+
+func (f *peerPortFlags) resolveToken() string {
+	if f.token == "" {
+		return os.Getenv(tokenEnv)
+	}
+	return f.token
+}
+
+// hostReport is what this side tells the other about itself.
+func hostReport() wire.HostReport {
+	hr := wire.HostReport{Version: version}
+	hr.Hostname, _ = os.Hostname()
+	hr.Kernel, _ = sysfs.OpenLive().KernelRelease()
+	return hr
+}
+
+func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("peer serve", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var pf peerPortFlags
+	listen := fs.String("listen", "", "ADDR:PORT to listen on (required: the server listens only where told)")
+	once := fs.Bool("once", false, "exit after the first session that passed the handshake")
+	timeout := fs.Duration("timeout", peer.DefaultSessionTimeout, "deadline of one session, handshake to end")
+	ioTimeout := fs.Duration("io-timeout", peer.DefaultIOTimeout, "deadline of each control message: a slower client is dropped")
+	maxSessions := fs.Int("max-sessions", peer.DefaultMaxSessions, "sessions at once; more are refused as busy")
+	maxMemory := fs.String("max-memory", "256MiB", "memory all sessions may register together (each gets its share)")
+	addPeerPortFlags(fs, &pf)
+	help := fs.BoolP("help", "h", false, "print this help")
+	usage := func(msg string) int {
+		fmt.Fprintf(stderr, "rdmadoctor peer serve: %s\n", msg)
+		return report.ExitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		return usage(err.Error())
+	}
+	if *help {
+		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		return 0
+	}
+	if fs.NArg() > 0 {
+		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *listen == "" {
+		return usage(fmt.Sprintf("--listen ADDR:PORT is required (e.g. --listen 192.0.2.1:%d): the server never picks an address itself", wire.DefaultPort))
+	}
+	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
+		return usage(fmt.Sprintf("--listen %q: want ADDR:PORT", *listen))
+	}
+	mem, err := parseSize(*maxMemory)
+	if err != nil || mem == 0 || mem > 1<<40 {
+		return usage(fmt.Sprintf("--max-memory %q: want a size such as 256MiB", *maxMemory))
+	}
+	if *timeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 {
+		return usage("--timeout, --io-timeout and --max-sessions must be positive")
+	}
+	exe, _ := os.Executable()
+	if err := checkLendable(exe, pf.libibverbs, pf.device); err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
+		return report.ExitInternal
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
+		return report.ExitInternal
+	}
+	logger := log.New(stderr, "rdmadoctor peer serve: ", log.LstdFlags|log.LUTC)
+	srv := peer.NewServer(peer.ServerConfig{
+		Exe: exe, Token: pf.resolveToken(), Once: *once, SessionTimeout: *timeout, IOTimeout: *ioTimeout,
+		MaxSessions: *maxSessions, MaxMemory: int64(mem), Library: pf.libibverbs,
+		Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex, Host: hostReport(), Logf: logger.Printf,
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx, ln); err != nil {
+		logger.Print(err)
+		return report.ExitInternal
+	}
+	return 0
+}
+
+// peerTestRun is a parsed `peer test` command line.
+type peerTestRun struct {
+	cfg              peer.TestConfig
+	peers            []string
+	format, failOn   string
+	noColor, verbose bool
+}
+
+// parsePeerTest parses and validates `peer test`'s flags; help is set for
+// --help (the usage is then written to stdout). Every error is a usage
+// error.
+func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool, err error) {
+	fs := pflag.NewFlagSet("peer test", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var pf peerPortFlags
+	addPeerPortFlags(fs, &pf)
+	r := &peerTestRun{}
+	timeout := fs.Duration("timeout", peer.DefaultTestTimeout, "deadline of one pair's whole session")
+	ioTimeout := fs.Duration("io-timeout", peer.DefaultIOTimeout, "deadline of the TCP connect and of each control message")
+	concurrency := fs.Int("concurrency", peer.DefaultConcurrency, "pairs tested at once")
+	size := fs.Int("size", peer.DefaultMsgSize, "bytes per SEND, WRITE and READ")
+	iterations := fs.Int("iterations", 1000, "peer.latency: round trips (at most 2 s of them)")
+	bwTime := fs.Duration("bandwidth-time", 500*time.Millisecond, "peer.bandwidth: how long each message size runs")
+	fs.StringVar(&r.format, "format", "text", "report format: text or json")
+	fs.StringVar(&r.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn")
+	fs.BoolVar(&r.noColor, "no-color", false, "never colour the text report")
+	fs.BoolVarP(&r.verbose, "verbose", "v", false, "print the details of passing checks too")
+	helpFlag := fs.BoolP("help", "h", false, "print this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, false, usageError{err.Error()}
+	}
+	if *helpFlag {
+		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		return nil, true, nil
+	}
+	r.peers = fs.Args()
+	switch {
+	case len(r.peers) == 0:
+		return nil, false, usageError{"name at least one peer: HOST or HOST:PORT"}
+	case r.format != "text" && r.format != "json":
+		return nil, false, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", r.format)}
+	case r.failOn != "fail" && r.failOn != "warn":
+		return nil, false, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", r.failOn)}
+	case *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||
+		*iterations <= 0 || *iterations > wire.MaxEcho || *bwTime <= 0:
+		return nil, false, usageError{fmt.Sprintf("--timeout, --io-timeout, --concurrency and --bandwidth-time must be positive, --size 1 to %d, --iterations 1 to %d",
+			wire.MaxBuffer/8, wire.MaxEcho)}
+	case pf.device == "" && fs.Changed("port"):
+		return nil, false, usageError{"--port needs --device"}
+	}
+	for _, p := range r.peers {
+		if _, err := peer.Target(p); err != nil {
+			return nil, false, usageError{err.Error()}
+		}
+	}
+	exe, _ := os.Executable()
+	r.cfg = peer.TestConfig{
+		Exe: exe, Token: pf.resolveToken(), Library: pf.libibverbs, Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex,
+		Timeout: *timeout, IOTimeout: *ioTimeout, Concurrency: *concurrency, Host: hostReport(),
+		Iterations: *iterations, BandwidthTime: *bwTime,
+		Params: wire.Params{MsgSize: *size, BufferSize: min(max(peer.DefaultBufferSize, 8**size), wire.MaxBuffer)},
+	}
+	if pf.device == "" {
+		r.cfg.Port = 0
+	}
+	return r, false, nil
+}
+
+func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
+	run, help, err := parsePeerTest(args, stdout)
+	switch {
+	case help:
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "rdmadoctor peer test: %v\n", err)
+		return report.ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	pairs := peer.Test(ctx, run.cfg, run.peers)
+	rep := &report.Report{Schema: report.Schema, Version: version, Level: 2, Started: started.UTC()}
+	rep.Host.Hostname, rep.Host.Kernel, rep.Host.Root = run.cfg.Host.Hostname, run.cfg.Host.Kernel, "/"
+	rep.Checks = checks.PeerReport(pairs)
+	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
+	rep.Finish(run.failOn == "warn")
+	if run.format == "json" {
+		err = report.WriteJSON(stdout, rep)
+	} else {
+		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, run.noColor), Verbose: run.verbose, Width: textWidth(stdout)})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor peer test: write report: %v\n", err)
+		return report.ExitInternal
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "rdmadoctor peer test: interrupted; the report above is partial")
+		return report.ExitInternal
+	}
+	return rep.ExitCode
+}
+
+// checkLendable enumerates the devices (in a verbs child, as level 1
+// does) before the server listens: a server with nothing to lend, or told
+// to lend a device the library does not list, says so at once instead of
+// failing every session.
+func checkLendable(exe, lib, device string) error {
+	en, err := probe.Enumerate(context.Background(), exe, lib, 10*time.Second)
+	switch {
+	case err != nil:
+		return fmt.Errorf("list the RDMA devices: %w", err)
+	case en.LoadError != "":
+		return fmt.Errorf("libibverbs could not be loaded: %s (run `rdmadoctor` to see why)", en.LoadError)
+	case len(en.Devices) == 0:
+		return errors.New("libibverbs lists no RDMA device: there is nothing to lend (run `rdmadoctor` to see why)")
+	}
+	var names []string
+	for _, d := range en.Devices {
+		if d.Name == device {
+			return nil
+		}
+		names = append(names, d.Name)
+	}
+	if device == "" {
+		return nil
+	}
+	return fmt.Errorf("--device %s: libibverbs lists no such device (it lists: %s)", device, strings.Join(names, ", "))
+}

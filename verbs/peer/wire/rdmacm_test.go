@@ -1,0 +1,63 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// The rdma_cm messages travel like the others, and out-of-range ones are
+// protocol violations, not values the server acts on.
+func TestCMMessages(t *testing.T) {
+	var buf bytes.Buffer
+	in := CMListen{Nonce: bytes.Repeat([]byte{7}, CMNonceSize), WaitMS: 12000, Size: 4096}
+	if err := WriteFrame(&buf, MsgCMListen, in); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFrame(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out CMListen
+	if err := f.Decode(MsgCMListen, &out); err != nil || !bytes.Equal(out.Nonce, in.Nonce) || out.Size != 4096 {
+		t.Fatalf("decode %+v: %v", out, err)
+	}
+	if MsgCMListen.String() != "CMListen" || !MsgCMResult.Known() {
+		t.Fatalf("names: %s %v", MsgCMListen, MsgCMResult.Known())
+	}
+	bad := []any{
+		CMListen{Nonce: []byte{1}, WaitMS: 1, Size: 1},
+		CMListen{Nonce: make([]byte, CMNonceSize), WaitMS: -1, Size: 1},
+		CMListen{Nonce: make([]byte, CMNonceSize), WaitMS: 1, Size: 1 << 30},
+		CMListening{Addr: "", Port: 4000},
+		CMListening{Addr: "192.0.2.2", Port: 70000},
+	}
+	for _, b := range bad {
+		buf.Reset()
+		typ := MsgCMListen
+		var dst any = &CMListen{}
+		if _, ok := b.(CMListening); ok {
+			typ, dst = MsgCMListening, &CMListening{}
+		}
+		if err := WriteFrame(&buf, typ, b); err != nil {
+			t.Fatal(err)
+		}
+		f, err := ReadFrame(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fe *FrameError
+		if err := f.Decode(typ, dst); !errors.As(err, &fe) || !strings.Contains(err.Error(), "rdma_cm") {
+			t.Errorf("%+v: decode error %v, want a protocol violation", b, err)
+		}
+	}
+	// A listener that could not listen says why, with no address.
+	buf.Reset()
+	WriteFrame(&buf, MsgCMListening, CMListening{Error: "rdma_create_id: ENODEV"})
+	f, _ = ReadFrame(&buf)
+	var l CMListening
+	if err := f.Decode(MsgCMListening, &l); err != nil || l.Error == "" {
+		t.Fatalf("error listener: %+v %v", l, err)
+	}
+}

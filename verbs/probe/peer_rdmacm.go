@@ -1,0 +1,154 @@
+package probe
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
+)
+
+// cmProbeTimeout bounds the whole rdma_cm exchange of a session; less
+// when the session's own deadline is nearer.
+const cmProbeTimeout = 12 * time.Second
+
+// CMPeerResult is peer.rdma_cm as the client's child reports it: its own
+// side (CMResult) and the server's account.
+type CMPeerResult struct {
+	CMResult
+	// Listener is where the server listened ("192.0.2.2:40123").
+	Listener string `json:"listener,omitempty"`
+	// Remote is the server's side; nil when it never reported.
+	Remote *wire.CMResult `json:"remote,omitempty"`
+	// ListenError is why the server could not listen.
+	ListenError string `json:"listen_error,omitempty"`
+}
+
+// testRDMACM is the client's side of peer.rdma_cm: ask the server to
+// listen, connect there through rdma_cm, collect the server's account.
+func testRDMACM(em *emitter, conn *wire.Conn, preq *PeerRequest) {
+	t0 := time.Now()
+	res := &CMPeerResult{CMResult: CMResult{Probe: newProbe(RDMACM), Size: 4096}}
+	defer func() { res.Millis = millis(time.Since(t0)); emitPeer(em, RDMACM, res) }()
+	budget := min(cmProbeTimeout, time.Until(conn.Deadline)-conn.IOTimeout)
+	s := &cmStepper{res: &res.CMResult, deadline: t0.Add(budget), stage: "listen"}
+	if budget <= time.Second {
+		s.step("time left in the session", func() error {
+			return fmt.Errorf("only %s of the session left: no time for the rdma_cm test", budget.Round(time.Millisecond))
+		})
+		return
+	}
+	nonce := make([]byte, wire.CMNonceSize)
+	var at wire.CMListening
+	if !s.step("the server listens with rdma_cm", func() error {
+		if _, err := rand.Read(nonce); err != nil {
+			return fmt.Errorf("nonce: %w", err)
+		}
+		if err := conn.Send(wire.MsgCMListen, wire.CMListen{Nonce: nonce, WaitMS: int(budget / time.Millisecond), Size: res.Size}); err != nil {
+			return err
+		}
+		return expectSkipping(conn, budget, wire.MsgCMListening, &at)
+	}) {
+		return
+	}
+	if at.Error != "" {
+		res.ListenError = at.Error
+		s.step("the server's rdma_cm listener", func() error { return errors.New("on the server: " + at.Error) })
+		return
+	}
+	res.Listener = net.JoinHostPort(at.Addr, strconv.Itoa(at.Port))
+	cl := CMClient(res.Listener, nonce, CMOptions{Library: preq.Library, Timeout: time.Until(s.deadline), Size: res.Size})
+	res.CMResult = mergeCM(&res.CMResult, cl)
+	var remote wire.CMResult
+	// The server reports once its side ended: after the disconnect, or
+	// when its own waits ran out.
+	if err := expectSkipping(conn, time.Until(s.deadline)+conn.IOTimeout, wire.MsgCMResult, &remote); err == nil {
+		res.Remote = &remote
+	}
+}
+
+// mergeCM keeps the steps already taken (asking the server to listen)
+// before the client's own.
+func mergeCM(before, cl *CMResult) CMResult {
+	out := *cl
+	out.Steps = append(append([]Step{}, before.Steps...), cl.Steps...)
+	return out
+}
+
+// expectSkipping reads frames until one of type want, dropping the
+// answers of operations the client had already given up on (an OpReply
+// that came after its wait): the session stays usable after a failed
+// check.
+func expectSkipping(conn *wire.Conn, wait time.Duration, want wire.MsgType, v any) error {
+	deadline := time.Now().Add(wait)
+	for {
+		f, err := conn.Recv(time.Until(deadline))
+		if err != nil {
+			return err
+		}
+		if f.Type == wire.MsgOpReply || f.Type == wire.MsgOpReady {
+			continue
+		}
+		return f.Decode(want, v)
+	}
+}
+
+// serveRDMACM is the server's side of peer.rdma_cm: listen on the address
+// of this side's RoCE GID (else the control connection's), tell the client
+// where, serve its one connection, report.
+func serveRDMACM(conn *wire.Conn, f wire.Frame, ps *peerSide, preq *PeerRequest) error {
+	var m wire.CMListen
+	if err := f.Decode(wire.MsgCMListen, &m); err != nil {
+		return err
+	}
+	wait := min(time.Duration(m.WaitMS)*time.Millisecond, time.Until(conn.Deadline))
+	addr := cmListenAddr(conn, ps)
+	l := ListenCM(addr, CMOptions{Library: preq.Library, Timeout: wait, Size: m.Size})
+	if l.Port() == 0 {
+		l.Serve(nil, 0) // tears down what was built
+		return conn.Send(wire.MsgCMListening, wire.CMListening{Error: failedText(&l.Result().Probe)})
+	}
+	if err := conn.Send(wire.MsgCMListening, wire.CMListening{Addr: addr, Port: int(l.Port())}); err != nil {
+		l.Serve(nil, 0)
+		return err
+	}
+	res := l.Serve(m.Nonce, wait)
+	out := wire.CMResult{OK: res.FailedStage == "" && res.Failed() == nil, PathMTU: res.PathMTU, Device: res.Device}
+	if st := res.Failed(); st != nil {
+		out.Step, out.Error, out.Cause = st.Name, st.Error, st.Cause
+	}
+	return conn.Send(wire.MsgCMResult, out)
+}
+
+// cmListenAddr is the IPv4 address rdma_cm listens on: the one in this
+// side's RoCE v2 GID (the RDMA netdev's), else the address the client
+// reached the control port on.
+func cmListenAddr(conn *wire.Conn, ps *peerSide) string {
+	if ps != nil && len(ps.local.GID) == 16 {
+		if ip := net.IP(ps.local.GID).To4(); ip != nil {
+			return ip.String()
+		}
+	}
+	if ta, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		if ip := ta.IP.To4(); ip != nil {
+			return ip.String()
+		}
+		return ta.IP.String()
+	}
+	return ""
+}
+
+func failedText(p *Probe) string {
+	st := p.Failed()
+	if st == nil {
+		return "failed"
+	}
+	msg := st.Name + ": " + st.Error
+	if st.Cause != "" {
+		msg += " (" + st.Cause + ")"
+	}
+	return msg
+}

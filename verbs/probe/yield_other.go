@@ -1,0 +1,9 @@
+//go:build !linux
+
+package probe
+
+import "runtime"
+
+// yieldCPU gives other goroutines a turn; other systems have no software
+// RDMA device to share the CPU with.
+func yieldCPU() { runtime.Gosched() }
