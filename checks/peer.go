@@ -48,7 +48,7 @@ var peerCatalog = []*PeerCheck{
 		judgePeerLatency, peerLatencyExplain),
 	peerCheck(probe.PeerBandwidth, 46, probe.PeerLatency, "RDMA WRITE bandwidth at a few sizes, beside the slower port's rate",
 		judgePeerBandwidth, peerBandwidthExplain),
-	peerCheck(probe.PeerCounters, 47, probe.PeerBandwidth, "no error or congestion counter rises on either side during the bandwidth run",
+	peerCheck(probe.PeerCounters, 47, probe.PeerConnect, "no error or congestion counter rises on either side during the session's transfers",
 		judgePeerCounters, peerCountersExplain),
 	peerRDMACMCheck,
 }

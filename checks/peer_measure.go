@@ -202,7 +202,7 @@ func minKnown(a, b float64) float64 {
 
 var peerCountersExplain = Explanation{
 	Judges: "Both sides' port counters (the PMA counters/ and the driver's hw_counters/, read as counters.errors reads them) " +
-		"before and after the bandwidth run. An error counter of counters.errors' table that rose fails; a protocol statistic that " +
+		"before the first transfer of the session and after the last one (the measuring checks that stopped early included). An error counter of counters.errors' table that rose fails; a protocol statistic that " +
 		"rose warns with its cause: retransmissions and sequence errors (out_of_sequence, packet_seq_err, duplicate_request, " +
 		"rxe's rcvd_seq_err, out_of_seq_request, retry_exceeded_err) mean packets were lost — a lossy fabric, PFC missing or not on " +
 		"the traffic's priority; congestion notifications (CNPs) and port_xmit_wait mean congestion. Traffic counters are not judged. " +
@@ -323,13 +323,13 @@ func judgePeerCounters(p *peer.Pair) verdict {
 	}
 	v := verdict{status: st, evidence: ev, details: unread}
 	if len(rose) == 0 {
-		v.line = fmt.Sprintf("%s: no error or congestion counter rose during the bandwidth run (%d counters here, %d on the peer)", name, len(r.Local), len(r.Remote))
+		v.line = fmt.Sprintf("%s: no error or congestion counter rose during the session's transfers (%d counters here, %d on the peer)", name, len(r.Local), len(r.Remote))
 		if len(unread) > 0 {
 			v.line += " — " + strings.Join(unread, "; ")
 		}
 		return v
 	}
-	v.line = fmt.Sprintf("%s: rose during the bandwidth run: %s", name, strings.Join(rose, ", "))
+	v.line = fmt.Sprintf("%s: rose during the session's transfers: %s", name, strings.Join(rose, ", "))
 	if loopback && st == report.Warn {
 		// No fabric lies between a port and itself: retransmissions there
 		// are the device's own under load, not a lossy network's.

@@ -254,3 +254,23 @@ func TestPeerActiveMTUsDiffer(t *testing.T) {
 		t.Fatalf("%s %q", v.status, v.line)
 	}
 }
+
+// A lossy link stalls the latency run: the checks after it are blocked,
+// but peer.counters (read around whatever ran) still names the counters
+// that rose, so the report says why.
+func TestPeerCountersJudgedWhenLatencyFails(t *testing.T) {
+	p := healthyPair("a:1")
+	p.Verbs.Latency.Probe = failedProbe(probe.PeerLatency, "poll_cq", "no completion within 2s")
+	p.Verbs.Bandwidth = nil
+	p.Verbs.Counters.Remote = []probe.PeerCounter{{Name: "hw_counters/rcvd_seq_err", Before: 0, After: 25}}
+	rs := PeerReport([]peer.Pair{p})
+	got := statuses(rs)
+	if !strings.Contains(got, "peer.latency=fail") || !strings.Contains(got, "peer.bandwidth=skip") || !strings.Contains(got, "peer.counters=warn") {
+		t.Fatalf("statuses %s", got)
+	}
+	for _, r := range rs {
+		if r.ID == probe.PeerCounters && !strings.Contains(r.Summary, "rcvd_seq_err +25") {
+			t.Fatalf("peer.counters does not name the counter: %q", r.Summary)
+		}
+	}
+}

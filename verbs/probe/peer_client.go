@@ -41,8 +41,25 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 
 // measure runs the checks after peer.connect in order, each only when the
 // one before it passed; a check not run is not emitted (the judge says
-// which one blocked it).
+// which one blocked it). Both sides' counters are read before the first
+// transfer and again after the last one that ran, whichever stopped the
+// run: a lossy link that stalls the latency or bandwidth run is exactly
+// when the rising counters must still be named.
 func (ps *peerSide) measure(em *emitter, conn *wire.Conn, preq *PeerRequest, cr *PeerConnectResult) {
+	before, rBefore, lErr, rErr := ps.counterSnapshot(conn)
+	defer ps.emitTimed(em, PeerCounters, func() (any, *Probe) {
+		after, rAfter, lErr2, rErr2 := ps.counterSnapshot(conn)
+		res := &PeerCountersResult{Probe: newProbe(PeerCounters), LocalError: firstOf(lErr, lErr2), RemoteError: firstOf(rErr, rErr2)}
+		if res.LocalError == "" {
+			res.Local = counterPairs(before, after)
+		}
+		if res.RemoteError == "" {
+			res.Remote = counterPairs(rBefore, rAfter)
+		}
+		ps.r.note(&res.Probe, "counters read on both sides around the session's transfers", true, "",
+			fmt.Sprintf("%d here, %d on the peer", len(res.Local), len(res.Remote)))
+		return res, &res.Probe
+	})
 	if !ps.emitTimed(em, PeerSendRecv, func() (any, *Probe) { sr := ps.sendRecv(conn); return sr, &sr.Probe }) {
 		return
 	}
@@ -55,27 +72,11 @@ func (ps *peerSide) measure(em *emitter, conn *wire.Conn, preq *PeerRequest, cr 
 	if !ps.emitTimed(em, PeerLatency, func() (any, *Probe) { l := ps.latency(conn, preq); return l, &l.Probe }) {
 		return
 	}
-	before, rBefore, lErr, rErr := ps.counterSnapshot(conn)
 	remoteRate := 0.0
 	if cr.RemoteHost != nil {
 		remoteRate = cr.RemoteHost.RateGbps
 	}
-	if !ps.emitTimed(em, PeerBandwidth, func() (any, *Probe) { b := ps.bandwidth(cr.Remote, remoteRate, preq); return b, &b.Probe }) {
-		return
-	}
-	ps.emitTimed(em, PeerCounters, func() (any, *Probe) {
-		after, rAfter, lErr2, rErr2 := ps.counterSnapshot(conn)
-		res := &PeerCountersResult{Probe: newProbe(PeerCounters), LocalError: firstOf(lErr, lErr2), RemoteError: firstOf(rErr, rErr2)}
-		if res.LocalError == "" {
-			res.Local = counterPairs(before, after)
-		}
-		if res.RemoteError == "" {
-			res.Remote = counterPairs(rBefore, rAfter)
-		}
-		ps.r.note(&res.Probe, "counters read on both sides around the bandwidth run", true, "",
-			fmt.Sprintf("%d here, %d on the peer", len(res.Local), len(res.Remote)))
-		return res, &res.Probe
-	})
+	ps.emitTimed(em, PeerBandwidth, func() (any, *Probe) { b := ps.bandwidth(cr.Remote, remoteRate, preq); return b, &b.Probe })
 }
 
 // emitTimed runs one check, times it and emits its result; it reports

@@ -144,7 +144,7 @@ type PeerBandwidthResult struct {
 	Software bool `json:"software,omitempty"`
 }
 
-// PeerCounter is one counter read before and after the bandwidth run.
+// PeerCounter is one counter read before and after the session's transfers.
 type PeerCounter struct {
 	Name   string `json:"name"`
 	Before uint64 `json:"before"`
@@ -152,7 +152,7 @@ type PeerCounter struct {
 }
 
 // PeerCountersResult is peer.counters: both sides' port counters (PMA
-// counters/ and the driver's hw_counters/) around the bandwidth run.
+// counters/ and the driver's hw_counters/) around the session's transfers.
 type PeerCountersResult struct {
 	Probe
 	Local       []PeerCounter `json:"local"`
