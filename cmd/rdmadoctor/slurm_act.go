@@ -91,8 +91,8 @@ func (a *slurmActor) fail(err error) {
 }
 
 // show reads the node's state. ok is false when it could not be read; in a
-// dry run without scontrol the node is taken as usable and without a reason,
-// and the output says so.
+// dry run without scontrol, or with one that cannot read the node, the node
+// is taken as usable and without a reason, and the output says so.
 func (a *slurmActor) show() (nodeInfo, bool) {
 	if a.scErr != nil {
 		if a.o.dryRun {
@@ -102,6 +102,13 @@ func (a *slurmActor) show() (nodeInfo, bool) {
 		return nodeInfo{}, false // said when the run began
 	}
 	n, err := a.sc.show(a.ctx, a.o.node)
+	if err != nil && a.o.dryRun {
+		// A dry run changes nothing: on a machine where scontrol cannot
+		// reach slurmctld (no slurm.conf, a login node) it still shows
+		// what it would run, and says on what assumption.
+		a.say("the node's state could not be read (%v); as if it were IDLE with no reason", err)
+		return nodeInfo{State: "IDLE", Tokens: []string{"IDLE"}}, true
+	}
 	if err != nil {
 		a.fail(err)
 		return nodeInfo{}, false

@@ -339,6 +339,20 @@ func TestSlurmDryRunWithoutScontrol(t *testing.T) {
 	}
 }
 
+// A dry run where scontrol cannot reach slurmctld (no slurm.conf here)
+// still prints the drain it would run, saying the state was not read.
+func TestSlurmDryRunScontrolCannotReadNode(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "scontrol")
+	script := "#!/bin/sh\necho 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' >&2\nexit 1\n"
+	if err := os.WriteFile(sc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runSlurmCmd(t, node17, "healthcheck", "--dry-run", "--scontrol", sc, fixture("port-down"))
+	if !strings.Contains(r.stdout, "could not be read") || !strings.Contains(r.stdout, "would run: "+sc+" update nodename=node17 state=drain") {
+		t.Fatalf("stdout %q stderr %q: want the unread state said and the drain printed", r.stdout, r.stderr)
+	}
+}
+
 func TestSlurmHangingScontrolIsKilled(t *testing.T) {
 	for _, step := range []string{"show", "update"} {
 		t.Run(step, func(t *testing.T) {
