@@ -23,7 +23,7 @@
 set -euo pipefail
 VM_SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-only="" strict=${RDVM_STRICT:-0} limit=${RDVM_TIMEOUT:-270} update_timing=0 update_captured=0 no_pair=${RDVM_NO_PAIR:-0}
+only="" strict=${RDVM_STRICT:-0} limit=${RDVM_TIMEOUT:-420} update_timing=0 update_captured=0 no_pair=${RDVM_NO_PAIR:-0}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only)
