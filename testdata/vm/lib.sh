@@ -511,7 +511,8 @@ update_captured_fixture() {
 	[ -z "$ignored" ] || die "--update-captured: .gitignore would leave out fixture files: $ignored"
 	log "updated testdata/hosts/$name ($(find "$dst" -type f | wc -l) files) and testdata/golden/$name.live.json; rewriting its golden reports"
 	(cd "$REPO_ROOT" && go test -count=1 ./cmd/rdmadoctor -run "TestGoldenReports/^$name\$" -update >&2 &&
-		go test -count=1 ./cmd/rdmadoctor -run 'TestGoldenReports|TestCapturedFixture' >&2) ||
+		go test -count=1 ./cmd/rdmadoctor -run 'TestInventoryText' -update >&2 &&
+		go test -count=1 ./cmd/rdmadoctor -run 'TestGoldenReports|TestCapturedFixture|TestInventoryText' >&2) ||
 		die "--update-captured: the fixture's Go tests fail (see above)"
 }
 
