@@ -4,51 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	peerFakeOnce sync.Once
-	peerFakeLib  string
-	peerFakeErr  string
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
 // peerFakeLibrary builds the fake libibverbs whose peer modes carry RC
 // traffic between two processes.
 func peerFakeLibrary(t testing.TB) string {
 	t.Helper()
-	peerFakeOnce.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			peerFakeErr = "gcc not found: install gcc and libibverbs-dev"
-			return
-		}
-		dir, err := os.MkdirTemp("", "fakeibverbs")
-		if err != nil {
-			peerFakeErr = err.Error()
-			return
-		}
-		so := filepath.Join(dir, "libibverbs.so.1")
-		out, err := exec.Command(gcc, "-shared", "-fPIC", "-pthread", "-o", so, "../../verbs/probe/testdata/fakeibverbs.c").CombinedOutput()
-		if err != nil {
-			peerFakeErr = "gcc: " + err.Error() + "\n" + string(out)
-			return
-		}
-		peerFakeLib = so
-	})
-	if peerFakeLib == "" {
-		if strings.HasPrefix(peerFakeErr, "gcc:") || os.Getenv("CI") != "" {
-			t.Fatal(peerFakeErr)
-		}
-		t.Skip(peerFakeErr)
-	}
-	return peerFakeLib
+	return fakeverbs.Library(t)
 }
 
 func freePort(t testing.TB) string {

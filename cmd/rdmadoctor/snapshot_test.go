@@ -14,6 +14,7 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
 // TestMain lets this test binary be the verbs child the live checks and the
@@ -23,7 +24,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
 		os.Exit(probe.ChildMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	fakeverbs.Cleanup()
+	os.Exit(code)
 }
 
 func runSnapshot(t *testing.T, args ...string) (int, string, string) {

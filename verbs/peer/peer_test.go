@@ -1,12 +1,10 @@
 package peer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
 // The test binary is its own verbs child, as the command is.
@@ -23,52 +22,15 @@ func TestMain(m *testing.M) {
 		os.Exit(probe.ChildMain(os.Args[2:]))
 	}
 	code := m.Run()
-	if fakeLib != "" {
-		os.RemoveAll(filepath.Dir(fakeLib))
-	}
+	fakeverbs.Cleanup()
 	os.Exit(code)
 }
-
-var (
-	fakeOnce sync.Once
-	fakeLib  string
-	fakeErr  string
-)
 
 // fakeLibrary builds the probe tests' fake libibverbs, whose peer modes
 // carry RC traffic between two processes.
 func fakeLibrary(t testing.TB) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			fakeErr = "gcc not found: install gcc and libibverbs-dev"
-			return
-		}
-		dir, err := os.MkdirTemp("", "fakeibverbs")
-		if err != nil {
-			fakeErr = err.Error()
-			return
-		}
-		so := filepath.Join(dir, "libibverbs.so.1")
-		out, err := exec.Command(gcc, "-shared", "-fPIC", "-pthread", "-o", so, "../probe/testdata/fakeibverbs.c").CombinedOutput()
-		if err != nil {
-			if bytes.Contains(out, []byte("infiniband/verbs.h")) {
-				fakeErr = "<infiniband/verbs.h> not found: install libibverbs-dev"
-				return
-			}
-			fakeErr = "gcc: " + err.Error() + "\n" + string(out)
-			return
-		}
-		fakeLib = so
-	})
-	if fakeLib == "" {
-		if strings.HasPrefix(fakeErr, "gcc:") || os.Getenv("CI") != "" {
-			t.Fatal(fakeErr)
-		}
-		t.Skip(fakeErr)
-	}
-	return fakeLib
+	return fakeverbs.Library(t)
 }
 
 // logLines collects a server's log.

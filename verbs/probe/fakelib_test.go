@@ -1,58 +1,21 @@
 package probe
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
 // The real ChildMain and the real binding, against a fake libibverbs built
 // from testdata/fakeibverbs.c that hangs, crashes or fails on demand.
 
-var (
-	fakeOnce sync.Once
-	fakeLib  string
-	fakeErr  string
-)
-
 func fakeLibrary(t *testing.T) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			fakeErr = "gcc not found: install gcc and libibverbs-dev"
-			return
-		}
-		dir, err := os.MkdirTemp("", "fakeibverbs")
-		if err != nil {
-			fakeErr = err.Error()
-			return
-		}
-		so := filepath.Join(dir, "libibverbs.so.1")
-		out, err := exec.Command(gcc, "-shared", "-fPIC", "-o", so, "testdata/fakeibverbs.c").CombinedOutput()
-		if err != nil {
-			if bytes.Contains(out, []byte("infiniband/verbs.h")) {
-				fakeErr = "<infiniband/verbs.h> not found: install libibverbs-dev"
-				return
-			}
-			fakeErr = "gcc: " + err.Error() + "\n" + string(out)
-			return
-		}
-		fakeLib = so
-	})
-	if fakeLib == "" {
-		if strings.HasPrefix(fakeErr, "gcc:") || os.Getenv("CI") != "" {
-			t.Fatal(fakeErr)
-		}
-		t.Skip(fakeErr)
-	}
-	return fakeLib
+	return fakeverbs.Library(t)
 }
 
 func withFake(t *testing.T, mode string) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ebitengine/purego"
+	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
 // The test binary is its own probe child: run with ChildArg it behaves as
@@ -28,9 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeChild(os.Args[2:]))
 	}
 	code := m.Run()
-	if fakeLib != "" {
-		os.RemoveAll(filepath.Dir(fakeLib))
-	}
+	fakeverbs.Cleanup()
 	os.Exit(code)
 }
 
