@@ -117,10 +117,7 @@ func Relation(a, b PCIFunction) (PCIRelation, string) {
 		}
 		return RelNODE, fmt.Sprintf("host bridges %s and %s; no NUMA node reported, counted as one node", pa.HostBridge, pb.HostBridge)
 	}
-	common := 0
-	for common < len(pa.Bridges) && common < len(pb.Bridges) && pa.Bridges[common] == pb.Bridges[common] {
-		common++
-	}
+	common := pa.commonBridges(pb)
 	if common == 0 {
 		return RelPHB, fmt.Sprintf("same host bridge %s, different root ports", pa.HostBridge)
 	}
@@ -142,12 +139,7 @@ func BridgesBetween(a, b PCIFunction) ([]string, error) {
 	if err := firstErr(errA, errB); err != nil {
 		return nil, err
 	}
-	common := 0
-	if pa.HostBridge == pb.HostBridge {
-		for common < len(pa.Bridges) && common < len(pb.Bridges) && pa.Bridges[common] == pb.Bridges[common] {
-			common++
-		}
-	}
+	common := pa.commonBridges(pb)
 	var out []string
 	for i := len(pa.Bridges) - 1; i >= common; i-- {
 		out = append(out, pa.Bridges[i])
@@ -159,6 +151,39 @@ func BridgesBetween(a, b PCIFunction) ([]string, error) {
 	}
 	out = append(out, pb.Bridges[common:]...)
 	return out, nil
+}
+
+// commonBridges is how many bridges, from the root port down, p and q
+// share: 0 when they meet only at their host bridge or not at all.
+func (p PCITreePath) commonBridges(q PCITreePath) int {
+	if p.HostBridge != q.HostBridge {
+		return 0
+	}
+	n := 0
+	for n < len(p.Bridges) && n < len(q.Bridges) && p.Bridges[n] == q.Bridges[n] {
+		n++
+	}
+	return n
+}
+
+// Nearest picks, among candidates (resolved /sys/devices paths; "" when
+// unknown), the function closest to fn in the PCI tree: the most bridges in
+// common, then the same host bridge; ties go to the lower index. shared is
+// how many bridges the chosen one has in common with fn (0: only the root
+// complex, or nothing).
+func Nearest(fn string, candidates []string) (best, shared int) {
+	a, errA := TreePathOf(fn)
+	best, score := 0, -1
+	for i, c := range candidates {
+		n := 0 // 0 nothing in common, 1 the host bridge, 1+k k bridges
+		if b, err := TreePathOf(c); errA == nil && err == nil && a.HostBridge == b.HostBridge {
+			n = 1 + a.commonBridges(b)
+		}
+		if n > score {
+			best, score = i, n
+		}
+	}
+	return best, max(score-1, 0)
 }
 
 func firstErr(errs ...error) error {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/gpu"
 )
@@ -147,10 +148,10 @@ func (r *runner) chooseGPU(res *GPUMemoryResult) {
 	paths := make([]string, len(devs))
 	for i, d := range devs {
 		if d.PCIAddr != "" {
-			paths[i], _ = filepath.EvalSymlinks(filepath.Join(r.opts.SysfsRoot, "bus/pci/devices", d.PCIAddr))
+			paths[i] = r.devicePath(filepath.Join("bus/pci/devices", d.PCIAddr))
 		}
 	}
-	i, shared := gpu.Nearest(nic, paths)
+	i, shared := sysfs.Nearest(r.devicePath(filepath.Join("class/infiniband", r.dev.Name, "device")), paths)
 	res.GPU = &devs[i]
 	switch {
 	case paths[i] == "":
@@ -160,6 +161,20 @@ func (r *runner) chooseGPU(res *GPUMemoryResult) {
 	default:
 		res.Choice = fmt.Sprintf("GPU %d of %d: none shares a PCIe switch with %s (%s)", i, len(devs), r.dev.Name, res.NICPCIAddr)
 	}
+}
+
+// devicePath resolves rel below the probe's sysfs root to the /sys/devices
+// path the kernel would show ("" when it does not resolve), so that a
+// test's sysfs tree is read as /sys is.
+func (r *runner) devicePath(rel string) string {
+	p, err := filepath.EvalSymlinks(filepath.Join(r.opts.SysfsRoot, rel))
+	if err != nil {
+		return ""
+	}
+	if under, err := filepath.Rel(r.opts.SysfsRoot, p); err == nil {
+		return filepath.Join("/sys", under)
+	}
+	return p
 }
 
 // gpuSetup builds the rig: PD, the host send buffer and its MR, the RC
