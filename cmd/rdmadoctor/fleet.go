@@ -61,12 +61,7 @@ func periodicSelection(f *flags, sel []*checks.Check) []*checks.Check {
 	if !f.fleet.periodic {
 		return sel
 	}
-	named := map[string]bool{}
-	for _, id := range f.checkIDs {
-		if c, ok := checks.Lookup(id); ok {
-			named[c.ID] = true
-		}
-	}
+	named := namedChecks(f.checkIDs)
 	out := make([]*checks.Check, 0, len(sel))
 	for _, c := range sel {
 		if _, noisy := noisyProbes[c.ID]; noisy && !named[c.ID] {

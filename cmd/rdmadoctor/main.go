@@ -19,7 +19,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
 
@@ -274,55 +276,10 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, err
 	}
-	memlock, _ := parseSize(f.minMemlock)
-	exe, _ := os.Executable()
-	env := checks.NewEnv(host, checks.Options{
-		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
-		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
-		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
-		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
-	})
-	// One check's deadline must cover its work: the counter sampling window,
-	// and for the verbs checks one probe child per device whose ports are
-	// probed one after another.
-	maxPorts := 1
-	if f.level >= 2 {
-		if s, ok := within(ctx, env.Survey); ok {
-			for _, d := range s.Devices {
-				maxPorts = max(maxPorts, len(d.Ports))
-			}
-		}
-	}
-	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
-	checks.StartEarly(ctx, env, sel)
-	started := time.Now()
-	rep := &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
+	env := newRunEnv(ctx, f, host, class)
+	rep, cut := runChecks(ctx, f, env, sel)
 	rep.Host.Root = f.root
 	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
-	rep.Host.Kernel, _ = host.KernelRelease()
-	rep.Checks = withPeriodicSkips(f, checks.Run(ctx, env, sel))
-	rep.Inventory = inventoryWithin(ctx, env)
-	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
-	var asked func(string) bool
-	if len(f.checkIDs) > 0 {
-		named := map[string]bool{}
-		for _, id := range f.checkIDs {
-			if c, ok := checks.Lookup(id); ok {
-				named[c.ID] = true
-			}
-		}
-		asked = func(id string) bool { return named[id] }
-	}
-	rep.FinishAsked(f.failOn == "warn", asked)
-	// Checks cut off by the end of the run are skipped, never blamed; a
-	// partial report that found nothing wrong exits 1, never "healthy".
-	cut := false
-	for _, c := range rep.Checks {
-		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
-	}
-	if cut && rep.ExitCode == report.ExitOK {
-		rep.ExitCode = report.ExitInternal
-	}
 
 	interrupted := caught.Load() != nil
 	err = writeOutputs(stdout, f, host, rep, interrupted)
@@ -344,6 +301,70 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		return rep.ExitCode, fmt.Errorf("the run's deadline (--timeout %v) passed before every check finished; the report above is partial", f.timeout)
 	}
 	return rep.ExitCode, nil
+}
+
+// newRunEnv is the run's environment: the flags' options, and a check
+// deadline that covers one check's work — the counter sampling window and,
+// for the verbs checks, one probe child per device whose ports are probed
+// one after another.
+func newRunEnv(ctx context.Context, f *flags, host *sysfs.Host, class *expect.Class) *checks.Env {
+	memlock, _ := parseSize(f.minMemlock)
+	exe, _ := os.Executable()
+	env := checks.NewEnv(host, checks.Options{
+		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
+		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
+		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
+		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
+	})
+	maxPorts := 1
+	if f.level >= 2 {
+		if s, ok := within(ctx, env.Survey); ok {
+			for _, d := range s.Devices {
+				maxPorts = max(maxPorts, len(d.Ports))
+			}
+		}
+	}
+	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
+	return env
+}
+
+// runChecks runs the selected checks and finishes the report; cut is true
+// when the run's deadline ended some checks. Checks cut off are skipped,
+// never blamed; a partial report that found nothing wrong exits 1, never
+// "healthy".
+func runChecks(ctx context.Context, f *flags, env *checks.Env, sel []*checks.Check) (rep *report.Report, cut bool) {
+	checks.StartEarly(ctx, env, sel)
+	started := time.Now()
+	rep = &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
+	rep.Host.Kernel, _ = env.Host.KernelRelease()
+	rep.Checks = withPeriodicSkips(f, checks.Run(ctx, env, sel))
+	rep.Inventory = inventoryWithin(ctx, env)
+	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
+	var asked func(string) bool
+	if len(f.checkIDs) > 0 {
+		named := namedChecks(f.checkIDs)
+		asked = func(id string) bool { return named[id] }
+	}
+	rep.FinishAsked(f.failOn == "warn", asked)
+	for _, c := range rep.Checks {
+		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
+	}
+	if cut && rep.ExitCode == report.ExitOK {
+		rep.ExitCode = report.ExitInternal
+	}
+	return rep, cut
+}
+
+// namedChecks are the catalog IDs --check named (its words as Lookup
+// reads them).
+func namedChecks(ids []string) map[string]bool {
+	named := map[string]bool{}
+	for _, id := range ids {
+		if c, ok := checks.Lookup(id); ok {
+			named[c.ID] = true
+		}
+	}
+	return named
 }
 
 // useColor decides colour once: a terminal, NO_COLOR unset, no --no-color.
