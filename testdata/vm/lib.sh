@@ -47,7 +47,7 @@ GUEST_BINS=(
 	usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
 	usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong usr/bin/ibv_asyncwatch
 	usr/bin/rping usr/bin/ucmatose usr/bin/rdma_server usr/bin/rdma_client
-	usr/sbin/tc usr/bin/ib_send_bw usr/bin/ib_write_lat
+	usr/sbin/tc usr/bin/ib_send_bw usr/bin/ib_write_bw usr/bin/ib_send_lat usr/bin/ib_write_lat
 )
 
 log() { printf 'vm: %s\n' "$*" >&2; }

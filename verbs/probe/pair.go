@@ -257,11 +257,16 @@ func pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
 			return wc[0], nil
 		}
 		if i%64 == 0 && time.Now().After(deadline) {
-			return verbs.WC{}, &causedError{
-				msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
-				cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
-			}
+			return verbs.WC{}, noCompletion(wait)
 		}
+	}
+}
+
+// noCompletion is the error of a wait that saw no completion.
+func noCompletion(wait time.Duration) error {
+	return &causedError{
+		msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
+		cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
 	}
 }
 

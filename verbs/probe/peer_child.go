@@ -251,22 +251,29 @@ func (ps *peerSide) serveEcho(conn *wire.Conn, op *wire.Op, wait time.Duration) 
 		p.Steps = append(p.Steps, st)
 		return conn.Send(wire.MsgOpReply, opFailure(&p))
 	}
+	sends := sendReaper{ps: ps}
 	for i := 0; i < op.Count; i++ {
 		if err := ps.pollStatus(ps.recvCQ, wait, "recv"); err != nil {
 			return failed("recv", i, err)
 		}
+		// The answer first, the next receive after it: only the answer
+		// is on the round trip's clock.
+		if err := ps.qp.PostSend(sendWR); err != nil {
+			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_send: " + err.Error()})
+		}
+		sends.outstanding++
 		if posted < op.Count {
 			if err := ps.qp.PostRecv(recvWR); err != nil {
 				return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_recv: " + err.Error()})
 			}
 			posted++
 		}
-		if err := ps.qp.PostSend(sendWR); err != nil {
-			return conn.Send(wire.MsgOpReply, wire.OpReply{Error: "ibv_post_send: " + err.Error()})
-		}
-		if err := ps.pollStatus(ps.sendCQ, wait, "send"); err != nil {
+		if err := sends.reap(false, wait); err != nil {
 			return failed("send", i, err)
 		}
+	}
+	if err := sends.reap(true, wait); err != nil {
+		return failed("send", op.Count-1, err)
 	}
 	return conn.Send(wire.MsgOpReply, wire.OpReply{OK: true, Detail: fmt.Sprintf("%d round trips answered", op.Count)})
 }

@@ -177,26 +177,44 @@ pemit() { emit "$1" "$2" >"$RESULTS_TTY"; }
 # after the client (default 15; then it is killed). Every --key value goes
 # to both nodes' meta; the host asserts node a's; node b's record is NAME.b
 # (its server's output and exit, resource counts).
+#
+# --round K/N makes this call run K of N: the record is begun by round 1
+# and sent by round N, so the reference tools' runs and rdmadoctor's can
+# take turns (a host whose load drifts then weighs on both alike).
 pair_scenario() {
 	local name d abrk="" bbrk="" serve="" port=$PEER_PORT client="" runs=1 during="" after=1 grace=15 t0 i
+	local round=1 last=1 meta
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
 		case ",$RDVM_ONLY," in *",$name,"*) ;; *) return 0 ;; esac
 	fi
 	d=$RESULTS/$name.$NODE
-	rm -rf "$d"
-	mkdir -p "$d"
-	: >"$d/meta"
+	i=$*
+	case " $i " in *" --round "*)
+		i=${i#*--round }
+		round=${i%%/*} last=${i#*/}
+		last=${last%% *}
+		;;
+	esac
+	meta=$d/meta
+	if [ "$round" = 1 ]; then
+		rm -rf "$d"
+		mkdir -p "$d"
+		: >"$meta"
+	else
+		# Later rounds keep round 1's meta: its assertions once.
+		meta=/dev/null
+	fi
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--)
 			shift
 			break
 			;;
-		--*) [ $# -ge 2 ] || { echo "meta_error $1 needs a value" >>"$d/meta"; break; } ;;
+		--*) [ $# -ge 2 ] || { echo "meta_error $1 needs a value" >>"$meta"; break; } ;;
 		*)
-			echo "meta_error unexpected word $1 (peer test's arguments go after --)" >>"$d/meta"
+			echo "meta_error unexpected word $1 (peer test's arguments go after --)" >>"$meta"
 			break
 			;;
 		esac
@@ -211,26 +229,29 @@ pair_scenario() {
 		--b-after) after=$2 ;;
 		--server-grace) grace=$2 ;;
 		esac
-		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
+		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$meta"
 		shift 2
 	done
 	[ -n "$serve" ] || serve="rdmadoctor peer serve --listen $B_IP:$PEER_PORT --once"
 	[ -n "$client" ] || client="rdmadoctor peer test $B_IP:$PEER_PORT $*"
-	printf 'args %s\n' "$*" >>"$d/meta"
-	echo "run_limit $PAIR_RUN_LIMIT" >>"$d/meta"
-	echo "runs $runs" >>"$d/meta"
-	echo "pair 1" >>"$d/meta"
-	ctl_sync "$name.begin" || { echo "meta_error control line: no begin barrier" >>"$d/meta"; pemit "$(rec_name "$name")" "$d"; return 1; }
-	say "pair scenario $name (node $NODE)"
+	printf 'args %s\n' "$*" >>"$meta"
+	echo "run_limit $PAIR_RUN_LIMIT" >>"$meta"
+	[ "$last" = 1 ] || runs=$last
+	echo "runs $runs" >>"$meta"
+	echo "pair 1" >>"$meta"
+	ctl_sync "$name.begin.$round" || { echo "meta_error control line: no begin barrier" >>"$d/meta"; pemit "$(rec_name "$name")" "$d"; return 1; }
+	say "pair scenario $name (node $NODE, round $round of $last)"
 	t0=$(uptime_s)
-	rdma -j resource >"$d/resource.before.json" 2>&1
+	[ "$round" = 1 ] && rdma -j resource >"$d/resource.before.json" 2>&1
 	local brk=$abrk
 	[ "$NODE" = b ] && brk=$bbrk
 	if [ -n "$brk" ]; then
 		(eval "$brk") >"$d/break.log" 2>&1
 		echo "break_exit $?" >>"$d/meta"
 	fi
+	# One round runs its own run; a scenario without rounds all of them.
 	i=1
+	[ "$last" = 1 ] || { i=$round runs=$round; }
 	while [ "$i" -le "$runs" ]; do
 		if [ "$NODE" = a ]; then
 			pair_client_run "$name" "$d" "$i" "$client"
@@ -242,7 +263,8 @@ pair_scenario() {
 	pair_baseline >"$d/repair.log" 2>&1
 	echo "repair_exit $?" >>"$d/meta"
 	rdma -j resource >"$d/resource.after.json" 2>&1
-	ctl_sync "$name.end" || echo "meta_error control line: no end barrier" >>"$d/meta"
+	ctl_sync "$name.end.$round" || echo "meta_error control line: no end barrier" >>"$d/meta"
+	[ "$round" = "$last" ] || return 0
 	echo "seconds $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.1f", b-a}')" >>"$d/meta"
 	pemit "$(rec_name "$name")" "$d"
 }

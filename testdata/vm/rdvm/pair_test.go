@@ -112,3 +112,56 @@ func TestPairServerJudgement(t *testing.T) {
 		t.Fatalf("leak on node b: failures %v, passed %v", o.Failures, o.Passed)
 	}
 }
+
+// Each of rdmadoctor's figures is held against the tool that measures the
+// same thing: the median round trip against ib_send_lat's, the mean against
+// ibv_rc_pingpong's, the WRITE bandwidth against ib_write_bw's.
+func TestComparisonsPairLikeWithLike(t *testing.T) {
+	v := &verifier{pairRows: []pairRow{
+		{Command: "ibv_rc_pingpong -g 1", What: "round trip", Unit: "µs", Median: 2000},
+		{Command: "ib_write_lat -x 1", What: "round trip (2 × one-way typical)", Unit: "µs", Median: 5000},
+		{Command: "ib_send_lat -x 1", What: "round trip (2 × one-way typical)", Unit: "µs", Median: 1000},
+		{Command: "ib_send_bw -x 1", What: "bandwidth", Unit: "Gb/s", Median: 1},
+		{Command: "ib_write_bw -x 1", What: "bandwidth", Unit: "Gb/s", Median: 0.1},
+		{Command: "rdmadoctor peer test", What: "round trip (peer.latency median, 64 B SEND)", Unit: "µs", Median: 1200},
+		{Command: "rdmadoctor peer test", What: "round trip (peer.latency mean, 64 B SEND)", Unit: "µs", Median: 3000},
+		{Command: "rdmadoctor peer test", What: "bandwidth (peer.bandwidth, 65536 B WRITE)", Unit: "Gb/s", Median: 0.11},
+	}}
+	got := v.comparisons()
+	want := []string{
+		"vs `ib_send_lat` 1000 µs: 1.20× (within ±25 %)",
+		"vs `ibv_rc_pingpong` 2000 µs: 1.50× (outside ±25 %)",
+		"vs `ib_write_bw` 0.1 Gb/s: 1.10× (within ±25 %)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("comparisons = %q, want %d lines", got, len(want))
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("comparison %d = %q, want it to contain %q", i, got[i], want[i])
+		}
+	}
+}
+
+// A scenario run in rounds is listed once, though each round has its line
+// (indented, in a loop); an exit status recorded per round is its worst.
+func TestRoundsOfAScenario(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pair-scenarios.sh")
+	text := "pair_scenario one --kind ref\nfor round in 1/3 2/3 3/3; do\n\tpair_scenario two --round $round\n\tpair_scenario three --round $round\ndone\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(expectedScenarios(p, ""), ","); got != "one,two,three" {
+		t.Errorf("expectedScenarios = %s, want one,two,three", got)
+	}
+	m := parseMeta("repair_exit 0\nrepair_exit 1\nrepair_exit 0\nbreak_exit 0\n")
+	if got := m.exitOf("repair_exit"); got != "1" {
+		t.Errorf("exitOf(repair_exit) = %q, want 1", got)
+	}
+	if got := m.exitOf("break_exit"); got != "0" {
+		t.Errorf("exitOf(break_exit) = %q, want 0", got)
+	}
+	if got := m.exitOf("absent"); got != "" {
+		t.Errorf("exitOf(absent) = %q, want empty", got)
+	}
+}
