@@ -387,6 +387,13 @@ func (e *PostError) Unwrap() error {
 	return e.Errno
 }
 
+// scratchFull is the error of a post whose work requests do not fit the
+// scratch memory. It is made only then: a post is on the latency path, and
+// formatting an error for every one cost an allocation each.
+func scratchFull(verb string, n int) error {
+	return fmt.Errorf("%s: %d work requests do not fit the %d-byte scratch memory", verb, n, arenaSize)
+}
+
 // PostSend is ibv_post_send through the context ops.
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	if len(wrs) == 0 {
@@ -395,13 +402,12 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	c := qp.PD.Context
 	a := c.scratch.take()
 	defer a.mu.Unlock()
-	tooMany := fmt.Errorf("ibv_post_send: %d work requests do not fit the %d-byte scratch memory", len(wrs), arenaSize)
 	cwrs := make([]*cSendWR, len(wrs))
 	for i := range wrs {
 		w := &wrs[i]
 		p := a.alloc(unsafe.Sizeof(cSendWR{}), unsafe.Alignof(cSendWR{}))
 		if p == 0 {
-			return tooMany
+			return scratchFull("ibv_post_send", len(wrs))
 		}
 		cw := (*cSendWR)(ptr(p))
 		cwrs[i] = cw
@@ -417,7 +423,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 		}
 		var ok bool
 		if cw.SGList, cw.NumSGE, ok = a.sgList(w.SGEs); !ok {
-			return tooMany
+			return scratchFull("ibv_post_send", len(wrs))
 		}
 		if i > 0 {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
@@ -425,7 +431,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	}
 	bad := a.alloc(unsafe.Sizeof(uintptr(0)), unsafe.Alignof(uintptr(0)))
 	if bad == 0 {
-		return tooMany
+		return scratchFull("ibv_post_send", len(wrs))
 	}
 	rc := callFast(qp.postSend, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
@@ -442,20 +448,19 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	c := qp.PD.Context
 	a := c.scratch.take()
 	defer a.mu.Unlock()
-	tooMany := fmt.Errorf("ibv_post_recv: %d work requests do not fit the %d-byte scratch memory", len(wrs), arenaSize)
 	cwrs := make([]*cRecvWR, len(wrs))
 	for i := range wrs {
 		w := &wrs[i]
 		p := a.alloc(unsafe.Sizeof(cRecvWR{}), unsafe.Alignof(cRecvWR{}))
 		if p == 0 {
-			return tooMany
+			return scratchFull("ibv_post_recv", len(wrs))
 		}
 		cw := (*cRecvWR)(ptr(p))
 		cwrs[i] = cw
 		cw.WRID = w.ID
 		var ok bool
 		if cw.SGList, cw.NumSGE, ok = a.sgList(w.SGEs); !ok {
-			return tooMany
+			return scratchFull("ibv_post_recv", len(wrs))
 		}
 		if i > 0 {
 			cwrs[i-1].Next = uintptr(unsafe.Pointer(cw))
@@ -463,7 +468,7 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	}
 	bad := a.alloc(unsafe.Sizeof(uintptr(0)), unsafe.Alignof(uintptr(0)))
 	if bad == 0 {
-		return tooMany
+		return scratchFull("ibv_post_recv", len(wrs))
 	}
 	rc := callFast(qp.postRecv, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
