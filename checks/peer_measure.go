@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -340,9 +341,45 @@ func judgePeerCounters(p *peer.Pair) verdict {
 	if len(causes) > 0 {
 		v.line += " — " + strings.Join(causes, "; ")
 	}
-	v.remedy = "Make the fabric lossless for RDMA: PFC on the RoCE priority on both hosts and every switch port between them, ECN for congestion " +
-		"control (`rdmadoctor` roce.lossless on both hosts says what is missing); an error counter names a bad cable or optic on its side."
+	v.remedy = countersRemedy(append(slices.Clone(r.Local), remote...))
 	return v
+}
+
+// countersRemedy advises on what rose: lost or congested packets want a
+// lossless fabric; send_err is the host's own network stack refusing the
+// device's packets, which no switch setting cures; any other error counter
+// is physical.
+func countersRemedy(cs []probe.PeerCounter) string {
+	var lossy, sendErr, physical bool
+	for _, c := range cs {
+		if c.After <= c.Before {
+			continue
+		}
+		group, name, _ := strings.Cut(c.Name, "/")
+		spec, ok := counterSpecByName(group, name)
+		switch {
+		case !ok:
+		case name == "send_err":
+			sendErr = true
+		case spec.class == errorCounter:
+			physical = true
+		case lossCounters[name] || congestionCounters[name]:
+			lossy = true
+		}
+	}
+	var parts []string
+	if sendErr {
+		parts = append(parts, "send_err counts packets this host's own network stack refused: look for a qdisc that drops them "+
+			"(`tc -s qdisc show dev <netdev>`), the netdev down or its queue full, or frames above the netdev's MTU.")
+	}
+	if physical {
+		parts = append(parts, "An error counter names a bad cable, optic or port on its side: reseat or replace it, and compare with the switch port's counters.")
+	}
+	if lossy || len(parts) == 0 {
+		parts = append(parts, "Make the fabric lossless for RDMA: PFC on the RoCE priority on both hosts and every switch port between them, ECN for "+
+			"congestion control (`rdmadoctor` roce.lossless on both hosts says what is missing).")
+	}
+	return strings.Join(parts, " ")
 }
 
 // samePort says whether the two ends of a pair are one port of one host.

@@ -117,6 +117,36 @@ func TestPeerMTUMismatch(t *testing.T) {
 	}
 }
 
+// Both hosts at MTU 9000, a hop between them at 1500: the one-packet SEND
+// crosses, the 4096-byte one never completes. The failure names a hop with
+// a smaller MTU than the hosts', not an unreachable peer; with a netdev
+// mismatch it stays the mismatch's; without the one-packet SEND (an older
+// server) it is the plain failure.
+func TestPeerSmallerMTUHop(t *testing.T) {
+	p := healthyPair("a:1")
+	sr := p.Verbs.SendRecv
+	sr.OnePacketSize, sr.OnePacketOK = 64, true
+	v := judgePeerSendRecv(&p)
+	if v.status != report.Pass || !strings.Contains(v.line, "4096-byte SEND each way, after a 64-byte one") {
+		t.Fatalf("healthy: %s %q", v.status, v.line)
+	}
+	sr.Probe = failedProbe(probe.PeerSendRecv, "ibv_poll_cq send (the 4096-byte SEND to the server)", "no completion within 2s")
+	v = judgePeerSendRecv(&p)
+	want := "a 64-byte SEND crossed both ways, the 4096-byte one (packets of 4096 bytes of payload at path MTU 4096) did not: a hop between the hosts drops packets of that size"
+	if v.status != report.Fail || !strings.Contains(v.line, want) || !strings.Contains(v.remedy, "jumbo frames") || strings.Contains(v.line, "not reachable") {
+		t.Fatalf("hop: %s %q\nremedy %q", v.status, v.line, v.remedy)
+	}
+	p.Verbs.Connect.Remote.NetdevMTU = 1500
+	if v = judgePeerSendRecv(&p); strings.Contains(v.line, "a hop between") || !strings.Contains(v.line, "likely an MTU mismatch") {
+		t.Fatalf("mismatch: %q", v.line)
+	}
+	p.Verbs.Connect.Remote.NetdevMTU = 9000
+	sr.OnePacketSize, sr.OnePacketOK = 0, false
+	if v = judgePeerSendRecv(&p); strings.Contains(v.line, "a hop between") || !strings.Contains(v.remedy, "--size 512") {
+		t.Fatalf("no one-packet SEND: %q / %q", v.line, v.remedy)
+	}
+}
+
 func TestPeerWriteRemoteAccess(t *testing.T) {
 	p := healthyPair("a:1")
 	p.Verbs.Write.Probe = failedProbe(probe.PeerWrite, "ibv_poll_cq send (the WRITE)", "completed with IBV_WC_REM_ACCESS_ERR")
@@ -271,6 +301,26 @@ func TestPeerCountersJudgedWhenLatencyFails(t *testing.T) {
 	for _, r := range rs {
 		if r.ID == probe.PeerCounters && !strings.Contains(r.Summary, "rcvd_seq_err +25") {
 			t.Fatalf("peer.counters does not name the counter: %q", r.Summary)
+		}
+	}
+}
+
+// What rose decides the advice: send_err is the host's own stack refusing
+// packets (a qdisc, a full queue), never the fabric's PFC; a physical
+// error counter points at the cable; retransmissions at a lossy fabric.
+func TestPeerCountersRemedyFollowsWhatRose(t *testing.T) {
+	for _, c := range []struct {
+		counter, want, not string
+	}{
+		{"hw_counters/send_err", "tc -s qdisc show", "PFC"},
+		{"counters/symbol_error", "cable", "PFC"},
+		{"hw_counters/rcvd_seq_err", "PFC", "qdisc"},
+	} {
+		p := healthyPair("a:1")
+		p.Verbs.Counters.Local = []probe.PeerCounter{{Name: c.counter, Before: 0, After: 50}}
+		v := judgePeerCounters(&p)
+		if v.status == report.Pass || !strings.Contains(v.remedy, c.want) || strings.Contains(v.remedy, c.not) {
+			t.Errorf("%s: %s, remedy %q (want %q, not %q)", c.counter, v.status, v.remedy, c.want, c.not)
 		}
 	}
 }

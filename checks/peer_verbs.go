@@ -121,14 +121,16 @@ func endpointText(l, r *wire.Endpoint) string {
 }
 
 var peerSendRecvExplain = Explanation{
-	Judges: "This side posts a receive, asks the server to post one, SENDs --size bytes of a seeded pattern; the server checks length and " +
-		"payload and SENDs a second pattern back, which this side checks. Every wait ends at the pair's deadline: a SEND that is never " +
+	Judges: "This side posts a receive, asks the server to post one, SENDs a seeded pattern; the server checks length and " +
+		"payload and SENDs a second pattern back, which this side checks. First 64 bytes (one packet at any path MTU), then --size " +
+		"bytes (packets of the path MTU): a path that carries the first and drops the second has a hop with a smaller MTU. Every wait ends at the pair's deadline: a SEND that is never " +
 		"acknowledged, a receive that never completes (the receiving side of a dropped link waits forever otherwise: RC retries cover only " +
 		"sends) and an MTU mismatch that retries without end each become a failure naming the direction.",
 	Why: "It is the first real data across the fabric: a connected QP pair that cannot move a message means routing, GIDs, MTU or the " +
 		"fabric itself are wrong, whatever each host's own checks say.",
 	Failures: []Failure{
 		{report.Fail, "the SEND to the peer was never acknowledged (no completion, or RETRY_EXC_ERR)", "The peer does not see this host's RDMA packets: on RoCE check routing between the GIDs' addresses, UDP 4791 in firewalls, one MTU on the path; on InfiniBand the SM's paths (`ibtracert`)."},
+		{report.Fail, "the 64-byte SEND crossed both ways, the --size one did not", "A hop between the hosts (switch port, VLAN, tunnel) has an MTU below the hosts' and drops full packets silently: give the path jumbo frames, or lower both hosts' netdev MTU to what it carries."},
 		{report.Fail, "the peer's answer never arrived", "One direction of the path is broken: check the peer's route back and its firewall."},
 		{report.Fail, "a payload or length that differs", "Data was corrupted on the path: check the cable and the counters (symbol errors, FCS) on both sides."},
 		childFailure,
@@ -142,12 +144,22 @@ func judgePeerSendRecv(p *peer.Pair) verdict {
 	}
 	r := p.Verbs.SendRecv
 	ev := map[string]any{"size": r.Size, "to_peer": r.ToPeer, "from_peer": r.FromPeer, "duration_ms": r.Millis}
+	if r.OnePacketSize > 0 {
+		ev["one_packet_size"], ev["one_packet_ok"] = r.OnePacketSize, r.OnePacketOK
+	}
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
 		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st))}
 		v.remedy = "Compare with `ibv_rc_pingpong -d <dev> -g <gid index>` on the peer and `ibv_rc_pingpong -d <dev> -g <gid index> <peer>` here."
-		noCompletion := strings.Contains(st.Error, "no completion")
-		if note := mtuSuspect(p); note != "" && noCompletion {
+		noCompletion := strings.Contains(st.Error, "no completion") || strings.Contains(st.Error, "RETRY_EXC")
+		if hop := smallerMTUHop(p); hop != "" && noCompletion {
+			// The peer is reachable (the small SEND crossed): the step's
+			// own cause, "not reachable", would mislead.
+			v.line = fmt.Sprintf("%s: %s (%s: %s)", name, hop, st.Name, st.Error)
+			v.remedy = "Give every switch port, VLAN and tunnel on the path an MTU of at least the hosts' (jumbo frames: 9216 on the switch for " +
+				"9000 on the hosts), or lower the netdev MTU on both hosts to what the path carries (`ip link set <if> mtu 1500`): the RDMA " +
+				"path MTU follows the netdevs'. Packets that exceed a hop's MTU are dropped silently, so RC retries them without end."
+		} else if note := mtuSuspect(p); note != "" && noCompletion {
 			v.line += " — " + note
 			v.remedy = "Set one MTU on every RoCE interface and switch port of the path (`ip link set <if> mtu <N>` on both hosts)."
 		} else if c := p.Verbs.Connect; noCompletion && c != nil && c.PathMTU > 1024 {
@@ -157,8 +169,29 @@ func judgePeerSendRecv(p *peer.Pair) verdict {
 		}
 		return v
 	}
+	first := ""
+	if r.OnePacketOK {
+		first = fmt.Sprintf(", after a %d-byte one", r.OnePacketSize)
+	}
 	return verdict{status: report.Pass, evidence: ev,
-		line: fmt.Sprintf("%s: %d-byte SEND each way, payload intact (%.1f ms)", name, r.Size, r.Millis)}
+		line: fmt.Sprintf("%s: %d-byte SEND each way%s, payload intact (%.1f ms)", name, r.Size, first, r.Millis)}
+}
+
+// smallerMTUHop names a hop that drops full packets: the one-packet SEND
+// crossed both ways, the full-size one did not, and both hosts agree on
+// the netdev MTU (a mismatch between them is mtuSuspect's).
+func smallerMTUHop(p *peer.Pair) string {
+	r, c := p.Verbs.SendRecv, p.Verbs.Connect
+	if !r.OnePacketOK || mtuSuspect(p) != "" || c == nil {
+		return ""
+	}
+	pkt := c.PathMTU
+	if pkt <= 0 || r.Size < pkt {
+		pkt = r.Size
+	}
+	return fmt.Sprintf("a %d-byte SEND crossed both ways, the %d-byte one (packets of %d bytes of payload at path MTU %d) did not: "+
+		"a hop between the hosts drops packets of that size (a switch port, VLAN or tunnel whose MTU is below the hosts')",
+		r.OnePacketSize, r.Size, pkt, c.PathMTU)
 }
 
 // mtuSuspect names an MTU mismatch between the two sides' netdevs, the

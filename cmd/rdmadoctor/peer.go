@@ -133,7 +133,7 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
 		return report.ExitInternal
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := peer.Listen(context.Background(), *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
 		return report.ExitInternal

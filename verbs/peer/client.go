@@ -184,7 +184,8 @@ func testOne(ctx context.Context, cfg *TestConfig, peerName string) Pair {
 	_ = conn.SetDeadline(time.Time{})
 	preq := probe.PeerRequest{Library: cfg.Library, HostRoot: cfg.HostRoot, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
 		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host,
-		Iterations: cfg.Iterations, LatencyBudgetNS: int64(cfg.LatencyBudget), BandwidthNS: int64(cfg.BandwidthTime)}
+		Iterations: cfg.Iterations, LatencyBudgetNS: int64(cfg.LatencyBudget), BandwidthNS: int64(cfg.BandwidthTime),
+		ProtocolVersion: pr.Control.Version}
 	pr.Verbs = probe.PeerTest(ctx, cfg.Exe, conn, preq)
 	return pr
 }
@@ -199,8 +200,7 @@ func Handshake(ctx context.Context, target, token string, ioTimeout time.Duratio
 		ctl.Millis = float64(time.Since(t0).Microseconds()) / 1000
 		return nil, ctl
 	}
-	d := net.Dialer{Timeout: ioTimeout}
-	c, err := d.DialContext(ctx, "tcp", target)
+	c, err := dialer(ioTimeout).DialContext(ctx, "tcp", target)
 	if err != nil {
 		return done(dialFault(err), err)
 	}

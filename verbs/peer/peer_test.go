@@ -390,3 +390,27 @@ func TestPeerLinkDropsMidRun(t *testing.T) {
 		t.Fatal("the round trips before the drop were not kept")
 	}
 }
+
+// A hop between the hosts drops every packet above 1000 bytes: the
+// one-packet SEND crosses both ways, the full-size one never completes,
+// and peer.send_recv says which (the checks name the hop's MTU from it);
+// nothing after it runs.
+func TestPeerSmallPacketsCrossFullOnesDoNot(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("FAKE_IBV", "peer")
+	t.Setenv("FAKE_IBV_DROP_LARGER", "1000")
+	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
+	cfg := testConfig(t, lib)
+	cfg.Timeout = 8 * time.Second
+	p := Test(context.Background(), cfg, []string{addr})[0]
+	v := p.Verbs
+	if v == nil || v.SendRecv == nil {
+		t.Fatalf("verbs %+v\n%s", v, log)
+	}
+	sr := v.SendRecv
+	st := sr.Failed()
+	if sr.OnePacketSize != 64 || !sr.OnePacketOK || st == nil || !strings.Contains(st.Error, "no completion") ||
+		!strings.Contains(st.Name, "4096-byte SEND") || v.Write != nil {
+		t.Fatalf("send_recv %+v (failed step %+v), write %+v", sr, st, v.Write)
+	}
+}

@@ -232,7 +232,7 @@ func (s *Server) handshake(wc *wire.Conn, admit func() error) error {
 		_ = wc.Send(wire.MsgReject, wire.Reject{Code: wire.RejectBusy, Message: err.Error()})
 		return fmt.Errorf("refused (busy): %w", err)
 	}
-	return wc.Send(wire.MsgWelcome, wire.Welcome{Version: wire.Version})
+	return wc.Send(wire.MsgWelcome, wire.Welcome{Version: hello.Version})
 }
 
 // orUnknown shows an empty value from the client as unknown; the

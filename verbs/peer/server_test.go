@@ -129,6 +129,24 @@ func TestServerRefusesOtherVersion(t *testing.T) {
 	waitLog(t, log, "client speaks protocol 99")
 }
 
+// A client of an older protocol version the server still accepts is
+// welcomed at its own version, the one the session then speaks.
+func TestServerWelcomesOlderVersionAtItsVersion(t *testing.T) {
+	addr, _, _ := startServer(t, ServerConfig{IOTimeout: time.Second})
+	c, h := dialRaw(t, addr)
+	if h.Version != wire.Version || h.MinVersion > 1 {
+		t.Fatalf("server hello %+v", h)
+	}
+	if _, err := c.Write(frame(t, wire.MsgClientHello, wire.ClientHello{Magic: wire.Magic, Version: 1, Proof: wire.Proof("", h.Nonce)})); err != nil {
+		t.Fatal(err)
+	}
+	wc := &wire.Conn{Conn: c, IOTimeout: 2 * time.Second}
+	var w wire.Welcome
+	if err := wc.Expect(0, wire.MsgWelcome, &w); err != nil || w.Version != 1 {
+		t.Fatalf("welcome %+v, %v", w, err)
+	}
+}
+
 // The client tells a refused port, a silent one and another service apart.
 func TestControlFaults(t *testing.T) {
 	// Refused: a port that was listening and is closed.

@@ -186,11 +186,13 @@ func (ps *peerSide) serveOp(conn *wire.Conn, op *wire.Op) error {
 
 // serveSendRecv is the server's part of peer.send_recv: post a receive,
 // say so, check the client's SEND, answer with a SEND of the next seed.
+// The SEND is the session's message size or shorter (protocol 2: the
+// one-packet SEND before the full one).
 func (ps *peerSide) serveSendRecv(conn *wire.Conn, op *wire.Op, wait time.Duration) error {
-	n := ps.params.MsgSize
+	n := op.Len
 	p := newProbe(string(op.Kind))
-	if op.Len != n {
-		return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("length %d is not the session's message size %d", op.Len, n)})
+	if n < 1 || n > ps.params.MsgSize {
+		return conn.Send(wire.MsgOpReply, wire.OpReply{Error: fmt.Sprintf("length %d is not 1–%d, the session's message size", n, ps.params.MsgSize)})
 	}
 	recv := ps.region(1, n)
 	clear(recv)

@@ -60,7 +60,7 @@ func (ps *peerSide) measure(em *emitter, conn *wire.Conn, preq *PeerRequest, cr 
 			fmt.Sprintf("%d here, %d on the peer", len(res.Local), len(res.Remote)))
 		return res, &res.Probe
 	})
-	if !ps.emitTimed(em, PeerSendRecv, func() (any, *Probe) { sr := ps.sendRecv(conn); return sr, &sr.Probe }) {
+	if !ps.emitTimed(em, PeerSendRecv, func() (any, *Probe) { sr := ps.sendRecv(conn, preq.ProtocolVersion); return sr, &sr.Probe }) {
 		return
 	}
 	if !ps.emitTimed(em, PeerWrite, func() (any, *Probe) { w := ps.rdmaWrite(conn, cr.Remote); return w, &w.Probe }) {
@@ -142,18 +142,42 @@ func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConn
 	return ps.connectTo(p, &reply.Endpoint, cr.PathMTU)
 }
 
+// onePacketSize is the SEND peer.send_recv sends each way before the full
+// one: it fits one packet at any path MTU (256 and up), so it crosses a
+// path whatever MTU its hops have.
+const onePacketSize = 64
+
 // sendRecv is peer.send_recv: a SEND to the server, checked there, and
-// its answer, checked here.
-func (ps *peerSide) sendRecv(conn *wire.Conn) *PeerSendRecvResult {
-	r, n := ps.r, ps.params.MsgSize
+// its answer, checked here; first one of a single packet, then one of
+// --size bytes (packets of the path MTU), so that a path that carries
+// small packets but drops full ones is told apart from one that carries
+// nothing.
+func (ps *peerSide) sendRecv(conn *wire.Conn, version int) *PeerSendRecvResult {
+	n := ps.params.MsgSize
 	res := &PeerSendRecvResult{Probe: newProbe(PeerSendRecv), Size: n}
-	p := &res.Probe
+	if n > onePacketSize && version >= 2 {
+		res.OnePacketSize = onePacketSize
+		if !ps.sendRecvOnce(conn, res, onePacketSize) {
+			return res
+		}
+		res.OnePacketOK = true
+		res.ToPeer, res.FromPeer = false, false
+	}
+	ps.sendRecvOnce(conn, res, n)
+	return res
+}
+
+// sendRecvOnce is one SEND of n bytes each way; it records its steps in
+// res and says whether both arrived intact.
+func (ps *peerSide) sendRecvOnce(conn *wire.Conn, res *PeerSendRecvResult, n int) bool {
+	r, p := ps.r, &res.Probe
+	what := fmt.Sprintf("%d-byte ", n)
 	recv := ps.region(1, n)
 	clear(recv)
-	if !r.step(p, "ibv_post_recv (for the answer)", func() error {
+	if !r.step(p, "ibv_post_recv (for the "+what+"answer)", func() error {
 		return ps.qp.PostRecv(verbs.RecvWR{ID: 11, SGEs: []verbs.SGE{ps.sge(1, n)}})
 	}) {
-		return res
+		return false
 	}
 	seed := uint32(time.Now().UnixNano())
 	wait := r.pollWait()
@@ -163,39 +187,39 @@ func (ps *peerSide) sendRecv(conn *wire.Conn) *PeerSendRecvResult {
 		}
 		return conn.Expect(0, wire.MsgOpReady, &wire.OpReady{})
 	}) {
-		return res
+		return false
 	}
 	wire.Pattern(ps.region(0, n), seed)
-	if !r.step(p, "ibv_post_send SEND", func() error {
+	if !r.step(p, "ibv_post_send "+what+"SEND", func() error {
 		return ps.qp.PostSend(verbs.SendWR{ID: 12, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.sge(0, n)}})
 	}) {
-		return res
+		return false
 	}
 	sendOK := true
-	if _, ok := ps.waitCompletion(p, "ibv_poll_cq send (the SEND to the server)", ps.sendCQ, wait,
+	if _, ok := ps.waitCompletion(p, "ibv_poll_cq send (the "+what+"SEND to the server)", ps.sendCQ, wait,
 		"the server never acknowledged the SEND: its QP is not reachable over RDMA from here"); !ok {
 		sendOK = false
 	}
 	var reply wire.OpReply
 	if !r.step(p, "the server's account", func() error { return conn.Expect(wait, wire.MsgOpReply, &reply) }) {
-		return res
+		return false
 	}
 	if !reply.OK {
 		res.RemoteError = reply.Error
 		r.note(p, "the server received the SEND intact", false, "on the server: "+reply.Error, "")
-		return res
+		return false
 	}
 	res.ToPeer = sendOK
 	if !sendOK {
-		return res
+		return false
 	}
-	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's answer)", ps.recvCQ, r.pollWait(),
+	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's "+what+"answer)", ps.recvCQ, r.pollWait(),
 		"the server's answer never arrived: its packets do not reach this host over RDMA (one direction of the path is broken)")
 	if !ok {
-		return res
+		return false
 	}
 	at := wire.PatternMismatch(recv, seed+1)
-	res.FromPeer = r.note(p, "the answer arrived intact", int(wc.ByteLen) == n && at < 0,
+	res.FromPeer = r.note(p, "the "+what+"answer arrived intact", int(wc.ByteLen) == n && at < 0,
 		fmt.Sprintf("received %d bytes of %d, payload differs from byte %d", wc.ByteLen, n, at), "")
-	return res
+	return res.FromPeer
 }

@@ -56,6 +56,9 @@ type PeerRequest struct {
 	// HostRoot is the host directory counters and rates are read under
 	// ("" = "/").
 	HostRoot string `json:"host_root,omitempty"`
+	// ProtocolVersion is the control protocol version the two sides
+	// agreed on (wire.Version), for what an older server cannot do.
+	ProtocolVersion int `json:"protocol_version,omitempty"`
 
 	// peerIP is the other side's control address, set in the child.
 	peerIP netip.Addr
@@ -99,6 +102,13 @@ type PeerSendRecvResult struct {
 	// ToPeer and FromPeer say which directions delivered intact.
 	ToPeer   bool `json:"to_peer"`
 	FromPeer bool `json:"from_peer"`
+	// OnePacketSize is the size of the SEND each way before the full one
+	// (0: none was sent, as --size fits one packet or the server speaks
+	// protocol 1); OnePacketOK says it crossed both ways intact. A small
+	// SEND that crosses and a full one that does not is a hop with a
+	// smaller MTU than the hosts'.
+	OnePacketSize int  `json:"one_packet_size,omitempty"`
+	OnePacketOK   bool `json:"one_packet_ok,omitempty"`
 	// RemoteError is the server's account of its side.
 	RemoteError string `json:"remote_error,omitempty"`
 }

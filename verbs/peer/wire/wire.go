@@ -38,8 +38,11 @@ const (
 	// client that reached some other TCP service says so.
 	Magic = "rdmadoctor-peer"
 	// Version is the protocol version this build speaks; MinVersion the
-	// oldest it still accepts.
-	Version    = 1
+	// oldest it still accepts. Version 2: an OpSendRecv may be shorter
+	// than the session's message size (the client's one-packet SEND
+	// before the full one); a client sends one only to a server that
+	// speaks 2.
+	Version    = 2
 	MinVersion = 1
 	// DefaultPort is the control port of `peer serve` and `peer test`.
 	DefaultPort = 18516

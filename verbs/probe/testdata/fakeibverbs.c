@@ -62,7 +62,9 @@
  *   peer-roce        healthy, link layer Ethernet; GID 0 is the IPv4 address
  *                    in FAKE_IBV_GID4 (default 192.0.2.1), IPv4-mapped
  * and in every peer mode FAKE_IBV_DROP_AFTER=N makes a process drop every
- * message after its Nth (a link that goes down mid-run).
+ * message after its Nth (a link that goes down mid-run), and
+ * FAKE_IBV_DROP_LARGER=N every message of more than N bytes (a hop whose
+ * MTU is below the hosts': small packets cross, full ones never do).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -462,6 +464,9 @@ static void *wire_loop(void *arg)
 		if (is("peer-silent") || (drop && ++seen > atol(drop)))
 			continue;
 		struct wmsg *m = (struct wmsg *)buf;
+		const char *larger = getenv("FAKE_IBV_DROP_LARGER");
+		if (larger && m->len > (uint32_t)atol(larger))
+			continue;
 		LOCK();
 		if (m->op == W_ACK || m->op == W_READ_RESP)
 			wire_complete(m, buf + sizeof *m);
