@@ -199,3 +199,23 @@ func TestCompareCounts(t *testing.T) {
 		t.Fatalf("invisible objects: %+v", res)
 	}
 }
+
+// The pacer yields at most every pollYieldEvery: a second call at once
+// keeps the first one's time.
+func TestPollPacerYieldsAtMostEveryPeriod(t *testing.T) {
+	var pp pollPacer
+	pp.maybeYield()
+	first := pp.last
+	if first.IsZero() {
+		t.Fatal("the first call did not yield")
+	}
+	pp.maybeYield()
+	if pp.last != first {
+		t.Fatalf("yielded again after %v, within %v", pp.last.Sub(first), pollYieldEvery)
+	}
+	pp.last = first.Add(-pollYieldEvery)
+	pp.maybeYield()
+	if !pp.last.After(first) {
+		t.Fatal("did not yield once the period had passed")
+	}
+}

@@ -196,7 +196,10 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	r.begin(p, fmt.Sprintf("%d round trips", count))
 	sends := sendReaper{ps: ps}
 	var loopErr error
+	var pace pollPacer
+	relock := unlockForDataPath()
 	for i := 0; i < count && loopErr == nil; i++ {
+		pace.maybeYield()
 		if loopErr = ps.qp.PostRecv(recvWR); loopErr != nil {
 			break
 		}
@@ -214,6 +217,7 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	if loopErr == nil {
 		loopErr = sends.reap(true, wait)
 	}
+	relock()
 	st := Step{Name: fmt.Sprintf("%d round trips", count), OK: loopErr == nil, Detail: fmt.Sprintf("%d completed", len(out))}
 	if loopErr != nil {
 		r.fill(&st, loopErr)
