@@ -103,7 +103,7 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 		_ = conn.Send(wire.MsgSetupReply, wire.SetupReply{Error: err.Error()})
 		return err
 	}
-	ps := &peerSide{r: r, params: setup.Params, peerIP: remoteIP(conn)}
+	ps := &peerSide{r: r, params: setup.Params, peerIP: remoteIP(conn), sameHost: onSameHost(conn)}
 	p := newProbe("peer.serve")
 	defer func() {
 		if ps.s != nil {

@@ -19,7 +19,7 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 		emitPeer(em, PeerConnect, cr)
 		return
 	}
-	ps := &peerSide{r: r, params: preq.Params, peerIP: remoteIP(conn)}
+	ps := &peerSide{r: r, params: preq.Params, peerIP: remoteIP(conn), sameHost: onSameHost(conn)}
 	defer func() {
 		if ps.s != nil {
 			p := newProbe("teardown")

@@ -357,9 +357,7 @@ func (ps *peerSide) writeRun(remote *wire.Endpoint, off, region, size int, d tim
 		}
 		now := time.Now()
 		if k == 0 {
-			if ps.r.software {
-				yieldCPU()
-			}
+			ps.yieldBetweenPolls()
 			if now.Sub(lastProgress) > wait {
 				return run, &causedError{msg: fmt.Sprintf("no WRITE completed within %v with %d outstanding", wait.Round(time.Millisecond), outstanding),
 					cause: "the peer stopped acknowledging under load: packets above some size are dropped on the path (an MTU mismatch), or the fabric drops under load (PFC missing)"}

@@ -1,12 +1,14 @@
 package probe
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/verbs"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 )
 
 // On a host with a NIC per rail, the port on the peer's subnet is picked,
@@ -44,4 +46,43 @@ func TestPortOnSubnet(t *testing.T) {
 	if d, _ := portOnSubnet(sys, root, dl, netip.MustParseAddr("192.0.2.9")); d != nil {
 		t.Fatalf("peer on no rail's subnet: %s", d.Name)
 	}
+}
+
+// A control connection to this host's own address, or over loopback, joins
+// two processes of one host; one to another address does not.
+func TestOnSameHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !onSameHost(&wire.Conn{Conn: c}) {
+		t.Errorf("%v → %v: not the same host", c.LocalAddr(), c.RemoteAddr())
+	}
+	other := fakeAddrConn{local: "192.0.2.1:40000", remote: "192.0.2.2:18516"}
+	if onSameHost(&wire.Conn{Conn: other}) {
+		t.Error("192.0.2.1 → 192.0.2.2 called the same host")
+	}
+	self := fakeAddrConn{local: "192.0.2.1:40000", remote: "192.0.2.1:18516"}
+	if !onSameHost(&wire.Conn{Conn: self}) {
+		t.Error("192.0.2.1 → 192.0.2.1 not called the same host")
+	}
+}
+
+// fakeAddrConn is a net.Conn with given addresses and nothing behind them.
+type fakeAddrConn struct {
+	net.Conn
+	local, remote string
+}
+
+func (f fakeAddrConn) LocalAddr() net.Addr {
+	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(f.local))
+}
+func (f fakeAddrConn) RemoteAddr() net.Addr {
+	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(f.remote))
 }
