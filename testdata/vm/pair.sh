@@ -122,7 +122,7 @@ pair_suite() {
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	only="" limit=${RDVM_PAIR_TIMEOUT:-300} update_timing=0
+	only="" limit=${RDVM_PAIR_TIMEOUT:-480} update_timing=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--only)

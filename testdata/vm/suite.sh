@@ -138,7 +138,7 @@ fi
 # figures the pair measures).
 pair_failed=0
 if [ "$run_pair" = 1 ]; then
-	pair_suite "$initrd" "${RDVM_PAIR_TIMEOUT:-300}" "$pair_only" "$update_timing" || pair_failed=1
+	pair_suite "$initrd" "${RDVM_PAIR_TIMEOUT:-480}" "$pair_only" "$update_timing" || pair_failed=1
 fi
 log "suite wall time $((($(now_ms) - t_start) / 1000)) s"
 if [ "$update_timing" = 1 ] && [ "$single_failed$pair_failed" = 00 ]; then

@@ -412,8 +412,34 @@ func (v *verifier) comparisons() []string {
 		if ratio < 0.75 || ratio > 1.25 {
 			verdict = "outside ±25 %"
 		}
-		out = append(out, fmt.Sprintf("%s: rdmadoctor %s %s vs `%s` %s %s: %.2f× (%s)",
-			a.What, num(a.Median), c.unit, c.refCmd, num(b.Median), c.unit, ratio, verdict))
+		line := fmt.Sprintf("%s: rdmadoctor %s %s vs `%s` %s %s: %.2f× (%s)",
+			a.What, num(a.Median), c.unit, c.refCmd, num(b.Median), c.unit, ratio, verdict)
+		if rs := roundRatios(a.Runs, b.Runs); len(rs) > 1 {
+			// The runs took turns round by round: each round's ratio
+			// compares the two under one load.
+			var each []string
+			for _, r := range rs {
+				each = append(each, fmt.Sprintf("%.2f", r))
+			}
+			line += fmt.Sprintf("; round by round %s×, median %.2f×", strings.Join(each, ", "), median(rs))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// roundRatios divides each of ours by the reference's run of the same
+// round; nil unless both ran the same number of rounds.
+func roundRatios(ours, ref []float64) []float64 {
+	if len(ours) != len(ref) {
+		return nil
+	}
+	out := make([]float64, 0, len(ours))
+	for i := range ours {
+		if ref[i] == 0 {
+			return nil
+		}
+		out = append(out, ours[i]/ref[i])
 	}
 	return out
 }

@@ -120,16 +120,16 @@ func TestComparisonsPairLikeWithLike(t *testing.T) {
 	v := &verifier{pairRows: []pairRow{
 		{Command: "ibv_rc_pingpong -g 1", What: "round trip", Unit: "µs", Median: 2000},
 		{Command: "ib_write_lat -x 1", What: "round trip (2 × one-way typical)", Unit: "µs", Median: 5000},
-		{Command: "ib_send_lat -x 1", What: "round trip (2 × one-way typical)", Unit: "µs", Median: 1000},
+		{Command: "ib_send_lat -x 1", What: "round trip (2 × one-way typical)", Unit: "µs", Median: 1000, Runs: []float64{1000, 500, 2000}},
 		{Command: "ib_send_bw -x 1", What: "bandwidth", Unit: "Gb/s", Median: 1},
 		{Command: "ib_write_bw -x 1", What: "bandwidth", Unit: "Gb/s", Median: 0.1},
-		{Command: "rdmadoctor peer test", What: "round trip (peer.latency median, 64 B SEND)", Unit: "µs", Median: 1200},
+		{Command: "rdmadoctor peer test", What: "round trip (peer.latency median, 64 B SEND)", Unit: "µs", Median: 1200, Runs: []float64{1200, 600, 2000}},
 		{Command: "rdmadoctor peer test", What: "round trip (peer.latency mean, 64 B SEND)", Unit: "µs", Median: 3000},
 		{Command: "rdmadoctor peer test", What: "bandwidth (peer.bandwidth, 65536 B WRITE)", Unit: "Gb/s", Median: 0.11},
 	}}
 	got := v.comparisons()
 	want := []string{
-		"vs `ib_send_lat` 1000 µs: 1.20× (within ±25 %)",
+		"vs `ib_send_lat` 1000 µs: 1.20× (within ±25 %); round by round 1.20, 1.20, 1.00×, median 1.20×",
 		"vs `ibv_rc_pingpong` 2000 µs: 1.50× (outside ±25 %)",
 		"vs `ib_write_bw` 0.1 Gb/s: 1.10× (within ±25 %)",
 	}
