@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -249,11 +248,29 @@ func counterSpecByName(group, name string) (counterSpec, bool) {
 	return counterSpec{}, false
 }
 
-// judgeCounterSide judges one side's deltas: the status and one phrase per
-// counter that rose.
-func judgeCounterSide(side string, cs []probe.PeerCounter) (report.Status, []string, []string) {
-	st := report.Pass
-	var rose, causes []string
+// counterFindings is what one side's counters say: the status, one phrase
+// per counter that rose, the causes named, and which kinds of counter rose
+// (for the advice).
+type counterFindings struct {
+	status            report.Status
+	rose, causes      []string
+	sendErr, physical bool
+}
+
+// add merges another side's findings into f.
+func (f *counterFindings) add(o counterFindings) {
+	f.status = worseOf(f.status, o.status)
+	f.rose = append(f.rose, o.rose...)
+	for _, c := range o.causes {
+		f.causes = appendUnique(f.causes, c)
+	}
+	f.sendErr = f.sendErr || o.sendErr
+	f.physical = f.physical || o.physical
+}
+
+// judgeCounterSide judges one side's deltas.
+func judgeCounterSide(side string, cs []probe.PeerCounter) counterFindings {
+	f := counterFindings{status: report.Pass}
 	for _, c := range cs {
 		if c.After <= c.Before {
 			continue
@@ -266,19 +283,24 @@ func judgeCounterSide(side string, cs []probe.PeerCounter) (report.Status, []str
 		d := c.After - c.Before
 		switch {
 		case spec.class == errorCounter:
-			st = report.Fail
-			rose = append(rose, fmt.Sprintf("%s %s +%d (%s)", side, name, d, spec.meaning))
+			f.status = report.Fail
+			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d (%s)", side, name, d, spec.meaning))
+			if name == "send_err" {
+				f.sendErr = true
+			} else {
+				f.physical = true
+			}
 		case lossCounters[name]:
-			st = worseOf(st, report.Warn)
-			rose = append(rose, fmt.Sprintf("%s %s +%d", side, name, d))
-			causes = appendUnique(causes, lossCause)
+			f.status = worseOf(f.status, report.Warn)
+			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d", side, name, d))
+			f.causes = appendUnique(f.causes, lossCause)
 		case congestionCounters[name]:
-			st = worseOf(st, report.Warn)
-			rose = append(rose, fmt.Sprintf("%s %s +%d", side, name, d))
-			causes = appendUnique(causes, congestionCause)
+			f.status = worseOf(f.status, report.Warn)
+			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d", side, name, d))
+			f.causes = appendUnique(f.causes, congestionCause)
 		}
 	}
-	return st, rose, causes
+	return f
 }
 
 func worseOf(a, b report.Status) report.Status {
@@ -306,14 +328,9 @@ func judgePeerCounters(p *peer.Pair) verdict {
 		// own address): its counters are counted once.
 		remote = nil
 	}
-	stL, roseL, causesL := judgeCounterSide("here", r.Local)
-	stR, roseR, causesR := judgeCounterSide("peer", remote)
-	st := worseOf(stL, stR)
-	rose := append(roseL, roseR...)
-	causes := causesL
-	for _, c := range causesR {
-		causes = appendUnique(causes, c)
-	}
+	f := judgeCounterSide("here", r.Local)
+	f.add(judgeCounterSide("peer", remote))
+	st, rose, causes := f.status, f.rose, f.causes
 	sort.Strings(causes)
 	var unread []string
 	if r.LocalError != "" {
@@ -341,7 +358,7 @@ func judgePeerCounters(p *peer.Pair) verdict {
 	if len(causes) > 0 {
 		v.line += " — " + strings.Join(causes, "; ")
 	}
-	v.remedy = countersRemedy(append(slices.Clone(r.Local), remote...))
+	v.remedy = countersRemedy(f)
 	return v
 }
 
@@ -349,24 +366,8 @@ func judgePeerCounters(p *peer.Pair) verdict {
 // lossless fabric; send_err is the host's own network stack refusing the
 // device's packets, which no switch setting cures; any other error counter
 // is physical.
-func countersRemedy(cs []probe.PeerCounter) string {
-	var lossy, sendErr, physical bool
-	for _, c := range cs {
-		if c.After <= c.Before {
-			continue
-		}
-		group, name, _ := strings.Cut(c.Name, "/")
-		spec, ok := counterSpecByName(group, name)
-		switch {
-		case !ok:
-		case name == "send_err":
-			sendErr = true
-		case spec.class == errorCounter:
-			physical = true
-		case lossCounters[name] || congestionCounters[name]:
-			lossy = true
-		}
-	}
+func countersRemedy(f counterFindings) string {
+	lossy, sendErr, physical := len(f.causes) > 0, f.sendErr, f.physical
 	var parts []string
 	if sendErr {
 		parts = append(parts, "send_err counts packets this host's own network stack refused: look for a qdisc that drops them "+

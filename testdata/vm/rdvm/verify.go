@@ -303,7 +303,8 @@ func splitList(s string) []string {
 	return out
 }
 
-// scenario judges one record.
+// scenario judges one record: the record's own health, the report, the
+// kind's own judgement, then what the scenario asserts.
 func (v *verifier) scenario(name string) *outcome {
 	o := &outcome{Name: name, ExpExit: "-", ObsExit: "-", ExpRoot: "-", ObsRoot: "-"}
 	dir := filepath.Join(v.dir, name)
@@ -315,6 +316,60 @@ func (v *verifier) scenario(name string) *outcome {
 	}
 	m := parseMeta(string(metaText))
 	o.Seconds, _ = m.get("seconds")
+	recordHealth(o, dir, m)
+	obs := o.ObsExit
+	rep := v.readReport(o, dir, m, obs)
+	active := v.activeScenario(o, m)
+
+	kind, _ := m.get("kind")
+	switch kind {
+	case "killprobe":
+		v.killProbe(o, dir, active)
+	case "timing":
+		v.timing(o, dir, active)
+	case "snapshot":
+		v.snapshotRoundTrip(o, dir, m, active)
+	case "ref":
+		v.refTool(o, name, dir, m)
+	}
+	if firstOf(m, "compare") == "1" {
+		v.ourFigures(o, name, dir, m)
+	}
+	v.pairServer(o, name, m, active)
+	if active {
+		v.maxSeconds(o, dir, m)
+		assertExitAndRoot(o, m, rep, obs)
+		if word, ok := m.get("mentions"); ok && rep != nil {
+			assertMentions(o, rep, word)
+		}
+	} else {
+		// The expectations are shown even when they were not judged.
+		o.ExpExit = firstOrDash(m, "exit")
+		o.ExpRoot = firstOrDash(m, "root")
+	}
+	v.assertStatuses(o, m, rep)
+	if allowed, ok := m.get("kernel-quiet"); ok && active {
+		kernelQuiet(o, dir, allowed)
+	}
+	if r, _ := m.get("refs"); r == "1" {
+		assertRefs(o, dir, rep)
+	}
+
+	switch {
+	case len(o.Failures) > 0:
+		o.Verdict = verdictFail
+	case len(o.Pending) > 0:
+		o.Verdict = verdictPending
+	default:
+		o.Verdict = verdictPass
+	}
+	return o
+}
+
+// recordHealth judges what the guest says of the run itself: the
+// scenario's definition, its break and repair, and an exit status that
+// means rdmadoctor hung or is missing. It sets o.ObsExit.
+func recordHealth(o *outcome, dir string, m meta) {
 	if e, ok := m.get("meta_error"); ok {
 		o.fail("scenario definition: %s", e)
 	}
@@ -334,38 +389,44 @@ func (v *verifier) scenario(name string) *outcome {
 	if obs == "127" {
 		o.fail("rdmadoctor is not in the guest: %s", readTrim(filepath.Join(dir, "stderr")))
 	}
+}
 
+// readReport parses the run's JSON report when it asked for one, checks
+// the report's invariants and adds the checks it carries to the catalog;
+// nil when there is none.
+func (v *verifier) readReport(o *outcome, dir string, m meta, obs string) *jsonReport {
+	args, _ := m.get("args")
+	if !strings.Contains(args, "--format json") {
+		return nil
+	}
 	stdout, _ := os.ReadFile(filepath.Join(dir, "stdout"))
-	var rep *jsonReport
-	if args, _ := m.get("args"); strings.Contains(args, "--format json") {
-		rep = &jsonReport{}
-		if err := json.Unmarshal(stdout, rep); err != nil {
-			o.fail("stdout is not a JSON report: %v (stderr: %s)", err, firstLines(readTrim(filepath.Join(dir, "stderr")), 3))
-			rep = nil
+	rep := &jsonReport{}
+	if err := json.Unmarshal(stdout, rep); err != nil {
+		o.fail("stdout is not a JSON report: %v (stderr: %s)", err, firstLines(readTrim(filepath.Join(dir, "stderr")), 3))
+		return nil
+	}
+	o.ObsRoot = "none"
+	if rep.RootCause != nil {
+		o.ObsRoot = *rep.RootCause
+	}
+	// A `peer test` report holds the two-host checks only (a pair's
+	// record has "pair" in its meta; its args are peer test's).
+	_, pair := m.get("pair")
+	v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check") && !strings.HasPrefix(args, "peer ") && !pair)
+	// A check the report carries exists, whether or not `rdmadoctor
+	// list` names it (the two-host checks of `peer test` are not in the
+	// host pipeline's list).
+	for _, c := range rep.Checks {
+		if _, ok := v.catalog[c.ID]; !ok && c.ID != "" {
+			v.catalog[c.ID] = catalogEntry{Code: c.Code, Level: 2}
 		}
 	}
-	if rep != nil {
-		o.ObsRoot = "none"
-		if rep.RootCause != nil {
-			o.ObsRoot = *rep.RootCause
-		}
-		args, _ := m.get("args")
-		// A `peer test` report holds the two-host checks only (a pair's
-		// record has "runs" in its meta; its args are peer test's).
-		_, pair := m.get("pair")
-		v.reportInvariants(o, rep, obs, !strings.Contains(args, "--check") && !strings.HasPrefix(args, "peer ") && !pair)
-	}
+	return rep
+}
 
-	if rep != nil {
-		// A check the report carries exists, whether or not `rdmadoctor
-		// list` names it (the two-host checks of `peer test` are not in
-		// the host pipeline's list).
-		for _, c := range rep.Checks {
-			if _, ok := v.catalog[c.ID]; !ok && c.ID != "" {
-				v.catalog[c.ID] = catalogEntry{Code: c.Code, Level: 2}
-			}
-		}
-	}
+// activeScenario says whether the checks a scenario --needs are in the
+// catalog; a scenario whose checks are not is pending, not judged.
+func (v *verifier) activeScenario(o *outcome, m meta) bool {
 	needs := splitList(firstOf(m, "needs"))
 	active := len(needs) == 0
 	for _, id := range needs {
@@ -376,40 +437,29 @@ func (v *verifier) scenario(name string) *outcome {
 	if !active {
 		o.pending("%s not in `rdmadoctor list`", strings.Join(needs, "/"))
 	}
+	return active
+}
 
-	kind, _ := m.get("kind")
-	switch kind {
-	case "killprobe":
-		v.killProbe(o, dir, active)
-	case "timing":
-		v.timing(o, dir, active)
-	case "snapshot":
-		v.snapshotRoundTrip(o, dir, m, active)
-	case "ref":
-		v.refTool(o, name, dir, m)
+func firstOrDash(m meta, k string) string {
+	if v, ok := m.get(k); ok {
+		return v
 	}
-	if firstOf(m, "compare") == "1" {
-		v.ourFigures(o, name, dir, m)
-	}
-	v.pairServer(o, name, m, active)
-	if active {
-		v.maxSeconds(o, dir, m)
-	}
+	return "-"
+}
 
+// assertExitAndRoot holds the run to --exit and --root.
+func assertExitAndRoot(o *outcome, m meta, rep *jsonReport, obs string) {
 	if exp, ok := m.get("exit"); ok {
 		o.ExpExit = exp
-		if active {
-			if slices.Contains(splitList(exp), obs) {
-				o.ok("exit %s", obs)
-			} else {
-				o.fail("exit code: expected %s, observed %s%s", exp, obs, rootCauseHint(rep))
-			}
+		if slices.Contains(splitList(exp), obs) {
+			o.ok("exit %s", obs)
+		} else {
+			o.fail("exit code: expected %s, observed %s%s", exp, obs, rootCauseHint(rep))
 		}
 	}
 	if exp, ok := m.get("root"); ok {
 		o.ExpRoot = exp
 		switch {
-		case !active:
 		case rep == nil:
 			o.fail("--root needs a JSON report")
 		case slices.Contains(splitList(exp), o.ObsRoot):
@@ -418,20 +468,27 @@ func (v *verifier) scenario(name string) *outcome {
 			o.fail("root cause: expected %s, observed %s", exp, o.ObsRoot)
 		}
 	}
-	if word, ok := m.get("mentions"); ok && active && rep != nil {
-		c := (*jsonCheck)(nil)
-		if rep.RootCause != nil {
-			c = rep.check(*rep.RootCause)
-		}
-		switch {
-		case c == nil:
-			o.fail("--mentions %s: the report has no root-cause check", word)
-		case strings.Contains(strings.ToLower(checkText(c)), strings.ToLower(word)):
-			o.ok("%s names %s", c.ID, word)
-		default:
-			o.fail("%s does not name %s: %q", c.ID, word, c.Summary)
-		}
+}
+
+// assertMentions holds the root-cause check's text to --mentions.
+func assertMentions(o *outcome, rep *jsonReport, word string) {
+	c := (*jsonCheck)(nil)
+	if rep.RootCause != nil {
+		c = rep.check(*rep.RootCause)
 	}
+	switch {
+	case c == nil:
+		o.fail("--mentions %s: the report has no root-cause check", word)
+	case strings.Contains(strings.ToLower(checkText(c)), strings.ToLower(word)):
+		o.ok("%s names %s", c.ID, word)
+	default:
+		o.fail("%s does not name %s: %q", c.ID, word, c.Summary)
+	}
+}
+
+// assertStatuses holds each check named by --status to its statuses; a
+// check the catalog does not have is pending.
+func (v *verifier) assertStatuses(o *outcome, m meta, rep *jsonReport) {
 	for _, st := range m.all("status") {
 		id, want, _ := strings.Cut(st, "=")
 		if _, ok := v.catalog[id]; !ok {
@@ -452,34 +509,24 @@ func (v *verifier) scenario(name string) *outcome {
 			o.fail("%s: expected %s, observed %s: %s", id, want, c.Status, c.Summary)
 		}
 	}
-	if allowed, ok := m.get("kernel-quiet"); ok && active {
-		kernelQuiet(o, dir, allowed)
-	}
-	if r, _ := m.get("refs"); r == "1" {
-		if rep == nil {
-			o.fail("--refs 1 needs a JSON report")
-		} else {
-			cmp := compareInventory(rep.Inventory, dir)
-			for _, f := range cmp.failures {
-				o.fail("inventory: %s", f)
-			}
-			o.Extra = append(o.Extra, fmt.Sprintf("inventory vs ibv_devices, ibv_devinfo -v, rdma -j link/dev, ip -j addr: %d fields agree, %d differ", cmp.agree, len(cmp.failures)))
-			if cmp.agree == 0 && len(cmp.failures) == 0 {
-				o.fail("inventory: nothing was compared")
-			}
-		}
-		inventoryCommand(o, dir)
-	}
+}
 
-	switch {
-	case len(o.Failures) > 0:
-		o.Verdict = verdictFail
-	case len(o.Pending) > 0:
-		o.Verdict = verdictPending
-	default:
-		o.Verdict = verdictPass
+// assertRefs holds the report's inventory to the reference tools' view
+// (--refs 1), and `rdmadoctor inventory` to it.
+func assertRefs(o *outcome, dir string, rep *jsonReport) {
+	if rep == nil {
+		o.fail("--refs 1 needs a JSON report")
+	} else {
+		cmp := compareInventory(rep.Inventory, dir)
+		for _, f := range cmp.failures {
+			o.fail("inventory: %s", f)
+		}
+		o.Extra = append(o.Extra, fmt.Sprintf("inventory vs ibv_devices, ibv_devinfo -v, rdma -j link/dev, ip -j addr: %d fields agree, %d differ", cmp.agree, len(cmp.failures)))
+		if cmp.agree == 0 && len(cmp.failures) == 0 {
+			o.fail("inventory: nothing was compared")
+		}
 	}
-	return o
+	inventoryCommand(o, dir)
 }
 
 // kernelQuiet: the run wrote no kernel log line but those matching the
