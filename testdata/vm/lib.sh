@@ -38,7 +38,7 @@ GUEST_MODULES=(configfs crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverb
 # the virtio NIC that carries RoCE between the guests (none of the virtio
 # modules is built into Debian's kernel) and netem for the lossy-link
 # scenario. Their dependencies come from each .ko's depends= as above.
-PAIR_MODULES=(virtio_pci virtio_net sch_netem sch_tbf)
+PAIR_MODULES=(virtio_pci virtio_net sch_netem)
 
 # Binaries the guest gets from the packages; the rest of the packages' programs
 # are dropped to keep the image small.

@@ -85,19 +85,13 @@ pair_scenario peer-mtu-mismatch --a-break '/usr/bin/ip link set eth0 mtu 9000 &&
 	--status peer.connect=warn --status peer.rdma_cm=fail \
 	-- --format json
 
-# Both hosts at MTU 9000 (RoCE path MTU 4096) and a hop between them that
-# carries only 1500-byte frames, as a switch port without jumbo frames does
-# (tbf on the client's egress drops every larger frame, silently). The
-# control connection gets through (its segments are clamped to 1200 bytes),
-# peer.connect passes (both ends agree), the 64-byte SEND crosses both ways
-# and the 4096-byte one never completes: peer.send_recv fails within its
-# deadline naming a hop with a smaller MTU than the hosts'.
-pair_scenario peer-small-mtu-hop \
-	--a-break '/usr/bin/ip link set eth0 mtu 9000 && /usr/sbin/tc qdisc add dev eth0 root tbf rate 1gbit burst 1514 latency 50ms && wait_ready' \
-	--b-break '/usr/bin/ip link set eth0 mtu 9000 && wait_ready' \
-	--exit 42 --root peer.send_recv --mentions 'a hop between the hosts' --max-seconds 30 --same-resources 1 \
-	--status peer.control=pass --status peer.connect=pass --status peer.send_recv=fail \
-	-- --format json
+# (No scenario for a hop with a smaller MTU than both hosts': a tbf qdisc
+# dropping frames above 1514 bytes on a guest's egress made rxe retry the
+# refused transmit inside the kernel until the guest locked up (soft lockup
+# in the sending process, minutes long) — a local qdisc refusing frames is
+# not what a switch does. The verdict is tested hermetically instead, with
+# the fake libibverbs dropping messages above a size: verbs/peer's
+# TestPeerSmallPacketsCrossFullOnesDoNot.)
 
 # The server's link goes down as soon as its session started (the
 # handshake done, the QPs not yet connected): a clear error within the

@@ -130,6 +130,7 @@ func (ps *peerSide) connectPeer(conn *wire.Conn, preq *PeerRequest, cr *PeerConn
 		return r.note(p, "the server's QP", false, "the server could not build or connect its QP: "+reply.Error, "")
 	}
 	cr.Remote = &reply.Endpoint
+	ps.remoteSoftware = reply.Endpoint.Software
 	cr.PathMTU, cr.MTUNote = wire.NegotiatePathMTU(&ps.local, &reply.Endpoint)
 	if !r.note(p, "same link layer", ps.local.LinkLayer == reply.Endpoint.LinkLayer,
 		fmt.Sprintf("this port is %s, the server's is %s: RC needs one fabric", ps.local.LinkLayer, reply.Endpoint.LinkLayer), "") {
@@ -180,7 +181,7 @@ func (ps *peerSide) sendRecvOnce(conn *wire.Conn, res *PeerSendRecvResult, n int
 		return false
 	}
 	seed := uint32(time.Now().UnixNano())
-	wait := r.pollWait()
+	wait := ps.sendRecvWait()
 	if !r.step(p, "the server posts its receive", func() error {
 		if err := conn.Send(wire.MsgOp, wire.Op{Kind: wire.OpSendRecv, Seed: seed, Len: n, WaitMS: int(wait / time.Millisecond)}); err != nil {
 			return err
@@ -213,7 +214,7 @@ func (ps *peerSide) sendRecvOnce(conn *wire.Conn, res *PeerSendRecvResult, n int
 	if !sendOK {
 		return false
 	}
-	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's "+what+"answer)", ps.recvCQ, r.pollWait(),
+	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's "+what+"answer)", ps.recvCQ, ps.sendRecvWait(),
 		"the server's answer never arrived: its packets do not reach this host over RDMA (one direction of the path is broken)")
 	if !ok {
 		return false

@@ -59,6 +59,33 @@ type peerSide struct {
 	// control connection's two ends have one address): its poller then
 	// competes with this one for the same CPUs.
 	sameHost bool
+	// remoteSoftware says the other side's device is a software one: its
+	// QP retransmits on the longer ACK timeout.
+	remoteSoftware bool
+}
+
+// ackTimeoutExp is the RC ACK timeout exponent a side's QP uses.
+func ackTimeoutExp(software bool) uint8 {
+	if software {
+		return peerTimeoutSoftware
+	}
+	return peerTimeout
+}
+
+// ackTimeout is that timeout: 4.096 µs × 2^exponent.
+func ackTimeout(software bool) time.Duration {
+	return 4096 * time.Nanosecond << ackTimeoutExp(software)
+}
+
+// sendRecvWait is how long peer.send_recv waits for each completion: long
+// enough for RC to retransmit a lost packet twice on the slower side's ACK
+// timeout (2.1 s on a software device), so that a frame lost at random is
+// not taken for one that never fits the path; within the session's
+// deadline. (At 2 s, 1 % loss on the pair's wire failed a 4096-byte SEND
+// as a hop with a smaller MTU.)
+func (ps *peerSide) sendRecvWait() time.Duration {
+	w := max(maxPollWait, 2*ackTimeout(ps.r.software || ps.remoteSoftware)+time.Second)
+	return min(w, max(time.Until(ps.r.deadline), 0))
 }
 
 // peerRunner opens the library and picks the device and port: the ones
@@ -321,11 +348,7 @@ func (ps *peerSide) connectTo(p *Probe, remote *wire.Endpoint, pathMTU int) bool
 	}) {
 		return false
 	}
-	timeout := uint8(peerTimeout)
-	if r.software {
-		timeout = peerTimeoutSoftware
-	}
-	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: timeout, RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
+	rts := verbs.QPAttr{QPState: verbs.QPSRTS, Timeout: ackTimeoutExp(r.software), RetryCnt: peerRetryCnt, RNRRetry: peerRNRRetry,
 		SqPSN: ps.local.PSN, MaxRdAtomic: peerRdAtomic}
 	if !r.step(p, "ibv_modify_qp RTR→RTS", func() error { return ps.qp.Modify(&rts, verbs.MaskRCToRTS) }) {
 		return false

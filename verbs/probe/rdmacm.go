@@ -147,7 +147,7 @@ func expect(s *cmStepper, ch *verbs.EventChannel, want verbs.CMEventType, step t
 	ev, err := ch.WaitEvent(wait, known...)
 	if errors.Is(err, verbs.ErrCMTimeout) {
 		return nil, &causedError{msg: fmt.Sprintf("no %s within %s", want, wait.Round(time.Millisecond)),
-			cause: causeOf(nil)}
+			cause: causeOf(nil), err: verbs.ErrCMTimeout}
 	}
 	if err != nil {
 		return nil, err

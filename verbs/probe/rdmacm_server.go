@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -140,10 +141,22 @@ func (l *CMListener) echo(id *verbs.CMID, b *cmBuffers) {
 		return
 	}
 	s.stage = "disconnect"
+	late := false
 	s.step("RDMA_CM_EVENT_DISCONNECTED", func() error {
 		_, err := expect(s, l.e.ch, verbs.CMEventDisconnected, o.Step, func(*verbs.CMEvent) string {
 			return "the client never disconnected"
 		}, l.listen, id)
+		// The echo crossed both ways: the connection works. A disconnect
+		// request lost on a lossy wire is resent by the CM only seconds
+		// later, and the session's teardown destroys the ID either way:
+		// a late one is said, not failed (1 % loss on the VM pair's wire
+		// failed a working rdma_cm this way).
+		if late = errors.Is(err, verbs.ErrCMTimeout); late {
+			return nil
+		}
 		return err
 	})
+	if late {
+		l.res.Steps[len(l.res.Steps)-1].Detail = fmt.Sprintf("not within %v: the client's disconnect request was lost or late; the echo had crossed both ways", o.Step)
+	}
 }

@@ -236,9 +236,11 @@ func (r *runner) fill(s *Step, err error) {
 // causedError is a failure found by the probe itself, with its cause.
 type causedError struct {
 	msg, cause string
+	err        error // what it stands for, when a caller tells it apart
 }
 
 func (e *causedError) Error() string { return e.msg }
+func (e *causedError) Unwrap() error { return e.err }
 
 // blocked reports the setup failure or an earlier probe's failure as the
 // reason p cannot run; true when p must stop.
