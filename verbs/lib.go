@@ -232,3 +232,15 @@ func callFast(fn uintptr, args ...uintptr) int32 {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return int32(r)
 }
+
+// call3 is callFast for the three-argument data-path verbs (ibv_poll_cq,
+// ibv_post_send, ibv_post_recv), made under the arena's lock with the
+// arguments in the arena. purego's variadic parameter escapes, so a slice
+// made per call was a heap allocation per poll: a busy-poll loop fed the
+// garbage collector megabytes a second, and each collection woke threads
+// that took the CPU from the loop on a one-CPU guest.
+func (a *arena) call3(fn, x, y, z uintptr) int32 {
+	a.args = [3]uintptr{x, y, z}
+	r, _, _ := purego.SyscallN(fn, a.args[:]...)
+	return int32(r)
+}

@@ -60,6 +60,8 @@ type arena struct {
 	mu   sync.Mutex
 	buf  *Buffer
 	used uintptr
+	// args holds a data-path call's arguments (call3).
+	args [3]uintptr
 }
 
 const arenaSize = 64 << 10

@@ -222,7 +222,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		max = room
 	}
 	p := a.alloc(uintptr(max)*unsafe.Sizeof(WC{}), unsafe.Alignof(WC{}))
-	rc := callFast(cq.pollFn, cq.ptr, uintptr(max), p)
+	rc := a.call3(cq.pollFn, cq.ptr, uintptr(max), p)
 	if rc < 0 {
 		return 0, &ReturnError{Verb: "ibv_poll_cq", Return: rc}
 	}
@@ -433,7 +433,7 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	if bad == 0 {
 		return scratchFull("ibv_post_send", len(wrs))
 	}
-	rc := callFast(qp.postSend, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
+	rc := a.call3(qp.postSend, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
 		return nil
 	}
@@ -470,7 +470,7 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if bad == 0 {
 		return scratchFull("ibv_post_recv", len(wrs))
 	}
-	rc := callFast(qp.postRecv, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
+	rc := a.call3(qp.postRecv, qp.ptr, uintptr(unsafe.Pointer(cwrs[0])), bad)
 	if rc == 0 {
 		return nil
 	}
