@@ -90,7 +90,7 @@ func judgePeerLatency(p *peer.Pair) verdict {
 	}
 	r := p.Verbs.Latency
 	l := r.Latency
-	ev := map[string]any{"size": r.Size, "iterations_asked": r.IterationsAsked, "latency_ns": l, "duration_ms": r.Millis}
+	ev := map[string]any{"size": r.Size, "iterations_asked": r.IterationsAsked, "warmup_round_trips": r.Warmup, "latency_ns": l, "duration_ms": r.Millis}
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
 		return verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st)),

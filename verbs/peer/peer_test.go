@@ -363,16 +363,19 @@ func TestPeerIWARPSkips(t *testing.T) {
 }
 
 // The link goes down mid-run (each process drops everything after its
-// 300th message, in the latency ping-pong): the check it happened in
-// fails within the pair's deadline, naming the wait, and the rest are not
-// run; nothing hangs.
+// 2500th message, in the latency ping-pong: its batches of 1000 counted
+// round trips, each after a warm-up of at most 1000, put the drop past
+// the first batch however fast the fake runs): the check it happened in
+// fails within the pair's deadline, naming the wait, keeps the round trips
+// timed before, and the rest are not run; nothing hangs.
 func TestPeerLinkDropsMidRun(t *testing.T) {
 	lib := fakeLibrary(t)
 	t.Setenv("FAKE_IBV", "peer")
-	t.Setenv("FAKE_IBV_DROP_AFTER", "300")
+	t.Setenv("FAKE_IBV_DROP_AFTER", "2500")
 	addr, log, _ := startServer(t, ServerConfig{Library: lib, GIDIndex: -1})
 	cfg := testConfig(t, lib)
 	cfg.Timeout = 8 * time.Second
+	cfg.Iterations = 5000
 	t0 := time.Now()
 	p := Test(context.Background(), cfg, []string{addr})[0]
 	if d := time.Since(t0); d > cfg.Timeout+3*time.Second {
@@ -387,7 +390,7 @@ func TestPeerLinkDropsMidRun(t *testing.T) {
 		t.Fatalf("latency step %+v, bandwidth %+v", st, v.Bandwidth)
 	}
 	if v.Latency.Latency.N == 0 {
-		t.Fatal("the round trips before the drop were not kept")
+		t.Fatalf("the round trips before the drop were not kept: %+v", v.Latency)
 	}
 }
 

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,22 +201,29 @@ func TestCompareCounts(t *testing.T) {
 	}
 }
 
-// The pacer yields at most every pollYieldEvery: a second call at once
-// keeps the first one's time.
-func TestPollPacerYieldsAtMostEveryPeriod(t *testing.T) {
+// The pacer yields only inside a data-path loop, and there at most every
+// pollYieldEvery: a second call at once keeps the first one's time.
+func TestPollPacerYieldsAtMostEveryPeriodInsideADataPathLoop(t *testing.T) {
+	runtime.LockOSThread() // as ChildMain's goroutine is
+	defer runtime.UnlockOSThread()
 	var pp pollPacer
 	pp.maybeYield()
-	first := pp.last
-	if first.IsZero() {
-		t.Fatal("the first call did not yield")
+	if !pp.last.IsZero() {
+		t.Fatal("yielded outside a data-path loop")
 	}
+	end := pp.beginDataPath()
+	start := pp.last
 	pp.maybeYield()
-	if pp.last != first {
-		t.Fatalf("yielded again after %v, within %v", pp.last.Sub(first), pollYieldEvery)
+	if pp.last != start {
+		t.Fatalf("yielded %v after the loop began, within %v", pp.last.Sub(start), pollYieldEvery)
 	}
-	pp.last = first.Add(-pollYieldEvery)
+	pp.last = start.Add(-pollYieldEvery)
 	pp.maybeYield()
-	if !pp.last.After(first) {
+	if !pp.last.After(start) {
 		t.Fatal("did not yield once the period had passed")
+	}
+	end()
+	if pp.on {
+		t.Fatal("still pacing after the loop ended")
 	}
 }

@@ -254,11 +254,10 @@ func (ps *peerSide) serveEcho(conn *wire.Conn, op *wire.Op, wait time.Duration) 
 		return conn.Send(wire.MsgOpReply, opFailure(&p))
 	}
 	sends := sendReaper{ps: ps}
-	var pace pollPacer
-	relock := unlockForDataPath()
-	defer relock()
+	endDataPath := ps.pace.beginDataPath()
+	defer endDataPath()
 	for i := 0; i < op.Count; i++ {
-		pace.maybeYield()
+		ps.pace.maybeYield()
 		if err := ps.pollStatus(ps.recvCQ, wait, "recv"); err != nil {
 			return failed("recv", i, err)
 		}

@@ -137,12 +137,29 @@ func (ps *peerSide) rdmaRead(conn *wire.Conn, remote *wire.Endpoint) *PeerRDMARe
 // round trip is the path's and not the copy's.
 const latencySize = 64
 
-// echoBatchMax bounds the round trips of one OpEcho.
-const echoBatchMax = 100
+// echoBatchMax bounds the round trips of one OpEcho. Each batch ends on
+// the control connection, where both processes idle, and the round trips
+// after it start with a warm-up again: batches are few and long.
+const echoBatchMax = 1000
+
+// echoEstimate is the first batch's size: its round trips estimate the
+// round trip, so the measured batches fit the budget; they are not
+// counted.
+const echoEstimate = 10
+
+// latencyWarmup is how long the round trips that open a measured batch
+// run uncounted. Both processes were idle on the control connection before
+// it, and the Go runtime's monitor then polls every 20 µs for its first 50
+// ticks before it backs off to 10 ms; on a one-CPU host each of its
+// wake-ups preempts the ping-pong. Between the VM suite's two guests the
+// first 110 round trips after the connection idled saw 190 of them, the
+// next 400 about 50.
+const latencyWarmup = 150 * time.Millisecond
 
 // latency is peer.latency: SEND ping-pong with the server echoing, timed
-// from ibv_post_send to the answer's receive completion. A first batch of
-// 10 estimates the round trip, so the rest fits the budget.
+// from ibv_post_send to the answer's receive completion. A first batch
+// estimates the round trip, so the rest — each batch opened by a warm-up
+// of latencyWarmup — fits the budget.
 func (ps *peerSide) latency(conn *wire.Conn, preq *PeerRequest) *PeerLatencyResult {
 	r := ps.r
 	n := min(latencySize, ps.params.MsgSize)
@@ -152,34 +169,34 @@ func (ps *peerSide) latency(conn *wire.Conn, preq *PeerRequest) *PeerLatencyResu
 	if half := time.Now().Add(time.Until(r.deadline) / 2); half.Before(budgetEnd) {
 		budgetEnd = half
 	}
+	est, ok := ps.echoBatch(conn, p, n, 0, min(preq.Iterations, echoEstimate), res)
+	res.Warmup = len(est)
 	var lat []time.Duration
-	for left := preq.Iterations; left > 0 && time.Now().Before(budgetEnd); {
-		// Batches stay small, and sized to half of what the median so
-		// far says fits: a path that slows down overshoots the budget by
-		// one small batch at most.
-		batch := min(left, echoBatchMax)
-		if len(lat) > 0 {
-			fit := int(float64(time.Until(budgetEnd)) / max(stats(lat).MedNS, 1) / 2)
-			if batch = min(batch, fit); batch <= 0 {
-				break
-			}
-		} else {
-			batch = min(left, 10)
-		}
-		got, ok := ps.echoBatch(conn, p, n, batch, res)
-		lat = append(lat, got...)
-		if !ok {
+	for left := preq.Iterations; ok && left > 0 && time.Now().Before(budgetEnd); {
+		// Batches are sized to half of what the median so far says fits
+		// after their warm-up: a path that slows down overshoots the
+		// budget by less than a batch.
+		med := time.Duration(max(stats(append(est, lat...)).MedNS, 1))
+		warm := min(int(latencyWarmup/med)+1, echoBatchMax)
+		batch := min(left, echoBatchMax, int((time.Until(budgetEnd)-time.Duration(warm)*med)/med/2))
+		if batch <= 0 {
 			break
 		}
+		var got []time.Duration
+		got, ok = ps.echoBatch(conn, p, n, warm, batch, res)
+		res.Warmup += min(len(got), warm)
+		lat = append(lat, got[min(len(got), warm):]...)
 		left -= batch
 	}
 	res.Latency = stats(lat)
-	r.note(p, "round trips timed", len(lat) > 0 && p.Failed() == nil, "no round trip completed", fmt.Sprintf("%d of %d round trips", len(lat), preq.Iterations))
+	r.note(p, "round trips timed", len(lat) > 0 && p.Failed() == nil, "no round trip completed", fmt.Sprintf("%d of %d round trips, after %d uncounted", len(lat), preq.Iterations, res.Warmup))
 	return res
 }
 
-// echoBatch runs count round trips of n bytes with the server echoing.
-func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *PeerLatencyResult) ([]time.Duration, bool) {
+// echoBatch runs warm+count round trips of n bytes with the server
+// echoing, and returns every one's time.
+func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, warm, count int, res *PeerLatencyResult) ([]time.Duration, bool) {
+	count += warm
 	r := ps.r
 	wait := r.pollWait()
 	if !r.step(p, fmt.Sprintf("the server posts %d receives", count), func() error {
@@ -193,13 +210,16 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	recvWR := verbs.RecvWR{ID: 41, SGEs: []verbs.SGE{ps.sge(1, n)}}
 	sendWR := verbs.SendWR{ID: 42, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{ps.mr.SGE(0, n)}}
 	out := make([]time.Duration, 0, count)
-	r.begin(p, fmt.Sprintf("%d round trips", count))
+	name := fmt.Sprintf("%d round trips", count)
+	if warm > 0 {
+		name += fmt.Sprintf(" (the first %d a warm-up)", warm)
+	}
+	r.begin(p, name)
 	sends := sendReaper{ps: ps}
 	var loopErr error
-	var pace pollPacer
-	relock := unlockForDataPath()
+	endDataPath := ps.pace.beginDataPath()
 	for i := 0; i < count && loopErr == nil; i++ {
-		pace.maybeYield()
+		ps.pace.maybeYield()
 		if loopErr = ps.qp.PostRecv(recvWR); loopErr != nil {
 			break
 		}
@@ -217,8 +237,8 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, count int, res *Peer
 	if loopErr == nil {
 		loopErr = sends.reap(true, wait)
 	}
-	relock()
-	st := Step{Name: fmt.Sprintf("%d round trips", count), OK: loopErr == nil, Detail: fmt.Sprintf("%d completed", len(out))}
+	endDataPath()
+	st := Step{Name: name, OK: loopErr == nil, Detail: fmt.Sprintf("%d completed", len(out))}
 	if loopErr != nil {
 		r.fill(&st, loopErr)
 	}

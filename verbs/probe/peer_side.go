@@ -62,6 +62,8 @@ type peerSide struct {
 	// remoteSoftware says the other side's device is a software one: its
 	// QP retransmits on the longer ACK timeout.
 	remoteSoftware bool
+	// pace yields to the Go scheduler in the ping-pong loops (pace.go).
+	pace pollPacer
 }
 
 // ackTimeoutExp is the RC ACK timeout exponent a side's QP uses.
@@ -401,8 +403,10 @@ func wcCause(st verbs.WCStatus) string {
 }
 
 // pollOne busy-polls cq for one completion within wait, as pollOne does;
-// on a software device it reads the clock less often and yields between
-// empty polls where the peer's poller shares this host (yieldBetweenPolls).
+// on a software device, where a wait lasts milliseconds, it reads the
+// clock less often, yields to the Go scheduler on the ping-pong's beat
+// (pollPacer) and between empty polls where the peer's poller shares this
+// host (yieldBetweenPolls).
 func (ps *peerSide) pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
 	if !ps.r.software {
 		return pollOne(cq, wait)
@@ -419,8 +423,12 @@ func (ps *peerSide) pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) 
 		}
 		// The clock is read every 16th empty poll only: under emulation
 		// a clock read can cost as much as the poll itself.
-		if i%16 == 15 && time.Now().After(deadline) {
-			return verbs.WC{}, noCompletion(wait)
+		if i%16 == 15 {
+			now := time.Now()
+			if now.After(deadline) {
+				return verbs.WC{}, noCompletion(wait)
+			}
+			ps.pace.yieldAt(now)
 		}
 		ps.yieldBetweenPolls()
 	}

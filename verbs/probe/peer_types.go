@@ -126,10 +126,13 @@ type PeerRDMAResult struct {
 // PeerLatencyResult is peer.latency: SEND ping-pong round trips.
 type PeerLatencyResult struct {
 	Probe
-	Size            int    `json:"size"`
-	IterationsAsked int    `json:"iterations_asked"`
-	Latency         Stats  `json:"latency_ns"`
-	RemoteError     string `json:"remote_error,omitempty"`
+	Size            int `json:"size"`
+	IterationsAsked int `json:"iterations_asked"`
+	// Warmup is how many round trips ran before the counted ones (the
+	// estimate and each batch's warm-up: peer_measure.go).
+	Warmup      int    `json:"warmup_round_trips"`
+	Latency     Stats  `json:"latency_ns"`
+	RemoteError string `json:"remote_error,omitempty"`
 }
 
 // BandwidthRun is one message size of the bandwidth run.
