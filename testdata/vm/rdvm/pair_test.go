@@ -141,6 +141,15 @@ func TestComparisonsPairLikeWithLike(t *testing.T) {
 			t.Errorf("comparison %d = %q, want it to contain %q", i, got[i], want[i])
 		}
 	}
+
+	// ib_send_lat run again after each peer test: each round is held by
+	// the mean of the runs before and after it.
+	v.pairRows = append(v.pairRows, pairRow{Command: "ib_send_lat -x 1", What: "round trip (2 × one-way typical), the run after `peer test`",
+		Unit: "µs", Median: 1000, Runs: []float64{1400, 700, 2000}})
+	got = v.comparisons()
+	if want := "vs `ib_send_lat` 1200 µs, the mean of its runs just before and just after: 1.00× (within ±25 %); round by round 1.00, 1.00, 1.00×"; !strings.Contains(got[0], want) {
+		t.Errorf("bracketed comparison = %q, want it to contain %q", got[0], want)
+	}
 }
 
 // A scenario run in rounds is listed once, though each round has its line
