@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -183,6 +184,14 @@ func (v *verifier) refTool(o *outcome, name, dir string, m meta) {
 				order = append(order, f.Name)
 			}
 			units[f.Name] = f.Unit
+			if f.Value == 0 {
+				// perftest prints zeros when it could not calibrate its
+				// clock ("Correlation coefficient r^2 < 0.9", a host too
+				// loaded for its sampling): no figure, and the round's
+				// place kept so the rounds still pair up.
+				o.Extra = append(o.Extra, fmt.Sprintf("run %d: %s is 0 (%s): left out", i+1, f.Name, firstLines(readTrim(filepath.Join(dir, stderrName(i))), 1)))
+				f.Value = math.NaN()
+			}
 			vals[f.Name] = append(vals[f.Name], f.Value)
 		}
 	}
@@ -244,10 +253,10 @@ type pairRow struct {
 }
 
 func median(xs []float64) float64 {
-	if len(xs) == 0 {
+	s := slices.DeleteFunc(slices.Clone(xs), math.IsNaN)
+	if len(s) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
 	sort.Float64s(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
@@ -265,10 +274,16 @@ func (v *verifier) pairTable() error {
 	t.WriteString("| measured by | what | runs | median | all runs |\n|---|---|---:|---:|---|\n")
 	for _, r := range v.pairRows {
 		var all []string
+		n := 0
 		for _, x := range r.Runs {
+			if math.IsNaN(x) {
+				all = append(all, "–")
+				continue
+			}
 			all = append(all, num(x))
+			n++
 		}
-		fmt.Fprintf(&t, "| `%s` | %s | %d | %s %s | %s |\n", r.Command, r.What, len(r.Runs), num(r.Median), r.Unit, strings.Join(all, ", "))
+		fmt.Fprintf(&t, "| `%s` | %s | %d | %s %s | %s |\n", r.Command, r.What, n, num(r.Median), r.Unit, strings.Join(all, ", "))
 	}
 	cmp := v.comparisons()
 	for _, line := range strings.Split(strings.TrimSpace(t.String()), "\n") {
@@ -466,6 +481,9 @@ func roundRatios(ours, ref []float64) []float64 {
 	}
 	out := make([]float64, 0, len(ours))
 	for i := range ours {
+		if math.IsNaN(ours[i]) || math.IsNaN(ref[i]) {
+			continue // a run without a figure (refTool)
+		}
 		if ref[i] == 0 {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,23 @@ func TestRoundsOfAScenario(t *testing.T) {
 	}
 	if got := m.exitOf("absent"); got != "" {
 		t.Errorf("exitOf(absent) = %q, want empty", got)
+	}
+}
+
+// A reference run without a figure (perftest's zeros when it cannot
+// calibrate its clock) is left out of the median and of its round's
+// ratio; the other rounds still pair up.
+func TestRunWithoutFigureIsLeftOut(t *testing.T) {
+	ref := []float64{1000, math.NaN(), 2000}
+	if m := median(ref); m != 1500 {
+		t.Errorf("median = %v, want 1500", m)
+	}
+	rs := roundRatios([]float64{1100, 900, 2200}, ref)
+	if len(rs) != 2 || math.Abs(rs[0]-1.1) > 1e-9 || math.Abs(rs[1]-1.1) > 1e-9 {
+		t.Errorf("round ratios = %v, want [1.1 1.1]", rs)
+	}
+	b := bracket([]*pairRow{{Runs: []float64{1000, 1000, math.NaN()}}, {Runs: []float64{1200, 1400, 1000}}})
+	if !math.IsNaN(b.Runs[2]) || b.Median != 1150 {
+		t.Errorf("bracket = %+v, want the third round without a figure and median 1150", b)
 	}
 }
