@@ -56,8 +56,8 @@ func (pp *pollPacer) maybeYield() { pp.yieldAt(time.Now()) }
 // (policyBatch): the runtime's own wake-ups then wait for the loop's time
 // slice to end rather than preempt it. Measured on the VM suite's pair:
 // the median round trip shorter in each of four rounds (0.83–1.20 ms
-// against 0.93–1.28 ms), context switches on the server's guest 1.7–2.2
-// per round trip against 2.0–3.4. The returned call undoes all three,
+// against 0.93–1.28 ms), context switches on the server's guest 1.6–2.3
+// per round trip against 1.9–3.4. The returned call undoes all three,
 // taking the lock on whichever thread the goroutine is then.
 func (pp *pollPacer) beginDataPath() (end func()) {
 	runtime.UnlockOSThread()
