@@ -23,7 +23,7 @@ var peerRDMACMExplain = Explanation{
 		{report.Fail, "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR or no event)", "Check `ip route get <peer>` names the RDMA netdev, `ip neigh show <peer>` resolves, and the port is ACTIVE."},
 		{report.Fail, "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)", "On RoCE, the source address needs a GID (check the port's GID table); on InfiniBand, the subnet manager must answer path queries."},
 		{report.Fail, "the peer rejected the connection or never answered (REJECTED, UNREACHABLE)", "Nothing listens, or the CM's packets are lost: open UDP 4791 between the hosts on RoCE v2."},
-		{report.Fail, "connected, but the echo never came back or differed", "Larger frames are dropped: set one MTU on both hosts' RDMA netdevs and the switch ports."},
+		{report.Fail, "connected, but the echo never came back or differed", "Where the netdevs' MTUs differ, larger frames are dropped: set one MTU on both hosts' RDMA netdevs and the switch ports; where they agree, the link loses frames: peer.counters and `ethtool -S` on both sides."},
 		{report.Error, "the server could not listen with rdma_cm", "Run `rdmadoctor` on the peer: its error names the step (no librdmacm there, rdma_ucm not loaded)."},
 		childFailure,
 	},
@@ -37,6 +37,19 @@ var cmStageFix = map[string]string{
 	"resources": "Run `rdmadoctor` (level 2) on this host: it judges the device's verbs alone.",
 	"connect":   "Make sure `rdmadoctor peer serve` runs on the peer and the CM's packets pass: on RoCE v2, UDP port 4791 between the hosts (`nft list ruleset`, ACLs, security groups).",
 	"transfer":  "Set one MTU on both hosts' RDMA netdevs and on the switch ports between them (`ip link set <if> mtu <N>`); then check the link and its counters.",
+}
+
+// cmTransferFix is the remedy for an echo lost after the connection was
+// made: the MTU mismatch when the netdevs' MTUs differ; otherwise the
+// path's loss comes first (on a lossy link rdma_cm's QP waits out its ACK
+// timeout like any other), and the switch ports' MTU after it.
+func cmTransferFix(p *peer.Pair) string {
+	if mtuSuspect(p) != "" {
+		return cmStageFix["transfer"]
+	}
+	return "The connection was made and the echo was lost on the way: read peer.counters and `ethtool -S` on both netdevs " +
+		"(retransmissions and drops: a lossy link or fabric — a cable, PFC/ECN on the traffic's priority); " +
+		"then check that the switch ports between the hosts carry the hosts' MTU."
 }
 
 func judgePeerRDMACM(p *peer.Pair) verdict {
@@ -58,6 +71,8 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 		case r.FailedStage == "listen":
 			v.status = report.Error
 			v.remedy = "The control conversation broke before the rdma_cm test; peer.control and the server's log say why."
+		case r.FailedStage == "transfer":
+			v.remedy = cmTransferFix(p)
 		default:
 			v.remedy = cmStageFix[r.FailedStage]
 		}
@@ -71,7 +86,7 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 	}
 	if r.Remote != nil && !r.Remote.OK {
 		ev["remote"] = r.Remote
-		return verdict{status: report.Fail, evidence: ev, remedy: cmStageFix["transfer"],
+		return verdict{status: report.Fail, evidence: ev, remedy: cmTransferFix(p),
 			line: fmt.Sprintf("%s: rdma_cm: this side finished, the server did not: %s: %s", name, r.Remote.Step, r.Remote.Error)}
 	}
 	return verdict{status: report.Pass, evidence: ev,

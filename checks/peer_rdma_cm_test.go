@@ -85,3 +85,19 @@ func TestPeerRDMACMNamesMTUMismatch(t *testing.T) {
 		t.Errorf("%s, remedy %q", v.status, v.remedy)
 	}
 }
+
+// An echo lost where both netdevs carry one MTU (a lossy link): the remedy
+// leads with the loss, not with an MTU change that would fix nothing.
+func TestPeerRDMACMEchoLostWithOneMTU(t *testing.T) {
+	for _, r := range []*probe.CMPeerResult{
+		cmFailed("transfer", "RECV the 4096-byte echo", "no completion of wr 2 within 3s", "the echo never arrived"),
+		{CMResult: probe.CMResult{Probe: probe.Probe{Name: probe.RDMACM}}, Remote: &wire.CMResult{Step: "SEND the 4096-byte echo", Error: "no completion of wr 1 within 3s"}},
+	} {
+		p := healthyPair("a:1")
+		p.Verbs.RDMACM = r
+		v := judgePeerRDMACM(&p)
+		if v.status != report.Fail || !strings.HasPrefix(v.remedy, "The connection was made and the echo was lost") || strings.Contains(v.line, "MTU mismatch") {
+			t.Errorf("%s %q, remedy %q", v.status, v.line, v.remedy)
+		}
+	}
+}

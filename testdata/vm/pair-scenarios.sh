@@ -121,11 +121,14 @@ pair_scenario peer-wrong-token --serve "rdmadoctor peer serve --listen $B_IP:$PE
 # 1 % of the client's frames dropped (netem on its egress, where the
 # bandwidth run's WRITEs go; loss on the server's side only drops ACKs, of
 # which rxe sends few, and no counter rose). The data still arrives (RC
-# retransmits), but the run must not pass as healthy: on rxe one lost frame
-# can stall a work request past the measuring checks' 2 s wait, so which
-# check names it varies from run to run — peer.latency ("no completion
-# within 2s"), peer.bandwidth ("the fabric drops under load (PFC
-# missing)") or peer.counters (the retransmission counters that rose).
+# retransmits), but the run must not pass as healthy. The single-transfer
+# checks (send_recv, rdma_write, rdma_read) wait through two retransmissions
+# on rxe's 2.1 s ACK timeout, so a frame they lose only slows them; on rxe
+# one lost frame can stall a work request past the measuring checks' 2 s
+# wait, so which check names the loss varies from run to run —
+# peer.latency ("no completion within 2s"), peer.bandwidth ("the fabric
+# drops under load (PFC missing)") or peer.counters (the retransmission
+# counters that rose).
 pair_scenario peer-lossy --a-break '/sbin/tc qdisc add dev eth0 root netem loss 1%' \
 	--exit 45,46,47 --root peer.latency,peer.bandwidth,peer.counters \
 	--status peer.send_recv=pass --status peer.rdma_cm=pass \

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -262,11 +263,15 @@ func pollOne(cq *verbs.CQ, wait time.Duration) (verbs.WC, error) {
 	}
 }
 
+// errNoCompletion is what noCompletion's errors stand for.
+var errNoCompletion = errors.New("no completion")
+
 // noCompletion is the error of a wait that saw no completion.
 func noCompletion(wait time.Duration) error {
 	return &causedError{
 		msg:   fmt.Sprintf("no completion within %v", wait.Round(time.Millisecond)),
 		cause: "the work request never completed: the QPs are not connected (address, GID, LID), the port is down, or the device stalled",
+		err:   errNoCompletion,
 	}
 }
 

@@ -66,9 +66,6 @@ func emitPeer(em *emitter, name string, res any) {
 	em.emit(event{Kind: "result", Probe: name, Result: b})
 }
 
-// opWait is how long one side waits for a completion in an operation.
-func opWait(r *runner) time.Duration { return r.pollWait() }
-
 // servePeer is the server's side of a session: read the client's Setup,
 // build and connect the local QP, answer, then serve operations until Bye,
 // the end of the connection or the session's deadline. Every verbs object

@@ -181,7 +181,7 @@ func (ps *peerSide) sendRecvOnce(conn *wire.Conn, res *PeerSendRecvResult, n int
 		return false
 	}
 	seed := uint32(time.Now().UnixNano())
-	wait := ps.sendRecvWait()
+	wait := ps.transferWait()
 	if !r.step(p, "the server posts its receive", func() error {
 		if err := conn.Send(wire.MsgOp, wire.Op{Kind: wire.OpSendRecv, Seed: seed, Len: n, WaitMS: int(wait / time.Millisecond)}); err != nil {
 			return err
@@ -214,7 +214,7 @@ func (ps *peerSide) sendRecvOnce(conn *wire.Conn, res *PeerSendRecvResult, n int
 	if !sendOK {
 		return false
 	}
-	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's "+what+"answer)", ps.recvCQ, ps.sendRecvWait(),
+	wc, ok := ps.waitCompletion(p, "ibv_poll_cq recv (the server's "+what+"answer)", ps.recvCQ, ps.transferWait(),
 		"the server's answer never arrived: its packets do not reach this host over RDMA (one direction of the path is broken)")
 	if !ok {
 		return false

@@ -76,7 +76,7 @@ func (ps *peerSide) rdmaWrite(conn *wire.Conn, remote *wire.Endpoint) *PeerRDMAR
 	}) {
 		return res
 	}
-	wc, ok := ps.waitCompletion(p, "ibv_poll_cq send (the WRITE)", ps.sendCQ, r.pollWait(), "")
+	wc, ok := ps.waitCompletion(p, "ibv_poll_cq send (the WRITE)", ps.sendCQ, ps.transferWait(), "")
 	res.Status = wc.Status.String()
 	if !ok {
 		return res
@@ -123,7 +123,7 @@ func (ps *peerSide) rdmaRead(conn *wire.Conn, remote *wire.Endpoint) *PeerRDMARe
 	}) {
 		return res
 	}
-	wc, ok := ps.waitCompletion(p, "ibv_poll_cq send (the READ)", ps.sendCQ, r.pollWait(), "")
+	wc, ok := ps.waitCompletion(p, "ibv_poll_cq send (the READ)", ps.sendCQ, ps.transferWait(), "")
 	res.Status = wc.Status.String()
 	if !ok {
 		return res
@@ -240,7 +240,7 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, warm, count int, res
 	endDataPath()
 	st := Step{Name: name, OK: loopErr == nil, Detail: fmt.Sprintf("%d completed", len(out))}
 	if loopErr != nil {
-		r.fill(&st, loopErr)
+		r.fill(&st, ps.midRun(loopErr))
 	}
 	p.Steps = append(p.Steps, st)
 	var reply wire.OpReply
@@ -332,7 +332,7 @@ func (ps *peerSide) bandwidth(remote *wire.Endpoint, remoteRate float64, preq *P
 		st := Step{Name: fmt.Sprintf("RDMA WRITE %d bytes × %d outstanding", size, run.Outstanding), OK: err == nil,
 			Detail: fmt.Sprintf("%d messages in %.3f s: %.3f Gb/s", run.Messages, run.Seconds, run.Gbps)}
 		if err != nil {
-			r.fill(&st, err)
+			r.fill(&st, ps.midRun(err))
 		}
 		p.Steps = append(p.Steps, st)
 		if err != nil {

@@ -79,15 +79,33 @@ func ackTimeout(software bool) time.Duration {
 	return 4096 * time.Nanosecond << ackTimeoutExp(software)
 }
 
-// sendRecvWait is how long peer.send_recv waits for each completion: long
-// enough for RC to retransmit a lost packet twice on the slower side's ACK
+// transferWait is how long a check of single transfers (peer.send_recv,
+// peer.rdma_write, peer.rdma_read) waits for each completion: long enough
+// for RC to retransmit a lost packet twice on the slower side's ACK
 // timeout (2.1 s on a software device), so that a frame lost at random is
-// not taken for one that never fits the path; within the session's
-// deadline. (At 2 s, 1 % loss on the pair's wire failed a 4096-byte SEND
-// as a hop with a smaller MTU.)
-func (ps *peerSide) sendRecvWait() time.Duration {
+// not taken for one that never fits the path or a QP that never connected;
+// within the session's deadline. (At 2 s, 1 % loss on the pair's wire
+// failed a 4096-byte SEND as a hop with a smaller MTU, and a READ as a
+// stall.)
+func (ps *peerSide) transferWait() time.Duration {
 	w := max(maxPollWait, 2*ackTimeout(ps.r.software || ps.remoteSoftware)+time.Second)
 	return min(w, max(time.Until(ps.r.deadline), 0))
+}
+
+// midRun explains a wait that ran out in the measuring checks. They run
+// only after single transfers crossed on the same QPs, so "not connected"
+// is not the likely cause: a frame was lost and RC resends it only after
+// the ACK timeout — longer than the wait on a software device — or the
+// link went down mid-run. Other errors pass unchanged.
+func (ps *peerSide) midRun(err error) error {
+	if !errors.Is(err, errNoCompletion) {
+		return err
+	}
+	slower := ackTimeout(ps.r.software || ps.remoteSoftware)
+	return &causedError{msg: err.Error(), err: err,
+		cause: fmt.Sprintf("the path stopped delivering mid-run, after single transfers had crossed on the same QPs: "+
+			"a frame lost on the way, which RC resends only after the ACK timeout (%v on the slower side), "+
+			"or the link went down (see peer.counters)", slower.Round(time.Millisecond))}
 }
 
 // peerRunner opens the library and picks the device and port: the ones
