@@ -42,12 +42,14 @@ func testRDMACM(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 		return
 	}
 	nonce := make([]byte, wire.CMNonceSize)
+	askEchoed := preq.ProtocolVersion >= 3
 	var at wire.CMListening
 	if !s.step("the server listens with rdma_cm", func() error {
 		if _, err := rand.Read(nonce); err != nil {
 			return fmt.Errorf("nonce: %w", err)
 		}
-		if err := conn.Send(wire.MsgCMListen, wire.CMListen{Nonce: nonce, WaitMS: int(budget / time.Millisecond), Size: res.Size}); err != nil {
+		if err := conn.Send(wire.MsgCMListen, wire.CMListen{Nonce: nonce, WaitMS: int(budget / time.Millisecond), Size: res.Size,
+			Echoed: askEchoed}); err != nil {
 			return err
 		}
 		return expectSkipping(conn, budget, wire.MsgCMListening, &at)
@@ -60,13 +62,52 @@ func testRDMACM(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 		return
 	}
 	res.Listener = net.JoinHostPort(at.Addr, strconv.Itoa(at.Port))
-	cl := CMClient(res.Listener, nonce, CMOptions{Library: preq.Library, Timeout: time.Until(s.deadline), Size: res.Size})
+	o := CMOptions{Library: preq.Library, Timeout: time.Until(s.deadline), Size: res.Size}
+	var early *wire.CMResult
+	if askEchoed {
+		o.BeforeDisconnect = func() string { return awaitEchoed(conn, o.withDefaults().Step, &early) }
+	}
+	cl := CMClient(res.Listener, nonce, o)
 	res.CMResult = mergeCM(&res.CMResult, cl)
+	if early != nil {
+		res.Remote = early
+		return
+	}
 	var remote wire.CMResult
 	// The server reports once its side ended: after the disconnect, or
 	// when its own waits ran out.
 	if err := expectSkipping(conn, time.Until(s.deadline)+conn.IOTimeout, wire.MsgCMResult, &remote); err == nil {
 		res.Remote = &remote
+	}
+}
+
+// awaitEchoed waits up to wait for the server's word that its echo was
+// acknowledged, and says how it went. Not hearing it is not a failure
+// here: the server's own report says what became of the echo. A report
+// that comes first (the server's echo failed) is kept in early.
+func awaitEchoed(conn *wire.Conn, wait time.Duration, early **wire.CMResult) string {
+	t0 := time.Now()
+	deadline := t0.Add(wait)
+	for {
+		f, err := conn.Recv(time.Until(deadline))
+		if err != nil {
+			return fmt.Sprintf("not said within %v (%v): disconnecting anyway", wait, err)
+		}
+		switch f.Type {
+		case wire.MsgOpReply, wire.MsgOpReady:
+			continue // answers of operations given up on (expectSkipping)
+		case wire.MsgCMResult:
+			var r wire.CMResult
+			if err := f.Decode(wire.MsgCMResult, &r); err != nil {
+				return err.Error()
+			}
+			*early = &r
+			return "the server reported its side before saying the echo was acknowledged"
+		}
+		if err := f.Decode(wire.MsgCMEchoed, &wire.CMEchoed{}); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("after %.1f ms", float64(time.Since(t0).Microseconds())/1000)
 	}
 }
 
@@ -106,7 +147,11 @@ func serveRDMACM(conn *wire.Conn, f wire.Frame, ps *peerSide, preq *PeerRequest)
 	}
 	wait := min(time.Duration(m.WaitMS)*time.Millisecond, time.Until(conn.Deadline))
 	addr := cmListenAddr(conn, ps)
-	l := ListenCM(addr, CMOptions{Library: preq.Library, Timeout: wait, Size: m.Size})
+	o := CMOptions{Library: preq.Library, Timeout: wait, Size: m.Size}
+	if m.Echoed {
+		o.Echoed = func() { _ = conn.Send(wire.MsgCMEchoed, wire.CMEchoed{}) }
+	}
+	l := ListenCM(addr, o)
 	if l.Port() == 0 {
 		l.Serve(nil, 0) // tears down what was built
 		return conn.Send(wire.MsgCMListening, wire.CMListening{Error: failedText(&l.Result().Probe)})

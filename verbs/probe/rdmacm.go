@@ -31,6 +31,16 @@ type CMOptions struct {
 	// Size is the payload of the SEND and of its echo; default 4096, more
 	// than the smallest path MTU, so a path MTU the wire cannot carry shows.
 	Size int
+	// Echoed, on the listening side, is called once the echo's SEND has
+	// completed (the client acknowledged it).
+	Echoed func()
+	// BeforeDisconnect, on the connecting side, is called after the echo
+	// arrived intact and before rdma_disconnect; its answer is the step's
+	// detail. A client that tore the connection down at once left a
+	// server whose last acknowledgement was lost retransmitting into a
+	// closed QP: its SEND never completed, and rdma_cm failed on a link
+	// that works (1 % loss on the VM pair's wire, one run in five).
+	BeforeDisconnect func() string
 }
 
 func (o CMOptions) withDefaults() CMOptions {

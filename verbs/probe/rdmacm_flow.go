@@ -71,7 +71,11 @@ func CMClient(server string, nonce []byte, o CMOptions) *CMResult {
 	if !ok || !cmConnect(s, e.ch, id, b, nonce, o) {
 		return res
 	}
-	cmExchange(s, b, o)
+	if cmExchange(s, b, o) && o.BeforeDisconnect != nil {
+		detail := o.BeforeDisconnect()
+		s.step("the server's echo acknowledged", func() error { return nil })
+		s.res.Steps[len(s.res.Steps)-1].Detail = detail
+	}
 	s.stage = "disconnect"
 	s.step("rdma_disconnect", id.Disconnect)
 	return res
@@ -154,7 +158,7 @@ func connectCause(ev *verbs.CMEvent) string {
 }
 
 // cmExchange SENDs the payload and waits for the peer's echo, checked.
-func cmExchange(s *cmStepper, b *cmBuffers, o CMOptions) {
+func cmExchange(s *cmStepper, b *cmBuffers, o CMOptions) bool {
 	s.stage = "transfer"
 	mem := b.buf.Bytes()
 	fill(mem[:o.Size], 0x5a)
@@ -180,4 +184,5 @@ func cmExchange(s *cmStepper, b *cmBuffers, o CMOptions) {
 	if ok {
 		s.res.RoundTripMicros = micros(time.Since(t0))
 	}
+	return ok
 }

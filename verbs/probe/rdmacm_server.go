@@ -140,6 +140,9 @@ func (l *CMListener) echo(id *verbs.CMID, b *cmBuffers) {
 	}) {
 		return
 	}
+	if o.Echoed != nil {
+		o.Echoed()
+	}
 	s.stage = "disconnect"
 	late := false
 	s.step("RDMA_CM_EVENT_DISCONNECTED", func() error {

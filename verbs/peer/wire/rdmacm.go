@@ -15,12 +15,17 @@ const (
 	MsgCMListening MsgType = 49
 	// MsgCMResult (server → client): how the server's side went.
 	MsgCMResult MsgType = 50
+	// MsgCMEchoed (server → client, version 3, when CMListen asked): the
+	// echo's SEND completed, so the client's side has acknowledged it
+	// and may disconnect.
+	MsgCMEchoed MsgType = 51
 )
 
 func init() {
 	msgNames[MsgCMListen] = "CMListen"
 	msgNames[MsgCMListening] = "CMListening"
 	msgNames[MsgCMResult] = "CMResult"
+	msgNames[MsgCMEchoed] = "CMEchoed"
 }
 
 // CMNonceSize is the length of the connection's private-data nonce: within
@@ -33,6 +38,8 @@ type CMListen struct {
 	Nonce  []byte `json:"nonce"`
 	WaitMS int    `json:"wait_ms"`
 	Size   int    `json:"size"`
+	// Echoed asks for MsgCMEchoed once the echo's SEND completed.
+	Echoed bool `json:"echoed,omitempty"`
 }
 
 func (m *CMListen) Validate() error {
@@ -72,3 +79,8 @@ type CMResult struct {
 }
 
 func (m *CMResult) Validate() error { return nil }
+
+// CMEchoed says the server's echo was acknowledged; it carries nothing.
+type CMEchoed struct{}
+
+func (m *CMEchoed) Validate() error { return nil }

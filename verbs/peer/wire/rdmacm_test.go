@@ -11,7 +11,7 @@ import (
 // protocol violations, not values the server acts on.
 func TestCMMessages(t *testing.T) {
 	var buf bytes.Buffer
-	in := CMListen{Nonce: bytes.Repeat([]byte{7}, CMNonceSize), WaitMS: 12000, Size: 4096}
+	in := CMListen{Nonce: bytes.Repeat([]byte{7}, CMNonceSize), WaitMS: 12000, Size: 4096, Echoed: true}
 	if err := WriteFrame(&buf, MsgCMListen, in); err != nil {
 		t.Fatal(err)
 	}
@@ -20,11 +20,11 @@ func TestCMMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out CMListen
-	if err := f.Decode(MsgCMListen, &out); err != nil || !bytes.Equal(out.Nonce, in.Nonce) || out.Size != 4096 {
+	if err := f.Decode(MsgCMListen, &out); err != nil || !bytes.Equal(out.Nonce, in.Nonce) || out.Size != 4096 || !out.Echoed {
 		t.Fatalf("decode %+v: %v", out, err)
 	}
-	if MsgCMListen.String() != "CMListen" || !MsgCMResult.Known() {
-		t.Fatalf("names: %s %v", MsgCMListen, MsgCMResult.Known())
+	if MsgCMListen.String() != "CMListen" || !MsgCMResult.Known() || MsgCMEchoed.String() != "CMEchoed" {
+		t.Fatalf("names: %s %v %s", MsgCMListen, MsgCMResult.Known(), MsgCMEchoed)
 	}
 	bad := []any{
 		CMListen{Nonce: []byte{1}, WaitMS: 1, Size: 1},

@@ -41,8 +41,10 @@ const (
 	// oldest it still accepts. Version 2: an OpSendRecv may be shorter
 	// than the session's message size (the client's one-packet SEND
 	// before the full one); a client sends one only to a server that
-	// speaks 2.
-	Version    = 2
+	// speaks 2. Version 3: a CMListen may ask for MsgCMEchoed (the
+	// client keeps its rdma_cm connection up until the server's echo is
+	// acknowledged); a client asks only a server that speaks 3.
+	Version    = 3
 	MinVersion = 1
 	// DefaultPort is the control port of `peer serve` and `peer test`.
 	DefaultPort = 18516

@@ -68,7 +68,7 @@ func TestHostileFrames(t *testing.T) {
 		{"4 GiB", rawFrame(0xffffffff, 1, ""), "exceeds"},
 		{"too short", rawFrame(1, 1, ""), "shorter than its type"},
 		{"unknown type", rawFrame(2+2, 999, "{}"), "unknown message type 999"},
-		{"reserved rdma_cm type", rawFrame(2+2, 51, "{}"), "rdma_cm message 51"}, // 48–50 are the rdma_cm exchange
+		{"reserved rdma_cm type", rawFrame(2+2, 52, "{}"), "rdma_cm message 52"}, // 48–51 are the rdma_cm exchange
 		{"truncated payload", rawFrame(100, uint16(MsgSetup), "{}"), "cut short"},
 		{"HTTP request", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "exceeds"},
 	} {
