@@ -222,8 +222,20 @@ func TestPollPacerYieldsAtMostEveryPeriodInsideADataPathLoop(t *testing.T) {
 	if !pp.last.After(start) {
 		t.Fatal("did not yield once the period had passed")
 	}
+	before := runtime.GOMAXPROCS(0)
+	pp.onePAfterWarmup()
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Errorf("GOMAXPROCS %d after the warm-up, want 1", n)
+	}
 	end()
 	if pp.on {
 		t.Fatal("still pacing after the loop ended")
+	}
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Errorf("GOMAXPROCS %d after the loop, want %d back", n, before)
+	}
+	pp.onePAfterWarmup()
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Errorf("GOMAXPROCS changed to %d outside a loop", n)
 	}
 }

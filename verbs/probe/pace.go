@@ -33,8 +33,9 @@ const pollYieldEvery = 4 * time.Millisecond
 // a data-path loop runs (on), and never outside one: a goroutine locked to
 // its thread would hand the thread over instead.
 type pollPacer struct {
-	on   bool
-	last time.Time
+	on    bool
+	last  time.Time
+	procs int // GOMAXPROCS before onePAfterWarmup; 0 while unchanged
 }
 
 // yieldAt yields when pollYieldEvery has passed since the last yield; now
@@ -43,6 +44,23 @@ func (pp *pollPacer) yieldAt(now time.Time) {
 	if pp.on && now.Sub(pp.last) >= pollYieldEvery {
 		pp.last = now
 		runtime.Gosched()
+	}
+}
+
+// onePAfterWarmup drops the process to one P for the rest of the loop,
+// once its warm-up is over. With a second P idle, each yield wakes a
+// spinning thread for it, which on a one-CPU guest preempts the loop;
+// with none, the yield costs no thread switch: the client's context
+// switches fell from 1.3–2.3 to 0.3–0.6 per round trip, the median round
+// trip shorter in 4 of 6 rounds beside ib_send_lat (equal in one). Only
+// after the warm-up: the monitor must have backed off to its slow ticks
+// first, or with one P it takes the P away from every post it catches
+// twice (ChildMain's two Ps). The server keeps two: switching it after
+// 150 ms of echoing changed nothing measurable (1.1–2.4 switches per
+// round trip either way).
+func (pp *pollPacer) onePAfterWarmup() {
+	if pp.on && pp.procs == 0 {
+		pp.procs = runtime.GOMAXPROCS(1)
 	}
 }
 
@@ -57,13 +75,17 @@ func (pp *pollPacer) maybeYield() { pp.yieldAt(time.Now()) }
 // slice to end rather than preempt it. Measured on the VM suite's pair:
 // the median round trip shorter in each of four rounds (0.83–1.20 ms
 // against 0.93–1.28 ms), context switches on the server's guest 1.6–2.3
-// per round trip against 1.9–3.4. The returned call undoes all three,
+// per round trip against 1.9–3.4. The returned call undoes all of it,
 // taking the lock on whichever thread the goroutine is then.
 func (pp *pollPacer) beginDataPath() (end func()) {
 	runtime.UnlockOSThread()
 	*pp = pollPacer{on: true, last: time.Now()}
 	setThreadsPolicy(policyNormal, policyBatch)
 	return func() {
+		if pp.procs > 0 {
+			runtime.GOMAXPROCS(pp.procs)
+			pp.procs = 0
+		}
 		setThreadsPolicy(policyBatch, policyNormal)
 		pp.on = false
 		runtime.LockOSThread()

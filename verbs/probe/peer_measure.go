@@ -219,6 +219,9 @@ func (ps *peerSide) echoBatch(conn *wire.Conn, p *Probe, n, warm, count int, res
 	var loopErr error
 	endDataPath := ps.pace.beginDataPath()
 	for i := 0; i < count && loopErr == nil; i++ {
+		if i == warm && warm > 0 {
+			ps.pace.onePAfterWarmup()
+		}
 		ps.pace.maybeYield()
 		if loopErr = ps.qp.PostRecv(recvWR); loopErr != nil {
 			break
