@@ -176,7 +176,7 @@ func (ps *peerSide) latency(conn *wire.Conn, preq *PeerRequest) *PeerLatencyResu
 		// Batches are sized to half of what the median so far says fits
 		// after their warm-up: a path that slows down overshoots the
 		// budget by less than a batch.
-		med := time.Duration(max(stats(append(est, lat...)).MedNS, 1))
+		med := time.Duration(max(stats(slices.Concat(est, lat)).MedNS, 1))
 		warm := min(int(latencyWarmup/med)+1, echoBatchMax)
 		batch := min(left, echoBatchMax, int((time.Until(budgetEnd)-time.Duration(warm)*med)/med/2))
 		if batch <= 0 {

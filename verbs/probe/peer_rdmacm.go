@@ -93,10 +93,10 @@ func awaitEchoed(conn *wire.Conn, wait time.Duration, early **wire.CMResult) str
 		if err != nil {
 			return fmt.Sprintf("not said within %v (%v): disconnecting anyway", wait, err)
 		}
-		switch f.Type {
-		case wire.MsgOpReply, wire.MsgOpReady:
-			continue // answers of operations given up on (expectSkipping)
-		case wire.MsgCMResult:
+		if staleAnswer(f.Type) {
+			continue
+		}
+		if f.Type == wire.MsgCMResult {
 			var r wire.CMResult
 			if err := f.Decode(wire.MsgCMResult, &r); err != nil {
 				return err.Error()
@@ -130,12 +130,16 @@ func expectSkipping(conn *wire.Conn, wait time.Duration, want wire.MsgType, v an
 		if err != nil {
 			return err
 		}
-		if f.Type == wire.MsgOpReply || f.Type == wire.MsgOpReady {
+		if staleAnswer(f.Type) {
 			continue
 		}
 		return f.Decode(want, v)
 	}
 }
+
+// staleAnswer says a frame is the answer of an operation the client had
+// already given up on (an OpReply or OpReady that came after its wait).
+func staleAnswer(t wire.MsgType) bool { return t == wire.MsgOpReply || t == wire.MsgOpReady }
 
 // serveRDMACM is the server's side of peer.rdma_cm: listen on the address
 // of this side's RoCE GID (else the control connection's), tell the client

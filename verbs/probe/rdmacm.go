@@ -85,9 +85,14 @@ type cmStepper struct {
 }
 
 func (s *cmStepper) step(name string, fn func() error) bool {
+	return s.stepDetail(name, func() (string, error) { return "", fn() })
+}
+
+// stepDetail is step for a step that says how it went even when it passed.
+func (s *cmStepper) stepDetail(name string, fn func() (detail string, err error)) bool {
 	t0 := time.Now()
-	err := fn()
-	st := Step{Name: name, OK: err == nil, Micros: micros(time.Since(t0))}
+	detail, err := fn()
+	st := Step{Name: name, OK: err == nil, Detail: detail, Micros: micros(time.Since(t0))}
 	if err != nil {
 		st.Error = err.Error()
 		e := verbs.ErrnoOf(err)

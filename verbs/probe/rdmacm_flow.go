@@ -72,9 +72,7 @@ func CMClient(server string, nonce []byte, o CMOptions) *CMResult {
 		return res
 	}
 	if cmExchange(s, b, o) && o.BeforeDisconnect != nil {
-		detail := o.BeforeDisconnect()
-		s.step("the server's echo acknowledged", func() error { return nil })
-		s.res.Steps[len(s.res.Steps)-1].Detail = detail
+		s.stepDetail("the server's echo acknowledged", func() (string, error) { return o.BeforeDisconnect(), nil })
 	}
 	s.stage = "disconnect"
 	s.step("rdma_disconnect", id.Disconnect)
