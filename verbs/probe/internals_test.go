@@ -212,6 +212,12 @@ func TestPollPacerYieldsAtMostEveryPeriodInsideADataPathLoop(t *testing.T) {
 		t.Fatal("yielded outside a data-path loop")
 	}
 	end := pp.beginDataPath()
+	ended := false
+	defer func() {
+		if !ended { // a failure below must not leave the threads' classes
+			end()
+		}
+	}()
 	start := pp.last
 	pp.maybeYield()
 	if pp.last != start {
@@ -228,6 +234,7 @@ func TestPollPacerYieldsAtMostEveryPeriodInsideADataPathLoop(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d after the warm-up, want 1", n)
 	}
 	end()
+	ended = true
 	if pp.on {
 		t.Fatal("still pacing after the loop ended")
 	}

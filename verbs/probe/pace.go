@@ -17,25 +17,28 @@ import (
 // completion too — so the monitor sees progress and sleeps (median round
 // trip on the pair 1.07 ms against 1.59 ms without). A locked goroutine's
 // yield would hand its thread over and back instead (1.41 ms measured).
+// The monitor's thread is in the idle class meanwhile (threadClasses), so
+// it looks at the loop only in the time the loop leaves, and always finds
+// a yield since its last look.
 //
-// Each yield costs a thread wake-up of its own (the runtime starts a
-// spinning thread for the idle second P), which on a one-CPU guest
-// preempts the loop: yields far apart are cheaper. But the monitor counts
-// its 10 ms in wall time, and on one CPU the loop is off it for
-// milliseconds at a time (softirqs, the device's work): a yield due every
-// 8 ms came late often enough that the monitor took the P and started its
-// fast polling over. Every 4 ms leaves 6 ms of slack: the median round
-// trip was shorter than with every 8 ms in each of four rounds (1.15–1.59
-// against 1.33–1.84 ms, a host at half speed).
+// Each yield with a second P idle wakes a spinning thread for it, so
+// yields far apart are cheaper. But the monitor counts its 10 ms in wall
+// time, and on one CPU the loop is off it for milliseconds at a time
+// (softirqs, the device's work): a yield due every 8 ms came late often
+// enough that the monitor took the P and started its fast polling over.
+// Every 4 ms leaves 6 ms of slack: the median round trip was shorter than
+// with every 8 ms in each of four rounds (1.15–1.59 against 1.33–1.84 ms,
+// a host at half speed).
 const pollYieldEvery = 4 * time.Millisecond
 
 // pollPacer yields to the Go scheduler at most every pollYieldEvery while
 // a data-path loop runs (on), and never outside one: a goroutine locked to
 // its thread would hand the thread over instead.
 type pollPacer struct {
-	on    bool
-	last  time.Time
-	procs int // GOMAXPROCS before onePAfterWarmup; 0 while unchanged
+	on      bool
+	last    time.Time
+	procs   int // GOMAXPROCS before onePAfterWarmup; 0 while unchanged
+	threads threadClasses
 }
 
 // yieldAt yields when pollYieldEvery has passed since the last yield; now
@@ -44,6 +47,7 @@ func (pp *pollPacer) yieldAt(now time.Time) {
 	if pp.on && now.Sub(pp.last) >= pollYieldEvery {
 		pp.last = now
 		runtime.Gosched()
+		pp.threads.follow()
 	}
 }
 
@@ -69,24 +73,26 @@ func (pp *pollPacer) maybeYield() { pp.yieldAt(time.Now()) }
 
 // beginDataPath releases the child's OS-thread lock (ChildMain's) for a
 // loop of data-path verbs only — post and poll, which keep no per-thread
-// state and read no errno (call3) — starts pacing its yields, and puts the
-// process's threads in the batch scheduling class for the loop
-// (policyBatch): the runtime's own wake-ups then wait for the loop's time
-// slice to end rather than preempt it. Measured on the VM suite's pair:
-// the median round trip shorter in each of four rounds (0.83–1.20 ms
-// against 0.93–1.28 ms), context switches on the server's guest 1.6–2.3
-// per round trip against 1.9–3.4. The returned call undoes all of it,
-// taking the lock on whichever thread the goroutine is then.
+// state and read no errno (call3) — starts pacing its yields, and gives
+// the loop's thread the batch class and every other thread of the process
+// the idle class while it runs (threadClasses). Measured on the VM suite's
+// pair beside ib_send_lat, four rounds on a loaded host: the runtime's
+// monitor ran 7–31 times during a peer.latency measurement against 177–591
+// with the batch class alone (which had it fall back to its fast polling
+// 6–46 times), and the median round trip was 0.97× of ib_send_lat's
+// against 2.0×. The returned call undoes all of it, taking
+// the lock on whichever thread the goroutine is then.
 func (pp *pollPacer) beginDataPath() (end func()) {
 	runtime.UnlockOSThread()
-	*pp = pollPacer{on: true, last: time.Now()}
-	setThreadsPolicy(policyNormal, policyBatch)
+	*pp = pollPacer{on: true}
+	pp.threads.begin()
+	pp.last = time.Now()
 	return func() {
 		if pp.procs > 0 {
 			runtime.GOMAXPROCS(pp.procs)
 			pp.procs = 0
 		}
-		setThreadsPolicy(policyBatch, policyNormal)
+		pp.threads.end()
 		pp.on = false
 		runtime.LockOSThread()
 	}

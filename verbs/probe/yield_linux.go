@@ -15,11 +15,27 @@ import (
 // The poller stays runnable, so a completion is seen at once.
 func yieldCPU() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
-// setThreadsPolicy moves every thread of this process whose scheduling
-// policy is from to policy to, keeping its nice value and flags. It is a
-// hint, and best effort: a thread that cannot be changed (a sandbox that
-// forbids sched_setattr) keeps its policy and the probe runs as before.
-func setThreadsPolicy(from, to uint32) {
+// gettid is the calling thread's id (no runtime involvement: a raw call).
+func gettid() int { return unix.Gettid() }
+
+// The classes a data-path loop puts this process's threads in. The loop's
+// own thread goes to SCHED_BATCH: it is CPU-bound, and the kernel's work
+// (softirqs, the software device's tasks) still preempts it. Every other
+// thread — the Go runtime's monitor, the threads a yield wakes for an idle
+// P — goes to SCHED_IDLE: it never preempts the loop when it wakes and
+// runs in what time the loop leaves, so the monitor, which would wake
+// every 20 µs to 10 ms, runs at the kernel's tick at most and always sees
+// the loop's yields between two of its looks (it then never preempts the
+// loop, takes its P, or falls back to its fast polling).
+const (
+	policyNormal = unix.SCHED_NORMAL
+	policyBatch  = unix.SCHED_BATCH
+	policyIdle   = unix.SCHED_IDLE
+)
+
+// eachThread calls fn with each thread of this process and its attributes;
+// a thread that exits meanwhile is skipped.
+func eachThread(fn func(tid int, attr *unix.SchedAttr)) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return
@@ -29,21 +45,84 @@ func setThreadsPolicy(from, to uint32) {
 		if err != nil {
 			continue
 		}
-		attr, err := unix.SchedGetAttr(tid, 0)
-		if err != nil || attr.Policy != from {
-			continue
+		if attr, err := unix.SchedGetAttr(tid, 0); err == nil {
+			fn(tid, attr)
 		}
-		attr.Policy = to
-		_ = unix.SchedSetAttr(tid, attr, 0)
 	}
 }
 
-// The ping-pong's policy: SCHED_BATCH says a thread is CPU-bound, and the
-// kernel then lets it run on when another thread of the batch class wakes
-// (the Go runtime's monitor, the thread a yield wakes) instead of
-// preempting it at once; the kernel's own work (softirqs, the software
-// device's tasks) still preempts it.
-const (
-	policyNormal = unix.SCHED_NORMAL
-	policyBatch  = unix.SCHED_BATCH
-)
+// threadClasses sets and restores the loop's classes. It is a hint, and
+// best effort: a thread that cannot be changed (a sandbox that forbids
+// sched_setattr) keeps its class and the probe runs as before.
+type threadClasses struct {
+	found   map[int]uint32 // each thread's policy when the loop began
+	initial uint32         // the loop thread's then, for threads started since
+	loop    int            // the thread the loop runs on
+}
+
+// begin records every thread's class and applies the loop's with the
+// calling thread as the loop's.
+func (tc *threadClasses) begin() {
+	tc.found, tc.loop, tc.initial = map[int]uint32{}, gettid(), policyNormal
+	eachThread(func(tid int, attr *unix.SchedAttr) {
+		tc.found[tid] = attr.Policy
+		if tid == tc.loop {
+			tc.initial = attr.Policy
+		}
+	})
+	tc.apply()
+}
+
+// was is a thread's class before the loop.
+func (tc *threadClasses) was(tid int) uint32 {
+	if p, ok := tc.found[tid]; ok {
+		return p
+	}
+	return tc.initial
+}
+
+// apply puts the loop's thread in the batch class and every other one in
+// the idle class; a thread that was not in the normal class (somebody's
+// choice) is left alone.
+func (tc *threadClasses) apply() {
+	eachThread(func(tid int, attr *unix.SchedAttr) {
+		if tc.was(tid) != policyNormal {
+			return
+		}
+		want := uint32(policyIdle)
+		if tid == tc.loop {
+			want = policyBatch
+		}
+		setPolicy(tid, attr, want)
+	})
+}
+
+// follow re-applies the classes when the loop's goroutine has moved to
+// another thread (it is not locked to one; see beginDataPath).
+func (tc *threadClasses) follow() {
+	if tid := gettid(); tid != tc.loop {
+		tc.loop = tid
+		tc.apply()
+	}
+}
+
+// end puts every thread the loop's classes touched back in its class,
+// threads started during the loop (which inherit their creator's) in the
+// loop thread's.
+func (tc *threadClasses) end() {
+	eachThread(func(tid int, attr *unix.SchedAttr) {
+		if was := tc.was(tid); was == policyNormal {
+			setPolicy(tid, attr, was)
+		}
+	})
+	tc.found = nil
+}
+
+// setPolicy moves a thread to policy, keeping its nice value and flags.
+func setPolicy(tid int, attr *unix.SchedAttr, policy uint32) {
+	if attr.Policy == policy {
+		return
+	}
+	attr.Policy = policy
+	_ = unix.SchedSetAttr(tid, attr, 0)
+}

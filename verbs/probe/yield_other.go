@@ -8,10 +8,9 @@ import "runtime"
 // RDMA device to share the CPU with.
 func yieldCPU() { runtime.Gosched() }
 
-// setThreadsPolicy does nothing: scheduling policies are Linux's.
-func setThreadsPolicy(from, to uint32) {}
+// threadClasses does nothing: scheduling classes are Linux's.
+type threadClasses struct{}
 
-const (
-	policyNormal = 0
-	policyBatch  = 3
-)
+func (*threadClasses) begin()  {}
+func (*threadClasses) follow() {}
+func (*threadClasses) end()    {}
