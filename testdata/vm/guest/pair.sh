@@ -264,8 +264,8 @@ pair_scenario() {
 	echo "repair_exit $?" >>"$d/meta"
 	rdma -j resource >"$d/resource.after.json" 2>&1
 	ctl_sync "$name.end.$round" || echo "meta_error control line: no end barrier" >>"$d/meta"
-	[ "$round" = "$last" ] || return 0
 	echo "seconds $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.1f", b-a}')" >>"$d/meta"
+	[ "$round" = "$last" ] || return 0
 	pemit "$(rec_name "$name")" "$d"
 }
 

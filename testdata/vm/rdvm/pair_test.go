@@ -193,3 +193,18 @@ func TestRunWithoutFigureIsLeftOut(t *testing.T) {
 		t.Errorf("bracket = %+v, want the third round without a figure and median 1150", b)
 	}
 }
+
+// The time column of a scenario run in rounds is the median of its
+// rounds, not the last one's.
+func TestScenarioSecondsOfRounds(t *testing.T) {
+	for meta, want := range map[string]string{
+		"":              "",
+		"seconds 6.2\n": "6.2 s",
+		"seconds 9.0\nseconds 4.0\nseconds 5.5\n": "5.5 s (median of 3 rounds)",
+		"seconds 2.0\nseconds x\nseconds 4.0\n":   "3.0 s (median of 3 rounds)",
+	} {
+		if got := scenarioSeconds(parseMeta(meta)); got != want {
+			t.Errorf("%q: %q, want %q", meta, got, want)
+		}
+	}
+}

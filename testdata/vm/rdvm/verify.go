@@ -132,7 +132,7 @@ type outcome struct {
 	ObsExit  string
 	ExpRoot  string
 	ObsRoot  string
-	Seconds  string
+	Seconds  string // the time column: scenarioSeconds
 	Failures []string
 	Pending  []string
 	Passed   []string
@@ -303,6 +303,25 @@ func splitList(s string) []string {
 	return out
 }
 
+// scenarioSeconds is the time column: the scenario's wall time, or for a
+// scenario run in rounds (one "seconds" a round) the median of its rounds.
+func scenarioSeconds(m meta) string {
+	all := m.all("seconds")
+	switch len(all) {
+	case 0:
+		return ""
+	case 1:
+		return all[0] + " s"
+	}
+	var secs []float64
+	for _, s := range all {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			secs = append(secs, f)
+		}
+	}
+	return fmt.Sprintf("%.1f s (median of %d rounds)", median(secs), len(all))
+}
+
 // scenario judges one record: the record's own health, the report, the
 // kind's own judgement, then what the scenario asserts.
 func (v *verifier) scenario(name string) *outcome {
@@ -315,7 +334,7 @@ func (v *verifier) scenario(name string) *outcome {
 		return o
 	}
 	m := parseMeta(string(metaText))
-	o.Seconds, _ = m.get("seconds")
+	o.Seconds = scenarioSeconds(m)
 	recordHealth(o, dir, m)
 	obs := o.ObsExit
 	rep := v.readReport(o, dir, m, obs)
@@ -677,12 +696,8 @@ func printTable(outs []*outcome) {
 	wr = min(wr, 64) // a long list of allowed root causes overflows its row only
 	fmt.Printf("vm: %-*s  %-7s  %-*s  %-*s  %s\n", w, "scenario", "result", we, "exit exp/obs", wr, "root cause expected / observed", "time")
 	for _, o := range outs {
-		sec := ""
-		if o.Seconds != "" {
-			sec = o.Seconds + " s"
-		}
 		fmt.Printf("vm: %-*s  %-7s  %-*s  %-*s  %s\n", w, o.Name, o.Verdict,
-			we, o.ExpExit+" / "+o.ObsExit, wr, o.ExpRoot+" / "+o.ObsRoot, sec)
+			we, o.ExpExit+" / "+o.ObsExit, wr, o.ExpRoot+" / "+o.ObsRoot, o.Seconds)
 		for _, f := range o.Failures {
 			fmt.Printf("vm:     FAIL: %s\n", f)
 		}
