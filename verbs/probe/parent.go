@@ -259,86 +259,13 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 	pw.Close()
 	pgid := cmd.Process.Pid
 
-	// Read events as they come: the last "begin" without a result is
-	// where the child was when it stopped.
-	var (
-		mu         sync.Mutex
-		inProgress string
-		done       bool
-		fatal      string
-		streamErr  error
-	)
+	var events eventStream
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			var ev event
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				continue
-			}
-			mu.Lock()
-			switch ev.Kind {
-			case "begin":
-				inProgress = ev.Step
-				if ev.Probe != "" {
-					inProgress = ev.Probe + ": " + ev.Step
-				}
-				if ev.Port != 0 {
-					inProgress = fmt.Sprintf("port %d %s", ev.Port, inProgress)
-				}
-			case "result", "enumeration":
-				inProgress = ""
-			case "done":
-				done = true
-			case "fatal":
-				fatal = ev.Error
-			}
-			mu.Unlock()
-			onEvent(ev)
-		}
-		if err := sc.Err(); err != nil {
-			// A line too long to read ends the scan; keep reading what
-			// follows so that the child is never blocked writing into a
-			// full pipe (and killed as if it hung).
-			mu.Lock()
-			streamErr = err
-			mu.Unlock()
-			_, _ = io.Copy(io.Discard, pr)
-		}
+		events.read(pr, onEvent)
 	}()
-
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var (
-		timedOut  bool
-		forwarded syscall.Signal
-		werr      error
-	)
-	select {
-	case werr = <-waitErr:
-	case <-timer.C:
-		timedOut = true
-		killGroup(pgid, syscall.SIGKILL)
-		werr = <-waitErr
-	case <-ctx.Done():
-		forwarded = syscall.SIGTERM
-		var in interrupted
-		if errors.As(context.Cause(ctx), &in) {
-			forwarded = in.sig
-		}
-		killGroup(pgid, forwarded)
-		select {
-		case werr = <-waitErr:
-		case <-time.After(termGrace):
-			killGroup(pgid, syscall.SIGKILL)
-			werr = <-waitErr
-		}
-	}
+	end := waitChild(ctx, cmd, pgid, timeout)
 	// Whatever the child left in its group goes with it.
 	killGroup(pgid, syscall.SIGKILL)
 	select {
@@ -347,58 +274,149 @@ func runChild(ctx context.Context, exe, mode string, req request, timeout time.D
 		pr.Close() // a descendant outside the group holds the pipe open
 		<-readDone
 	}
+	// events is the reader's no more: readDone is closed.
+	stderr := tail.String()
+	return childOutcome{stderr: stderr, failure: end.failure(&events, stderr, timeout, time.Since(t0).Round(time.Millisecond))}
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	outcome := childOutcome{stderr: tail.String()}
-	elapsed := time.Since(t0).Round(time.Millisecond)
-	where := ""
-	if inProgress != "" {
-		where = " in " + inProgress
+// eventStream is what the parent keeps of a child's event lines as they
+// come: where the child is (the last "begin" without a result is where it
+// was when it stopped), whether it said it was done, its fatal error, and
+// the error that cut the stream short.
+type eventStream struct {
+	inProgress string
+	done       bool
+	fatal      string
+	err        error
+}
+
+// read passes each event line of r to onEvent, keeping track, until r
+// ends.
+func (es *eventStream) read(r io.Reader, onEvent func(event)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue
+		}
+		es.note(ev)
+		onEvent(ev)
 	}
-	f := &ChildFailure{InProgress: inProgress}
+	if err := sc.Err(); err != nil {
+		// A line too long to read ends the scan; keep reading what
+		// follows so that the child is never blocked writing into a
+		// full pipe (and killed as if it hung).
+		es.err = err
+		_, _ = io.Copy(io.Discard, r)
+	}
+}
+
+func (es *eventStream) note(ev event) {
+	switch ev.Kind {
+	case "begin":
+		es.inProgress = ev.Step
+		if ev.Probe != "" {
+			es.inProgress = ev.Probe + ": " + ev.Step
+		}
+		if ev.Port != 0 {
+			es.inProgress = fmt.Sprintf("port %d %s", ev.Port, es.inProgress)
+		}
+	case "result", "enumeration":
+		es.inProgress = ""
+	case "done":
+		es.done = true
+	case "fatal":
+		es.fatal = ev.Error
+	}
+}
+
+// childEnd is how the wait for a child ended.
+type childEnd struct {
+	err       error          // cmd.Wait's
+	timedOut  bool           // killed at its deadline
+	forwarded syscall.Signal // passed on when ctx ended; 0 when it did not
+}
+
+// waitChild waits for cmd until it exits, overruns timeout (its group is
+// killed), or ctx ends (the signal that ended it, SIGTERM by default, is
+// passed on to the group, and SIGKILL follows after termGrace).
+func waitChild(ctx context.Context, cmd *exec.Cmd, pgid int, timeout time.Duration) childEnd {
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-waitErr:
+		return childEnd{err: err}
+	case <-timer.C:
+		killGroup(pgid, syscall.SIGKILL)
+		return childEnd{err: <-waitErr, timedOut: true}
+	case <-ctx.Done():
+		end := childEnd{forwarded: syscall.SIGTERM}
+		var in interrupted
+		if errors.As(context.Cause(ctx), &in) {
+			end.forwarded = in.sig
+		}
+		killGroup(pgid, end.forwarded)
+		select {
+		case end.err = <-waitErr:
+		case <-time.After(termGrace):
+			killGroup(pgid, syscall.SIGKILL)
+			end.err = <-waitErr
+		}
+		return end
+	}
+}
+
+// failure says why the child did not finish; nil when it did (exit 0
+// after "done", nothing lost on the way).
+func (e childEnd) failure(es *eventStream, stderr string, timeout, elapsed time.Duration) *ChildFailure {
+	where := ""
+	if es.inProgress != "" {
+		where = " in " + es.inProgress
+	}
+	f := &ChildFailure{InProgress: es.inProgress}
 	var ee *exec.ExitError
 	var ws syscall.WaitStatus
-	if errors.As(werr, &ee) {
+	if errors.As(e.err, &ee) {
 		ws, _ = ee.Sys().(syscall.WaitStatus)
 	}
 	switch {
-	case timedOut:
+	case e.timedOut:
 		f.TimedOut = true
 		f.Signal = "SIGKILL"
 		f.Error = fmt.Sprintf("the verbs child did not finish within %v%s; it was killed", timeout, where)
-	case forwarded != 0:
-		f.Signal = signalName(forwarded)
-		f.Error = fmt.Sprintf("interrupted by %s after %v%s", signalName(forwarded), elapsed, where)
-	case werr != nil && ws.Signaled():
+	case e.forwarded != 0:
+		f.Signal = signalName(e.forwarded)
+		f.Error = fmt.Sprintf("interrupted by %s after %v%s", f.Signal, elapsed, where)
+	case e.err != nil && ws.Signaled():
 		f.Signal = signalName(ws.Signal())
 		f.Error = fmt.Sprintf("the verbs child was killed by %s%s", f.Signal, where)
-	case werr != nil && ee != nil:
+	case e.err != nil && ee != nil:
 		f.ExitCode = ws.ExitStatus()
-		if sig := crashSignal(outcome.stderr); sig != "" {
+		if sig := crashSignal(stderr); sig != "" {
 			// The Go runtime turns a fault in C code into exit status 2
 			// with "[signal SIGSEGV: ...]" on stderr.
 			f.Signal = sig
 			f.Error = fmt.Sprintf("the verbs child crashed with %s%s", sig, where)
+		} else if es.fatal != "" {
+			f.Error = "the verbs child failed: " + es.fatal
 		} else {
-			f.Error = fmt.Sprintf("the verbs child exited with status %d%s%s", f.ExitCode, where, stderrHint(outcome.stderr))
-			if fatal != "" {
-				f.Error = fmt.Sprintf("the verbs child failed: %s", fatal)
-			}
+			f.Error = fmt.Sprintf("the verbs child exited with status %d%s%s", f.ExitCode, where, stderrHint(stderr))
 		}
-	case werr != nil:
-		f.Error = "the verbs child: " + werr.Error()
-	case streamErr != nil:
-		f.Error = fmt.Sprintf("the verbs child's results could not be read: %v; what it wrote after that was lost", streamErr)
-	case fatal != "":
-		f.Error = "the verbs child failed: " + fatal
-	case !done:
-		f.Error = "the verbs child ended without finishing" + where + stderrHint(outcome.stderr)
+	case e.err != nil:
+		f.Error = "the verbs child: " + e.err.Error()
+	case es.err != nil:
+		f.Error = fmt.Sprintf("the verbs child's results could not be read: %v; what it wrote after that was lost", es.err)
+	case es.fatal != "":
+		f.Error = "the verbs child failed: " + es.fatal
+	case !es.done:
+		f.Error = "the verbs child ended without finishing" + where + stderrHint(stderr)
 	default:
-		return outcome
+		return nil
 	}
-	outcome.failure = f
-	return outcome
+	return f
 }
 
 func killGroup(pgid int, sig syscall.Signal) {
