@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,15 +47,17 @@ func (r KernelRecord) String() string {
 // rdmaKernelLog matches the messages of the RDMA drivers and core: a driver
 // or module name as a word ("mlx5_core 0000:3b:00.0: …", "infiniband
 // mlx5_0: …", "rdma_rxe: …", "rxe0: …").
-var rdmaKernelLog = regexp.MustCompile(`(?i)(^|[^a-z0-9_])(` + strings.Join([]string{
-	`mlx[45]_(core|ib)`, `ib_(core|uverbs|umad|ipoib|cm|mad|srp|iser)`, `rdma_(rxe|cm|ucm)`, `rdma\w*`, `rxe\d*`,
-	`irdma\d*`, `bnxt_re\d*`, `efa(_\d+)?`, `qedr\d*`, `hns_roce\w*`, `hns_\d+`, `i40iw\w*`, `iw_cxgb4`,
-	`cxgb4_\d+`, `erdma\w*`, `mana_ib`, `mana_\d+`, `siw\d*`, `hfi1(_\d+)?`, `infiniband`, `uverbs\d*`, `ipoib`,
-	`roce`, `mlx5_bond_\d+`,
-}, "|") + `)($|[^a-z0-9_])`)
+var rdmaKernelLog = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[^a-z0-9_])(` + strings.Join([]string{
+		`mlx[45]_(core|ib)`, `ib_(core|uverbs|umad|ipoib|cm|mad|srp|iser)`, `rdma_(rxe|cm|ucm)`, `rdma\w*`, `rxe\d*`,
+		`irdma\d*`, `bnxt_re\d*`, `efa(_\d+)?`, `qedr\d*`, `hns_roce\w*`, `hns_\d+`, `i40iw\w*`, `iw_cxgb4`,
+		`cxgb4_\d+`, `erdma\w*`, `mana_ib`, `mana_\d+`, `siw\d*`, `hfi1(_\d+)?`, `infiniband`, `uverbs\d*`, `ipoib`,
+		`roce`, `mlx5_bond_\d+`,
+	}, "|") + `)($|[^a-z0-9_])`)
+})
 
 // IsRDMAKernelMessage says whether a kernel log message is the RDMA stack's.
-func IsRDMAKernelMessage(text string) bool { return rdmaKernelLog.MatchString(text) }
+func IsRDMAKernelMessage(text string) bool { return rdmaKernelLog().MatchString(text) }
 
 // KernelLog is the RDMA part of the kernel log: live, read from the
 // kernel's ring buffer (read-only; /dev/kmsg, else syslog(2)); in a

@@ -144,7 +144,7 @@ type PortExpect struct {
 // NewClass starts a class for a program to fill with Set, refusing a name
 // or host glob the parser would refuse.
 func NewClass(name string, hosts []string) (*Class, error) {
-	if !classNameRE.MatchString(name) {
+	if !classNameRE().MatchString(name) {
 		return nil, fmt.Errorf("class name %q: want letters, digits, '.', '_' or '-', at most 64, starting with a letter or digit", clip(name))
 	}
 	if len(hosts) == 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
@@ -116,7 +117,10 @@ type parser struct {
 }
 
 // classNameRE is what a class may be called: it is printed in reports.
-var classNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// Compiled on first use: its {0,63} unrolls into hundreds of
+// instructions, which every process (the verbs child too) would pay at
+// start-up.
+var classNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 func (p *parser) line(n int, text string) error {
 	perr := func(key, format string, args ...any) error {
@@ -168,7 +172,7 @@ func (p *parser) section(n int, body string, perr func(string, string, ...any) e
 		return perr("", "unknown section %q: the only section is [class NAME]", clip(body))
 	}
 	name := f[1]
-	if !classNameRE.MatchString(name) {
+	if !classNameRE().MatchString(name) {
 		return perr("", "class name %q: want letters, digits, '.', '_' or '-', at most 64", clip(name))
 	}
 	if first, dup := p.seen[name]; dup {

@@ -166,7 +166,7 @@ func (o *slurmOpts) finish(fs *pflag.FlagSet) error {
 	if o.node == "" {
 		return usageError{"no node name: SLURMD_NODENAME is not set (slurmd sets it for HealthCheckProgram and Prolog); give --node NAME to run by hand"}
 	}
-	if !validNodeName.MatchString(o.node) {
+	if !validNodeName().MatchString(o.node) {
 		return usageError{fmt.Sprintf("node name %q: want one host name (letters, digits, '.', '_', '-')", clip(o.node, 80))}
 	}
 	return nil

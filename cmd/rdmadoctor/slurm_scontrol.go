@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -65,7 +66,8 @@ func executable(p string) error {
 // validNodeName accepts what a Slurm node name is in practice (a host name):
 // letters, digits, '.', '_' and '-'. Anything else — spaces, '=', quotes, a
 // hostlist's brackets — would change the meaning of the scontrol argument.
-var validNodeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// Compiled on first use: its {0,63} unrolls into hundreds of instructions.
+var validNodeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // slurmReason builds the drain reason: "rdmadoctor: <check>(<code>) <summary>",
 // printable ASCII on one line, at most maxReasonLen bytes. Control characters
