@@ -108,96 +108,22 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 	// The destroys are run below in the right order and recorded; this
 	// stack only cleans up after an early return.
 	defer r.teardown(p, &s.td)
-
-	pd, ok := r.allocPD(p, s)
-	if !ok {
-		return
-	}
-	var buf *verbs.Buffer
-	if !r.step(p, "mmap page-aligned buffer", func() (err error) { buf, err = verbs.NewBuffer(8192); return err }) {
-		return
-	}
-	s.td.push("munmap buffer", buf.Free)
-	r.info.MRBytes = buf.Len()
-	var live, stale *verbs.MR
-	if !r.step(p, "ibv_reg_mr (receive buffer)", func() (err error) { live, err = pd.RegMR(buf, 0, 4096, verbs.AccessLocalWrite); return err }) {
-		return
-	}
-	s.td.push("ibv_dereg_mr (receive buffer)", live.Dereg)
-	if !r.step(p, "ibv_reg_mr (send buffer)", func() (err error) { stale, err = pd.RegMR(buf, 4096, 4096, verbs.AccessLocalWrite); return err }) {
-		return
-	}
-	s.td.push("ibv_dereg_mr (send buffer)", stale.Dereg)
-	var cqA, cqB *verbs.CQ
-	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
-	if !r.step(p, "ibv_create_cq A", func() (err error) { cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return
-	}
-	s.td.push("ibv_destroy_cq A", cqA.Destroy)
-	if !r.step(p, "ibv_create_cq B", func() (err error) { cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return
-	}
-	s.td.push("ibv_destroy_cq B", cqB.Destroy)
-	a, ok := r.createRC(p, s, pd, "A", cqA, cqA, 4)
-	if !ok {
-		return
-	}
-	b, ok := r.createRC(p, s, pd, "B", cqB, cqB, 4)
+	o, ok := r.destroyOrderObjects(p, s)
 	if !ok {
 		return
 	}
 	res.CountsDuring = r.countObjects(res)
 
 	// Wrong order first: a correct stack refuses both.
-	res.DeallocPDLiveQP = int(r.refuse(p, "ibv_dealloc_pd while QPs use it", syscall.EBUSY, pd.Dealloc))
-	res.DestroyCQLiveQP = int(r.refuse(p, "ibv_destroy_cq while QP A uses it", syscall.EBUSY, cqA.Destroy))
+	res.DeallocPDLiveQP = int(r.refuse(p, "ibv_dealloc_pd while QPs use it", syscall.EBUSY, o.pd.Dealloc))
+	res.DestroyCQLiveQP = int(r.refuse(p, "ibv_destroy_cq while QP A uses it", syscall.EBUSY, o.cqA.Destroy))
 	if res.DeallocPDLiveQP == 0 || res.DestroyCQLiveQP == 0 {
 		// The object is gone from under a live QP: using the QPs further
 		// could crash the child. Stop here and tear down what is left.
 		return
 	}
-
-	var addr *address
-	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
+	if !r.staleKeySend(res, s, o) {
 		return
-	}
-	if !r.connect(p, a, b, addr) {
-		return
-	}
-	// Deregistering an MR a QP could still use succeeds: nothing ties a
-	// QP to an MR.
-	staleSGE := stale.SGE(0, 256)
-	if !r.step(p, "ibv_dereg_mr (send buffer) while the QP lives", stale.Dereg) {
-		return
-	}
-	if !r.step(p, "ibv_post_recv B", func() error {
-		return b.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{live.SGE(0, 4096)}})
-	}) {
-		return
-	}
-	r.begin(p, "ibv_post_send A with the deregistered lkey")
-	postErr := a.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{staleSGE}})
-	res.StalePostErrno = int(verbs.ErrnoOf(postErr))
-	if postErr != nil {
-		// Refusing the post is as good as an error completion: the stale
-		// key was caught.
-		st := Step{Name: "ibv_post_send A with the deregistered lkey", OK: true, Want: "error completion",
-			Detail: "the provider refused the post itself"}
-		r.fill(&st, postErr)
-		p.Steps = append(p.Steps, st)
-	} else {
-		var wc verbs.WC
-		if r.step(p, "ibv_poll_cq A (completion of the stale-lkey SEND)", func() (err error) { wc, err = pollOne(cqA, r.pollWait()); return err }) {
-			res.StaleStatus = wc.Status.String()
-			res.StaleStatusCode = int(wc.Status)
-			res.StaleVendorErr = wc.VendorErr
-			st := Step{Name: "stale-lkey SEND completes in error", OK: wc.Status != verbs.WCSuccess, Want: "error completion",
-				Detail: fmt.Sprintf("status %s (%d), vendor error %#x", wc.Status, int(wc.Status), wc.VendorErr)}
-			if !st.OK {
-				st.Error = "a SEND through a deregistered MR's lkey completed successfully: the device did not check the key"
-			}
-			p.Steps = append(p.Steps, st)
-		}
 	}
 
 	// The right order: QPs, MRs, CQs, PD, then the context.
@@ -206,12 +132,12 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 		name string
 		fn   func() error
 	}{
-		{"ibv_destroy_qp A", a.Destroy},
-		{"ibv_destroy_qp B", b.Destroy},
-		{"ibv_dereg_mr (receive buffer)", live.Dereg},
-		{"ibv_destroy_cq A", cqA.Destroy},
-		{"ibv_destroy_cq B", cqB.Destroy},
-		{"ibv_dealloc_pd", pd.Dealloc},
+		{"ibv_destroy_qp A", o.a.Destroy},
+		{"ibv_destroy_qp B", o.b.Destroy},
+		{"ibv_dereg_mr (receive buffer)", o.live.Dereg},
+		{"ibv_destroy_cq A", o.cqA.Destroy},
+		{"ibv_destroy_cq B", o.cqB.Destroy},
+		{"ibv_dealloc_pd", o.pd.Dealloc},
 		{"ibv_close_device", s.ctx.Close},
 	} {
 		if !r.step(p, d.name, d.fn) {
@@ -222,5 +148,104 @@ func (r *runner) destroyOrderBody(res *DestroyOrderResult) {
 	// What is still on the stack is a no-op now (every destroy is
 	// idempotent once it succeeded) except the buffer.
 	s.td = teardown{}
-	s.td.push("munmap buffer", buf.Free)
+	s.td.push("munmap buffer", o.buf.Free)
+}
+
+// destroyOrderSet is the destroy-order probe's objects: two MRs on one
+// buffer (live receives, stale is deregistered under a live QP), a CQ
+// and an RC QP for each side, all on one PD.
+type destroyOrderSet struct {
+	pd          *verbs.PD
+	buf         *verbs.Buffer
+	live, stale *verbs.MR
+	cqA, cqB    *verbs.CQ
+	a, b        *verbs.QP
+}
+
+// destroyOrderObjects creates the probe's objects, each on s's teardown
+// stack.
+func (r *runner) destroyOrderObjects(p *Probe, s *session) (*destroyOrderSet, bool) {
+	o := &destroyOrderSet{}
+	var ok bool
+	if o.pd, ok = r.allocPD(p, s); !ok {
+		return nil, false
+	}
+	if !r.step(p, "mmap page-aligned buffer", func() (err error) { o.buf, err = verbs.NewBuffer(8192); return err }) {
+		return nil, false
+	}
+	s.td.push("munmap buffer", o.buf.Free)
+	r.info.MRBytes = o.buf.Len()
+	if !r.step(p, "ibv_reg_mr (receive buffer)", func() (err error) { o.live, err = o.pd.RegMR(o.buf, 0, 4096, verbs.AccessLocalWrite); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_dereg_mr (receive buffer)", o.live.Dereg)
+	if !r.step(p, "ibv_reg_mr (send buffer)", func() (err error) { o.stale, err = o.pd.RegMR(o.buf, 4096, 4096, verbs.AccessLocalWrite); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_dereg_mr (send buffer)", o.stale.Dereg)
+	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
+	if !r.step(p, "ibv_create_cq A", func() (err error) { o.cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_destroy_cq A", o.cqA.Destroy)
+	if !r.step(p, "ibv_create_cq B", func() (err error) { o.cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, false
+	}
+	s.td.push("ibv_destroy_cq B", o.cqB.Destroy)
+	if o.a, ok = r.createRC(p, s, o.pd, "A", o.cqA, o.cqA, 4); !ok {
+		return nil, false
+	}
+	if o.b, ok = r.createRC(p, s, o.pd, "B", o.cqB, o.cqB, 4); !ok {
+		return nil, false
+	}
+	return o, true
+}
+
+// staleKeySend connects the QPs, deregisters the send buffer's MR while
+// they live (which must succeed: nothing ties a QP to an MR) and posts a
+// SEND with its stale lkey, which must be refused or complete in error.
+// It is false when a step before the SEND failed.
+func (r *runner) staleKeySend(res *DestroyOrderResult, s *session, o *destroyOrderSet) bool {
+	p := &res.Probe
+	var addr *address
+	if !r.step(p, "resolve loopback address", func() (err error) { addr, err = r.resolve(s); return err }) {
+		return false
+	}
+	if !r.connect(p, o.a, o.b, addr) {
+		return false
+	}
+	staleSGE := o.stale.SGE(0, 256)
+	if !r.step(p, "ibv_dereg_mr (send buffer) while the QP lives", o.stale.Dereg) {
+		return false
+	}
+	if !r.step(p, "ibv_post_recv B", func() error {
+		return o.b.PostRecv(verbs.RecvWR{ID: 1, SGEs: []verbs.SGE{o.live.SGE(0, 4096)}})
+	}) {
+		return false
+	}
+	r.begin(p, "ibv_post_send A with the deregistered lkey")
+	postErr := o.a.PostSend(verbs.SendWR{ID: 2, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGEs: []verbs.SGE{staleSGE}})
+	res.StalePostErrno = int(verbs.ErrnoOf(postErr))
+	if postErr != nil {
+		// Refusing the post is as good as an error completion: the stale
+		// key was caught.
+		st := Step{Name: "ibv_post_send A with the deregistered lkey", OK: true, Want: "error completion",
+			Detail: "the provider refused the post itself"}
+		r.fill(&st, postErr)
+		p.Steps = append(p.Steps, st)
+		return true
+	}
+	var wc verbs.WC
+	if r.step(p, "ibv_poll_cq A (completion of the stale-lkey SEND)", func() (err error) { wc, err = pollOne(o.cqA, r.pollWait()); return err }) {
+		res.StaleStatus = wc.Status.String()
+		res.StaleStatusCode = int(wc.Status)
+		res.StaleVendorErr = wc.VendorErr
+		st := Step{Name: "stale-lkey SEND completes in error", OK: wc.Status != verbs.WCSuccess, Want: "error completion",
+			Detail: fmt.Sprintf("status %s (%d), vendor error %#x", wc.Status, int(wc.Status), wc.VendorErr)}
+		if !st.OK {
+			st.Error = "a SEND through a deregistered MR's lkey completed successfully: the device did not check the key"
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	return true
 }
