@@ -183,15 +183,9 @@ func (r *runner) destroyOrderObjects(p *Probe, s *session) (*destroyOrderSet, bo
 		return nil, false
 	}
 	s.td.push("ibv_dereg_mr (send buffer)", o.stale.Dereg)
-	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
-	if !r.step(p, "ibv_create_cq A", func() (err error) { o.cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+	if o.cqA, o.cqB, ok = r.cqPair(p, s); !ok {
 		return nil, false
 	}
-	s.td.push("ibv_destroy_cq A", o.cqA.Destroy)
-	if !r.step(p, "ibv_create_cq B", func() (err error) { o.cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return nil, false
-	}
-	s.td.push("ibv_destroy_cq B", o.cqB.Destroy)
 	if o.a, ok = r.createRC(p, s, o.pd, "A", o.cqA, o.cqA, 4); !ok {
 		return nil, false
 	}

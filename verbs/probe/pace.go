@@ -80,8 +80,8 @@ func (pp *pollPacer) maybeYield() { pp.yieldAt(time.Now()) }
 // monitor ran 7–31 times during a peer.latency measurement against 177–591
 // with the batch class alone (which had it fall back to its fast polling
 // 6–46 times), and the median round trip was 0.97× of ib_send_lat's
-// against 2.0×. The returned call undoes all of it, taking
-// the lock on whichever thread the goroutine is then.
+// against 2.0×. The returned call undoes all of it, taking the lock on
+// whichever thread the goroutine is then.
 func (pp *pollPacer) beginDataPath() (end func()) {
 	runtime.UnlockOSThread()
 	*pp = pollPacer{on: true}

@@ -126,22 +126,31 @@ type rcLoop struct {
 	addr     *address
 }
 
+// cqPair creates CQs A and B of probeCQE entries (within the device's
+// limit), each pushed on the session's teardown.
+func (r *runner) cqPair(p *Probe, s *session) (a, b *verbs.CQ, ok bool) {
+	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
+	if !r.step(p, "ibv_create_cq A", func() (err error) { a, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, nil, false
+	}
+	s.td.push("ibv_destroy_cq A", a.Destroy)
+	if !r.step(p, "ibv_create_cq B", func() (err error) { b, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
+		return nil, nil, false
+	}
+	s.td.push("ibv_destroy_cq B", b.Destroy)
+	return a, b, true
+}
+
 // rcLoopback creates the CQs and QPs of an rcLoop on pd, resolves the
 // port's loopback address and connects the QPs (RESET→INIT→RTR→RTS), each
 // object pushed on the session's teardown. l is nil when the address was
 // not resolved.
 func (r *runner) rcLoopback(p *Probe, s *session, pd *verbs.PD) (*rcLoop, bool) {
 	l := &rcLoop{}
-	cqe := clamp(probeCQE, int(s.attr.MaxCQE))
-	if !r.step(p, "ibv_create_cq A", func() (err error) { l.cqA, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return nil, false
-	}
-	s.td.push("ibv_destroy_cq A", l.cqA.Destroy)
-	if !r.step(p, "ibv_create_cq B", func() (err error) { l.cqB, err = s.ctx.CreateCQ(cqe, nil, 0); return err }) {
-		return nil, false
-	}
-	s.td.push("ibv_destroy_cq B", l.cqB.Destroy)
 	var ok bool
+	if l.cqA, l.cqB, ok = r.cqPair(p, s); !ok {
+		return nil, false
+	}
 	if l.a, ok = r.createRC(p, s, pd, "A", l.cqA, l.cqA, probeWR); !ok {
 		return nil, false
 	}

@@ -15,9 +15,6 @@ import (
 // The poller stays runnable, so a completion is seen at once.
 func yieldCPU() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
-// gettid is the calling thread's id (no runtime involvement: a raw call).
-func gettid() int { return unix.Gettid() }
-
 // The classes a data-path loop puts this process's threads in. The loop's
 // own thread goes to SCHED_BATCH: it is CPU-bound, and the kernel's work
 // (softirqs, the software device's tasks) still preempts it. Every other
@@ -63,17 +60,17 @@ type threadClasses struct {
 	loop    int            // the thread the loop runs on
 }
 
-// begin records every thread's class and applies the loop's with the
-// calling thread as the loop's.
+// begin records every thread's class and applies the loop's, with the
+// calling thread as the loop's, in one pass over the threads.
 func (tc *threadClasses) begin() {
-	tc.found, tc.loop, tc.initial = map[int]uint32{}, gettid(), policyNormal
+	tc.found, tc.loop, tc.initial = map[int]uint32{}, unix.Gettid(), policyNormal
 	eachThread(func(tid int, attr *unix.SchedAttr) {
 		tc.found[tid] = attr.Policy
 		if tid == tc.loop {
 			tc.initial = attr.Policy
 		}
+		tc.place(tid, attr)
 	})
-	tc.apply()
 }
 
 // was is a thread's class before the loop.
@@ -84,28 +81,26 @@ func (tc *threadClasses) was(tid int) uint32 {
 	return tc.initial
 }
 
-// apply puts the loop's thread in the batch class and every other one in
-// the idle class; a thread that was not in the normal class (somebody's
+// place puts the loop's thread in the batch class and any other in the
+// idle class; a thread that was not in the normal class (somebody's
 // choice) is left alone.
-func (tc *threadClasses) apply() {
-	eachThread(func(tid int, attr *unix.SchedAttr) {
-		if tc.was(tid) != policyNormal {
-			return
-		}
-		want := uint32(policyIdle)
-		if tid == tc.loop {
-			want = policyBatch
-		}
-		setPolicy(tid, attr, want)
-	})
+func (tc *threadClasses) place(tid int, attr *unix.SchedAttr) {
+	if tc.was(tid) != policyNormal {
+		return
+	}
+	want := uint32(policyIdle)
+	if tid == tc.loop {
+		want = policyBatch
+	}
+	setPolicy(tid, attr, want)
 }
 
 // follow re-applies the classes when the loop's goroutine has moved to
 // another thread (it is not locked to one; see beginDataPath).
 func (tc *threadClasses) follow() {
-	if tid := gettid(); tid != tc.loop {
+	if tid := unix.Gettid(); tid != tc.loop {
 		tc.loop = tid
-		tc.apply()
+		eachThread(tc.place)
 	}
 }
 
