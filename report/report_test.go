@@ -20,13 +20,17 @@ func TestFinishExitCodeRule(t *testing.T) {
 		failOnWarn bool
 		code       int
 		root       string
+		verdict    Verdict
 	}{
-		{[]Status{Pass, Pass}, false, 0, ""},
-		{[]Status{Pass, Warn, Skip}, false, 0, ""},
-		{[]Status{Pass, Warn, Fail}, true, 11, "b"},
-		{[]Status{Pass, Warn, Fail}, false, 12, "c"},
-		{[]Status{Error, Fail}, false, 10, "a"},
-		{[]Status{Skip, Pass, Error}, false, 12, "c"},
+		{[]Status{Pass, Pass}, false, 0, "", Healthy},
+		{[]Status{Pass, Warn, Skip}, false, 0, "", Healthy},
+		{[]Status{Pass, Warn, Fail}, true, 11, "b", Problem},
+		{[]Status{Pass, Warn, Fail}, false, 12, "c", Problem},
+		// A fault seen outranks an earlier check that could not look.
+		{[]Status{Error, Fail}, false, 11, "b", Problem},
+		{[]Status{Skip, Pass, Error}, false, ExitUnknown, "c", Unknown},
+		{[]Status{Error, Warn}, true, 11, "b", Problem},
+		{[]Status{Skip, Skip}, false, 0, "", Healthy},
 	}
 	for _, c := range cases {
 		r := mk(c.sts...)
@@ -35,8 +39,8 @@ func TestFinishExitCodeRule(t *testing.T) {
 		if r.RootCause != nil {
 			root = *r.RootCause
 		}
-		if r.ExitCode != c.code || root != c.root {
-			t.Errorf("%v warn=%v: exit %d root %q, want %d %q", c.sts, c.failOnWarn, r.ExitCode, root, c.code, c.root)
+		if r.ExitCode != c.code || root != c.root || r.Verdict != c.verdict {
+			t.Errorf("%v warn=%v: exit %d root %q %s, want %d %q %s", c.sts, c.failOnWarn, r.ExitCode, root, r.Verdict, c.code, c.root, c.verdict)
 		}
 	}
 	r := mk(Pass, Warn, Fail, Skip, Error, Error)

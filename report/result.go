@@ -83,28 +83,35 @@ type Report struct {
 	DurationMS float64       `json:"duration_ms"`
 	ExitCode   int           `json:"exit_code"`
 	RootCause  *string       `json:"root_cause"`
+	// Verdict is Judge's word on the checks: healthy, problem or unknown.
+	Verdict Verdict `json:"verdict"`
 	Summary    Summary       `json:"summary"`
 	Inventory  Inventory     `json:"inventory"`
 	Checks     []CheckResult `json:"checks"`
 }
 
-// Finish counts the statuses and applies the exit-code rule: 0 when nothing
-// failed; otherwise the code of the first check, in catalog order, whose
-// status is fail or error (a check that could not look has not shown the
-// host healthy); with failOnWarn, warnings count as well.
-func (r *Report) Finish(failOnWarn bool) { r.FinishAsked(failOnWarn, nil) }
+// Finish counts the statuses and applies the verdict (Judge) and the
+// exit-code rule: 0 when healthy; for a problem, the code of the first check,
+// in catalog order, that failed (with failOnWarn, or warned); for an unknown
+// verdict (a check could not look and none found a fault), ExitUnknown with
+// the first check in error as root_cause.
+func (r *Report) Finish(failOnWarn bool) { r.FinishPolicy(Policy{FailOnWarn: failOnWarn}) }
 
 // FinishAsked is Finish for a run of selected checks (--check): asked tells
 // which checks the user named; the others ran only as prerequisites. A
-// prerequisite that fails or errors is still the root cause (it blocked the
-// rest), but its warning does not count under failOnWarn: the user asked
-// whether the named checks warn. asked == nil means every check was asked.
+// prerequisite that fails is still the root cause (it blocked the rest), but
+// its warning does not count under failOnWarn: the user asked whether the
+// named checks warn. asked == nil means every check was asked.
 func (r *Report) FinishAsked(failOnWarn bool, asked func(id string) bool) {
+	r.FinishPolicy(Policy{FailOnWarn: failOnWarn, Asked: asked})
+}
+
+// FinishPolicy counts the statuses and sets the verdict, root cause and
+// exit code under p.
+func (r *Report) FinishPolicy(p Policy) {
 	r.Summary = Summary{}
-	r.ExitCode, r.RootCause = ExitOK, nil
 	for i := range r.Checks {
-		c := &r.Checks[i]
-		switch c.Status {
+		switch r.Checks[i].Status {
 		case Pass:
 			r.Summary.Pass++
 		case Warn:
@@ -116,14 +123,12 @@ func (r *Report) FinishAsked(failOnWarn bool, asked func(id string) bool) {
 		case Error:
 			r.Summary.Error++
 		}
-		warnCounts := failOnWarn && (asked == nil || asked(c.ID))
-		if r.RootCause == nil && counts(c.Status, warnCounts) {
-			id := c.ID
-			r.RootCause, r.ExitCode = &id, c.Code
-		}
 	}
-}
-
-func counts(s Status, failOnWarn bool) bool {
-	return s == Fail || s == Error || (failOnWarn && s == Warn)
+	v, root := Judge(r.Checks, p)
+	r.Verdict, r.RootCause, r.ExitCode = v, nil, ExitOK
+	if root >= 0 {
+		id := r.Checks[root].ID
+		r.RootCause = &id
+		r.ExitCode = ExitCodeFor(v, &r.Checks[root])
+	}
 }

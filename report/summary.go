@@ -109,7 +109,7 @@ type FleetSummary struct {
 	Reports    int           `json:"reports"`
 	Hosts      int           `json:"hosts"`
 	Unreadable []FileProblem `json:"unreadable"`
-	Verdicts   []Verdict     `json:"verdicts"`
+	Verdicts   []ExitGroup   `json:"verdicts"`
 	Checks     []CheckNodes  `json:"checks"`
 	Outliers   []Outlier     `json:"outliers"`
 	// Stale are the reports that started more than StaleAfter before the
@@ -132,8 +132,8 @@ type SummaryOptions struct {
 	StaleAfter time.Duration
 }
 
-// Verdict is the nodes that ended with one exit code.
-type Verdict struct {
+// ExitGroup is the nodes that ended with one exit code (and verdict).
+type ExitGroup struct {
 	ExitCode  int      `json:"exit_code"`
 	RootCause string   `json:"root_cause"` // "" when healthy
 	Nodes     []string `json:"nodes"`
@@ -170,7 +170,7 @@ type ValueNodes struct {
 // be read, listed as they are.
 func Summarize(reports []FleetReport, problems []FileProblem, opts SummaryOptions) *FleetSummary {
 	s := &FleetSummary{Schema: SummarySchema, Reports: len(reports), Unreadable: problems,
-		Verdicts: []Verdict{}, Checks: []CheckNodes{}, Outliers: []Outlier{}, Stale: []StaleReport{},
+		Verdicts: []ExitGroup{}, Checks: []CheckNodes{}, Outliers: []Outlier{}, Stale: []StaleReport{},
 		StaleAfter: opts.StaleAfter.String()}
 	if s.Unreadable == nil {
 		s.Unreadable = []FileProblem{}
@@ -243,7 +243,7 @@ func (s *FleetSummary) addVerdict(r *Report, node string) {
 			return
 		}
 	}
-	s.Verdicts = append(s.Verdicts, Verdict{ExitCode: r.ExitCode, RootCause: cause, Nodes: []string{node}})
+	s.Verdicts = append(s.Verdicts, ExitGroup{ExitCode: r.ExitCode, RootCause: cause, Nodes: []string{node}})
 }
 
 func (s *FleetSummary) addChecks(r *Report, node string) {
