@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	// Expect is the expectations class this host matched (--expect), nil
 	// when none: the checks judge against it as well as the hardware.
 	Expect *expect.Class
+	// State is what earlier runs kept (--state), nil without it: the
+	// counter history is read from it and this run's readings added to it.
+	State *state.State
 }
 
 // Env is what a check may look at: the host reader, the options and the
