@@ -8,8 +8,10 @@ import (
 
 // WritePrometheus renders the report in the Prometheus text exposition
 // format, for node_exporter's textfile collector: one gauge per check and
-// status (1 for the status it has), the exit code, and the run's duration.
-// A scheduler can then alert on rdmadoctor_check_status{status="fail"} == 1.
+// status (1 for the status it has), the verdict as a state set (1 for the
+// verdict the run has), the exit code, and the run's duration. Alerts key
+// on the verdict: an exit code alone cannot tell "could not judge" (4, or 1
+// for a run that did not finish) from a finding.
 func WritePrometheus(w io.Writer, r *Report) error {
 	var b strings.Builder
 	host := escapeLabel(r.Host.Hostname)
@@ -17,12 +19,14 @@ func WritePrometheus(w io.Writer, r *Report) error {
 	b.WriteString("# TYPE rdmadoctor_check_status gauge\n")
 	for _, c := range r.Checks {
 		for _, s := range []Status{Pass, Warn, Fail, Skip, Error} {
-			v := 0
-			if c.Status == s {
-				v = 1
-			}
-			fmt.Fprintf(&b, "rdmadoctor_check_status{host=\"%s\",check=\"%s\",code=\"%d\",status=\"%s\"} %d\n", host, escapeLabel(c.ID), c.Code, s, v)
+			fmt.Fprintf(&b, "rdmadoctor_check_status{host=\"%s\",check=\"%s\",code=\"%d\",status=\"%s\"} %d\n", host, escapeLabel(c.ID), c.Code, s, boolGauge(c.Status == s))
 		}
+	}
+	b.WriteString("# HELP rdmadoctor_verdict 1 for the run's verdict (healthy, problem or unknown), 0 for the others.\n")
+	b.WriteString("# TYPE rdmadoctor_verdict gauge\n")
+	verdict := runVerdict(r)
+	for _, v := range Verdicts {
+		fmt.Fprintf(&b, "rdmadoctor_verdict{host=\"%s\",verdict=\"%s\"} %d\n", host, v, boolGauge(v == verdict))
 	}
 	b.WriteString("# HELP rdmadoctor_exit_code The exit code of the run: 0 healthy, else the root cause's code.\n")
 	b.WriteString("# TYPE rdmadoctor_exit_code gauge\n")
@@ -41,4 +45,27 @@ func WritePrometheus(w io.Writer, r *Report) error {
 // and valid UTF-8 (the textfile collector rejects a whole file otherwise).
 func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// runVerdict is the verdict the textfile exports. A run that did not finish
+// (exit 1: an internal error, or --timeout) proves nothing whatever its
+// checks said, so it is unknown; a report made without Judge (no verdict
+// recorded) is judged here from its checks.
+func runVerdict(r *Report) Verdict {
+	if r.ExitCode == ExitInternal {
+		return Unknown
+	}
+	switch r.Verdict {
+	case Healthy, Problem, Unknown:
+		return r.Verdict
+	}
+	v, _ := Judge(r.Checks, Policy{})
+	return v
+}
+
+func boolGauge(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
