@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
@@ -18,10 +17,33 @@ import (
 // that every skip names a check of the catalog (by ID: a code could be
 // renumbered in a file's reader's mind, an ID cannot).
 func ExpectClassFor(f *expect.File, hostname string) (*expect.Class, error) {
-	if err := f.CheckSkips(func(id string) bool { _, ok := registry[id]; return ok }); err != nil {
+	if err := f.CheckIDs(catalogIDs()); err != nil {
 		return nil, err
 	}
 	return f.Match(hostname)
+}
+
+// catalogIDs are the IDs skip and fail_on_warn may name, in catalog order.
+func catalogIDs() []string {
+	var ids []string
+	for _, c := range Catalog() {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// ExpectUnits is what the class's device and port rules are matched
+// against: every RDMA device the host shows, with its port numbers.
+func ExpectUnits(env *Env) []expect.Unit {
+	var units []expect.Unit
+	for _, d := range env.Survey().Devices {
+		u := expect.Unit{Device: d.Name}
+		for _, p := range d.Ports {
+			u.Ports = append(u.Ports, p.Num)
+		}
+		units = append(units, u)
+	}
+	return units
 }
 
 // judgeDeviceCount compares the number of RDMA devices with the class's
@@ -40,10 +62,12 @@ func judgeDeviceExpect(env *Env, d sysfs.RDMADevice) []string {
 	e := env.Expect.Device(d.Name)
 	var out []string
 	if e.FW != nil {
+		// MatchFW compares the version part: mlx5's fw_ver carries the
+		// board's PSID in parentheses, which a class need not name.
 		switch fw := strings.TrimSpace(d.FWVer); {
 		case fw == "":
 			out = append(out, fmt.Sprintf("%s firmware unknown (no readable fw_ver), expected %s by %s", d.Name, e.FW.V, e.FW.Cite()))
-		case fw != e.FW.V:
+		case !e.FW.V.MatchFW(fw):
 			out = append(out, fmt.Sprintf("%s firmware %s, expected %s by %s", d.Name, fw, e.FW.V, e.FW.Cite()))
 		}
 	}
@@ -57,8 +81,9 @@ func judgeDeviceExpect(env *Env, d sysfs.RDMADevice) []string {
 // pcie_speed and pcie_width of the RDMA devices it carries (a function
 // with no RDMA device registered cannot be matched to a device glob).
 type pcieExpect struct {
-	speed *expect.Value[string]
-	width *expect.Value[int]
+	speed    *expect.Value[string] // the pattern as the file spells it, for messages
+	speedPat expect.Pattern
+	width    *expect.Value[int]
 }
 
 func pcieExpectOf(env *Env, n NIC) pcieExpect {
@@ -68,13 +93,24 @@ func pcieExpectOf(env *Env, n NIC) pcieExpect {
 		names = appendUnique(names, d.Name)
 	}
 	for _, name := range names {
-		e := env.Expect.Device(name)
-		if e.PCIeSpeed != nil && pe.speed == nil {
-			pe.speed = e.PCIeSpeed
+		d := pcieExpectFrom(env.Expect.Device(name))
+		if d.speed != nil && pe.speed == nil {
+			pe.speed, pe.speedPat = d.speed, d.speedPat
 		}
-		if e.PCIeWidth != nil && pe.width == nil {
-			pe.width = e.PCIeWidth
+		if d.width != nil && pe.width == nil {
+			pe.width = d.width
 		}
+	}
+	return pe
+}
+
+// pcieExpectFrom takes one device's pcie keys; the speed pattern is kept
+// apart from its text, which messages print.
+func pcieExpectFrom(e expect.DeviceExpect) pcieExpect {
+	pe := pcieExpect{width: e.PCIeWidth}
+	if v := e.PCIeSpeed; v != nil {
+		pe.speed = &expect.Value[string]{V: v.V.String(), Key: v.Key, Line: v.Line, File: v.File, Comment: v.Comment}
+		pe.speedPat = v.V
 	}
 	return pe
 }
@@ -85,7 +121,7 @@ func pcieExpectOf(env *Env, n NIC) pcieExpect {
 // It returns the findings and the cited keys that deviate.
 func judgePCIeExpect(pe pcieExpect, cur sysfs.LinkSpeed, width int) (findings, keys []string) {
 	if pe.speed != nil {
-		if want := expect.PCIeGTs(pe.speed.V); math.Abs(cur.GTs-want) > 0.01 {
+		if !pe.speedPat.MatchPCIeSpeed(cur.GTs, cur.Raw, cur.Short()) {
 			findings = append(findings, fmt.Sprintf("speed %s, expected %s by %s", cur.Short(), pe.speed.V, pe.speed.Cite()))
 			keys = append(keys, pe.speed.Cite())
 		}

@@ -77,7 +77,7 @@ func TestJudgeDeviceExpect(t *testing.T) {
 func TestJudgePCIeExpect(t *testing.T) {
 	c := parseClass(t, "[class c]\nhosts = *\nmlx5_*.pcie_speed = 16.0 GT/s PCIe\nmlx5_*.pcie_width = 16\n")
 	e := c.Device("mlx5_0")
-	pe := pcieExpect{speed: e.PCIeSpeed, width: e.PCIeWidth}
+	pe := pcieExpectFrom(e)
 	gen4, _ := sysfs.ParseLinkSpeed("16 GT/s")
 	gen3, _ := sysfs.ParseLinkSpeed("8.0 GT/s PCIe")
 	gen5, _ := sysfs.ParseLinkSpeed("32.0 GT/s PCIe")
@@ -118,7 +118,7 @@ func TestExpectClassForChecksSkipIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ExpectClassFor(f, "n1"); err == nil || err.Error() != `e.conf:6: skip: "counters.eros" is not a check ID (rdmadoctor list shows them)` {
+	if _, err := ExpectClassFor(f, "n1"); err == nil || err.Error() != `e.conf:6: skip: "counters.eros" is not a check ID (did you mean counters.errors?) (rdmadoctor list shows them)` {
 		t.Errorf("a misspelt skip in any class must be refused: %v", err)
 	}
 	f.Classes = f.Classes[:1]

@@ -335,7 +335,7 @@ func portExpectFindings(pm *PortModel, pe expect.PortExpect) []portFinding {
 	const fix = "The port is not as its class says: reseat or replace the cable/transceiver, check the switch port and the firmware's link type; " +
 		"if it changed on purpose, update the line of the expectations file the finding names."
 	var fs []portFinding
-	if pe.LinkLayer != nil && p.LinkLayer != pe.LinkLayer.V {
+	if pe.LinkLayer != nil && !pe.LinkLayer.V.Match(p.LinkLayer) {
 		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("link layer %s, expected %s by %s", valueOrUnknown(p.LinkLayer), pe.LinkLayer.V, pe.LinkLayer.Cite()), fix})
 	}
 	if p.State.Code != portStateActive || (pe.Rate == nil && pe.Width == nil) {
@@ -348,7 +348,7 @@ func portExpectFindings(pm *PortModel, pe expect.PortExpect) []portFinding {
 	if pe.Rate != nil && rate.Gbps != pe.Rate.V {
 		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %g Gb/sec, expected %g by %s", rate.Gbps, pe.Rate.V, pe.Rate.Cite()), fix})
 	}
-	if pe.Width != nil && rate.Width != pe.Width.V {
+	if pe.Width != nil && !pe.Width.V.Match(rate.Width) {
 		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("width %s, expected %s by %s", valueOrUnknown(rate.Width), pe.Width.V, pe.Width.Cite()), fix})
 	}
 	return fs
@@ -381,7 +381,7 @@ func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe 
 	}
 	ev["rate_gbps"] = rate.Gbps
 	var fs []portFinding
-	if ib && rate.Width == "1X" && (pe.Width == nil || pe.Width.V != "1X") {
+	if ib && rate.Width == "1X" && (pe.Width == nil || !pe.Width.V.Match("1X")) {
 		fs = append(fs, portFinding{report.Warn, fmt.Sprintf("trained at %s: 1 lane of 4", p.Rate),
 			fmt.Sprintf("%s runs on one lane: reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends' width); "+
 				"the link works at a quarter of its rate.", pm.Label)})

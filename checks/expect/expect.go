@@ -11,9 +11,10 @@
 //	hosts = cx5-node* cx5-spare-??        # space-separated globs on the host name; required
 //	devices = 2                           # RDMA devices the node must have
 //	skip = counters.errors probe.cq_overflow   # checks not run on this class
+//	fail_on_warn = ["port.state"]         # these checks' warnings are problems here
 //	roce_tc = 106                         # traffic class RoCE applications use (DSCP<<2); 0..255
 //	lossless = true                       # PFC/trust/ECN faults fail instead of warn
-//	mlx5_*.fw = 16.35.2000                # device keys: <device glob>.<key>
+//	mlx5_*.fw = ["16.35.*", "16.36.2000"] # device keys: <device glob>.<key>
 //	mlx5_*.pcie_speed = 8.0 GT/s PCIe
 //	mlx5_*.pcie_width = 16
 //	mlx5_*.ports = 1
@@ -29,12 +30,17 @@
 // unit (class, device glob, or device glob and port) and key a later line
 // wins over an earlier one, and Device and Port merge every rule whose glob
 // matches, the later line winning, so a specific rule may follow a general
-// one. Globs use path.Match syntax. Unknown keys, bad values, bad globs,
+// one. Globs use path.Match syntax. A string key (fw, pcie_speed,
+// link_layer, width) takes a literal, a glob, or a list of them
+// (["16.35.*", "16.36.2000"]); fw is matched by the version part of fw_ver,
+// without the PSID mlx5 adds in parentheses. Unknown keys, bad values, bad globs,
 // duplicate class names, lines over 4 KiB and files over 1 MiB are errors
-// that name FILE:LINE and the key.
+// that name FILE:LINE and the key; Parse reports every faulty line, not
+// only the first. A rule that matches no device or port of the host is
+// found by Class.Unmatched.
 //
 // The package knows nothing of the checks: whether a skip names a real
-// check is for the caller to decide (File.CheckSkips).
+// check is for the caller to decide (File.CheckIDs).
 package expect
 
 import (
@@ -81,6 +87,8 @@ func formatValue(v any) string {
 		return strconv.Itoa(x)
 	case string:
 		return x
+	case Pattern:
+		return x.String()
 	}
 	return fmt.Sprint(v)
 }
@@ -99,13 +107,19 @@ type Class struct {
 	File  string
 	Hosts []string // globs on the host name
 
-	Devices  *Value[int]
-	Skip     []*Value[string] // check IDs not run on this class
-	RoCETC   *Value[int]
-	Lossless *Value[bool]
+	Devices *Value[int]
+	Skip    []*Value[string] // check IDs not run on this class
+	// FailOnWarnIDs are the checks whose warnings count as problems on
+	// this class (fail_on_warn), as --fail-on warn does for every check.
+	FailOnWarnIDs []*Value[string]
+	RoCETC        *Value[int]
+	Lossless      *Value[bool]
 
 	DeviceRules []*DeviceRule // in file order
 	PortRules   []*PortRule   // in file order
+	// Candidates are lines Write comments out for the operator to
+	// uncomment (SetCandidate); Parse never fills them.
+	Candidates []Candidate
 
 	lastLine int // the last line Set numbered (generated classes)
 }
@@ -125,17 +139,17 @@ type PortRule struct {
 
 // DeviceExpect is what one RDMA device must show; a nil field is not judged.
 type DeviceExpect struct {
-	FW        *Value[string]
-	PCIeSpeed *Value[string] // as sysfs prints it: "8.0 GT/s PCIe"
+	FW        *Value[Pattern] // matched by MatchFW: the version part of fw_ver
+	PCIeSpeed *Value[Pattern] // as sysfs prints it: "8.0 GT/s PCIe"; MatchPCIeSpeed
 	PCIeWidth *Value[int]
 	Ports     *Value[int]
 }
 
 // PortExpect is what one port must show; a nil field is not judged.
 type PortExpect struct {
-	LinkLayer   *Value[string] // InfiniBand, Ethernet or Unknown
+	LinkLayer   *Value[Pattern] // InfiniBand, Ethernet or Unknown
 	Rate        *Value[float64]
-	Width       *Value[string] // 1X 2X 4X 8X 12X
+	Width       *Value[Pattern] // 1X 2X 4X 8X 12X
 	MTU         *Value[int]
 	PFCPriority *Value[int]
 	Unused      *Value[bool]
@@ -292,18 +306,52 @@ func (f *File) Match(hostname string) (*Class, error) {
 	return nil, fmt.Errorf("%s: no class matches host %q; classes: %s", f.Name, hostname, strings.Join(classes, ", "))
 }
 
-// CheckSkips verifies that every skip value names a check for which known
-// returns true; the error names the first that does not, by FILE:LINE.
-func (f *File) CheckSkips(known func(id string) bool) error {
+// CheckIDs verifies that every skip and fail_on_warn value names one of
+// the check IDs given (the catalog); the error names each that does not,
+// by FILE:LINE, with the nearest ID as a did-you-mean.
+func (f *File) CheckIDs(known []string) error {
 	if f == nil {
 		return nil
 	}
+	ok := map[string]bool{}
+	for _, id := range known {
+		ok[id] = true
+	}
+	var errs ParseErrors
 	for _, c := range f.Classes {
-		for _, s := range c.Skip {
-			if !known(s.V) {
-				return &ParseError{File: s.File, Line: s.Line, Key: "skip", Msg: fmt.Sprintf("%q is not a check ID (rdmadoctor list shows them)", s.V)}
+		for _, s := range append(append([]*Value[string](nil), c.Skip...), c.FailOnWarnIDs...) {
+			if !ok[s.V] {
+				errs = append(errs, &ParseError{File: s.File, Line: s.Line, Key: s.Key,
+					Msg: fmt.Sprintf("%q is not a check ID%s (rdmadoctor list shows them)", s.V, DidYouMean(s.V, known))})
 			}
 		}
 	}
-	return nil
+	return errs.orNil()
+}
+
+// FailOnWarn reports whether the class's fail_on_warn names check id: its
+// warnings then count as problems for this class. False on a nil class.
+func (c *Class) FailOnWarn(id string) bool {
+	if c == nil {
+		return false
+	}
+	for _, s := range c.FailOnWarnIDs {
+		if s.V == id {
+			return true
+		}
+	}
+	return false
+}
+
+// FailOnWarnChecks is the class's fail_on_warn list, in file order; nil on
+// a nil class or when the key is not set.
+func (c *Class) FailOnWarnChecks() []string {
+	if c == nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range c.FailOnWarnIDs {
+		ids = append(ids, s.V)
+	}
+	return ids
 }

@@ -63,14 +63,14 @@ func TestParseExample(t *testing.T) {
 		t.Errorf("Skipped(counters.errors) = %v", s.Cite())
 	}
 	d := c.Device("mlx5_0")
-	if d.FW.V != "16.35.2000" || d.PCIeSpeed.V != "8.0 GT/s PCIe" || d.PCIeWidth.V != 16 || d.Ports.V != 1 {
+	if d.FW.V.String() != "16.35.2000" || d.PCIeSpeed.V.String() != "8.0 GT/s PCIe" || d.PCIeWidth.V != 16 || d.Ports.V != 1 {
 		t.Errorf("Device(mlx5_0) = %+v", d)
 	}
 	if got := d.PCIeSpeed.Cite(); got != "expect.conf:9 mlx5_*.pcie_speed = 8.0 GT/s PCIe" {
 		t.Errorf("Cite = %q", got)
 	}
 	p := c.Port("mlx5_0", 1)
-	if p.LinkLayer.V != "Ethernet" || p.Rate.V != 100 || p.Width.V != "4X" || p.MTU.V != 9000 || p.PFCPriority.V != 3 || p.Unused != nil {
+	if p.LinkLayer.V.String() != "Ethernet" || p.Rate.V != 100 || p.Width.V.String() != "4X" || p.MTU.V != 9000 || p.PFCPriority.V != 3 || p.Unused != nil {
 		t.Errorf("Port(mlx5_0, 1) = %+v", p)
 	}
 	if got := p.Rate.Cite(); got != "expect.conf:13 mlx5_*/1.rate = 100" {
@@ -105,7 +105,7 @@ func TestLaterLineWins(t *testing.T) {
 			t.Errorf("Port(%s, %d).Rate = %+v, want %v from line %d", tc.dev, tc.port, p.Rate, tc.rate, tc.line)
 		}
 	}
-	if ll := ib.Port("mlx5_9", 3).LinkLayer; ll == nil || ll.V != "InfiniBand" {
+	if ll := ib.Port("mlx5_9", 3).LinkLayer; ll == nil || ll.V.String() != "InfiniBand" {
 		t.Errorf("link_layer is not canonical InfiniBand: %+v", ll)
 	}
 	f := mustParse(t, "[class a]\nhosts = x\nhosts = y\ndevices = 1\ndevices = 3\nskip = a.b c.d\nskip = e.f\n")
@@ -121,10 +121,10 @@ func TestBOMAndBracketGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fw := c.Device("mlx5_3").FW; fw == nil || fw.V != "1.2" {
+	if fw := c.Device("mlx5_3").FW; fw == nil || fw.V.String() != "1.2" {
 		t.Errorf("a device glob starting with [ is a key: %+v", fw)
 	}
-	if w := c.Port("mlx5_3", 2).Width; w == nil || w.V != "2X" {
+	if w := c.Port("mlx5_3", 2).Width; w == nil || w.V.String() != "2X" {
 		t.Errorf("width is not canonical 2X: %+v", w)
 	}
 }
@@ -286,16 +286,16 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-func TestCheckSkips(t *testing.T) {
-	f := mustParse(t, example)
-	known := map[string]bool{"counters.errors": true}
-	err := f.CheckSkips(func(id string) bool { return known[id] })
-	if err == nil || err.Error() != `/etc/rdmadoctor/expect.conf:5: skip: "probe.cq_overflow" is not a check ID (rdmadoctor list shows them)` {
-		t.Errorf("CheckSkips = %v", err)
+func TestCheckIDs(t *testing.T) {
+	f := mustParse(t, example+"[class x]\nhosts = x*\nfail_on_warn = [\"port.stat\", \"counters.errors\"]\n")
+	err := f.CheckIDs([]string{"counters.errors", "port.state"})
+	want := "/etc/rdmadoctor/expect.conf:5: skip: \"probe.cq_overflow\" is not a check ID (rdmadoctor list shows them)\n" +
+		"/etc/rdmadoctor/expect.conf:28: fail_on_warn: \"port.stat\" is not a check ID (did you mean port.state?) (rdmadoctor list shows them)"
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckIDs =\n%v\nwant\n%s", err, want)
 	}
-	known["probe.cq_overflow"] = true
-	if err := f.CheckSkips(func(id string) bool { return known[id] }); err != nil {
-		t.Errorf("CheckSkips with both known: %v", err)
+	if err := f.CheckIDs([]string{"counters.errors", "probe.cq_overflow", "port.stat"}); err != nil {
+		t.Errorf("CheckIDs with all known: %v", err)
 	}
 }
 
@@ -310,6 +310,7 @@ func semantics(c *Class) string {
 	for _, s := range c.Skip {
 		b.WriteString("skip " + s.V + "\n")
 	}
+	b.WriteString("fail_on_warn " + strings.Join(c.FailOnWarnChecks(), ",") + "\n")
 	for _, dev := range []string{"mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "rxe0", "x"} {
 		d := c.Device(dev)
 		b.WriteString(dev + " " + val(d.FW) + val(d.PCIeSpeed) + val(d.PCIeWidth) + val(d.Ports) + "\n")
@@ -330,6 +331,10 @@ func val(v any) string {
 	case *Value[string]:
 		if x != nil {
 			return "[" + x.V + "]"
+		}
+	case *Value[Pattern]:
+		if x != nil {
+			return "[" + strings.Join(x.V, "|") + "]"
 		}
 	case *Value[float64]:
 		if x != nil {
@@ -392,7 +397,7 @@ func TestSetAndWriteRefuse(t *testing.T) {
 	if err := Write(&b, &Class{Name: "nohosts"}); err == nil || !strings.Contains(err.Error(), "has no hosts") {
 		t.Errorf("Write of a class without hosts: %v", err)
 	}
-	bad := &Class{Name: "bad", Hosts: []string{"n*"}, DeviceRules: []*DeviceRule{{Glob: "mlx5_0", DeviceExpect: DeviceExpect{FW: &Value[string]{V: "1#2"}}}}}
+	bad := &Class{Name: "bad", Hosts: []string{"n*"}, DeviceRules: []*DeviceRule{{Glob: "mlx5_0", DeviceExpect: DeviceExpect{FW: &Value[Pattern]{V: Pattern{"1#2"}}}}}}
 	if err := Write(&b, bad); err == nil {
 		t.Error("Write wrote a value that does not read back")
 	}

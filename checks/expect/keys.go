@@ -65,12 +65,15 @@ func (c *Class) set(key, value string, p pos) error {
 // checkIDRE is the shape of a check ID ("counters.errors").
 var checkIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
 
-const classKeys = "hosts, devices, skip, roce_tc, lossless, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, roce_tc, lossless, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
 	case "hosts":
-		globs := strings.Fields(value)
+		globs, err := splitWords(value)
+		if err != nil {
+			return err
+		}
 		for _, g := range globs {
 			if err := checkGlob(g); err != nil {
 				return fmt.Errorf("host glob %q: %v", clip(g), err)
@@ -82,14 +85,17 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		c.Devices = orKeep(c.Devices, mk(v, key, p), err)
 		return err
 	case "skip":
-		var skip []*Value[string]
-		for _, id := range strings.Fields(value) {
-			if !checkIDRE.MatchString(id) {
-				return fmt.Errorf("%q is not a check ID such as counters.errors", clip(id))
-			}
-			skip = append(skip, mk(id, key, p))
+		ids, err := checkIDs(value, key, p)
+		if err != nil {
+			return err
 		}
-		c.Skip = skip
+		c.Skip = ids
+	case "fail_on_warn":
+		ids, err := checkIDs(value, key, p)
+		if err != nil {
+			return err
+		}
+		c.FailOnWarnIDs = ids
 	case "roce_tc":
 		v, err := parseInt(value, 0, 255)
 		c.RoCETC = orKeep(c.RoCETC, mk(v, key, p), err)
@@ -102,6 +108,32 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		return fmt.Errorf("unknown key; valid: %s", classKeys)
 	}
 	return nil
+}
+
+// splitWords reads a key whose value is several words: a list
+// (["a", "b"]) or words separated by blanks (a b).
+func splitWords(value string) ([]string, error) {
+	if isList(value) || strings.HasPrefix(value, `"`) {
+		return splitItems(value)
+	}
+	return strings.Fields(value), nil
+}
+
+// checkIDs reads a list of check IDs (skip, fail_on_warn); whether each
+// names a check of the catalog is File.CheckIDs's to say.
+func checkIDs(value, key string, p pos) ([]*Value[string], error) {
+	words, err := splitWords(value)
+	if err != nil {
+		return nil, err
+	}
+	var ids []*Value[string]
+	for _, id := range words {
+		if !checkIDRE.MatchString(id) {
+			return nil, fmt.Errorf("%q is not a check ID such as counters.errors", clip(id))
+		}
+		ids = append(ids, mk(id, key, p))
+	}
+	return ids, nil
 }
 
 // orKeep returns v, or old when parsing v failed.
@@ -138,10 +170,20 @@ func (r *DeviceRule) set(name, key, value string, p pos) error {
 	var err error
 	switch name {
 	case "fw":
-		r.FW = mk(value, key, p) // fw_ver as the driver prints it; compared as text
+		// Any text: fw_ver's format is the driver's (MatchFW compares
+		// its version part).
+		var v Pattern
+		v, err = parsePattern(value, func(it string) (string, error) { return it, nil })
+		r.FW = orKeep(r.FW, mk(v, key, p), err)
 	case "pcie_speed":
-		err = checkPCIeSpeed(value)
-		r.PCIeSpeed = orKeep(r.PCIeSpeed, mk(value, key, p), err)
+		var v Pattern
+		v, err = parsePattern(value, func(it string) (string, error) {
+			if hasMeta(it) {
+				return it, nil // matched against the text sysfs shows
+			}
+			return it, checkPCIeSpeed(it)
+		})
+		r.PCIeSpeed = orKeep(r.PCIeSpeed, mk(v, key, p), err)
 	case "pcie_width":
 		var v int
 		if v, err = parseInt(value, 1, 32); err == nil && !validPCIeWidth(v) {
@@ -162,16 +204,16 @@ func (r *PortRule) set(name, key, value string, p pos) error {
 	var err error
 	switch name {
 	case "link_layer":
-		var v string
-		v, err = oneOf(value, "InfiniBand", "Ethernet", "Unknown")
+		var v Pattern
+		v, err = parsePattern(value, enumItem("InfiniBand", "Ethernet", "Unknown"))
 		r.LinkLayer = orKeep(r.LinkLayer, mk(v, key, p), err)
 	case "rate":
 		var v float64
 		v, err = parseRate(value)
 		r.Rate = orKeep(r.Rate, mk(v, key, p), err)
 	case "width":
-		var v string
-		v, err = oneOf(value, "1X", "2X", "4X", "8X", "12X")
+		var v Pattern
+		v, err = parsePattern(value, enumItem("1X", "2X", "4X", "8X", "12X"))
 		r.Width = orKeep(r.Width, mk(v, key, p), err)
 	case "mtu":
 		var v int

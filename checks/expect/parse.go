@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,36 +77,86 @@ func Load(path string) (*File, error) {
 	return Parse(path, bytes.NewReader(data))
 }
 
+// ParseErrors is every fault of a file, in line order: an operator fixes
+// them in one pass instead of one per run. errors.As finds the first
+// *ParseError in it.
+type ParseErrors []*ParseError
+
+// maxErrors bounds what Parse collects: a binary file fed by mistake has a
+// fault on every line, and the first screenful says what it is.
+const maxErrors = 50
+
+func (es ParseErrors) Error() string {
+	lines := make([]string, 0, len(es))
+	for _, e := range es {
+		lines = append(lines, e.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives errors.As and errors.Is each fault.
+func (es ParseErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// orNil is nil when there is no fault, so a nil ParseErrors is never
+// returned as a non-nil error.
+func (es ParseErrors) orNil() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
 // Parse reads an expectations file; name is used in errors and citations.
-// It stops at the first fault, so a command can say it in one line.
+// It reports every faulty line (up to 50) as ParseErrors; a fault of the
+// whole file (too large, a line too long) ends the reading there.
 func Parse(name string, r io.Reader) (*File, error) {
 	p := &parser{f: &File{Name: name}, seen: map[string]int{}}
 	lr := &io.LimitedReader{R: r, N: MaxFile + 1}
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 4096), MaxLine+1)
+	var errs ParseErrors
+	tooBig := &ParseError{File: name, Msg: fmt.Sprintf("larger than the %d bytes an expectations file may have", MaxFile)}
 	n := 0
 	for sc.Scan() {
 		n++
 		if lr.N <= 0 {
-			return nil, &ParseError{File: name, Msg: fmt.Sprintf("larger than the %d bytes an expectations file may have", MaxFile)}
+			return nil, append(errs, tooBig)
 		}
 		if err := p.line(n, sc.Text()); err != nil {
-			return nil, err
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				pe = &ParseError{File: name, Line: n, Msg: err.Error()}
+			}
+			if errs = append(errs, pe); len(errs) == maxErrors {
+				errs = append(errs, &ParseError{File: name, Line: n, Msg: fmt.Sprintf("stopped after %d errors", maxErrors)})
+				return nil, errs
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
+		msg := err.Error()
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &ParseError{File: name, Line: n + 1, Msg: fmt.Sprintf("line longer than %d bytes", MaxLine)}
+			msg = fmt.Sprintf("line longer than %d bytes", MaxLine)
 		}
-		return nil, &ParseError{File: name, Line: n + 1, Msg: err.Error()}
+		return nil, append(errs, &ParseError{File: name, Line: n + 1, Msg: msg})
 	}
 	if lr.N <= 0 {
-		return nil, &ParseError{File: name, Msg: fmt.Sprintf("larger than the %d bytes an expectations file may have", MaxFile)}
+		return nil, append(errs, tooBig)
 	}
 	for _, c := range p.f.Classes {
 		if len(c.Hosts) == 0 {
-			return nil, &ParseError{File: name, Line: c.Line, Msg: fmt.Sprintf("[class %s] has no hosts key: say which host names it applies to, e.g. hosts = node*", c.Name)}
+			errs = append(errs, &ParseError{File: name, Line: c.Line, Msg: fmt.Sprintf("[class %s] has no hosts key: say which host names it applies to, e.g. hosts = node*", c.Name)})
 		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
 	}
 	return p.f, nil
 }
@@ -143,7 +194,14 @@ func (p *parser) line(n int, text string) error {
 	// A section header has no '='; a key may start with '[' (a device
 	// glob such as [a-z]*).
 	if strings.HasPrefix(body, "[") && !strings.Contains(body, "=") {
-		return p.section(n, body, perr)
+		err := p.section(n, body, perr)
+		if err != nil {
+			// The keys under a faulty header are still checked, so
+			// every error is said at once, but into a class of their
+			// own: not the previous section's, not "before a section".
+			p.cur = &Class{Name: "(invalid)", Line: n, File: p.f.Name}
+		}
+		return err
 	}
 	key, value, ok := strings.Cut(body, "=")
 	key, value = strings.TrimSpace(key), strings.TrimSpace(value)

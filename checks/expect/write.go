@@ -17,6 +17,7 @@ type entry struct {
 	key, value   string
 	comment      string
 	sectionOrder int // class keys first, then rules, each in line order
+	commented    bool
 }
 
 // Write writes one class in the file format, the header comment first.
@@ -48,10 +49,17 @@ func Write(w io.Writer, c *Class) error {
 	})
 	width := 0
 	for _, e := range es {
-		width = max(width, len(e.key)+3+len(e.value))
+		n := len(e.key) + 3 + len(e.value)
+		if e.commented {
+			n += 2
+		}
+		width = max(width, n)
 	}
 	for _, e := range es {
 		line := e.key + " = " + e.value
+		if e.commented {
+			line = "# " + line
+		}
 		if e.comment != "" {
 			line = fmt.Sprintf("%-*s  # %s", width, line, oneLine(e.comment))
 		}
@@ -84,6 +92,13 @@ func classEntries(c *Class) []entry {
 		}
 		add(0, c.Skip[0].Line, "skip", strings.Join(ids, " "), c.Skip[0].Comment)
 	}
+	if len(c.FailOnWarnIDs) > 0 {
+		ids := make([]string, len(c.FailOnWarnIDs))
+		for i, s := range c.FailOnWarnIDs {
+			ids[i] = s.V
+		}
+		add(0, c.FailOnWarnIDs[0].Line, "fail_on_warn", Pattern(ids).list(), c.FailOnWarnIDs[0].Comment)
+	}
 	if v := c.RoCETC; v != nil {
 		add(0, v.Line, "roce_tc", formatValue(v.V), v.Comment)
 	}
@@ -107,6 +122,9 @@ func classEntries(c *Class) []entry {
 		es = appendValue(es, r.MTU, unit+".mtu")
 		es = appendValue(es, r.PFCPriority, unit+".pfc_priority")
 		es = appendValue(es, r.Unused, unit+".unused")
+	}
+	for _, k := range c.Candidates {
+		es = append(es, entry{line: k.Line, key: k.Key, value: k.Value, comment: k.Comment, sectionOrder: 1, commented: true})
 	}
 	return es
 }
