@@ -25,9 +25,13 @@ type Check struct {
 	Level int    // 1 read-only, 2 creates verbs resources
 	Title string // one line for `rdmadoctor list`
 	// Needs are the checks that must not fail before this one can judge.
-	Needs   []string
-	Explain Explanation
-	Run     func(ctx context.Context, env *Env) Result
+	Needs []string
+	// Privileges are what the check needs of the process on a live host
+	// (privileges.go): the shipped deployments grant the required ones of
+	// the checks they run, and `explain` lists them.
+	Privileges []Need
+	Explain    Explanation
+	Run        func(ctx context.Context, env *Env) Result
 }
 
 // Explanation is what `rdmadoctor explain` prints.

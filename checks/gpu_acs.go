@@ -18,6 +18,8 @@ func init() {
 	register(Check{
 		ID: "gpu.acs", Code: 25, Level: 1,
 		Title: "no PCIe switch between a GPU and its NIC redirects their peer-to-peer traffic (ACS)",
+		Privileges: []Need{{Kind: NeedCapability, Cap: CapSysAdmin,
+			For: "reads the ACS control of the switch ports between a GPU and its NIC, in PCI config space beyond 64 bytes (only where they meet under a switch)"}},
 		Explain: Explanation{
 			Judges: "For each GPU and the NIC it pairs with (gpu.nic_affinity) that meet below the root complex (PIX, PXB), reads the configuration " +
 				"space (/sys/bus/pci/devices/<bdf>/config) of every bridge between them and, on root and switch downstream ports, the ACS Control " +
@@ -75,8 +77,9 @@ func runGPUACS(_ context.Context, env *Env) Result {
 
 // acsRead is one bridge's configuration space, read once per run.
 type acsRead struct {
-	cfg sysfs.PCIConfig
-	err error
+	cfg   sysfs.PCIConfig
+	err   error
+	short string // why the read stopped short of the extended space, when it did
 }
 
 // judgeACSPair judges the bridges between one GPU and its NIC.
@@ -101,6 +104,9 @@ func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead
 		rd, seen := configs[b]
 		if !seen {
 			rd.cfg, rd.err = h.ReadPCIConfig(b)
+			if rd.err == nil && !rd.cfg.Extended() {
+				rd.short = configSpaceShort(h, rd.cfg.Size, "ACS")
+			}
 			configs[b] = rd
 		}
 		st, note, bev := judgeACSBridge(b, rd)
@@ -135,7 +141,8 @@ func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead
 	case len(unread) > 0:
 		v.status = report.Error
 		v.line = fmt.Sprintf("%s (%s): %s", name, l.rel, strings.Join(unread, "; "))
-		v.remedy = "Run rdmadoctor as root: the ACS registers are in the extended configuration space, which the kernel shows only to CAP_SYS_ADMIN; by hand: `sudo lspci -vvv | grep ACSCtl`."
+		v.remedy = "Run rdmadoctor as root: the ACS registers are in the extended configuration space, which the kernel shows only to CAP_SYS_ADMIN " +
+			"(the shipped systemd unit and DaemonSet grant it; a drop-in or patch that removes it makes this check unknown); by hand: `sudo lspci -vvv | grep ACSCtl`."
 	default:
 		v.status = report.Pass
 		v.line = fmt.Sprintf("%s (%s): no ACS redirect on the %d bridge(s) between them", name, l.rel, len(bridges))
@@ -153,7 +160,7 @@ func judgeACSBridge(addr string, rd acsRead) (report.Status, string, map[string]
 		return report.Error, fmt.Sprintf("bridge %s: configuration space unreadable: %v", addr, rd.err), ev
 	case !rd.cfg.Extended():
 		ev["config_bytes"] = rd.cfg.Size
-		return report.Error, fmt.Sprintf("bridge %s: only %d bytes of configuration space readable — reading ACS needs root (CAP_SYS_ADMIN)", addr, rd.cfg.Size), ev
+		return report.Error, fmt.Sprintf("bridge %s: %s", addr, rd.short), ev
 	}
 	c := rd.cfg
 	if c.PCIe != nil {

@@ -12,6 +12,8 @@ func init() {
 	register(Check{
 		ID: "gpu.pcie", Code: 27, Level: 1,
 		Title: "each GPU's PCIe link trained at the best its path allows; MaxReadReq and relaxed ordering of the pair shown",
+		Privileges: []Need{{Kind: NeedCapability, Cap: CapSysAdmin, Optional: true,
+			For: "shows MaxReadReq, MaxPayload and relaxed ordering from the capability list in PCI config space beyond 64 bytes"}},
 		Explain: Explanation{
 			Judges: "For each GPU, the same rule as pci.link (and the same code): current_link_speed/width of the GPU against min(the GPU's max, every " +
 				"bridge's max up to the root port), speed and width separately; a bridge on the way that carries less than the GPU's link fails. " +

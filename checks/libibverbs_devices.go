@@ -14,8 +14,9 @@ import (
 func init() {
 	register(Check{
 		ID: "libibverbs.devices", Code: 17, Level: 1,
-		Title: "the real libibverbs lists every RDMA device the kernel has (ibv_devices)",
-		Needs: []string{"libibverbs.install", "uverbs.nodes"},
+		Title:      "the real libibverbs lists every RDMA device the kernel has (ibv_devices)",
+		Needs:      []string{"libibverbs.install", "uverbs.nodes"},
+		Privileges: []Need{needUverbsNodes},
 		Explain: Explanation{
 			Judges: "Loads libibverbs.so.1 (or --libibverbs) in a child process with a deadline and calls ibv_get_device_list, as ibv_devices " +
 				"does, then compares the names (and node GUIDs) with /sys/class/infiniband. In a fixture or snapshot the answer comes from " +

@@ -12,8 +12,9 @@ import (
 func init() {
 	register(Check{
 		ID: "probe.cq_overflow", Code: 33, Level: 2,
-		Title: "an overrun completion queue raises IBV_EVENT_CQ_ERR instead of losing completions silently",
-		Needs: []string{"verbs.qp_state"},
+		Title:      "an overrun completion queue raises IBV_EVENT_CQ_ERR instead of losing completions silently",
+		Needs:      []string{"verbs.qp_state"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "On every ACTIVE port a send CQ is created with cqe=1 (what the provider granted is reported), its RC QP connected to a peer " +
 				"whose receive CQ is large, and more signaled SENDs than the CQ holds are posted without polling it. The context's async fd " +

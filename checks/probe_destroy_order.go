@@ -13,8 +13,9 @@ import (
 func init() {
 	register(Check{
 		ID: "probe.destroy_order", Code: 34, Level: 2,
-		Title: "freeing verbs objects in the wrong order is refused, a stale lkey completes in error, the right order frees everything",
-		Needs: []string{"verbs.qp_state"},
+		Title:      "freeing verbs objects in the wrong order is refused, a stale lkey completes in error, the right order frees everything",
+		Needs:      []string{"verbs.qp_state"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "On every ACTIVE port, with two connected RC QPs alive: ibv_dealloc_pd must fail with EBUSY, ibv_destroy_cq of a CQ a QP " +
 				"uses must fail with EBUSY; an MR is deregistered (which succeeds: nothing ties a QP to an MR) and a SEND whose SGE uses its " +

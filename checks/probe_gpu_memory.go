@@ -14,6 +14,9 @@ func init() {
 		ID: "probe.gpu_memory", Code: 36, Level: 2,
 		Title: "the NIC registers GPU memory (peer memory or DMA-BUF) and a loopback RC SEND lands in it intact",
 		Needs: []string{"probe.send_poll"},
+		Privileges: append([]Need{{Kind: NeedDevice, Path: "/dev/nvidia*, /dev/kfd, /dev/dri",
+			For: "the GPU driver library opens the GPU's nodes (where a GPU and its library are present; without the library the check skips)"}},
+			level2Needs...),
 		Explain: Explanation{
 			Judges: "Only where a GPU and its driver library are present: the probe child opens NVIDIA's driver API (libcuda.so.1), or else " +
 				"AMD's HIP runtime (libamdhip64.so, with the dma-buf export of libhsa-runtime64.so.1), at run time, as it opens libibverbs; " +

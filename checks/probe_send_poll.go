@@ -12,8 +12,9 @@ import (
 func init() {
 	register(Check{
 		ID: "probe.send_poll", Code: 32, Level: 2,
-		Title: "a loopback RC SEND completes with IBV_WC_SUCCESS, the right byte count and payload; latency measured",
-		Needs: []string{"verbs.qp_state"},
+		Title:      "a loopback RC SEND completes with IBV_WC_SUCCESS, the right byte count and payload; latency measured",
+		Needs:      []string{"verbs.qp_state"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "On every ACTIVE port two connected RC QPs: the receive is posted first, then a SEND of --probe-size bytes (default 1024); " +
 				"both CQs are polled with a deadline. Pass: both completions IBV_WC_SUCCESS, byte_len equal to the size, payload equal byte for byte. " +

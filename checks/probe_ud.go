@@ -12,8 +12,9 @@ import (
 func init() {
 	register(Check{
 		ID: "probe.ud", Code: 35, Level: 2,
-		Title: "a loopback UD SEND through an address handle arrives with the GRH area, the right Q_Key and payload; wrong Q_Keys are dropped",
-		Needs: []string{"verbs.resources"},
+		Title:      "a loopback UD SEND through an address handle arrives with the GRH area, the right Q_Key and payload; wrong Q_Keys are dropped",
+		Needs:      []string{"verbs.resources"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "On every ACTIVE port three UD QPs walk RESET→INIT (pkey_index 0, the port, Q_Key 0x11111111)→RTR→RTS (sq_psn 0), and an address " +
 				"handle to the port itself is created with ibv_create_ah: on RoCE is_global=1 with the port's RoCE v2 GID as sgid_index and as " +

@@ -17,8 +17,9 @@ const UverbsClass = "/sys/class/infiniband_verbs"
 func init() {
 	register(Check{
 		ID: "uverbs.nodes", Code: 15, Level: 1,
-		Title: "each RDMA device has its uverbs device and a /dev/infiniband node this user can open",
-		Needs: []string{"rdma.devices"},
+		Title:      "each RDMA device has its uverbs device and a /dev/infiniband node this user can open",
+		Needs:      []string{"rdma.devices"},
+		Privileges: []Need{needUverbsNodes},
 		Explain: Explanation{
 			Judges: "For every RDMA device finds its /sys/class/infiniband_verbs/uverbsN (the one whose ibdev names it), then checks " +
 				"/dev/infiniband/uverbsN: it exists, is a character device, carries the device number the kernel gave uverbsN (its \"dev\" " +

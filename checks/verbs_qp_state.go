@@ -12,8 +12,9 @@ import (
 func init() {
 	register(Check{
 		ID: "verbs.qp_state", Code: 31, Level: 2,
-		Title: "RC queue pairs walk RESET→INIT→RTR→RTS, refuse RESET→RTS, and recover from ERR",
-		Needs: []string{"verbs.resources"},
+		Title:      "RC queue pairs walk RESET→INIT→RTR→RTS, refuse RESET→RTS, and recover from ERR",
+		Needs:      []string{"verbs.resources"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "On every ACTIVE port: a fresh RC QP is moved RESET→RTS with every RTS attribute set; a correct stack refuses with EINVAL and " +
 				"the QP stays RESET. Two RC QPs are then connected to each other — RoCE: is_global with a RoCE v2 GID of the port " +

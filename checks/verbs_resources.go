@@ -12,8 +12,9 @@ import (
 func init() {
 	register(Check{
 		ID: "verbs.resources", Code: 30, Level: 2,
-		Title: "the verbs objects an application builds can be created on every ACTIVE port: PD, MR, CQ, RC QP",
-		Needs: []string{"libibverbs.devices"},
+		Title:      "the verbs objects an application builds can be created on every ACTIVE port: PD, MR, CQ, RC QP",
+		Needs:      []string{"libibverbs.devices"},
+		Privileges: level2Needs,
 		Explain: Explanation{
 			Judges: "In a child process, through the real libibverbs, on every ACTIVE port: ibv_open_device, ibv_query_device, ibv_query_port, " +
 				"ibv_alloc_pd, ibv_reg_mr on a page-aligned buffer (--probe-size, at least one page), ibv_create_cq (16 entries, within max_cqe) and " +

@@ -48,6 +48,14 @@ func explainText(c *checks.Check, width int) string {
 		b.WriteString("\nRuns after\n  ")
 		para(strings.Join(needs, ", ")+" (skipped as blocked when one of them fails)", 2, 2)
 	}
+	if len(c.Privileges) > 0 {
+		// What a live run must be granted; with --root nothing is live.
+		b.WriteString("\nNeeds on a live host (the shipped deployments grant the required ones)\n")
+		for _, n := range c.Privileges {
+			b.WriteString("  - ")
+			para(n.String(), 4, 4)
+		}
+	}
 	b.WriteString("\nWhat it can report, and the fix\n")
 	for _, fl := range c.Explain.Failures {
 		fmt.Fprintf(&b, "  %-5s ", fl.Status)
