@@ -19,6 +19,20 @@ type CounterSeries struct {
 	Key string `json:"key"`
 	// Samples, oldest first, at most MaxSamples.
 	Samples []CounterSample `json:"samples"`
+	// Baseline is the reading counts are judged from: zero at boot, the
+	// value at a reset (a lower reading), at a new boot_id, when the clock
+	// went back, or the value an operator accepted (`rdmadoctor ack`).
+	// nil until a run has judged the counter.
+	Baseline *CounterSample `json:"baseline,omitempty"`
+	// BaselineWhy says why the baseline is where it is: "boot", "reset",
+	// "new boot", "clock" or "ack".
+	BaselineWhy string `json:"baseline_why,omitempty"`
+	// FailingSince is when the counter was first judged failing, zero while
+	// it is not: it passes again only after enough clean runs (hysteresis).
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	// CleanRuns counts the clean runs since it last failed, while
+	// FailingSince is set.
+	CleanRuns int `json:"clean_runs,omitempty"`
 }
 
 // CounterSample is one reading of a counter.
@@ -26,6 +40,9 @@ type CounterSample struct {
 	Value  uint64    `json:"value"`
 	At     time.Time `json:"at"`
 	BootID string    `json:"boot_id,omitempty"`
+	// Ack marks a reading taken by `rdmadoctor ack` rather than by a run:
+	// it starts the next run's interval but is not itself a run.
+	Ack bool `json:"ack,omitempty"`
 }
 
 // Series returns the history of key, nil when there is none.
