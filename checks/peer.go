@@ -86,8 +86,14 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 	for _, c := range peerCatalog {
 		t0 := time.Now()
 		vs := make([]verdict, len(pairs))
+		needs := c.Needs
+		if c.ID != "peer.control" {
+			// Every check after the control conversation drives this
+			// host's verbs: a host that cannot take part blocks them all.
+			needs = append([]string{localDeviceKey}, needs...)
+		}
 		for i := range pairs {
-			if b := firstBlocked(c.Needs, blockedBy[i]); b != "" {
+			if b := firstBlocked(needs, blockedBy[i]); b != "" {
 				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), b)}
 				blockedBy[i][c.ID] = b
 				continue
@@ -95,6 +101,9 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 			vs[i] = c.judge(&pairs[i])
 			if vs[i].status != report.Pass && vs[i].status != report.Warn {
 				blockedBy[i][c.ID] = c.ID
+			}
+			if c.ID == probe.PeerConnect && peerLocalFault(&pairs[i]) != nil {
+				blockedBy[i][localDeviceKey] = c.ID
 			}
 		}
 		r := combineUnits(vs, "pair", "pairs")
@@ -110,6 +119,11 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 	}
 	return out
 }
+
+// localDeviceKey is the prerequisite, in blockedBy, of every check that
+// needs this host's own RDMA device; set to peer.connect when that check
+// found this host cannot take part.
+const localDeviceKey = "local device"
 
 // firstBlocked is the check that blocks one whose prerequisites are needs:
 // the first prerequisite that did not pass, or what blocked it.

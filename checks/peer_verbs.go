@@ -21,6 +21,10 @@ var peerConnectExplain = Explanation{
 	Why: "This is the part perftest and ibv_rc_pingpong do by hand: a QP that cannot reach RTS with the peer's attributes, or reaches it " +
 		"with an MTU one side cannot carry, is a job that hangs on its first message.",
 	Failures: []Failure{
+		{report.Fail, "this host cannot take part: no RDMA device (/sys/class/infiniband missing or empty), no device named --device, " +
+			"no userspace verbs (ib_uverbs not loaded: ENOSYS), no libibverbs, or no ACTIVE port; the later checks are blocked by it",
+			"The finding names the cause and its fix; `rdmadoctor` on this host judges the stack step by step. " +
+				"A host without an adapter can test with SoftRoCE (`rdma link add rxe0 type rxe netdev <interface>`)."},
 		{report.Fail, "a step failed on this host (open, reg_mr, create_qp, modify_qp with the peer's attributes)", "The step and its errno name the cause; `rdmadoctor` (level 2) on this host judges the device alone."},
 		{report.Fail, "the server could not build or connect its QP", "Run `rdmadoctor` on the peer: the server's error names the step."},
 		{report.Fail, "the two ports are of different link layers", "Pair ports of one fabric: --device/--port here, `peer serve --device/--port` there."},
@@ -35,6 +39,9 @@ func judgePeerConnect(p *peer.Pair) verdict {
 	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.Connect == nil {
 		return peerChildVerdict(p)
+	}
+	if st := peerLocalFault(p); st != nil {
+		return judgePeerLocal(p, st)
 	}
 	c := p.Verbs.Connect
 	if c.Skipped != "" {

@@ -41,6 +41,11 @@ type TestConfig struct {
 	// Concurrency bounds the pairs tested at once.
 	Concurrency int
 	Host        wire.HostReport
+	// LocalFault, when set, is why this host cannot take part (found
+	// before any verbs child, from sysfs): each pair then runs the
+	// control handshake only, says Bye, and reports peer.connect failed
+	// at this step, as a child would have.
+	LocalFault *probe.Step
 }
 
 // Default sizes and limits of `peer test`.
@@ -181,6 +186,14 @@ func testOne(ctx context.Context, cfg *TestConfig, peerName string) Pair {
 		return pr
 	}
 	defer conn.Close()
+	if cfg.LocalFault != nil {
+		// The server's session waits for a Setup or a Bye: Bye ends it at
+		// once instead of at its deadline.
+		_ = (&wire.Conn{Conn: conn, IOTimeout: cfg.IOTimeout}).Send(wire.MsgBye, struct{}{})
+		pr.Verbs = &probe.PeerResult{Connect: &probe.PeerConnectResult{
+			Probe: probe.Probe{Name: probe.PeerConnect, Steps: []probe.Step{*cfg.LocalFault}}}}
+		return pr
+	}
 	_ = conn.SetDeadline(time.Time{})
 	preq := probe.PeerRequest{Library: cfg.Library, HostRoot: cfg.HostRoot, Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, Params: cfg.Params,
 		SessionNS: int64(cfg.Timeout), IOTimeoutNS: int64(cfg.IOTimeout), Host: cfg.Host,

@@ -15,8 +15,11 @@ func testPeer(em *emitter, conn *wire.Conn, preq *PeerRequest) {
 	cr := &PeerConnectResult{Probe: newProbe(PeerConnect)}
 	r, err := peerRunner(em, preq)
 	if err != nil {
-		cr.Steps = append(cr.Steps, Step{Name: "find the local device", Error: err.Error()})
+		// This host cannot take part at all: one result says why, and the
+		// server hears Bye instead of a Setup it would wait for.
+		cr.Steps = append(cr.Steps, LocalStep(err))
 		emitPeer(em, PeerConnect, cr)
+		_ = conn.Send(wire.MsgBye, struct{}{})
 		return
 	}
 	ps := &peerSide{r: r, params: preq.Params, peerIP: remoteIP(conn), sameHost: onSameHost(conn)}

@@ -108,20 +108,71 @@ func (ps *peerSide) midRun(err error) error {
 			"or the link went down (see peer.counters)", slower.Round(time.Millisecond))}
 }
 
+// The steps of finding this host's own port for a peer session. A failure
+// of any of them means this host cannot take part at all, so it is one
+// finding (peer.connect's) and every later check that needs the local
+// device is blocked by it. StepLocalSysfs is the one judged before any
+// child is started (from sysfs alone); the others are the child's.
+const (
+	StepLocalSysfs  = "find an RDMA device in sysfs"
+	StepLocalLoad   = "dlopen libibverbs"
+	StepLocalList   = "ibv_get_device_list"
+	StepLocalDevice = "find the local device"
+)
+
+// IsLocalStep says whether a step is one of those.
+func IsLocalStep(name string) bool {
+	switch name {
+	case StepLocalSysfs, StepLocalLoad, StepLocalList, StepLocalDevice:
+		return true
+	}
+	return false
+}
+
+// localError is why peerRunner found no local port: the step that failed
+// and its error.
+type localError struct {
+	step string
+	err  error
+}
+
+func (e *localError) Error() string { return e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
+// LocalStep is the failed step a peerRunner error stands for, with the
+// errno named (ENOSYS from ibv_get_device_list is told apart by it).
+func LocalStep(err error) Step {
+	st := Step{Name: StepLocalDevice, Error: err.Error()}
+	var le *localError
+	if errors.As(err, &le) {
+		st.Name = le.step
+	}
+	if e := verbs.ErrnoOf(err); e != 0 {
+		st.Errno, st.ErrnoName = int(e), verbs.ErrnoName(e)
+	}
+	return st
+}
+
 // peerRunner opens the library and picks the device and port: the ones
 // asked for, or the first ACTIVE port of the first device that has one.
+// Its errors are *localError.
 func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 	preq.withDefaults()
 	r := &runner{em: em, opts: Options{SysfsRoot: path.Join(preq.HostRoot, "sys")}.withDefaults(), hostRoot: preq.HostRoot}
 	r.info.MemlockBytes = memlockBytes()
 	lib, err := verbs.Open(preq.Library)
 	if err != nil {
-		return nil, err
+		return nil, &localError{StepLocalLoad, err}
 	}
 	r.lib = lib
 	dl, err := lib.GetDeviceList()
 	if err != nil {
-		return nil, err
+		return nil, &localError{StepLocalList, err}
+	}
+	if len(dl.Devices) == 0 {
+		// sysfs had devices (or the client would not have started this
+		// child), but no provider claimed them.
+		return nil, &localError{StepLocalList, errors.New("libibverbs lists no RDMA device: no provider library claimed the devices in sysfs")}
 	}
 	if preq.Device != "" {
 		r.dev = dl.Find(preq.Device)
@@ -130,14 +181,14 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 			for _, d := range dl.Devices {
 				names = append(names, d.Name)
 			}
-			return nil, fmt.Errorf("the library lists no device %q (it lists: %s)", preq.Device, strings.Join(names, ", "))
+			return nil, &localError{StepLocalDevice, fmt.Errorf("the library lists no device %q (it lists: %s)", preq.Device, strings.Join(names, ", "))}
 		}
 		r.port = max(preq.Port, 1)
 	} else if r.dev, r.port = portOnSubnet(r.opts.SysfsRoot, preq.HostRoot, dl, preq.peerIP); r.dev != nil {
 		// The port whose RoCE address shares the peer's subnet: on a host
 		// with a NIC per rail, the one that reaches the peer directly.
 	} else if r.dev, r.port = firstActivePort(dl); r.dev == nil {
-		return nil, errors.New("no device has an ACTIVE port: bring a link up or name the device with --device")
+		return nil, &localError{StepLocalDevice, errors.New("no device has an ACTIVE port: bring a link up or name the device with --device")}
 	}
 	r.info.Device, r.info.UverbsDev = r.dev.Name, r.dev.DevName
 	r.software = isSoftwareDevice(r.opts.SysfsRoot, r.dev.Name)
