@@ -167,6 +167,7 @@ func (s *scrape) judge(want map[string]bool) (string, error) {
 	}
 	exit := ""
 	portFail := false
+	var verdicts []string
 	for k, v := range s.samples {
 		if strings.HasPrefix(k, "rdmadoctor_exit_code{") {
 			exit = v[0]
@@ -174,9 +175,17 @@ func (s *scrape) judge(want map[string]bool) (string, error) {
 		if strings.Contains(k, `check="port.state"`) && strings.Contains(k, `status="fail"`) {
 			portFail = v[0] == "1"
 		}
+		if strings.HasPrefix(k, "rdmadoctor_verdict{") && v[0] == "1" {
+			verdicts = append(verdicts, regexp.MustCompile(`verdict="([^"]*)"`).FindStringSubmatch(k)[1])
+		}
 	}
 	if (exit == "19") != portFail {
 		return "", fmt.Errorf("exit code %s with port.state fail = %v: two files mixed", exit, portFail)
+	}
+	// The fixtures are healthy (exit 0) or have a port down (exit 19): the
+	// verdict set must hold exactly the one that goes with the exit code.
+	if want := map[string]string{"0": "healthy", "19": "problem"}[exit]; len(verdicts) != 1 || verdicts[0] != want {
+		return "", fmt.Errorf("verdicts set to 1: %v with exit code %s, want [%s]", verdicts, exit, want)
 	}
 	return exit, nil
 }
@@ -329,5 +338,14 @@ func TestNodeExporterHostileHostname(t *testing.T) {
 	}
 	if len(exit) != 1 || !strings.HasSuffix(exit[0], " 19") || !strings.Contains(exit[0], `host="node\"7\\a`) {
 		t.Errorf("rdmadoctor_exit_code series %q, want one, 19, with the host name escaped", exit)
+	}
+	var problem []string
+	for k, v := range s.samples {
+		if strings.HasPrefix(k, "rdmadoctor_verdict{") && strings.Contains(k, `verdict="problem"`) {
+			problem = append(problem, k+" "+v[0])
+		}
+	}
+	if len(problem) != 1 || !strings.HasSuffix(problem[0], " 1") || !strings.Contains(problem[0], `host="node\"7\\a`) {
+		t.Errorf("rdmadoctor_verdict{verdict=\"problem\"} series %q, want one, 1, with the host name escaped", problem)
 	}
 }

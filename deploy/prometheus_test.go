@@ -75,7 +75,7 @@ func TestRulesUseEmittedNames(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"rdmadoctor_exit_code", "rdmadoctor_check_status", "rdmadoctor_last_run_timestamp_seconds"} {
+	for _, m := range []string{"rdmadoctor_exit_code", "rdmadoctor_check_status", "rdmadoctor_last_run_timestamp_seconds", "rdmadoctor_verdict"} {
 		if !used[m] {
 			t.Errorf("no rule watches %s", m)
 		}
