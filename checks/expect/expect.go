@@ -114,6 +114,8 @@ type Class struct {
 	FailOnWarnIDs []*Value[string]
 	RoCETC        *Value[int]
 	Lossless      *Value[bool]
+	// Counters are counters.errors' thresholds (counters.go).
+	Counters CounterRules
 
 	DeviceRules []*DeviceRule // in file order
 	PortRules   []*PortRule   // in file order

@@ -43,6 +43,9 @@ func (c *Class) Set(key, value, comment string) error {
 // says what is wrong with the value; the caller adds FILE:LINE and the key.
 func (c *Class) set(key, value string, p pos) error {
 	c.lastLine = max(c.lastLine, p.line)
+	if rest, ok := strings.CutPrefix(key, "counters."); ok {
+		return c.setCounterKey(rest, key, value, p) // counters.go
+	}
 	dot := strings.LastIndexByte(key, '.')
 	if dot < 0 {
 		return c.setClassKey(key, value, p)

@@ -123,6 +123,7 @@ func classEntries(c *Class) []entry {
 		es = appendValue(es, r.PFCPriority, unit+".pfc_priority")
 		es = appendValue(es, r.Unused, unit+".unused")
 	}
+	es = appendCounterEntries(es, c) // counters.go
 	for _, k := range c.Candidates {
 		es = append(es, entry{line: k.Line, key: k.Key, value: k.Value, comment: k.Comment, sectionOrder: 1, commented: true})
 	}
