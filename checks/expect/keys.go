@@ -68,7 +68,7 @@ func (c *Class) set(key, value string, p pos) error {
 // checkIDRE is the shape of a check ID ("counters.errors").
 var checkIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
 
-const classKeys = "hosts, devices, skip, fail_on_warn, roce_tc, lossless, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, roce_tc, lossless, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
