@@ -239,6 +239,10 @@ func (t *textWriter) footer(r *Report, notRun int) {
 	var verdict string
 	var c *color.Color
 	switch {
+	case r.RootCause != nil && r.Verdict == Unknown:
+		// Nothing failed: the root cause is a check that could not look,
+		// which is no fault of the host and must not read as one.
+		verdict, c = "could not judge: "+*r.RootCause+" could not look", t.p.errc
 	case r.RootCause != nil:
 		verdict, c = "root cause: "+*r.RootCause, t.p.fail
 	case r.ExitCode != ExitOK:
