@@ -118,14 +118,18 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		capLine,
 	}
 
-	mc, slurmDetails, slurmEv := memlockContextOf(h)
+	// Root and CAP_IPC_LOCK are exempt: then what a job gets is judged.
+	uid, uidErr := h.ProcessUID()
+	rootView := hasCap || (uidErr == nil && uid == 0)
+	mc, slurmDetails, slurmEv := memlockContextOf(h, rootView)
 	if mc.container != "" {
 		ev["container"] = mc.container
 	}
 	if slurmEv != nil {
 		ev["slurm"] = slurmEv
 	}
-	users, userDetails, userLow, pam := userMemlockDefaults(h, threshold)
+	users, userDetails, pamLow, sdLow, pam := userMemlockDefaults(h, threshold)
+	userLow := append(pamLow, sdLow...)
 	if mc.app {
 		// No logins and no systemd in an application container: the
 		// defaults they would give are not judged here.
@@ -161,6 +165,12 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 			ev["why_lower"] = whyEv
 		}
 		r.Remedy = memlockRemedy(mc, why)
+	}
+	if r.Status == report.Pass && rootView && !mc.app {
+		var jobDetails []string
+		r, jobDetails, ev["jobs"] = judgeJobsInto(h, r, mc, threshold)
+		details = append(details, jobDetails...)
+		userLow = sdLow // what logins get is judged as a job's limit now
 	}
 	if r.Status == report.Pass && len(userLow) > 0 {
 		r = warn(fmt.Sprintf("%s; but users' jobs get less: %s", r.Summary, strings.Join(userLow, "; ")))
@@ -249,14 +259,14 @@ func whyNotConfigured(h *sysfs.Host, pam pamMemlock, threshold uint64) (string, 
 // userMemlockDefaults reads the memlock default of users' sessions
 // (pam_limits) and of systemd services, and returns the evidence, detail
 // lines, the findings that fall below min and what pam_limits sets.
-func userMemlockDefaults(h *sysfs.Host, threshold uint64) (map[string]any, []string, []string, pamMemlock) {
-	pam, details, low, pm := pamMemlockDefault(h, threshold)
-	ev := map[string]any{"pam_limits": pam}
+func userMemlockDefaults(h *sysfs.Host, threshold uint64) (ev map[string]any, details, pamLow, sdLow []string, pm pamMemlock) {
+	pam, details, pamLow, pm := pamMemlockDefault(h, threshold)
+	ev = map[string]any{"pam_limits": pam}
 	sd, sdDetails, sdLow := systemdMemlockDefault(h, threshold)
 	if sd != nil {
 		ev["systemd_default"] = sd
 	}
-	return ev, append(details, sdDetails...), append(low, sdLow...), pm
+	return ev, append(details, sdDetails...), pamLow, sdLow, pm
 }
 
 // memlockLines are the memlock lines of limits.conf and limits.d sorted
@@ -274,6 +284,9 @@ func sortMemlockLines(entries []sysfs.LimitsEntry) memlockLines {
 	var ml memlockLines
 	for i := range entries {
 		e := &entries[i]
+		if e.NoLimits {
+			continue
+		}
 		if e.Domain == "root" && (e.Type == "soft" || e.Type == "-") {
 			if v, err := sysfs.ParseLimitsMemlock(e.Value); err == nil {
 				ml.pm.root, ml.pm.rootAt, ml.pm.hasRoot = v, fmt.Sprintf("%s:%d", e.File, e.Line), true
@@ -413,7 +426,7 @@ var initNames = map[string]bool{"systemd": true, "init": true, "runit": true, "s
 
 // memlockContextOf finds how this process was started and, on a Slurm
 // node, reads slurm.conf and slurmd.service.
-func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) {
+func memlockContextOf(h *sysfs.Host, rootView bool) (memlockContext, []string, map[string]any) {
 	mc := memlockContext{container: h.Container()}
 	kind, _, _ := strings.Cut(mc.container, ":")
 	mc.app = appContainerKinds[kind]
@@ -446,9 +459,10 @@ func memlockContextOf(h *sysfs.Host) (memlockContext, []string, map[string]any) 
 		ev["slurm_conf"], ev["propagates_memlock"], ev["decided_by"] = s.conf.File, s.propagates, s.decidedBy
 		if s.propagates {
 			line := "Slurm: MEMLOCK propagates, so a job gets the limit of the shell it was submitted from (at most slurmd's hard limit): " + s.decidedBy
-			if !s.running {
+			if !s.running && (!rootView || mc.app) {
 				// Login nodes with an unlimited shell make this work; it
-				// is judged only in a job, where the limit shows.
+				// is judged in a job, where the limit shows, or by an
+				// exempt process for the jobs (judgeJobMemlock).
 				line += " — reported, not judged"
 			}
 			details = append(details, line)

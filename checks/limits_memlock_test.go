@@ -57,10 +57,14 @@ func TestLimitsMemlock(t *testing.T) {
 		{name: "hard limit higher than soft: say ulimit -l", dir: memlockHost(t, low, func(tr *sysfstest.Tree) {
 			tr.File("/proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         65536                unlimited            bytes     \n")
 		}), status: report.Fail, exit: 18, rootCause: "limits.memlock", contains: []string{"ulimit -l"}},
-		{name: "users' default below the threshold warns", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, nil),
-			status: report.Warn, contains: []string{"users' jobs get less", "8 MiB", "rdma.conf:2"}},
-		{name: "no users' default configured warns", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "none" }, nil),
-			status: report.Warn, contains: []string{"no memlock default is configured"}},
+		// Root with CAP_IPC_LOCK is exempt; what an ordinary user's login
+		// gets is judged as a job's limit.
+		{name: "root exempt, users' logins below the threshold fail", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, nil),
+			status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"CAP_IPC_LOCK held", "but an ordinary user's login gets 8 MiB, below 64 MiB: a job cannot register memory", "soft 8 MiB from ", "rdma.conf:2", "hard 8 MiB from ", "rdma.conf:3"}},
+		{name: "root exempt, no users' default: logins keep sshd's, systemd's default", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "none" }, nil),
+			status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"an ordinary user's login gets 8 MiB", "kept from the service that opened the session", "DefaultLimitMEMLOCK unset", "8 MiB whichever it is, on kernel 6.1.0-18-amd64"}},
 		{name: "systemd default below the threshold warns", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) {
 			tr.File("/etc/systemd/system.conf", "[Manager]\n#DefaultLimitMEMLOCK=\nDefaultLimitMEMLOCK=8M\n")
 		}), status: report.Warn, contains: []string{"DefaultLimitMEMLOCK=8M", "system.conf:3"}},
@@ -123,8 +127,8 @@ func TestLimitsMemlockContainersAndSlurm(t *testing.T) {
 		}), status: report.Fail, first: containerFirst, remedy: []string{"Kubernetes sets no rlimits", "IPC_LOCK"}, lacks: []string{"limits.d/"}},
 		// The same host without the container warns about its logins;
 		// inside a container there are none, so it passes.
-		{name: "host without a login default warns", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "none" }, nil), status: report.Warn,
-			says: []string{"no memlock default is configured"}, first: "Raise the limit where the jobs start:"},
+		{name: "host without a login default fails", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "none" }, nil), status: report.Fail,
+			says: []string{"an ordinary user's login gets 8 MiB"}, first: "Raise the limit where the jobs start:"},
 		{name: "container without a login default passes", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, docker), status: report.Pass,
 			says: []string{"CAP_IPC_LOCK held", "reported, not judged"}, detLacks: []string{"users' jobs get less"}},
 		// A pod with its own cgroup namespace has no container mark; its
@@ -136,11 +140,11 @@ func TestLimitsMemlockContainersAndSlurm(t *testing.T) {
 			status: report.Fail, first: containerFirst, lacks: []string{"* soft memlock unlimited"}},
 		{name: "a host whose PID 1 is systemd still judges logins", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
 			tr.File("/proc/1/comm", "systemd\n")
-		}), status: report.Warn, says: []string{"users' jobs get less"}},
+		}), status: report.Fail, says: []string{"an ordinary user's login gets 8 MiB"}},
 		// A system container runs logins: its limits.conf counts.
 		{name: "lxc system container still judges logins", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
 			tr.File("/run/systemd/container", "lxc\n")
-		}), status: report.Warn, says: []string{"users' jobs get less"}},
+		}), status: report.Fail, says: []string{"an ordinary user's login gets 8 MiB"}},
 		{name: "slurm job, no slurm.conf here", dir: memlockHost(t, low, slurmJob), status: report.Fail,
 			says: []string{"no slurm.conf in /etc/slurm/slurm.conf, /etc/slurm-llnl/slurm.conf, /run/slurm/conf/slurm.conf"}, first: slurmFirst + " and, unless slurm.conf keeps MEMLOCK from propagating",
 			remedy: []string{"`LimitMEMLOCK=infinity` in slurmd.service", "`PropagateResourceLimitsExcept=MEMLOCK` in slurm.conf", "scontrol reconfigure", "already allows enough"}},

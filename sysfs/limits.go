@@ -241,21 +241,30 @@ type LimitsEntry struct {
 	Type   string // "soft", "hard" or "-" (both)
 	Item   string // "memlock", "nofile", ...
 	Value  string
+	// NoLimits marks a "<domain> -" line: a user or group it matches gets
+	// no limits from pam_limits at all (the reading stops there).
+	NoLimits bool
 }
 
-// ParseLimitsConf parses pam_limits syntax: "<domain> <type> <item> <value>"
-// per line, '#' comments. Malformed lines are returned as problems and
-// skipped, as pam_limits skips them.
+// ParseLimitsConf parses pam_limits syntax as pam_limits.c splits a line:
+// '#' starts a comment, the domain, type and item are the first three
+// blank-separated words and the value is the rest of the line, trimmed; the
+// type, item and value are lower-cased, the domain is not. A line of two
+// words whose type starts with '-' is a "no limits" line. Other lines are
+// returned as problems and skipped, as pam_limits skips them.
 func ParseLimitsConf(data []byte) ([]LimitsEntry, []error) {
 	var out []LimitsEntry
 	var probs []error
 	err := configLines(data, func(n int, s, raw string) {
-		f := strings.Fields(s)
-		if len(f) != 4 {
+		f := splitPamLine(s)
+		switch {
+		case len(f) == 2 && strings.HasPrefix(f[1], "-"):
+			out = append(out, LimitsEntry{Line: n, Domain: f[0], Type: "-", NoLimits: true})
+		case len(f) < 4:
 			probs = append(probs, fmt.Errorf("line %d: %q is not \"<domain> <type> <item> <value>\"", n, trimForMsg(raw)))
-			return
+		default:
+			out = append(out, LimitsEntry{Line: n, Domain: f[0], Type: strings.ToLower(f[1]), Item: strings.ToLower(f[2]), Value: strings.ToLower(f[3])})
 		}
-		out = append(out, LimitsEntry{Line: n, Domain: f[0], Type: f[1], Item: strings.ToLower(f[2]), Value: f[3]})
 	})
 	if err != nil {
 		probs = append(probs, err)
@@ -263,21 +272,73 @@ func ParseLimitsConf(data []byte) ([]LimitsEntry, []error) {
 	return out, probs
 }
 
+// splitPamLine splits a line as pam_limits' split() does: three words
+// separated by blanks or tabs, then the rest of the line, trimmed of blanks
+// and tabs, as the value (so "1024 extra" is a value, and strtoull reads
+// 1024 from it).
+func splitPamLine(s string) []string {
+	var f []string
+	for len(f) < 3 {
+		s = strings.TrimLeft(s, " \t")
+		if s == "" {
+			return f
+		}
+		end := strings.IndexAny(s, " \t")
+		if end < 0 {
+			end = len(s)
+		}
+		f, s = append(f, s[:end]), s[end:]
+	}
+	if v := strings.Trim(s, " \t"); v != "" {
+		f = append(f, v)
+	}
+	return f
+}
+
 // ParseLimitsMemlock reads a limits.conf memlock value, which pam_limits
-// counts in KiB, into bytes; "unlimited", "infinity" and "-1" are Unlimited.
+// counts in KiB, into bytes, as process_limit does: "-1", "-", "unlimited"
+// and "infinity" are Unlimited; otherwise strtoull: leading digits count
+// and what follows is ignored ("64k" is 64 KiB), a value too large is
+// Unlimited; a value with no digits is refused (pam_limits skips the line).
 func ParseLimitsMemlock(v string) (uint64, error) {
-	switch strings.ToLower(v) {
-	case "unlimited", "infinity", "-1":
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "unlimited", "infinity", "-1", "-":
 		return Unlimited, nil
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
+	n, ok := strtoull(v)
+	if !ok {
 		return 0, fmt.Errorf("memlock value %q: want KiB or unlimited", trimForMsg(v))
 	}
-	if n > Unlimited/1024 {
+	if n >= Unlimited/1024 {
 		return Unlimited, nil
 	}
 	return n * 1024, nil
+}
+
+// strtoull mirrors C's strtoull in base 10: blanks, an optional sign, the
+// leading digits (a minus negates modulo 2^64, an overflow saturates);
+// ok is false when there is no digit.
+func strtoull(s string) (uint64, bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil {
+		return Unlimited, true
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // LimitsFiles lists the pam_limits files in the order pam_limits reads
@@ -321,7 +382,7 @@ func (h *Host) MemlockEntries() ([]LimitsEntry, []string, []error) {
 			probs = append(probs, fmt.Errorf("%s: %w", h.Display(f), b))
 		}
 		for _, e := range entries {
-			if e.Item == "memlock" {
+			if e.Item == "memlock" || e.NoLimits {
 				e.File = h.Display(f)
 				out = append(out, e)
 			}

@@ -77,8 +77,13 @@ func TestParseLimitsConf(t *testing.T) {
 			t.Errorf("ParseLimitsMemlock(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	if _, err := ParseLimitsMemlock("64M"); err == nil {
-		t.Error("64M accepted: pam_limits counts KiB without suffixes")
+	// pam_limits reads the value with strtoull and ignores what follows the
+	// digits: "64M" is 64 KiB, not 64 MiB; a value without digits is refused.
+	if got, err := ParseLimitsMemlock("64M"); err != nil || got != 64<<10 {
+		t.Errorf("ParseLimitsMemlock(64M) = %d, %v; want 64 KiB, as pam_limits reads it", got, err)
+	}
+	if _, err := ParseLimitsMemlock("lots"); err == nil {
+		t.Error("a value without digits accepted")
 	}
 }
 

@@ -109,7 +109,13 @@ func (c SlurmConf) PropagatesMemlock() (bool, string) {
 // SlurmConfig reads the first slurm.conf of SlurmConfPaths. found is false
 // when none exists; a file that exists but cannot be read is an error.
 func (h *Host) SlurmConfig() (SlurmConf, bool, error) {
-	for _, p := range SlurmConfPaths {
+	return h.SlurmConfigFrom(SlurmConfPaths...)
+}
+
+// SlurmConfigFrom reads the first of paths that exists (a running slurmd's
+// "-f" file or SLURM_CONF first, then SlurmConfPaths).
+func (h *Host) SlurmConfigFrom(paths ...string) (SlurmConf, bool, error) {
+	for _, p := range paths {
 		data, err := h.ReadFile(p)
 		if IsNotExist(err) {
 			continue
