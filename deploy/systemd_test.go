@@ -67,7 +67,9 @@ func TestSystemdVerify(t *testing.T) {
 var exposure = regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`)
 
 // TestSystemdSecurity: the service's offline exposure score stays at or
-// below the one README states (2.3); a weakened sandbox fails here.
+// below the one README states (2.6: CAP_SYS_ADMIN, which gpu.acs needs,
+// costs 0.3 over the 2.3 the unit scored without it); a weakened sandbox
+// fails here.
 func TestSystemdSecurity(t *testing.T) {
 	tool := needTool(t, "systemd-analyze", "systemd")
 	svc := unitCopies(t)[0]
@@ -78,8 +80,8 @@ func TestSystemdSecurity(t *testing.T) {
 	}
 	score, _ := strconv.ParseFloat(string(m[1]), 64)
 	t.Logf("systemd-analyze security --offline=yes: exposure %.1f", score)
-	if score > 2.3 {
-		t.Errorf("exposure %.1f, want ≤ 2.3 (README's figure):\n%s", score, out)
+	if score > 2.6 {
+		t.Errorf("exposure %.1f, want ≤ 2.6 (README's figure):\n%s", score, out)
 	}
 }
 
@@ -110,8 +112,8 @@ func directives(t *testing.T, path string) map[string][]string {
 func TestServiceContract(t *testing.T) {
 	d := directives(t, units[0])
 	want := map[string]string{
-		"Type": "oneshot", "LimitMEMLOCK": "infinity", "AmbientCapabilities": "CAP_IPC_LOCK",
-		"CapabilityBoundingSet": "CAP_IPC_LOCK", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
+		"Type": "oneshot", "LimitMEMLOCK": "infinity", "AmbientCapabilities": "CAP_IPC_LOCK CAP_SYS_ADMIN",
+		"CapabilityBoundingSet": "CAP_IPC_LOCK CAP_SYS_ADMIN", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
 		"StateDirectory": "rdmadoctor", "ReadWritePaths": "-/var/lib/node_exporter/textfile_collector",
 	}
 	for k, v := range want {
