@@ -57,6 +57,11 @@ type Result struct {
 	Details  []string
 	Remedy   string
 	Evidence map[string]any
+	// BlocksNothing marks a fail that is only a deviation from the
+	// expectations file (a firmware version, a device count): the units
+	// exist and work, so the checks that need this one still judge them
+	// and the run's gating (Run) does not block them.
+	BlocksNothing bool
 }
 
 // Options are the thresholds and switches that flags set.

@@ -17,7 +17,18 @@ type verdict struct {
 	details  []string
 	remedy   string
 	evidence any
+	// severity ranks units of the same status: a unit that does not work
+	// (sevBroken: a port DOWN) outranks one that works other than asked
+	// (a rate or width below the expectation), so the summary — the drain
+	// reason, the NPD message — names the worse.
+	severity int
 }
+
+// Severities within a status (verdict.severity).
+const (
+	sevDeviation = 0 // works, but not as expected
+	sevBroken    = 1 // does not work
+)
 
 // statusRank orders statuses for combining units: a fault outranks a unit
 // that could not be judged, which outranks a warning; a skipped unit (not
@@ -44,14 +55,15 @@ func worse(a, b report.Status) bool { return statusRank(a) > statusRank(b) }
 func combine(vs []verdict) Result { return combineUnits(vs, "port", "ports") }
 
 // combineUnits folds verdicts of units of one kind (noun, plural) into one
-// result: the worst status decides and its first unit's line is the
-// summary; the observed value tallies the units by status; every unit's
+// result: the worst status decides and the line of its first unit of the
+// highest severity is the summary; the observed value tallies the units by status; every unit's
 // line goes to Details, and the remedies of the units that did not pass,
 // once each, to the remedy.
 func combineUnits(vs []verdict, noun, plural string) Result {
 	worst := 0
 	for i, v := range vs {
-		if worse(v.status, vs[worst].status) {
+		w := vs[worst]
+		if worse(v.status, w.status) || v.status == w.status && v.severity > w.severity {
 			worst = i
 		}
 	}

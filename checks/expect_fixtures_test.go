@@ -85,14 +85,14 @@ func TestExpectFromHostValues(t *testing.T) {
 		hasNot  []string
 	}{
 		{"cx5-roce-healthy", []string{
-			"[class cx5-node]\nhosts = cx5-node*\ndevices = 2 ", "\nlossless = true ", "\nmlx5_0.fw = 16.35.2000 (MT_0000000008)\n",
+			"[class cx5-node]\nhosts = cx5-node*\ndevices = 2 ", "\nlossless = true ", "\nmlx5_0.fw = 16.35.2000 ", "# fw_ver 16.35.2000 (MT_0000000008)\n",
 			"\nmlx5_0.pcie_speed = 8.0 GT/s PCIe\n", "\nmlx5_0.pcie_width = 16\n", "\nmlx5_0.ports = 1\n", "\nmlx5_1/1.link_layer = Ethernet\n",
 			"\nmlx5_1/1.rate = 100\n", "\nmlx5_1/1.width = 4X\n", "\nmlx5_0/1.mtu = 9000 ", "# MTU of ens1f0np0", "\nmlx5_0/1.pfc_priority = 3 "},
 			[]string{"unused"}},
 		{"cx6-ib-healthy", []string{"mlx5_0/1.link_layer = InfiniBand\n", "mlx5_0/1.rate = 200\n", "mlx5_0.pcie_speed = 16.0 GT/s PCIe\n"},
 			[]string{".mtu", "pfc_priority", "lossless", "unused"}},
-		{"multiport-one-down", []string{"mlx4_0/1.rate = 56\n", "mlx4_0/2.unused = true", "# DOWN (phys Polling) when this file was written: review"},
-			[]string{"mlx4_0/2.rate"}},
+		{"multiport-one-down", []string{"mlx4_0/1.rate = 56\n", "\n# mlx4_0/2.unused = true ", "# DOWN (phys Polling) when this file was written: uncomment if the port is unused on purpose\n"},
+			[]string{"mlx4_0/2.rate", "\nmlx4_0/2.unused"}},
 		{"rxe-softroce", []string{"hosts = rxe-dev\n", "rxe0.ports = 1\n", "rxe0/1.mtu = 1500 "}, []string{"pcie", "rxe0.fw"}},
 		{"pfc-off", []string{"mlx5_0/1.rate = 100\n"}, []string{"pfc_priority", "lossless"}},
 		// A LAG: the bond's MTU, PFC read on the slaves, which agree.
@@ -237,7 +237,17 @@ func TestExpectFromHostLeavesOutWhatALineCannotHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Device("mlx5_0").FW != nil || c.Device("mlx5_1").FW == nil {
-		t.Errorf("fw of mlx5_0 written, or mlx5_1's lost:\n%s", text)
+	// Only the version part is a value; the rest of fw_ver is a comment.
+	if fw := c.Device("mlx5_0").FW; fw == nil || fw.V.String() != "16.35.2000" || c.Device("mlx5_1").FW == nil {
+		t.Errorf("fw of mlx5_0 not its version part, or mlx5_1's lost:\n%s", text)
+	}
+	tr = sysfstest.Build(sysfstest.CX5RoCE())
+	for p := range tr.Files {
+		if strings.HasSuffix(p, "/infiniband/mlx5_0/fw_ver") {
+			tr.Attr(p, "16.35#2000 (MT_0000000008)")
+		}
+	}
+	if c, text, err = classFromHost(t, hwWrite(t, tr)); err != nil || c.Device("mlx5_0").FW != nil {
+		t.Errorf("a fw version a line cannot hold was written (%v):\n%s", err, text)
 	}
 }

@@ -20,8 +20,10 @@ import (
 // PCIe link and port count, each ACTIVE port's link layer, rate, width,
 // netdev MTU (RoCE) and PFC priority (when PFC is on exactly one), rdma_cm's
 // default traffic class when every RoCE port has the same, and lossless
-// when roce.lossless passes. A port that is not ACTIVE is written as
-// unused, with a comment asking the operator to review it. Every value
+// when roce.lossless passes. A port that is not ACTIVE is written as a
+// commented `unused = true` candidate: down at capture may be unused on
+// purpose or broken, which only the operator knows, so the file neither
+// expects it ACTIVE nor silences it until the line is uncommented. Every value
 // goes through the parser's validation, so the class writes and reads back.
 func ExpectFromHost(env *Env, className string, hosts []string) (*expect.Class, error) {
 	s := env.Survey()
@@ -60,7 +62,7 @@ func ExpectFromHost(env *Env, className string, hosts []string) (*expect.Class, 
 	for _, dm := range devs {
 		expectDevice(env, dm.Dev, set)
 		for _, pm := range dm.Ports {
-			expectPort(env, pm, set)
+			expectPort(env, pm, set, func(key, value, comment string) { _ = c.SetCandidate(key, value, comment) })
 		}
 	}
 	return c, nil
@@ -71,7 +73,14 @@ type setter func(key, value, comment string)
 
 func expectDevice(env *Env, d sysfs.RDMADevice, set setter) {
 	if d.FWVer != "" {
-		set(d.Name+".fw", d.FWVer, "")
+		// The version part: a class names the firmware a fleet rolls
+		// out; the PSID mlx5 appends identifies the board, kept as a
+		// comment (append it to the value to pin the board too).
+		comment := ""
+		if v := expect.FWVersion(d.FWVer); v != strings.TrimSpace(d.FWVer) {
+			comment = "fw_ver " + strings.TrimSpace(d.FWVer)
+		}
+		set(d.Name+".fw", expect.FWVersion(d.FWVer), comment)
 	}
 	if fn, ok := physicalFunction(env.Survey(), d.PCIAddr); ok {
 		if l := env.Host.PCIPathOf(fn).Function; l.HasCur && l.Cur.Known() && l.CurWidth > 0 {
@@ -100,11 +109,11 @@ func physicalFunction(s *Survey, addr string) (sysfs.PCIFunction, bool) {
 // expectPort writes one port's keys; the MTU is its own netdev's (the
 // bond's on a LAG), the PFC priority is read where DCB lives (a LAG's
 // slaves, which must agree).
-func expectPort(env *Env, pm *PortModel, set setter) {
+func expectPort(env *Env, pm *PortModel, set, candidate setter) {
 	p := pm.Port
 	unit := fmt.Sprintf("%s/%d", pm.Device.Dev.Name, p.Num)
 	if p.State.Code != portStateActive {
-		set(unit+".unused", "true", fmt.Sprintf("%s when this file was written: review, and remove this line if the port must be up", stateText(p)))
+		candidate(unit+".unused", "true", fmt.Sprintf("%s when this file was written: uncomment if the port is unused on purpose", stateText(p)))
 		return
 	}
 	set(unit+".link_layer", p.LinkLayer, "")

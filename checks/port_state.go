@@ -41,7 +41,8 @@ func init() {
 				"is not a fault, and a node must not be drained for it.",
 			Failures: []Failure{
 				{report.Fail, "a port has no link (phys Polling): no cable, a dead transceiver, or the other end down",
-					"Check the cable and transceiver and the switch port (`ibstat` / `iblinkinfo` on InfiniBand, `ethtool <netdev>` on Ethernet)."},
+					"Check the cable and transceiver and the switch port (`ibstat` / `iblinkinfo` on InfiniBand, `ethtool <netdev>` on Ethernet). " +
+						"A port without a cable by design: `<device>/<port>.unused = true` in the expectations file (offered for every port with no link partner)."},
 				{report.Fail, "a RoCE/iWARP port is down and its netdev is administratively down", "`ip link set <netdev> up`, and bring it up at boot in the network configuration."},
 				{report.Fail, "a RoCE/iWARP port is down and its netdev is up without carrier",
 					"The cable, the transceiver or the switch port: `ethtool <netdev>` (Link detected: no), `ethtool -m <netdev>` reads the module; check the switch port is enabled and its speed matches."},
@@ -172,7 +173,7 @@ func noPortsVerdict(d sysfs.RDMADevice) verdict {
 	if len(d.Problems) > 0 {
 		line += " (" + strings.Join(d.Problems, "; ") + ")"
 	}
-	return verdict{status: report.Fail, line: line,
+	return verdict{status: report.Fail, line: line, severity: sevBroken,
 		remedy: fmt.Sprintf("%s lists no ports: read `dmesg` for the driver's errors while it registered the device (%s).", d.Name, valueOrUnknown(d.Driver))}
 }
 
@@ -231,7 +232,13 @@ func (pj *portJudge) judge(pm *PortModel) verdict {
 	if !portActive(p) {
 		fs = append(fs, expectedUp(pj.linkFinding(pm, ib), pe))
 	}
-	fs = append(fs, pj.addressFindings(pm, ib)...)
+	addr := pj.addressFindings(pm, ib)
+	fs = append(fs, addr...)
+	if !portActive(p) || len(addr) > 0 {
+		// The port does not work (down, or no SM answered): it
+		// outranks a port that works slower than asked.
+		v.severity = sevBroken
+	}
 	fs = append(fs, pj.rateFindings(pm, ib, ev, pe)...)
 	fs = append(fs, portExpectFindings(pm, pe)...)
 	var texts []string
@@ -274,13 +281,13 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool) portFinding {
 	case ib && p.PhysState.Code == physDisabled:
 		// Only management (ibportstate, the SM, the switch) disables an
 		// InfiniBand port: a port off on purpose is not a fault.
-		return portFinding{report.Warn, stateText(p) + ": disabled by management (unused on purpose, or switched off)",
-			fmt.Sprintf("If %s should carry traffic, enable it: %s. If it is unused on purpose, say so in the expectations file (`unused = true`).", label, enableHint(true, pm.Device.Dev.Name, p.Num, nd))}
+		return portFinding{status: report.Warn, text: stateText(p) + ": disabled by management (unused on purpose, or switched off)",
+			fix: fmt.Sprintf("If %s should carry traffic, enable it: %s.", label, enableHint(true, pm.Device.Dev.Name, p.Num, nd)) + unusedHint(pm)}
 	case !ib && (p.PhysState.Code == physDisabled || p.State.Code == portStateDown):
 		return pj.ethernetDown(pm)
 	case p.PhysState.Code == physPolling || p.PhysState.Code == physSleep:
-		return portFinding{report.Fail, stateText(p) + ": no link",
-			fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd))}
+		return portFinding{status: report.Fail, text: stateText(p) + ": no link",
+			fix: fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd)) + unusedHint(pm)}
 	}
 	return portFinding{report.Fail, stateText(p) + ": link not up",
 		fmt.Sprintf("%s is training (%s): if it stays there, check the cable and the switch port's speed/width settings%s.", label, p.PhysState, linkHint(ib, nd))}
@@ -294,16 +301,25 @@ func (pj *portJudge) ethernetDown(pm *PortModel) portFinding {
 	nd, ok := pj.netdevs[name]
 	switch {
 	case name == "" || pj.ndErr != nil || !ok:
-		return portFinding{report.Fail, stateText(p) + ": no link",
-			fmt.Sprintf("%s is down: `rdma link show %s/%d` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier.",
-				label, pm.Device.Dev.Name, p.Num)}
+		return portFinding{status: report.Fail, text: stateText(p) + ": no link",
+			fix: fmt.Sprintf("%s is down: `rdma link show %s/%d` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier.",
+				label, pm.Device.Dev.Name, p.Num) + unusedHint(pm)}
 	case !nd.AdminUp:
-		return portFinding{report.Fail, fmt.Sprintf("%s: netdev %s is administratively down", stateText(p), name),
-			fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name)}
+		return portFinding{status: report.Fail, text: fmt.Sprintf("%s: netdev %s is administratively down", stateText(p), name),
+			fix: fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name) + unusedHint(pm)}
 	}
-	return portFinding{report.Fail, fmt.Sprintf("%s: netdev %s is up but has no carrier", stateText(p), name),
-		fmt.Sprintf("%s has no carrier although it is up: the cable, the transceiver or the switch port (`ethtool %s` shows Link detected: no; "+
-			"`ethtool -m %s` reads the module; check the switch port is enabled and its speed matches).", name, name, name)}
+	return portFinding{status: report.Fail, text: fmt.Sprintf("%s: netdev %s is up but has no carrier", stateText(p), name),
+		fix: fmt.Sprintf("%s has no carrier although it is up: the cable, the transceiver or the switch port (`ethtool %s` shows Link detected: no; "+
+			"`ethtool -m %s` reads the module; check the switch port is enabled and its speed matches).", name, name, name) + unusedHint(pm)}
+}
+
+// unusedHint is the remedy's offer for a port with no link partner
+// (Polling, Disabled, no carrier): a port without a cable by design is not
+// a fault, and the expectations file is how an operator says so — for
+// every such port, not only an InfiniBand port disabled by management.
+func unusedHint(pm *PortModel) string {
+	return fmt.Sprintf(" If %s is unused on purpose (no cable by design), say so in the node's class of the expectations file: `%s/%d.unused = true` (not judged from then on).",
+		pm.Label, pm.Device.Dev.Name, pm.Port.Num)
 }
 
 // expectedUp turns a disabled port's warning into a fault when the

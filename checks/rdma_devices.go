@@ -38,6 +38,10 @@ func init() {
 					"Run in the namespace that holds the device (the host's, a pod with hostNetwork, `nsenter -t 1 -n`), or move it: `rdma dev set <dev> netns <namespace>`; `rdma system show` shows the mode."},
 				{report.Fail, "no RDMA device at all", "See pci.device and kernel.modules; for tests `rdma link add rxe0 type rxe netdev <if>`."},
 				{report.Error, "/sys/class/infiniband could not be listed", "Run where sysfs is mounted and readable."},
+				{report.Fail, "with --expect: the device count, a device's firmware (the version part of fw_ver) or its port count differs from the class's; this blocks no other check",
+					"Fix the node (its card, its firmware), or update the line of the expectations file the finding names."},
+				{report.Warn, "with --expect: a device or port rule of the class matches nothing on this host (a typo in a device glob)",
+					"Fix the rule the warning names (did-you-mean gives the nearest device or port), or remove it; `rdmadoctor expect --check FILE` lists them."},
 			},
 		},
 		Run: runRDMADevices,
@@ -221,6 +225,11 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 
 // withDeviceExpectations adds the expectations file's device findings
 // (count, firmware, ports per device): each is a fail that cites its key.
+// Such a deviation blocks nothing (BlocksNothing): the devices exist and
+// work, so a firmware other than the class's must not hide a DOWN port or
+// a failing probe behind "blocked by rdma.devices" — each is its own
+// finding. A fault of the hardware itself still blocks. Rules that match
+// no device or port of the host are a warning naming their lines.
 func withDeviceExpectations(env *Env, s *Survey, r Result) Result {
 	if env.Expect == nil || r.Status == report.Error {
 		return r
@@ -233,17 +242,41 @@ func withDeviceExpectations(env *Env, s *Survey, r Result) Result {
 		finds = append(finds, judgeDeviceExpect(env, d)...)
 	}
 	r.Expected += "; as the expectations class " + env.Expect.Source() + " says"
+	r = withUnmatchedRules(env, r)
 	if len(finds) == 0 {
 		return r
 	}
 	if r.Status == report.Fail {
 		r.Summary += "; " + strings.Join(finds, "; ")
 	} else {
-		r.Status, r.Summary, r.Observed = report.Fail, strings.Join(finds, "; "), finds[0]
+		r.Status, r.Summary, r.Observed, r.BlocksNothing = report.Fail, strings.Join(finds, "; "), finds[0], true
 	}
 	r.Details = append(r.Details, finds...)
 	r.Remedy = joinRemedy(r.Remedy, "The node is not built like its class: fix the node (the card, its firmware: `mlxfwmanager`/the vendor's tool), "+
 		"or, if it changed on purpose, update the line of the expectations file the finding names.")
+	return r
+}
+
+// withUnmatchedRules warns of the class's device and port rules that match
+// no device or port here: a typo in a device glob would otherwise judge
+// nothing, silently. A warning, not a fault: the host is not broken, the
+// file is (expect --check refuses it).
+func withUnmatchedRules(env *Env, r Result) Result {
+	un := env.Expect.Unmatched(ExpectUnits(env))
+	if len(un) == 0 {
+		return r
+	}
+	var lines []string
+	for _, u := range un {
+		lines = append(lines, u.Error())
+	}
+	r.Details = append(r.Details, lines...)
+	msg := fmt.Sprintf("%d expectations rule(s) match nothing on this host: %s", len(un), strings.Join(lines, "; "))
+	if r.Status == report.Pass {
+		r.Status, r.Summary, r.Observed = report.Warn, msg, lines[0]
+	}
+	r.Remedy = joinRemedy(r.Remedy, "Fix the device glob or port of the rule the warning names (`rdmadoctor expect --check FILE` lists them), "+
+		"or remove the rule if the class has no such device.")
 	return r
 }
 

@@ -55,6 +55,8 @@ func Select(ids []string) ([]*Check, error) {
 // one of twenty echoes. Level-2 checks are skipped below level 2. A panic or
 // an overrun deadline inside one check becomes that check's error; the run
 // goes on. A check the expectations class skips is skipped, naming the line.
+// A fail marked BlocksNothing (a deviation from the expectations file only)
+// blocks nothing: its dependants still judge.
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 	results := make([]report.CheckResult, 0, len(sel))
 	blockedBy := map[string]string{} // check id → the failed check that blocks it
@@ -76,7 +78,7 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 		} else {
 			r = runOne(ctx, env, c)
 		}
-		if r.Status == report.Fail || r.Status == report.Error {
+		if (r.Status == report.Fail || r.Status == report.Error) && !r.BlocksNothing {
 			blockedBy[c.ID] = c.ID
 		}
 		results = append(results, report.CheckResult{
