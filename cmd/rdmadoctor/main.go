@@ -21,6 +21,7 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
@@ -83,6 +84,7 @@ type flags struct {
 	format         string
 	root           string
 	checkIDs       []string
+	skipIDs        []string
 	failOn         string
 	noColor        bool
 	verbose        bool
@@ -109,6 +111,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, or prometheus (node_exporter textfile)")
 	fs.StringVar(&f.root, "root", "/", "read this host directory or snapshot .tar.gz instead of the live host")
 	fs.StringArrayVar(&f.checkIDs, "check", nil, "run only this check (ID or code) and its prerequisites; repeatable")
+	fs.StringSliceVar(&f.skipIDs, "skip", nil, "leave out these checks (IDs or codes, comma-separated; repeatable): the report says so, and a kept --state keeps their last result")
 	fs.StringVar(&f.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn (warnings count too)")
 	fs.BoolVar(&f.noColor, "no-color", false, "never colour the text report (NO_COLOR does the same)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the details of passing checks too")
@@ -188,6 +191,11 @@ func parseFlags(args []string) (*flags, error) {
 	if err := f.fleet.validate(fs); err != nil {
 		return nil, err
 	}
+	for _, id := range f.skipIDs {
+		if _, ok := checks.Lookup(id); !ok {
+			return nil, usageError{fmt.Sprintf("--skip: unknown check %q; valid checks: %s", id, strings.Join(checks.IDs(), ", "))}
+		}
+	}
 	for _, id := range f.checkIDs {
 		c, ok := checks.Lookup(id)
 		if !ok {
@@ -236,7 +244,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, usageError{err.Error()}
 	}
-	sel = periodicSelection(f, sel)
+	sel = skipSelection(f, periodicSelection(f, sel))
 	// Signals are caught before --root is opened, and stay caught until its
 	// temporary directory (an unpacked snapshot) is removed: the deferred
 	// calls run in reverse, so cleanup runs before signal.Stop. A closed
@@ -276,13 +284,14 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	if err != nil {
 		return report.ExitUsage, err
 	}
-	env := newRunEnv(ctx, f, host, class)
+	kept, stateErr := loadState(f.fleet.state, hostname)
+	env := newRunEnv(ctx, f, host, class, kept)
 	rep, cut := runChecks(ctx, f, env, sel)
 	rep.Host.Root = f.root
 	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 
 	interrupted := caught.Load() != nil
-	err = writeOutputs(stdout, f, host, rep, interrupted)
+	err = writeOutputs(stdout, f, host, rep, interrupted, keptRun{state: kept, sel: sel, policy: runPolicy(f, class)})
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands
 	}
@@ -297,6 +306,9 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		}
 		return 128 + int(sig), fmt.Errorf("interrupted by %v; the report above is partial", sig)
 	}
+	if stateErr != nil {
+		return report.ExitInternal, stateErr
+	}
 	if cut {
 		return rep.ExitCode, fmt.Errorf("the run's deadline (--timeout %v) passed before every check finished; the report above is partial", f.timeout)
 	}
@@ -307,14 +319,14 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 // deadline that covers one check's work — the counter sampling window and,
 // for the verbs checks, one probe child per device whose ports are probed
 // one after another.
-func newRunEnv(ctx context.Context, f *flags, host *sysfs.Host, class *expect.Class) *checks.Env {
+func newRunEnv(ctx context.Context, f *flags, host *sysfs.Host, class *expect.Class, kept *state.State) *checks.Env {
 	memlock, _ := parseSize(f.minMemlock)
 	exe, _ := os.Executable()
 	env := checks.NewEnv(host, checks.Options{
 		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
 		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
 		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
-		Libibverbs: f.libibverbs, Executable: exe, Expect: class,
+		Libibverbs: f.libibverbs, Executable: exe, Expect: class, State: kept,
 	})
 	maxPorts := 1
 	if f.level >= 2 {
@@ -337,15 +349,15 @@ func runChecks(ctx context.Context, f *flags, env *checks.Env, sel []*checks.Che
 	started := time.Now()
 	rep = &report.Report{Schema: report.Schema, Version: version, Level: f.level, Started: started.UTC()}
 	rep.Host.Kernel, _ = env.Host.KernelRelease()
-	rep.Checks = withPeriodicSkips(f, checks.Run(ctx, env, sel))
+	rep.Checks = withSkipped(f, withPeriodicSkips(f, checks.Run(ctx, env, sel)))
 	rep.Inventory = inventoryWithin(ctx, env)
 	rep.DurationMS = float64(time.Since(started).Microseconds()) / 1000
-	var asked func(string) bool
+	p := runPolicy(f, env.Expect).Report()
 	if len(f.checkIDs) > 0 {
 		named := namedChecks(f.checkIDs)
-		asked = func(id string) bool { return named[id] }
+		p.Asked = func(id string) bool { return named[id] }
 	}
-	rep.FinishAsked(f.failOn == "warn", asked)
+	rep.FinishPolicy(p)
 	for _, c := range rep.Checks {
 		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
 	}

@@ -2,63 +2,32 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"regexp"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 )
 
 // node-problem-detector's custom-plugin protocol: exit 0 is OK, 1 a
 // problem, anything else (or a killed plugin) Unknown; the message is
 // stdout, cut by NPD at max_output_length (80 bytes by default).
 const (
-	npdOK      = 0
-	npdProblem = 1
-	npdUnknown = 2
-	// npdMaxMessage is NPD's default max_output_length.
-	npdMaxMessage = 80
-	// maxStateBytes bounds what npd reads: NPD's container is small, and
-	// a state larger than this is not one rdmadoctor wrote.
-	maxStateBytes = 16 << 20
-	// futureSkew is how far a state's start may lie ahead of this clock
-	// before it is called "from the future".
-	futureSkew = time.Minute
+	npdOK         = adapter.NPDOK
+	npdProblem    = adapter.NPDProblem
+	npdUnknown    = adapter.NPDUnknown
+	npdMaxMessage = adapter.NPDMaxMessage
 )
 
 // npdVerdict is what the plugin prints and exits with.
 type npdVerdict struct {
 	exit int
 	msg  string
-}
-
-// stateDoc is the part of an rdmadoctor.report/v1 document the adapter
-// judges; the inventory is not read, so its shape cannot make a valid
-// verdict unknown.
-type stateDoc struct {
-	Schema     string       `json:"schema"`
-	Level      int          `json:"level"`
-	Started    time.Time    `json:"started"`
-	DurationMS float64      `json:"duration_ms"`
-	ExitCode   *int         `json:"exit_code"`
-	RootCause  *string      `json:"root_cause"`
-	Checks     []stateCheck `json:"checks"`
-}
-
-type stateCheck struct {
-	ID      string `json:"id"`
-	Code    int    `json:"code"`
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
 }
 
 const npdHelp = `usage: rdmadoctor npd [--state FILE] [--max-age DURATION]
@@ -172,11 +141,26 @@ func npdRun(fs *pflag.FlagSet, stderr io.Writer) npdVerdict {
 	if code == report.ExitUsage {
 		return npdVerdict{npdUnknown, fmt.Sprintf("unknown: usage: %v", err)}
 	}
-	doc, derr := decodeState(out.Bytes())
+	if code == report.ExitInternal && err != nil && out.Len() == 0 {
+		return npdVerdict{npdUnknown, fmt.Sprintf("unknown: run exit %d: %v", code, err)}
+	}
+	v, derr := judgeRunReport(out.Bytes())
 	if derr != nil {
 		return npdVerdict{npdUnknown, fmt.Sprintf("unknown: run exit %d: %v", code, firstNonNil(err, derr))}
 	}
-	return judgeReport(doc)
+	if code == report.ExitInternal && v.exit != npdProblem {
+		// The run did not finish (its deadline): what it did not reach is
+		// unknown, whatever the rest says.
+		return npdVerdict{npdUnknown, "unknown: the last run was incomplete (exit 1): " + errText(err)}
+	}
+	return v
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no check says why"
+	}
+	return err.Error()
 }
 
 func firstNonNil(errs ...error) error {
@@ -188,222 +172,27 @@ func firstNonNil(errs ...error) error {
 	return nil
 }
 
-// npdFromFile reads and judges the state file at path as of now.
+// npdFromFile reads and judges the state file at path as of now: every
+// check's last result, one older than maxAge (or from the future) unknown.
 func npdFromFile(path string, now time.Time, maxAge time.Duration) npdVerdict {
-	data, err := readState(path)
+	st, err := state.Load(path)
 	if err != nil {
+		// Uncut: the caller cuts the line once, as it prints it.
 		return npdVerdict{npdUnknown, "unknown: " + err.Error()}
 	}
-	doc, err := decodeState(data)
+	exit, msg := adapter.NPD(st.Judge(now, maxAge, st.Policy.Report()))
+	return npdVerdict{exit, msg}
+}
+
+// judgeRunReport judges a report made now, as a state of one run.
+func judgeRunReport(data []byte) (npdVerdict, error) {
+	st, err := state.Decode(data)
 	if err != nil {
-		return npdVerdict{npdUnknown, "unknown: state " + err.Error() + ": " + path}
+		return npdVerdict{}, err
 	}
-	if v, stale := judgeAge(doc, now, maxAge); stale {
-		return v
-	}
-	return judgeReport(doc)
+	exit, msg := adapter.NPD(st.Judge(time.Now(), 0, report.Policy{}))
+	return npdVerdict{exit, msg}, nil
 }
 
-// readState reads a regular file of at most maxStateBytes. It opens
-// without blocking, so a FIFO planted at the path cannot hang the plugin.
-func readState(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no state file (no run has kept one): %s", path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("state unreadable: %v: %s", errnoText(err), path)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("state unreadable: %v: %s", errnoText(err), path)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("state is not a regular file (%v): %s", st.Mode().Type(), path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("state unreadable: %v: %s", errnoText(err), path)
-	}
-	if len(data) > maxStateBytes {
-		return nil, fmt.Errorf("state larger than %d MiB: %s", maxStateBytes>>20, path)
-	}
-	return data, nil
-}
-
-// errnoText is the bare errno of a path error (the caller names the path).
-func errnoText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-// decodeState parses a report document and refuses one that is not a
-// complete rdmadoctor.report/v1 run: truncated or invalid JSON, another
-// schema, no start time, no exit code, no checks.
-func decodeState(data []byte) (*stateDoc, error) {
-	var doc stateDoc
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("empty")
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not a JSON report (%v)", jsonErrText(err))
-	}
-	switch {
-	case doc.Schema != report.Schema:
-		return nil, fmt.Errorf("schema %q, want %q", doc.Schema, report.Schema)
-	case doc.Started.IsZero():
-		return nil, errors.New("no start time")
-	case doc.ExitCode == nil:
-		return nil, errors.New("no exit_code")
-	case len(doc.Checks) == 0:
-		return nil, errors.New("no checks")
-	}
-	return &doc, nil
-}
-
-// jsonErrText keeps a decoder's message short: the offset says where.
-func jsonErrText(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) && strings.Contains(se.Error(), "unexpected end") {
-		return "truncated"
-	}
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%v at byte %d", se, se.Offset)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "truncated"
-	}
-	return err.Error()
-}
-
-// judgeAge is unknown for a state from the future or older than maxAge.
-// The message names the run's start, not its age, so it stays the same
-// from one NPD poll to the next (each change is a write to the API server).
-func judgeAge(doc *stateDoc, now time.Time, maxAge time.Duration) (npdVerdict, bool) {
-	started := doc.Started.UTC().Format("2006-01-02T15:04:05Z")
-	if doc.Started.After(now.Add(futureSkew)) {
-		return npdVerdict{npdUnknown, "unknown: state from the future: run started " + started}, true
-	}
-	if now.Sub(doc.Started) > maxAge {
-		return npdVerdict{npdUnknown, fmt.Sprintf("unknown: state stale: run started %s, max age %v", started, maxAge)}, true
-	}
-	return npdVerdict{}, false
-}
-
-// judgeReport maps a report's verdict onto NPD's: healthy, the root cause
-// as a problem, or unknown for an incomplete run or a report that does not
-// agree with itself.
-func judgeReport(doc *stateDoc) npdVerdict {
-	code := *doc.ExitCode
-	switch {
-	case code == report.ExitOK && doc.RootCause == nil:
-		return npdVerdict{npdOK, healthyMessage(doc)}
-	case code == report.ExitInternal:
-		return npdVerdict{npdUnknown, "unknown: the last run was incomplete (exit 1): " + firstUnfinished(doc)}
-	case doc.RootCause != nil && code >= 10 && code <= 125:
-		for _, c := range doc.Checks {
-			if c.ID == *doc.RootCause && c.Code == code && (c.Status == "fail" || c.Status == "error" || c.Status == "warn") {
-				return npdVerdict{npdProblem, fmt.Sprintf("%s(%d) %s", c.ID, c.Code, compactSummary(c.Summary))}
-			}
-		}
-	}
-	rc := "null"
-	if doc.RootCause != nil {
-		rc = *doc.RootCause
-	}
-	return npdVerdict{npdUnknown, fmt.Sprintf("unknown: state inconsistent: exit_code %d, root_cause %s", code, rc)}
-}
-
-// healthyMessage is stable while the host stays as it is: no times or
-// durations, only the level, the counts and the first warning.
-func healthyMessage(doc *stateDoc) string {
-	var pass, warn int
-	firstWarn := ""
-	for _, c := range doc.Checks {
-		switch c.Status {
-		case "pass":
-			pass++
-		case "warn":
-			warn++
-			if firstWarn == "" {
-				firstWarn = fmt.Sprintf(" (%s)", c.ID)
-			}
-		}
-	}
-	return fmt.Sprintf("ok: level %d, %d pass, %d warn%s", doc.Level, pass, warn, firstWarn)
-}
-
-// firstUnfinished names the first check that errored or was cut off.
-func firstUnfinished(doc *stateDoc) string {
-	for _, c := range doc.Checks {
-		if c.Status == "error" || (c.Status == "skip" && strings.Contains(c.Summary, "deadline")) {
-			return c.ID + " " + c.Summary
-		}
-	}
-	return "no check says why"
-}
-
-var portWords = regexp.MustCompile(`\b(\S+) port (\d+)\b`)
-
-// compactSummary says "mlx5_1/1" for "mlx5_1 port 1": the line is short.
-func compactSummary(s string) string { return portWords.ReplaceAllString(s, "$1/$2") }
-
-// transliterations for the characters the reports use; any other
-// non-ASCII character becomes '?'.
-var transliterations = map[rune]string{
-	'—': "-", '–': "-", '→': "->", '←': "<-", '…': "...", '×': "x", 'µ': "u", 'μ': "u",
-	'≠': "!=", '≤': "<=", '≥': ">=", '±': "+-", '‘': "'", '’': "'", '“': `"`, '”': `"`, '°': "deg",
-}
-
-// asciiLine makes s one line of printable ASCII of at most max bytes:
-// known characters transliterated, others '?', control characters and
-// runs of blanks one space, cut at a word boundary with "..." when long.
-// Being ASCII, the cut can never fall inside a character.
-func asciiLine(s string, max int) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if b.Len() > 4*max {
-			break // far past the cut: the rest cannot show
-		}
-		switch {
-		case r == ' ' || (r < 0x20) || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u00a0':
-			space = b.Len() > 0
-			continue
-		case r < 0x7f:
-			if space {
-				b.WriteByte(' ')
-				space = false
-			}
-			b.WriteRune(r)
-		default:
-			if space {
-				b.WriteByte(' ')
-				space = false
-			}
-			if t, ok := transliterations[r]; ok {
-				b.WriteString(t)
-			} else {
-				b.WriteByte('?')
-			}
-		}
-	}
-	return cutASCII(b.String(), max)
-}
-
-// cutASCII shortens s to max bytes, at the last space when one is near.
-func cutASCII(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ell = "..."
-	keep := s[:max-len(ell)]
-	if i := strings.LastIndexByte(keep, ' '); i > max/2 {
-		keep = keep[:i]
-	}
-	return keep + ell
-}
+// asciiLine is the adapters' one-line form (kept for the lock's holder line).
+func asciiLine(s string, max int) string { return adapter.ASCIILine(s, max) }

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 )
 
 // keptState runs a fixture at level 1 with --state and returns the state's
@@ -90,8 +94,12 @@ func TestNPDUnknown(t *testing.T) {
 		}
 		return p
 	}
-	var doc map[string]any
-	json.Unmarshal(data, &doc)
+	// An earlier version's state: the last run's report, as it was kept.
+	var kept struct {
+		Last map[string]any `json:"last_run"`
+	}
+	json.Unmarshal(data, &kept)
+	doc := kept.Last
 	withStarted := func(ts time.Time) []byte {
 		doc["started"] = ts.UTC().Format(time.RFC3339Nano)
 		b, _ := json.Marshal(doc)
@@ -101,7 +109,7 @@ func TestNPDUnknown(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	huge := make([]byte, maxStateBytes+10)
+	huge := make([]byte, state.MaxBytes+10)
 	for i := range huge {
 		huge[i] = ' '
 	}
@@ -112,16 +120,16 @@ func TestNPDUnknown(t *testing.T) {
 		{"missing", filepath.Join(dir, "missing.json"), "no state", nil},
 		{"truncated", write("trunc.json", data[:300]), "truncated", nil},
 		{"empty", write("empty.json", nil), "empty", nil},
-		{"not json", write("junk.json", []byte("\x00\xff<html>")), "not a JSON report", nil},
+		{"not json", write("junk.json", []byte("\x00\xff<html>")), "not JSON", nil},
+		{"newer schema", write("v9.json", []byte(`{"schema":"rdmadoctor.state/v9"}`)), "not one this version reads", nil},
 		{"other schema", write("other.json", []byte(`{"schema":"x/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[{}]}`)), "schema", nil},
-		{"no checks", write("nochecks.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[]}`)), "no checks", nil},
-		{"stale", write("stale.json", withStarted(time.Now().Add(-2*time.Hour))), "stale", nil},
-		{"stale by --max-age", bad, "stale", []string{"--max-age", "1ns"}},
-		{"future", write("future.json", withStarted(time.Now().Add(time.Hour))), "future", nil},
+		{"no checks", write("nochecks.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[]}`)), "no check has been recorded", nil},
+		{"stale", write("stale.json", withStarted(time.Now().Add(-2*time.Hour))), "older than the", nil},
+		{"stale by --max-age", bad, "older than the", []string{"--max-age", "1ns"}},
+		{"future", write("future.json", withStarted(time.Now().Add(time.Hour))), "ahead of this clock", nil},
 		{"a directory", dir, "not a regular file", nil},
 		{"a FIFO", fifo, "not a regular file", nil},
 		{"huge", write("huge.json", huge), "larger than", nil},
-		{"inconsistent", write("incons.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"`+time.Now().UTC().Format(time.RFC3339)+`","exit_code":19,"root_cause":"pci.device","checks":[{"id":"pci.device","code":10,"status":"pass"}]}`)), "inconsistent", nil},
 	}
 	for _, tc := range cases {
 		start := time.Now()
@@ -212,14 +220,13 @@ func FuzzNPDState(f *testing.F) {
 	now, _ := time.Parse(time.RFC3339, "2026-01-01T00:05:00Z")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v npdVerdict
-		if doc, err := decodeState(data); err != nil {
+		if st, err := state.Decode(data); err != nil {
 			v = npdVerdict{npdUnknown, "unknown: " + err.Error()}
-		} else if sv, stale := judgeAge(doc, now, 15*time.Minute); stale {
-			v = sv
 		} else {
-			v = judgeReport(doc)
-			if v.exit == npdOK && (*doc.ExitCode != 0 || doc.RootCause != nil) {
-				t.Errorf("healthy verdict for exit_code %d", *doc.ExitCode)
+			j := st.Judge(now, 15*time.Minute, st.Policy.Report())
+			v.exit, v.msg = adapter.NPD(j)
+			if v.exit == npdOK && j.Verdict != report.Healthy {
+				t.Errorf("healthy exit for verdict %s", j.Verdict)
 			}
 		}
 		if v.exit < 0 || v.exit > 2 {

@@ -84,10 +84,10 @@ func renderReport(w io.Writer, f *flags, host *sysfs.Host, rep *report.Report) e
 // and the JSON state for --state. A run interrupted by a signal is partial:
 // it goes to stdout only, and --output and --state keep the last complete
 // run's report. Errors name the file; EPIPE on stdout is passed through.
-func writeOutputs(stdout io.Writer, f *flags, host *sysfs.Host, rep *report.Report, interrupted bool) error {
+func writeOutputs(stdout io.Writer, f *flags, host *sysfs.Host, rep *report.Report, interrupted bool, kr keptRun) error {
 	var errs []error
-	if f.fleet.state != "" && !interrupted {
-		errs = append(errs, writeFileAtomic(f.fleet.state, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
+	if kr.state != nil && !interrupted {
+		errs = append(errs, kr.save(f.fleet.state, rep))
 	}
 	switch {
 	case f.fleet.output == "" || f.fleet.output == "-":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	rdstate "github.com/rdmadoctor/rdmadoctor/report/state"
 )
 
 // tempFiles lists what a failed atomic write might have left in dir.
@@ -131,10 +131,9 @@ func TestOutputAndStateFlags(t *testing.T) {
 		if format == "text" && (!strings.Contains(string(data), "port.state") || bytes.Contains(data, []byte("\x1b["))) {
 			t.Errorf("text --output: no port.state, or colour codes:\n%s", data)
 		}
-		var rep report.Report
-		raw, err := os.ReadFile(state)
-		if err != nil || json.Unmarshal(raw, &rep) != nil || rep.ExitCode != 19 {
-			t.Errorf("%s: --state: %v, exit_code %d", format, err, rep.ExitCode)
+		kept, err := rdstate.Load(state)
+		if err != nil || kept.Last == nil || kept.Last.ExitCode != 19 || kept.Record("port.state").Status != report.Fail {
+			t.Fatalf("%s: --state: %v, %+v", format, err, kept)
 		}
 		if _, err := os.Stat(state + ".lock"); err != nil {
 			t.Errorf("no lock file beside the state: %v", err)

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 )
 
 // `rdmadoctor slurm healthcheck|prolog` runs the checks and acts on the
@@ -52,6 +54,9 @@ type slurmOpts struct {
 	node         string
 	budget       time.Duration
 	drainOnError bool
+	unknownDrainAfter int
+	maxAge       time.Duration
+	failOnWarn   bool
 	lockFile     string
 	start        time.Time     // when the run started: its verdict's age
 	timeout      time.Duration // the user's --timeout, 0 when not given
@@ -70,7 +75,9 @@ func newSlurmFlagSet(o *slurmOpts) *pflag.FlagSet {
 	fs.StringVar(&o.node, "node", "", "the Slurm node name (default: $SLURMD_NODENAME, which slurmd sets)")
 	fs.DurationVar(&o.budget, "budget", 0, "deadline of the whole command, checks and scontrol calls (default 50s for healthcheck, 8s for prolog)")
 	fs.StringVar(&o.lockFile, "lock-file", defaultSlurmLock, "runs on one node take turns to act through this file, and an older verdict never undoes a newer one (\"\": no lock)")
-	fs.BoolVar(&o.drainOnError, "drain-on-error", false, "also drain when the checks could not finish (a check in error, the deadline): by default that neither drains nor resumes")
+	fs.IntVar(&o.unknownDrainAfter, "unknown-drain-after", 0, "drain after this many consecutive runs whose verdict is unknown (a check could not look); needs --state; 0: never — an unknown verdict alone neither drains nor resumes")
+	fs.BoolVar(&o.drainOnError, "drain-on-error", false, "the same as --unknown-drain-after 1")
+	fs.DurationVar(&o.maxAge, "max-age", 0, "with --state: a check's last result older than this is unknown (0: results do not age)")
 	return fs
 }
 
@@ -117,6 +124,9 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 		case run.Lookup(f.Name) == nil:
 		case notForSlurm[f.Name]:
 			return usageError{fmt.Sprintf("--%s does not apply to rdmadoctor slurm: it reads the report and acts on it once; run rdmadoctor --%s for that", f.Name, f.Name)}
+		case f.Name == "fail-on":
+			o.failOnWarn = value == "warn"
+			o.runArgs = append(o.runArgs, "--"+f.Name+"="+value)
 		case f.Name == "timeout":
 			o.timeout, _ = time.ParseDuration(value)
 		case f.Name == "state":
@@ -150,6 +160,15 @@ func (o *slurmOpts) finish(fs *pflag.FlagSet) error {
 		// must not make the driver log a line each time (--periodic=false
 		// or --check probe.cq_overflow asks for it by name).
 		o.runArgs = append(o.runArgs, "--periodic")
+	}
+	if o.drainOnError && o.unknownDrainAfter == 0 {
+		o.unknownDrainAfter = 1
+	}
+	if o.unknownDrainAfter < 0 || o.maxAge < 0 {
+		return usageError{"--unknown-drain-after and --max-age must not be negative"}
+	}
+	if o.unknownDrainAfter > 0 && o.state == "" {
+		return usageError{"--unknown-drain-after (and --drain-on-error) count unknown runs in the kept state: add --state FILE"}
 	}
 	if o.budget < 2*time.Second {
 		return usageError{fmt.Sprintf("--budget %v: give at least 2s", o.budget)}
@@ -218,8 +237,8 @@ func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor slurm: %v\n", runErr)
 		return report.ExitUsage
 	}
-	v := judgeRun(code, rep, runErr)
-	a := &slurmActor{o: o, ctx: ctx, sc: scontrol{path: sc, timeout: o.callTimeout()}, scErr: scErr, stdout: stdout, stderr: stderr}
+	st, v := o.judge(code, rep, runErr, stderr)
+	a := &slurmActor{o: o, ctx: ctx, sc: scontrol{path: sc, timeout: o.callTimeout()}, scErr: scErr, stdout: stdout, stderr: stderr, st: st}
 	if scErr != nil && o.dryRun {
 		a.sc.path = "scontrol"
 	}
@@ -228,7 +247,7 @@ func runSlurm(ctx context.Context, o *slurmOpts, stdout, stderr io.Writer) int {
 		// broken even while the node is healthy.
 		a.fail(scErr)
 	}
-	if (v.kind == verdictUnsure && !o.drainOnError) || o.dryRun || o.lockFile == "" {
+	if v.kind == verdictUnsure || o.dryRun || o.lockFile == "" {
 		return a.act(v)
 	}
 	return a.actLocked(v)
@@ -256,71 +275,69 @@ type verdictKind int
 const (
 	verdictHealthy verdictKind = iota
 	verdictFault
-	verdictUnsure // the checks could not finish: neither drain nor resume
+	verdictUnsure // unknown: neither drain nor resume
 )
 
 type verdict struct {
 	kind   verdictKind
-	what   string // one line for the log: the check and its summary, or why the run is unsure
-	reason string // the drain reason (fault, and unsure under --drain-on-error)
+	what   string   // one line for the log: the check and its summary, or why the run is unsure
+	reason string   // the drain reason
+	drainFor []string // the checks a drain is for
 }
 
-// judgeRun turns the run into a verdict. A check that failed is a fault even
-// when another check before it could not look, or the run was cut short
-// after it: the node was seen broken. A check in error, a deadline or an
-// internal error with no failure is not a fault of the node.
-func judgeRun(code int, rep *report.Report, runErr error) verdict {
-	if rep == nil {
-		why := "the checks wrote no report"
-		if runErr != nil {
-			why = runErr.Error()
+// judge reads the verdict the adapter acts on. With --state it is the kept
+// state's — every check's last result, this run's merged in — so a partial
+// run (--check, a lower level) proves only what it ran; without, this run's
+// alone. A run that wrote no report, or did not finish, is unknown. st is
+// the state a resume is checked against (this run alone without --state).
+func (o *slurmOpts) judge(code int, rep *report.Report, runErr error, stderr io.Writer) (*state.State, verdict) {
+	if rep == nil || code == report.ExitInternal {
+		return nil, o.unfinished(code, rep, runErr)
+	}
+	st := state.New(rep.Host.Hostname)
+	if o.state != "" {
+		kept, err := state.Load(o.state)
+		if err != nil {
+			return nil, unsure(fmt.Sprintf("--state: %v", err))
 		}
-		return unsure(fmt.Sprintf("exit %d: %s", code, why))
+		st = kept
+	} else {
+		st.Merge(rep, func(string) bool { return true })
+		st.Policy = state.Policy{FailOnWarn: o.failOnWarn}
 	}
-	if c, ok := faultOf(rep); ok {
-		return verdict{kind: verdictFault, what: checkLine(c), reason: slurmReason(c.ID, c.Code, c.Summary)}
+	sv := adapter.Slurm(st.Judge(time.Now(), o.maxAge, st.Policy.Report()), st.UnknownRuns, adapter.SlurmOptions{UnknownDrainAfter: o.unknownDrainAfter})
+	v := verdict{what: sv.What, reason: sv.Reason, drainFor: sv.For}
+	switch sv.Intent {
+	case adapter.SlurmDrain:
+		v.kind = verdictFault
+	case adapter.SlurmLeave:
+		v.kind = verdictUnsure
 	}
-	for _, c := range rep.Checks {
-		if c.Status == report.Error {
-			v := unsure(checkLine(c))
-			v.reason = slurmReason(c.ID, c.Code, "could not check: "+c.Summary)
-			return v
-		}
-	}
-	if code != report.ExitOK || runErr != nil {
-		why := fmt.Sprintf("the run exited %d", code)
-		if runErr != nil {
-			why = runErr.Error()
-		}
-		return unsure(why)
-	}
-	return verdict{kind: verdictHealthy, what: fmt.Sprintf("healthy (%d checks passed, %d warned)", rep.Summary.Pass, rep.Summary.Warn)}
+	return st, v
 }
 
-// faultOf returns the check to drain for, if any: the root cause when it
-// failed (or warned under --fail-on warn), else the first failed check.
-func faultOf(rep *report.Report) (report.CheckResult, bool) {
-	if rep.RootCause != nil {
-		for _, c := range rep.Checks {
-			if c.ID == *rep.RootCause && (c.Status == report.Fail || c.Status == report.Warn) {
-				return c, true
-			}
-		}
-	}
-	for _, c := range rep.Checks {
-		if c.Status == report.Fail {
-			return c, true
-		}
-	}
-	return report.CheckResult{}, false
-}
+func unsure(why string) verdict { return verdict{kind: verdictUnsure, what: why} }
 
-func unsure(why string) verdict {
-	return verdict{kind: verdictUnsure, what: why, reason: slurmReason("run", report.ExitInternal, "could not check: "+why)}
-}
-
-func checkLine(c report.CheckResult) string {
-	return fmt.Sprintf("%s(%d) %s: %s", c.ID, c.Code, c.Status, clip(c.Summary, 200))
+// unfinished is the verdict of a run that wrote no report or did not finish:
+// unknown — drained for only when the kept state counts enough such runs in
+// a row (--unknown-drain-after).
+func (o *slurmOpts) unfinished(code int, rep *report.Report, runErr error) verdict {
+	why := fmt.Sprintf("the run exited %d", code)
+	if runErr != nil {
+		why = runErr.Error()
+	} else if rep == nil {
+		why = "the checks wrote no report"
+	}
+	v := unsure(fmt.Sprintf("exit %d: %s", code, why))
+	if o.unknownDrainAfter == 0 || rep == nil {
+		return v
+	}
+	kept, err := state.Load(o.state)
+	if err != nil || kept.UnknownRuns < o.unknownDrainAfter {
+		return v
+	}
+	return verdict{kind: verdictFault, what: fmt.Sprintf("%s; unknown for %d runs in a row (--unknown-drain-after %d)", v.what, kept.UnknownRuns, o.unknownDrainAfter),
+		reason: adapter.SlurmReason("run", report.ExitInternal, fmt.Sprintf("could not check (%d runs): %s", kept.UnknownRuns, why))}
 }
 
 // lockSlurmRun takes the lock beside --state, as a plain run does. A run

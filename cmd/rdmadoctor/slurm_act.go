@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 )
 
 // slurmActor carries a verdict out through scontrol: it reads the node's
@@ -18,6 +23,9 @@ type slurmActor struct {
 	scErr          error // scontrol was not found
 	stdout, stderr io.Writer
 	failed         bool // an scontrol call failed
+	// st is the state the verdict came from: a resume is checked against
+	// it, and a drain or resume recorded in it when it is kept (--state).
+	st *state.State
 }
 
 // actLocked acts under the node's lock, unless a run that started later has
@@ -53,12 +61,7 @@ func (a *slurmActor) act(v verdict) int {
 	case verdictFault:
 		a.fault(v)
 	default:
-		if a.o.drainOnError {
-			a.say("%s; --drain-on-error: draining", v.what)
-			a.fault(v)
-		} else {
-			fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: the checks could not finish: %s; the node is neither drained nor resumed\n", a.o.mode, a.o.node, v.what)
-		}
+		fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: could not judge: %s; the node is neither drained nor resumed\n", a.o.mode, a.o.node, v.what)
 	}
 	return a.exitCode(v)
 }
@@ -68,14 +71,14 @@ func (a *slurmActor) act(v verdict) int {
 // could not finish). A prolog exits 1 on a fault, so that Slurm requeues the
 // job, and 0 otherwise: rdmadoctor's own failure does not hold a user's job.
 func (a *slurmActor) exitCode(v verdict) int {
-	drains := v.kind == verdictFault || (v.kind == verdictUnsure && a.o.drainOnError)
+	drains := v.kind == verdictFault
 	if a.o.mode == slurmProlog {
 		if drains {
 			return 1
 		}
 		return 0
 	}
-	if a.failed || (v.kind == verdictUnsure && !a.o.drainOnError) {
+	if a.failed || v.kind == verdictUnsure {
 		return 1
 	}
 	return 0
@@ -119,20 +122,22 @@ func (a *slurmActor) show() (nodeInfo, bool) {
 	return n, true
 }
 
-// update runs (or, in a dry run, prints) one scontrol update.
-func (a *slurmActor) update(args []string, done string) {
+// update runs (or, in a dry run, prints) one scontrol update; it reports
+// whether the update was made.
+func (a *slurmActor) update(args []string, done string) bool {
 	if a.o.dryRun {
 		a.say("would run: %s", shellLine(a.sc.path, args))
-		return
+		return false
 	}
 	if a.scErr != nil {
-		return // said when the run began
+		return false // said when the run began
 	}
 	if _, err := a.sc.run(a.ctx, args...); err != nil {
 		a.fail(err)
-		return
+		return false
 	}
 	a.say("%s", done)
+	return true
 }
 
 // fault drains the node unless it is out of our reach or already drained:
@@ -149,8 +154,37 @@ func (a *slurmActor) fault(v verdict) {
 		a.say("%s; not drained again: already drained (State=%s) for another reason, kept: %q", v.what, n.State, clip(n.Reason, 160))
 	case n.drained() && n.Reason == v.reason:
 		a.say("%s; already drained for it", v.what)
+		a.recordDrain(v, true)
 	default:
-		a.update(drainArgs(a.o.node, v.reason), fmt.Sprintf("%s; drained: %s", v.what, v.reason))
+		if a.update(drainArgs(a.o.node, v.reason), fmt.Sprintf("%s; drained: %s", v.what, v.reason)) {
+			a.recordDrain(v, n.drained() && n.ours())
+		}
+	}
+}
+
+// recordDrain keeps in the state what the node is drained for, so that a
+// resume waits for every one of those checks to pass. A node drained by us
+// already keeps its drain's time and adds the checks failing now.
+func (a *slurmActor) recordDrain(v verdict, already bool) {
+	if a.st == nil || a.o.state == "" || a.o.dryRun {
+		return
+	}
+	d := &state.Drain{At: a.o.start, Checks: v.drainFor, Reason: v.reason}
+	if already && a.st.Drain != nil {
+		d.At = a.st.Drain.At
+		for _, id := range a.st.Drain.Checks {
+			if !slices.Contains(d.Checks, id) {
+				d.Checks = append(d.Checks, id)
+			}
+		}
+	}
+	a.st.Drain = d
+	a.saveState()
+}
+
+func (a *slurmActor) saveState() {
+	if err := a.st.Save(a.o.state); err != nil {
+		a.fail(err)
 	}
 }
 
@@ -173,6 +207,30 @@ func (a *slurmActor) healthy(v verdict) {
 	case n.handsOff() != "":
 		a.say("%s; drained by rdmadoctor but %s (State=%s): left to whoever set it", v.what, n.handsOff(), n.State)
 	default:
-		a.update(resumeArgs(a.o.node), fmt.Sprintf("%s; resumed (drained by rdmadoctor: %q)", v.what, n.Reason))
+		a.resume(v, n)
+	}
+}
+
+// resume resumes the node only when every check it was drained for has
+// passed since the drain: a partial run (--check, a lower level) that is
+// healthy in what it ran is no proof for a check it did not run.
+func (a *slurmActor) resume(v verdict, n nodeInfo) {
+	if a.st == nil {
+		a.say("%s; not resumed: no state to check the drain against", v.what)
+		return
+	}
+	missing, since := adapter.ResumeWaitsFor(a.st, n.Reason, a.st.Policy.Report())
+	if len(missing) > 0 {
+		when := ""
+		if !since.IsZero() {
+			when = " since the drain (" + since.UTC().Format(time.RFC3339) + ")"
+		}
+		a.say("%s; not resumed: drained for %s, which has not passed%s; run it (--check %s, at its level)",
+			v.what, strings.Join(missing, ", "), when, missing[0])
+		return
+	}
+	if a.update(resumeArgs(a.o.node), fmt.Sprintf("%s; resumed (drained by rdmadoctor: %q)", v.what, n.Reason)) && a.st.Drain != nil && a.o.state != "" && !a.o.dryRun {
+		a.st.Drain = nil
+		a.saveState()
 	}
 }

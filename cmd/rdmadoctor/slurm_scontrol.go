@@ -13,16 +13,16 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
 )
 
-// reasonPrefix starts every drain reason rdmadoctor sets. A node is resumed
-// only when its reason starts with it: a reason set by an administrator, NHC
-// or Slurm itself is never touched (NHC's convention, with its "NHC:").
-const reasonPrefix = "rdmadoctor:"
-
-// maxReasonLen bounds the reason: sinfo -R and scontrol show node print it
-// whole, and an operator reads it on one line.
-const maxReasonLen = 120
+// reasonPrefix and maxReasonLen are the adapter's: the prefix that marks a
+// reason rdmadoctor set, and the reason's length bound.
+const (
+	reasonPrefix = adapter.SlurmReasonPrefix
+	maxReasonLen = adapter.SlurmMaxReason
+)
 
 // scontrolDirs are searched, in order, for scontrol: a health check and a
 // prolog run with no PATH.
@@ -69,40 +69,8 @@ func executable(p string) error {
 // Compiled on first use: its {0,63} unrolls into hundreds of instructions.
 var validNodeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
-// slurmReason builds the drain reason: "rdmadoctor: <check>(<code>) <summary>",
-// printable ASCII on one line, at most maxReasonLen bytes. Control characters
-// and newlines become spaces, other non-ASCII becomes '?', a double quote
-// becomes a single one (scontrol strips a trailing '"' from a reason), and
-// runs of spaces collapse.
-func slurmReason(id string, code int, summary string) string {
-	r := fmt.Sprintf("%s %s(%d) %s", reasonPrefix, id, code, summary)
-	var b strings.Builder
-	space := false
-	for _, c := range asciiFor.Replace(strings.ToValidUTF8(r, "?")) {
-		switch {
-		case c == '"':
-			c = '\''
-		case c < 0x20 || (c >= 0x7f && c < 0xa0):
-			c = ' '
-		case c > 0x7e:
-			c = '?'
-		}
-		if c == ' ' && space {
-			continue
-		}
-		space = c == ' '
-		b.WriteRune(c)
-	}
-	out := strings.TrimSpace(b.String())
-	if len(out) > maxReasonLen {
-		out = strings.TrimRight(out[:maxReasonLen-3], " ") + "..."
-	}
-	return out
-}
-
-// asciiFor spells in ASCII the non-ASCII punctuation the checks' summaries use.
-var asciiFor = strings.NewReplacer("—", "-", "–", "-", "−", "-", "…", "...", "→", "->", "≥", ">=", "≤", "<=",
-	"≠", "!=", "≈", "~", "×", "x", "‘", "'", "’", "'", "“", "'", "”", "'", "\u00a0", " ")
+// slurmReason is the adapter's drain reason.
+func slurmReason(id string, code int, summary string) string { return adapter.SlurmReason(id, code, summary) }
 
 // nodeInfo is what `scontrol show node <name>` says of the node: its State=
 // value split on '+', and its Reason= text without the "[user@time]" Slurm

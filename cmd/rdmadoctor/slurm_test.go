@@ -395,7 +395,7 @@ func TestSlurmUnfinishedRunNeitherDrainsNorResumes(t *testing.T) {
 		if r.code != 1 || len(f.calls(t)) != 0 {
 			t.Fatalf("%s: exit %d, calls %q: want 1 and no scontrol call", host, r.code, f.calls(t))
 		}
-		if !strings.Contains(r.stderr, "could not finish") || !strings.Contains(r.stderr, "neither drained nor resumed") {
+		if !strings.Contains(r.stderr, "could not judge") || !strings.Contains(r.stderr, "deadline") || !strings.Contains(r.stderr, "neither drained nor resumed") {
 			t.Errorf("%s: stderr %q does not say the run could not finish", host, r.stderr)
 		}
 		r = runSlurmCmd(t, node17, "prolog", "--timeout=1ns", "--scontrol", f.path, fixture(host))
@@ -404,9 +404,10 @@ func TestSlurmUnfinishedRunNeitherDrainsNorResumes(t *testing.T) {
 		}
 	}
 	f := newFakeScontrol(t, "node17", "IDLE", "")
-	r := runSlurmCmd(t, node17, "healthcheck", "--timeout=1ns", "--drain-on-error", "--scontrol", f.path, fixture("cx5-roce-healthy"))
+	kept := filepath.Join(t.TempDir(), "state.json")
+	r := runSlurmCmd(t, node17, "healthcheck", "--timeout=1ns", "--drain-on-error", "--state", kept, "--scontrol", f.path, fixture("cx5-roce-healthy"))
 	u := f.updates(t)
-	if r.code != 0 || len(u) != 1 || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: run(1) could not check: ") {
+	if r.code != 0 || len(u) != 1 || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: run(1) could not check (1 runs): ") {
 		t.Fatalf("--drain-on-error: exit %d, updates %q; want a drain saying it could not check", r.code, u)
 	}
 }

@@ -14,8 +14,9 @@ const (
 
 // CounterSeries is one error counter's history on one unit.
 type CounterSeries struct {
-	// Key names the counter: "mlx5_0/1/symbol_error" (port 0: the
-	// device's own counters).
+	// Key names the counter: "mlx5_0/1/symbol_error" for a PortCounters
+	// file, "mlx5_0/1/hw_counters/out_of_buffer" for a driver counter,
+	// "efa_0/device/hw_counters/no_completion_cmds" for the device's own.
 	Key string `json:"key"`
 	// Samples, oldest first, at most MaxSamples.
 	Samples []CounterSample `json:"samples"`
@@ -43,6 +44,10 @@ type CounterSample struct {
 	// Ack marks a reading taken by `rdmadoctor ack` rather than by a run:
 	// it starts the next run's interval but is not itself a run.
 	Ack bool `json:"ack,omitempty"`
+	// Rose says the run that took this reading saw the counter rise since
+	// the reading before (or since boot, for the first): "in k of the last
+	// n runs" counts them.
+	Rose bool `json:"rose,omitempty"`
 }
 
 // Series returns the history of key, nil when there is none.

@@ -52,10 +52,11 @@ func (s *State) Merge(rep *report.Report, ran func(id string) bool) {
 }
 
 // notRun is a result that says the check did not run in this run at all:
-// the end of the run cut it off, or a periodic run left it out. Such a
+// the end of the run cut it off, or the run left it out (--skip, a periodic
+// run's noisy probes). Such a
 // result proves nothing, so the older record stays.
 func notRun(c report.CheckResult) bool {
-	return c.Status == report.Skip && (strings.HasPrefix(c.Summary, "not run:") || strings.HasPrefix(c.Summary, "left out of periodic runs"))
+	return c.Status == report.Skip && (strings.HasPrefix(c.Summary, "not run:") || strings.HasPrefix(c.Summary, "left out "))
 }
 
 // Judged is the state's verdict: each record as of now (one that has aged
@@ -66,6 +67,8 @@ type Judged struct {
 	// Root is the root cause's index in Checks; -1 when healthy.
 	Root   int
 	Checks []report.CheckResult
+	// Level is the highest --level among the runs that judged the records.
+	Level int
 }
 
 // RootCheck is the root cause's result, nil when healthy.
@@ -82,6 +85,7 @@ func (s *State) Judge(now time.Time, maxAge time.Duration, p report.Policy) *Jud
 	j := &Judged{Root: -1}
 	for _, c := range s.Checks {
 		j.Checks = append(j.Checks, c.asOf(now, maxAge))
+		j.Level = max(j.Level, c.RunLevel)
 	}
 	if len(j.Checks) == 0 {
 		j.Checks = append(j.Checks, report.CheckResult{ID: "state", Status: report.Error, Summary: "no check has been recorded in the state yet"})

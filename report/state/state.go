@@ -47,6 +47,9 @@ type State struct {
 	Counters []CounterSeries `json:"counters,omitempty"`
 	// Acks are the levels an operator accepted (`rdmadoctor ack`).
 	Acks []Ack `json:"acks,omitempty"`
+	// Policy is the last run's: which warnings count as problems. The
+	// adapters judge the records under it, as the run did.
+	Policy Policy `json:"policy"`
 	// UnknownRuns counts the consecutive runs whose verdict was unknown.
 	UnknownRuns int `json:"unknown_runs"`
 	// Drain is what the node was drained for, while it is.
@@ -71,6 +74,25 @@ type CheckRecord struct {
 	Expect   *report.ExpectInfo `json:"expect,omitempty"`
 	// Since is when the check's status last changed to the present one.
 	Since time.Time `json:"since"`
+}
+
+// Policy is report.Policy as kept: --fail-on warn, and the checks whose
+// warnings count (the expectations class's fail_on_warn).
+type Policy struct {
+	FailOnWarn       bool     `json:"fail_on_warn"`
+	FailOnWarnChecks []string `json:"fail_on_warn_checks,omitempty"`
+}
+
+// Report is the policy as report.Judge takes it.
+func (p Policy) Report() report.Policy {
+	rp := report.Policy{FailOnWarn: p.FailOnWarn}
+	if len(p.FailOnWarnChecks) > 0 {
+		rp.FailOnWarnChecks = map[string]bool{}
+		for _, id := range p.FailOnWarnChecks {
+			rp.FailOnWarnChecks[id] = true
+		}
+	}
+	return rp
 }
 
 // Drain is the checks a node was drained for and when: it is resumed only

@@ -1,0 +1,75 @@
+package adapter
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+)
+
+// node-problem-detector's custom-plugin protocol: exit 0 is OK, 1 a
+// problem, anything else (or a killed plugin) Unknown; the message is
+// stdout, cut by NPD at max_output_length (80 bytes by default).
+const (
+	NPDOK      = 0
+	NPDProblem = 1
+	NPDUnknown = 2
+	// NPDMaxMessage is NPD's default max_output_length.
+	NPDMaxMessage = 80
+)
+
+// NPDExit is the plugin's exit code for a verdict: a problem is 1, and only
+// a problem — a check that could not look is Unknown (2), so the node is
+// never tainted for the doctor's blind spot.
+func NPDExit(v report.Verdict) int {
+	switch v {
+	case report.Healthy:
+		return NPDOK
+	case report.Problem:
+		return NPDProblem
+	}
+	return NPDUnknown
+}
+
+// NPD is the plugin's answer for a judged state: its exit code and its one
+// line (printable ASCII, at most NPDMaxMessage bytes). The line is stable
+// while the host stays as it is — no ages or durations — since every change
+// of it is a write to the API server.
+func NPD(j *state.Judged) (int, string) {
+	exit := NPDExit(j.Verdict)
+	switch root := j.RootCheck(); {
+	case j.Verdict == report.Healthy:
+		return exit, ASCIILine(healthyLine(j), NPDMaxMessage)
+	case root != nil && j.Verdict == report.Problem:
+		return exit, ASCIILine(fmt.Sprintf("%s(%d) %s", root.ID, root.Code, compactSummary(root.Summary)), NPDMaxMessage)
+	case root != nil && root.Code == 0:
+		return exit, ASCIILine("unknown: "+root.Summary, NPDMaxMessage)
+	case root != nil:
+		return exit, ASCIILine(fmt.Sprintf("unknown: %s(%d) %s", root.ID, root.Code, compactSummary(root.Summary)), NPDMaxMessage)
+	}
+	return NPDUnknown, "unknown: no verdict"
+}
+
+// healthyLine: the counts and the first warning.
+func healthyLine(j *state.Judged) string {
+	var pass, warn int
+	firstWarn := ""
+	for _, c := range j.Checks {
+		switch c.Status {
+		case report.Pass:
+			pass++
+		case report.Warn:
+			warn++
+			if firstWarn == "" {
+				firstWarn = fmt.Sprintf(" (%s)", c.ID)
+			}
+		}
+	}
+	return fmt.Sprintf("ok: level %d, %d pass, %d warn%s", j.Level, pass, warn, firstWarn)
+}
+
+var portWords = regexp.MustCompile(`\b(\S+) port (\d+)\b`)
+
+// compactSummary says "mlx5_1/1" for "mlx5_1 port 1": the line is short.
+func compactSummary(s string) string { return portWords.ReplaceAllString(s, "$1/$2") }
