@@ -294,6 +294,9 @@ type SoftDevice struct {
 	NodeGUID string
 }
 
+// FixtureBootID is the boot_id every fixture host carries.
+const FixtureBootID = "3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+
 // libDir is Debian 12's library directory, where the default layout puts rdma-core.
 const libDir = "/usr/lib/x86_64-linux-gnu"
 
@@ -304,6 +307,11 @@ func Build(h Host) *Tree {
 		RDMASystem: &sysfs.RDMASystem{NetnsMode: "shared"}, RDMAResources: []sysfs.RDMAResource{}}
 	t.Attr("/proc/sys/kernel/osrelease", h.Kernel)
 	t.Attr("/proc/sys/kernel/hostname", h.Hostname)
+	// Which boot this is and for how long it has run (ten days): the
+	// counter history (--state) tells a reboot and a rate since boot by
+	// them. A test plays a reboot by writing another boot_id.
+	t.Attr(sysfs.BootIDPath, FixtureBootID)
+	t.Attr(sysfs.UptimePath, "864000.00 1728000.00")
 	t.File("/proc/modules", procModules(h.Modules))
 	lay := h.layout()
 	t.File("/etc/os-release", lay.OSRelease)
