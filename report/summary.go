@@ -55,6 +55,11 @@ func decodeReport(data []byte, keepEvidence func(id string) bool) (*Report, erro
 	if r.Schema != Schema {
 		return nil, foreignSchema(r.Schema)
 	}
+	switch r.Verdict {
+	case "", Healthy, Problem, Unknown: // "": written before the verdict existed
+	default:
+		return nil, fmt.Errorf("corrupt report: verdict %q is not healthy, problem or unknown", r.Verdict)
+	}
 	if r.ExitCode < 0 || r.ExitCode > 125 {
 		return nil, fmt.Errorf("corrupt report: exit_code %d is outside 0-125", r.ExitCode)
 	}
@@ -95,6 +100,19 @@ func foreignSchema(s string) error {
 type FleetReport struct {
 	Path   string
 	Report *Report
+	// Kept, for a state file, is the state's merged verdict as of the
+	// summary's now: the node's verdict and checks are these, not its last
+	// run's alone (a partial run proves only what it ran). Report is then
+	// the state's last run, read for the host, its time and the outliers.
+	Kept *KeptVerdict
+}
+
+// KeptVerdict is a kept state's verdict over its per-check records.
+type KeptVerdict struct {
+	Verdict   Verdict
+	RootCause string // "" when healthy
+	ExitCode  int
+	Checks    []CheckResult
 }
 
 // FileProblem is a file summarize could not use, and why.
@@ -109,33 +127,63 @@ type FleetSummary struct {
 	Reports    int           `json:"reports"`
 	Hosts      int           `json:"hosts"`
 	Unreadable []FileProblem `json:"unreadable"`
-	Verdicts   []ExitGroup   `json:"verdicts"`
-	Checks     []CheckNodes  `json:"checks"`
-	Outliers   []Outlier     `json:"outliers"`
-	// Stale are the reports that started more than StaleAfter before the
-	// newest one: their node has not been checked since.
+	// Counts is how many nodes have each verdict.
+	Counts   VerdictCounts `json:"verdict_counts"`
+	Verdicts []ExitGroup   `json:"verdicts"`
+	Checks   []CheckNodes  `json:"checks"`
+	Outliers []Outlier     `json:"outliers"`
+	// Now is the summary's own clock: the reference time of staleness. A
+	// node's clock is never taken for it — one report dated years ahead
+	// would make every other node look stale.
+	Now time.Time `json:"now"`
+	// Stale are the reports that started more than StaleAfter before Now:
+	// their node has not been checked since.
 	Stale      []StaleReport `json:"stale"`
 	StaleAfter string        `json:"stale_after"` // a Go duration; "0s" when not judged
-	Newest     time.Time     `json:"newest"`
+	// Future are the reports that started more than FutureSkew after Now:
+	// their node's clock is wrong. They are neither stale nor the newest.
+	Future     []StaleReport `json:"future"`
+	FutureSkew string        `json:"future_skew"`
+	// Newest is the newest start among the reports not from the future.
+	Newest time.Time `json:"newest"`
 }
 
-// StaleReport is a node whose report is old beside the fleet's newest.
+// VerdictCounts counts the nodes by verdict.
+type VerdictCounts struct {
+	Healthy int `json:"healthy"`
+	Problem int `json:"problem"`
+	Unknown int `json:"unknown"`
+}
+
+// StaleReport is a node and when its report started: one too old beside
+// the summary's clock, or one ahead of it.
 type StaleReport struct {
 	Node    string    `json:"node"`
 	Started time.Time `json:"started"`
 }
 
+// DefaultFutureSkew is how far ahead of the summary's clock a report may
+// start before it is called from the future: a fleet's clocks disagree a
+// little.
+const DefaultFutureSkew = 5 * time.Minute
+
 // SummaryOptions tune Summarize.
 type SummaryOptions struct {
-	// StaleAfter: a report that started this long before the newest is
-	// listed as stale; 0 lists none.
+	// Now is the summary's clock; zero means time.Now().
+	Now time.Time
+	// StaleAfter: a report that started this long before Now is listed as
+	// stale; 0 lists none.
 	StaleAfter time.Duration
+	// FutureSkew: a report that started more than this after Now is listed
+	// as from the future (0 tolerates none; DefaultFutureSkew is the CLI's).
+	FutureSkew time.Duration
 }
 
-// ExitGroup is the nodes that ended with one exit code (and verdict).
+// ExitGroup is the nodes that have one verdict, exit code and root cause.
 type ExitGroup struct {
+	Verdict   Verdict  `json:"verdict"`
 	ExitCode  int      `json:"exit_code"`
-	RootCause string   `json:"root_cause"` // "" when healthy
+	RootCause string   `json:"root_cause"` // "" when healthy or when a run did not finish
 	Nodes     []string `json:"nodes"`
 }
 
@@ -169,9 +217,12 @@ type ValueNodes struct {
 // outliers from the fleet's majority; problems are the files that could not
 // be read, listed as they are.
 func Summarize(reports []FleetReport, problems []FileProblem, opts SummaryOptions) *FleetSummary {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
 	s := &FleetSummary{Schema: SummarySchema, Reports: len(reports), Unreadable: problems,
 		Verdicts: []ExitGroup{}, Checks: []CheckNodes{}, Outliers: []Outlier{}, Stale: []StaleReport{},
-		StaleAfter: opts.StaleAfter.String()}
+		Future: []StaleReport{}, Now: opts.Now.UTC(), StaleAfter: opts.StaleAfter.String(), FutureSkew: opts.FutureSkew.String()}
 	if s.Unreadable == nil {
 		s.Unreadable = []FileProblem{}
 	}
@@ -180,34 +231,38 @@ func Summarize(reports []FleetReport, problems []FileProblem, opts SummaryOption
 	obs := observations{}
 	for i, fr := range reports {
 		hosts[fr.Report.Host.Hostname] = true
-		s.addVerdict(fr.Report, names[i])
-		s.addChecks(fr.Report, names[i])
+		s.addVerdict(fr, names[i])
+		s.addChecks(fr, names[i])
 		obs.collect(fr.Report, names[i])
 	}
 	s.Hosts = len(hosts)
 	sortSummary(s)
 	s.Outliers = obs.outliers()
-	s.findStale(reports, names, opts.StaleAfter)
+	s.findStale(reports, names, opts)
 	return s
 }
 
-// findStale lists the reports that started more than after before the
-// newest report, oldest first.
-func (s *FleetSummary) findStale(reports []FleetReport, names []string, after time.Duration) {
-	for _, fr := range reports {
-		if fr.Report.Started.After(s.Newest) {
-			s.Newest = fr.Report.Started
-		}
-	}
-	if after <= 0 {
-		return
-	}
+// findStale sorts the reports by start against the summary's clock: from
+// the future (beyond the skew, left out of Newest), stale (older than
+// StaleAfter), each list oldest first.
+func (s *FleetSummary) findStale(reports []FleetReport, names []string, opts SummaryOptions) {
 	for i, fr := range reports {
-		if s.Newest.Sub(fr.Report.Started) > after {
-			s.Stale = append(s.Stale, StaleReport{Node: names[i], Started: fr.Report.Started})
+		started := fr.Report.Started
+		switch {
+		case started.Sub(opts.Now) > opts.FutureSkew:
+			s.Future = append(s.Future, StaleReport{Node: names[i], Started: started})
+		case opts.StaleAfter > 0 && opts.Now.Sub(started) > opts.StaleAfter:
+			s.Stale = append(s.Stale, StaleReport{Node: names[i], Started: started})
+			fallthrough
+		default:
+			if started.After(s.Newest) {
+				s.Newest = started
+			}
 		}
 	}
-	sort.SliceStable(s.Stale, func(i, j int) bool { return s.Stale[i].Started.Before(s.Stale[j].Started) })
+	for _, l := range [][]StaleReport{s.Stale, s.Future} {
+		sort.SliceStable(l, func(i, j int) bool { return l[i].Started.Before(l[j].Started) })
+	}
 }
 
 // nodeNames names each report by its host name; a name that several files
@@ -232,22 +287,57 @@ func nodeNames(reports []FleetReport) []string {
 	return names
 }
 
-func (s *FleetSummary) addVerdict(r *Report, node string) {
-	cause := ""
+// NodeVerdict is a node's verdict, root cause and exit code: a kept
+// state's merged verdict; else the report's own. A run that did not finish
+// (exit 1) is unknown whatever it recorded. A report written before the
+// verdict existed is judged from its checks; a warning it counted
+// (--fail-on warn) shows only in its exit code.
+func NodeVerdict(fr FleetReport) (v Verdict, rootCause string, exitCode int) {
+	if k := fr.Kept; k != nil {
+		return k.Verdict, k.RootCause, k.ExitCode
+	}
+	r := fr.Report
 	if r.RootCause != nil {
-		cause = *r.RootCause
+		rootCause = *r.RootCause
+	}
+	switch {
+	case r.ExitCode == ExitInternal:
+		return Unknown, rootCause, r.ExitCode
+	case r.Verdict != "":
+		return r.Verdict, rootCause, r.ExitCode
+	}
+	v, _ = Judge(r.Checks, Policy{})
+	if v == Healthy && r.ExitCode >= 10 {
+		v = Problem
+	}
+	return v, rootCause, r.ExitCode
+}
+
+func (s *FleetSummary) addVerdict(fr FleetReport, node string) {
+	verdict, cause, exit := NodeVerdict(fr)
+	switch verdict {
+	case Healthy:
+		s.Counts.Healthy++
+	case Problem:
+		s.Counts.Problem++
+	default:
+		s.Counts.Unknown++
 	}
 	for i := range s.Verdicts {
-		if v := &s.Verdicts[i]; v.ExitCode == r.ExitCode && v.RootCause == cause {
+		if v := &s.Verdicts[i]; v.Verdict == verdict && v.ExitCode == exit && v.RootCause == cause {
 			v.Nodes = append(v.Nodes, node)
 			return
 		}
 	}
-	s.Verdicts = append(s.Verdicts, ExitGroup{ExitCode: r.ExitCode, RootCause: cause, Nodes: []string{node}})
+	s.Verdicts = append(s.Verdicts, ExitGroup{Verdict: verdict, ExitCode: exit, RootCause: cause, Nodes: []string{node}})
 }
 
-func (s *FleetSummary) addChecks(r *Report, node string) {
-	for _, c := range r.Checks {
+func (s *FleetSummary) addChecks(fr FleetReport, node string) {
+	checks := fr.Report.Checks
+	if fr.Kept != nil {
+		checks = fr.Kept.Checks
+	}
+	for _, c := range checks {
 		if c.Status != Fail && c.Status != Error && c.Status != Warn {
 			continue
 		}
@@ -266,9 +356,14 @@ func (s *FleetSummary) addChecks(r *Report, node string) {
 
 var statusRank = map[Status]int{Fail: 0, Error: 1, Warn: 2}
 
+var verdictRank = map[Verdict]int{Healthy: 0, Problem: 1, Unknown: 2}
+
 func sortSummary(s *FleetSummary) {
 	sort.Slice(s.Verdicts, func(i, j int) bool {
 		a, b := s.Verdicts[i], s.Verdicts[j]
+		if a.Verdict != b.Verdict {
+			return verdictRank[a.Verdict] < verdictRank[b.Verdict]
+		}
 		if a.ExitCode != b.ExitCode {
 			return a.ExitCode < b.ExitCode
 		}

@@ -229,7 +229,8 @@ func TestSummarizeStaleAndVersions(t *testing.T) {
 	recent.Started = newest.Started.Add(-59 * time.Minute)
 	old.Started = newest.Started.Add(-26 * time.Hour)
 	newest.Version, recent.Version, old.Version = "0.2.0", "0.2.0", "0.1.0"
-	s := Summarize(fleet(newest, recent, old), nil, SummaryOptions{StaleAfter: time.Hour})
+	now := newest.Started.Add(time.Minute)
+	s := Summarize(fleet(newest, recent, old), nil, SummaryOptions{Now: now, StaleAfter: time.Hour, FutureSkew: DefaultFutureSkew})
 	if len(s.Stale) != 1 || s.Stale[0].Node != "n3" || !s.Newest.Equal(newest.Started) {
 		t.Errorf("stale %+v newest %v, want n3 only", s.Stale, s.Newest)
 	}
@@ -237,10 +238,10 @@ func TestSummarizeStaleAndVersions(t *testing.T) {
 		t.Errorf("outliers %+v, want the version of n3", s.Outliers)
 	}
 	var b bytes.Buffer
-	if err := WriteSummaryText(&b, s); err != nil || !strings.Contains(b.String(), "STALE (started more than 1h0m0s before the newest report, 2026-01-02T12:00:00Z)\n  2026-01-01T10:00:00Z  n3\n") {
+	if err := WriteSummaryText(&b, s); err != nil || !strings.Contains(b.String(), "STALE (started more than 1h0m0s before now, 2026-01-02T12:01:00Z)\n  2026-01-01T10:00:00Z  n3\n") {
 		t.Errorf("%v:\n%s", err, b.String())
 	}
-	if s := Summarize(fleet(newest, old), nil, SummaryOptions{}); len(s.Stale) != 0 {
+	if s := Summarize(fleet(newest, old), nil, SummaryOptions{Now: now}); len(s.Stale) != 0 {
 		t.Errorf("StaleAfter 0 listed %+v", s.Stale)
 	}
 }

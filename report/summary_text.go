@@ -8,30 +8,38 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// WriteSummaryText renders the summary for a person: the header, nodes by
-// verdict, the checks not passing with their nodes, the outliers, and the
-// files that could not be read. Node lists are folded into host ranges
-// (node[01-64]).
+// WriteSummaryText renders the summary for a person: the header with the
+// count of each verdict, the healthy, problem and unknown nodes each in a
+// section of its own, the checks not passing with their nodes, the
+// outliers, the reports stale or from the future, and the files that could
+// not be read. Node lists are folded into host ranges (node[01-64]).
+// Everything taken from a report is printed on one line with its control
+// characters escaped: a node's report must not forge lines of the summary.
 func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rdmadoctor summarize: %d report(s) of %d host(s)", s.Reports, s.Hosts)
 	if n := len(s.Unreadable); n > 0 {
 		fmt.Fprintf(&b, ", %d file(s) unreadable", n)
 	}
-	b.WriteString("\n\nVERDICT\n")
-	for _, v := range s.Verdicts {
-		cause := "healthy"
-		if v.ExitCode != ExitOK {
-			cause = nonEmpty(v.RootCause, "internal error or partial run")
-		}
-		fmt.Fprintf(&b, "  exit %-3d %-22s %5d  %s\n", v.ExitCode, cause, len(v.Nodes), HostRanges(v.Nodes))
+	fmt.Fprintf(&b, "\nas of %s: %d healthy, %d problem, %d unknown\n", s.Now.UTC().Format(time.RFC3339),
+		s.Counts.Healthy, s.Counts.Problem, s.Counts.Unknown)
+	for _, sec := range []struct {
+		v     Verdict
+		title string
+	}{
+		{Healthy, "HEALTHY"},
+		{Problem, "PROBLEM (a check found a fault)"},
+		{Unknown, "UNKNOWN (could not judge: a check could not look, or the run did not finish — not a fault found)"},
+	} {
+		writeVerdictSection(&b, s.Verdicts, sec.v, sec.title)
 	}
 	if len(s.Checks) > 0 {
 		b.WriteString("\nCHECKS NOT PASSING\n")
 		for _, c := range s.Checks {
-			fmt.Fprintf(&b, "  %-5s %3d %-22s %5d  %s\n", c.Status, c.Code, c.ID, len(c.Nodes), HostRanges(c.Nodes))
+			fmt.Fprintf(&b, "  %-5s %3d %-22s %5d  %s\n", oneLine(string(c.Status)), c.Code, oneLine(c.ID), len(c.Nodes), oneLine(HostRanges(c.Nodes)))
 		}
 	}
 	if len(s.Outliers) > 0 {
@@ -40,32 +48,103 @@ func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 			writeOutlier(&b, o)
 		}
 	}
-	if len(s.Stale) > 0 {
-		fmt.Fprintf(&b, "\nSTALE (started more than %s before the newest report, %s)\n", s.StaleAfter, s.Newest.UTC().Format(time.RFC3339))
-		for _, st := range s.Stale {
-			fmt.Fprintf(&b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), st.Node)
-		}
-	}
+	writeTimes(&b, s)
 	if len(s.Unreadable) > 0 {
 		b.WriteString("\nUNREADABLE (not summarised)\n")
 		for _, p := range s.Unreadable {
-			fmt.Fprintf(&b, "  %s: %s\n", p.Path, p.Error)
+			fmt.Fprintf(&b, "  %s: %s\n", oneLine(p.Path), oneLine(p.Error))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// writeVerdictSection lists the groups of one verdict under its title;
+// nothing when no node has it (the header counts it).
+func writeVerdictSection(b *strings.Builder, groups []ExitGroup, v Verdict, title string) {
+	first := true
+	for _, g := range groups {
+		if g.Verdict != v {
+			continue
+		}
+		if first {
+			b.WriteString("\n" + title + "\n")
+			first = false
+		}
+		cause := g.RootCause
+		switch {
+		case v == Healthy:
+			cause = "healthy"
+		case cause == "" && g.ExitCode == ExitInternal:
+			cause = "run did not finish"
+		case cause == "":
+			cause = "no root cause named"
+		}
+		fmt.Fprintf(b, "  exit %-3d %-22s %5d  %s\n", g.ExitCode, oneLine(cause), len(g.Nodes), oneLine(HostRanges(g.Nodes)))
+	}
+}
+
+// writeTimes lists the stale reports and those from the future, both
+// against the summary's own clock.
+func writeTimes(b *strings.Builder, s *FleetSummary) {
+	now := s.Now.UTC().Format(time.RFC3339)
+	if len(s.Stale) > 0 {
+		fmt.Fprintf(b, "\nSTALE (started more than %s before now, %s)\n", s.StaleAfter, now)
+		for _, st := range s.Stale {
+			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), oneLine(st.Node))
+		}
+	}
+	if len(s.Future) > 0 {
+		fmt.Fprintf(b, "\nFROM THE FUTURE (started more than %s after now, %s: the node's clock is wrong; not taken as the newest)\n", s.FutureSkew, now)
+		for _, st := range s.Future {
+			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), oneLine(st.Node))
+		}
+	}
+}
+
 func writeOutlier(b *strings.Builder, o Outlier) {
-	name := strings.TrimSpace(o.Attribute + " " + o.Subject)
+	name := oneLine(strings.TrimSpace(o.Attribute + " " + o.Subject))
 	if o.Majority != "" {
-		fmt.Fprintf(b, "  %s: %s on %d node(s)\n", name, o.Majority, o.MajorityNodes)
+		fmt.Fprintf(b, "  %s: %s on %d node(s)\n", name, oneLine(o.Majority), o.MajorityNodes)
 	} else {
 		fmt.Fprintf(b, "  %s: no majority\n", name)
 	}
 	for _, v := range o.Others {
-		fmt.Fprintf(b, "    %s on %d: %s\n", v.Value, len(v.Nodes), HostRanges(v.Nodes))
+		fmt.Fprintf(b, "    %s on %d: %s\n", oneLine(v.Value), len(v.Nodes), oneLine(HostRanges(v.Nodes)))
 	}
+}
+
+// oneLine is s as one line of a terminal: control characters (newlines
+// and ESC among them), bytes that are not UTF-8 and the bidirectional
+// overrides that reorder what follows are written as escapes.
+func oneLine(s string) string {
+	clean := true
+	for _, r := range s {
+		if hostileRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r < 0x100 && hostileRune(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case hostileRune(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func hostileRune(r rune) bool {
+	return r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // HostRanges folds host names that differ only in their last number into
