@@ -143,6 +143,9 @@ func Decode(data []byte) (*State, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state (an %s report): %w", report.Schema, err)
 		}
+		if rep.Started.IsZero() {
+			return nil, fmt.Errorf("state (an %s report) has no start time", report.Schema)
+		}
 		return migrateReport(rep), nil
 	case *head.Schema != Schema:
 		return nil, fmt.Errorf("state schema %q is not one this version reads (want %q, or an %s report); move the file aside to start a new history",
