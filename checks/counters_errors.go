@@ -204,11 +204,15 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 	if err != nil {
 		return couldNotCount(errorf("%v", err), "second sample not taken")
 	}
-	judged, ev := judgeCounterUnits(units, first, second, window)
+	hr := newHistoryRun(env)
+	judged, ev := judgeCounterUnits(units, first, second, window, hr)
 	noun, plural := unitNouns(judged)
 	r := combineUnits(verdictsOf(judged), noun, plural)
-	finishCountersResult(&r, judged, window, note)
+	finishCountersResult(&r, judged, window, note, hr)
 	r.Evidence = map[string]any{"units": ev, "interval_ms": window.Milliseconds()}
+	if hr != nil {
+		r.Evidence["history"] = hr.evidence()
+	}
 	return r
 }
 
@@ -251,19 +255,23 @@ func countersPrerequisites(s *Survey) (Result, bool) {
 // finishCountersResult adds what concerns the whole check: the shortened
 // window, the summary of a clean host, the hint that old counts may be
 // history, how to reset.
-func finishCountersResult(r *Result, js []judgedUnit, window time.Duration, note string) {
+func finishCountersResult(r *Result, js []judgedUnit, window time.Duration, note string, hr *historyRun) {
 	r.Expected = "error counters below their thresholds, none rising"
 	if note != "" {
 		r.Details = append(r.Details, note)
+	}
+	if hr != nil {
+		r.Expected = "no error counter rising faster than its rate or beyond its absolute threshold since its baseline"
+		r.Details = append(r.Details, hr.notes...)
 	}
 	if len(js) == 1 { // combineUnits made the unit's line the summary only
 		r.Details = append([]string{js[0].v.line}, r.Details...)
 	}
 	switch r.Status {
 	case report.Pass:
-		r.Summary, r.Observed = passSummary(js, window)
+		r.Summary, r.Observed = passSummary(js, window, hr != nil)
 	case report.Warn, report.Fail:
-		if window == 0 {
+		if window == 0 && hr == nil {
 			r.Summary += " — counts since boot or the last reset; run with --interval 10s to see whether they still rise"
 		}
 		r.Remedy += "\n" + resetFix(js)
@@ -272,7 +280,7 @@ func finishCountersResult(r *Result, js []judgedUnit, window time.Duration, note
 
 // passSummary tallies a clean host: the units judged, the statistics
 // reported, the counters that could not be read.
-func passSummary(js []judgedUnit, window time.Duration) (summary, observed string) {
+func passSummary(js []judgedUnit, window time.Duration, hist bool) (summary, observed string) {
 	ports, devices, stats := 0, 0, 0
 	unknown := map[string]int{}
 	unknownAt := map[string][]string{}
@@ -291,6 +299,9 @@ func passSummary(js []judgedUnit, window time.Duration) (summary, observed strin
 		}
 	}
 	summary = fmt.Sprintf("error counters zero on %d port(s)", ports)
+	if hist {
+		summary = fmt.Sprintf("no error counter rising or beyond its threshold since its baseline on %d port(s)", ports)
+	}
 	if devices > 0 {
 		summary += fmt.Sprintf(" and %d device(s)", devices)
 	}
@@ -301,6 +312,9 @@ func passSummary(js []judgedUnit, window time.Duration) (summary, observed strin
 		summary += fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", stats)
 	}
 	observed = "all zero"
+	if hist {
+		observed = "none rising"
+	}
 	reasons := make([]string, 0, len(unknown))
 	for r := range unknown {
 		reasons = append(reasons, r)
@@ -309,6 +323,9 @@ func passSummary(js []judgedUnit, window time.Duration) (summary, observed strin
 	for _, r := range reasons {
 		summary += fmt.Sprintf("; %d counters unreadable (%s) on %s", unknown[r], r, listSome(unknownAt[r], 3, "counter sets"))
 		observed = "all readable ones zero"
+		if hist {
+			observed = "no readable one rising"
+		}
 	}
 	return summary, observed
 }

@@ -27,11 +27,15 @@ type unitJudgement struct {
 	values       map[string]any // error counters not zero, or unknown
 	statValues   map[string]uint64
 	saturated    []string
+	// With --state (counters_history.go): the run's history, and what it
+	// says that is no finding (new baselines, acks, hysteresis ended).
+	hist  *historyRun
+	notes []string
 }
 
 // judgeCounterUnits judges every unit that has counters. A device none of
 // whose units has a counter directory is one skip: its driver exposes none.
-func judgeCounterUnits(units []counterUnit, first, second []counterSample, window time.Duration) ([]judgedUnit, map[string]any) {
+func judgeCounterUnits(units []counterUnit, first, second []counterSample, window time.Duration, hr *historyRun) ([]judgedUnit, map[string]any) {
 	has := map[string]bool{}
 	for i := range units {
 		if len(first[i].groups) > 0 || len(first[i].probs) > 0 {
@@ -56,7 +60,7 @@ func judgeCounterUnits(units []counterUnit, first, second []counterSample, windo
 		if i < len(second) {
 			later = &second[i]
 		}
-		ju, e := judgeUnit(u, first[i], later, window)
+		ju, e := judgeUnit(u, first[i], later, window, hr)
 		out = append(out, ju)
 		ev[u.key()] = e
 	}
@@ -70,8 +74,8 @@ func noCountersVerdict(u *counterUnit) verdict {
 
 // judgeUnit judges one unit's counters against the table, with the second
 // sample of --interval when there is one.
-func judgeUnit(u *counterUnit, first counterSample, later *counterSample, window time.Duration) (judgedUnit, map[string]any) {
-	j := &unitJudgement{unknown: map[string][]string{}, values: map[string]any{}, statValues: map[string]uint64{}}
+func judgeUnit(u *counterUnit, first counterSample, later *counterSample, window time.Duration, hr *historyRun) (judgedUnit, map[string]any) {
+	j := &unitJudgement{unknown: map[string][]string{}, values: map[string]any{}, statValues: map[string]uint64{}, hist: hr}
 	again := map[string]sysfs.Counter{}
 	if later != nil {
 		for _, c := range later.counters {
@@ -89,6 +93,7 @@ func judgeUnit(u *counterUnit, first counterSample, later *counterSample, window
 			j.judgeError(u, c, spec, l, hasLater, window)
 		}
 	}
+	ack := j.noteAck(u)
 	ju := judgedUnit{u: u, v: j.verdict(u, first), stats: len(j.stats), unknown: map[string]int{}}
 	for r, names := range j.unknown {
 		ju.unknown[r] = len(names)
@@ -97,6 +102,9 @@ func judgeUnit(u *counterUnit, first counterSample, later *counterSample, window
 		"nonzero_or_unknown": j.values, "statistics_nonzero": j.statValues}
 	if len(j.saturated) > 0 {
 		ev["saturated"] = j.saturated
+	}
+	if ack != nil {
+		ev["acknowledged"] = ack
 	}
 	return ju, ev
 }
@@ -119,6 +127,10 @@ func (j *unitJudgement) judgeError(u *counterUnit, c sysfs.Counter, spec counter
 		return
 	}
 	j.readable++
+	if j.hist != nil {
+		j.judgeWithHistory(u, c, spec, l, hasLater, window)
+		return
+	}
 	if hasLater && l.Known && l.Value > c.Value {
 		j.fails = append(j.fails, fmt.Sprintf("%s rose by %d in %v (%d → %d): %s", c.Name, l.Value-c.Value,
 			window.Round(time.Millisecond), c.Value, l.Value, spec.meaning))
@@ -192,6 +204,8 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 		}
 	case len(j.warns) > 0:
 		v.status, v.line, v.remedy = report.Warn, label+": "+strings.Join(findings, "; "), judgeByMeaning
+	case j.readable > 0 && j.hist != nil:
+		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, none rising or beyond its threshold since its baseline", label, j.readable)
 	case j.readable > 0:
 		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, all zero", label, j.readable)
 	case len(j.unknown) > 0 && u.down != "":
@@ -266,7 +280,7 @@ func (j *unitJudgement) detailLines(s counterSample) []string {
 	for _, p := range s.probs {
 		out = append(out, p.Error())
 	}
-	return out
+	return append(out, j.notes...)
 }
 
 // unreadableRemedy explains counters that could not be read. "N/A (no
