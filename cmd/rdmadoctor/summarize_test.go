@@ -80,7 +80,9 @@ func TestSummarizeJSONAndExitCodes(t *testing.T) {
 	if len(s.Checks) == 0 || s.Checks[0].ID != "port.state" {
 		t.Errorf("checks %+v, want port.state first", s.Checks)
 	}
-	for _, args := range [][]string{{"summarize"}, {"summarize", "--format", "yaml", dir}, {"summarize", "--bogus", dir}, {"summarize", "--stale", "-1h", dir}} {
+	for _, args := range [][]string{{"summarize"}, {"summarize", "--format", "yaml", dir}, {"summarize", "--bogus", dir},
+		{"summarize", "--stale", "-1h", dir}, {"summarize", "--stale-after", "-1h", dir}, {"summarize", "--future-skew", "-1s", dir},
+		{"summarize", "--max-age", "-1m", dir}, {"summarize", "--future-skew", "soon", dir}} {
 		if code, _, errOut := runCLI(t, args...); code != 2 || errOut == "" {
 			t.Errorf("%q: exit %d (%q), want 2 with a message", args, code, errOut)
 		}
@@ -89,6 +91,17 @@ func TestSummarizeJSONAndExitCodes(t *testing.T) {
 	if code, out, _ := runCLI(t, "summarize", empty); code != 1 || !strings.Contains(out, empty+": directory holds no *.json file") {
 		t.Errorf("empty directory: exit %d, want 1 naming it:\n%s", code, out)
 	}
+}
+
+// generatedStart is when every generated report started.
+var generatedStart = time.Unix(1.8e9, 0).UTC()
+
+// setSummarizeClock sets summarize's clock to now for the test.
+func setSummarizeClock(tb testing.TB, now time.Time) {
+	tb.Helper()
+	old := summarizeNow
+	summarizeNow = func() time.Time { return now }
+	tb.Cleanup(func() { summarizeNow = old })
 }
 
 // writeGeneratedFleet writes n reports made from the golden cx5-roce-healthy
@@ -107,7 +120,7 @@ func writeGeneratedFleet(tb testing.TB, dir string, n int) {
 			tb.Fatal(err)
 		}
 		r.Host.Hostname = fmt.Sprintf("node%04d", i)
-		r.Started = time.Unix(1.8e9, 0).UTC()
+		r.Started = generatedStart
 		if i%100 == 0 {
 			r.Inventory.RDMADevices[0].FWVer = "16.31.1014 (MT_0000000008)"
 		}
@@ -135,6 +148,7 @@ func writeGeneratedFleet(tb testing.TB, dir string, n int) {
 // TestSummarizeGeneratedFleet: 1,000 nodes fold into host ranges; the
 // planted outliers, and only they, are found.
 func TestSummarizeGeneratedFleet(t *testing.T) {
+	setSummarizeClock(t, generatedStart.Add(10*time.Minute))
 	dir := t.TempDir()
 	writeGeneratedFleet(t, dir, 1000)
 	start := time.Now()
@@ -145,6 +159,7 @@ func TestSummarizeGeneratedFleet(t *testing.T) {
 	}
 	for _, want := range []string{
 		"1000 report(s) of 1000 host(s)\n",
+		"as of 2027-01-15T08:10:00Z: 996 healthy, 4 problem, 0 unknown\n",
 		"exit 0   healthy                  996  node[0001-0249,0251-0499,0501-0749,0751-0999]",
 		"exit 19  port.state                 4  node[0250,0500,0750,1000]",
 		"firmware ConnectX-5: 16.35.2000 (MT_0000000008) on 990 node(s)",
@@ -165,6 +180,7 @@ func TestSummarizeGeneratedFleet(t *testing.T) {
 
 // BenchmarkSummarize1000: read, decode, summarise and print 1,000 reports.
 func BenchmarkSummarize1000(b *testing.B) {
+	setSummarizeClock(b, generatedStart.Add(10*time.Minute))
 	dir := b.TempDir()
 	writeGeneratedFleet(b, dir, 1000)
 	b.ResetTimer()
