@@ -128,6 +128,11 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 {
 		return usage("--timeout, --io-timeout and --max-sessions must be positive")
 	}
+	if st := peerLocalFault(pf.device); st != nil {
+		cause, fix := checks.PeerLocalFaultText(st)
+		fmt.Fprintf(stderr, "rdmadoctor peer serve: nothing to lend: %s. %s\n", cause, fix)
+		return report.ExitInternal
+	}
 	exe, _ := os.Executable()
 	if err := checkLendable(exe, pf.libibverbs, pf.device); err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor peer serve: %v\n", err)
@@ -233,6 +238,7 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
+	run.cfg.LocalFault = peerLocalFault(run.cfg.Device)
 	pairs := peer.Test(ctx, run.cfg, run.peers)
 	rep := &report.Report{Schema: report.Schema, Version: version, Level: 2, Started: started.UTC()}
 	rep.Host.Hostname, rep.Host.Kernel, rep.Host.Root = run.cfg.Host.Hostname, run.cfg.Host.Kernel, "/"
@@ -255,6 +261,24 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	return rep.ExitCode
 }
 
+// peerLocalFault judges from sysfs, before any verbs child starts, whether
+// this host can take part in a peer session (checks.PeerLocalFault); nil
+// when it can, or when sysfs cannot tell. It reads the sysfs libibverbs
+// will: $SYSFS_PATH when set (rdma-core follows it unless the process is
+// setuid), else /sys.
+func peerLocalFault(device string) *probe.Step {
+	h, sysDir := sysfs.OpenLive(), "/sys"
+	if p := os.Getenv("SYSFS_PATH"); p != "" && os.Getuid() == os.Geteuid() {
+		oh, err := sysfs.Open(p)
+		if err != nil {
+			return nil // the library fails there too: the child says how
+		}
+		defer oh.Close()
+		h, sysDir = oh, "/"
+	}
+	return checks.PeerLocalFault(h, sysDir, device)
+}
+
 // checkLendable enumerates the devices (in a verbs child, as level 1
 // does) before the server listens: a server with nothing to lend, or told
 // to lend a device the library does not list, says so at once instead of
@@ -265,7 +289,12 @@ func checkLendable(exe, lib, device string) error {
 	case err != nil:
 		return fmt.Errorf("list the RDMA devices: %w", err)
 	case en.LoadError != "":
-		return fmt.Errorf("libibverbs could not be loaded: %s (run `rdmadoctor` to see why)", en.LoadError)
+		cause, fix := checks.PeerLocalFaultText(&probe.Step{Name: probe.StepLocalLoad, Error: en.LoadError})
+		return fmt.Errorf("nothing to lend: %s. %s", cause, fix)
+	case en.ListError != "":
+		cause, fix := checks.PeerLocalFaultText(&probe.Step{Name: probe.StepLocalList, Error: en.ListError,
+			Errno: en.ListErrno, ErrnoName: en.ListErrnoName})
+		return fmt.Errorf("nothing to lend: %s. %s", cause, fix)
 	case len(en.Devices) == 0:
 		return errors.New("libibverbs lists no RDMA device: there is nothing to lend (run `rdmadoctor` to see why)")
 	}

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
@@ -50,18 +54,48 @@ func serveOnce(t testing.TB, lib, addr string, extra ...string) <-chan int {
 	return nil
 }
 
+// fakeSysfs is a sysfs directory for SYSFS_PATH, where libibverbs (and
+// the peer commands' check before any verbs child) look for devices: with
+// the class directory holding devs, and the uverbs ABI file when uverbs.
+// classDir false leaves class/infiniband out altogether.
+func fakeSysfs(t testing.TB, classDir, uverbs bool, devs ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if classDir {
+		mk("class/infiniband")
+	}
+	for _, d := range devs {
+		mk("class/infiniband/" + d)
+	}
+	if uverbs {
+		mk("class/infiniband_verbs")
+		if err := os.WriteFile(filepath.Join(dir, "class/infiniband_verbs/abi_version"), []byte("6\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestPeerServeAndTest(t *testing.T) {
 	lib := peerFakeLibrary(t)
 	t.Setenv("FAKE_IBV", "peer")
 	t.Setenv(tokenEnv, "tok")
+	// The fake library ignores sysfs; the check before the child reads
+	// where a real one would, and finds its device there.
+	t.Setenv("SYSFS_PATH", fakeSysfs(t, true, true, "fake0"))
 	addr := freePort(t)
 	done := serveOnce(t, lib, addr)
 	code, out, errOut := runCLI(t, "peer", "test", addr, "--libibverbs", lib, "--format", "json")
 	// The fake device has no sysfs directory: peer.counters could not
 	// look on either side, which is an error, not a pass. Nor has this
 	// host an rdma_cm device: the server cannot listen, peer.rdma_cm is
-	// an error too (code 48 comes after 47).
-	if code != 47 {
+	// an error too. Errors alone are the unknown verdict: exit 4.
+	if code != report.ExitUnknown {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	if err := compileSchema(t).Validate(mustJSON(t, out)); err != nil {
@@ -132,18 +166,123 @@ func TestPeerTestNobodyListening(t *testing.T) {
 	}
 }
 
-// A server with nothing to lend says so before it listens.
+// A server with nothing to lend says so in one line before it listens:
+// from sysfs when it can tell, else from the library's enumeration.
 func TestPeerServeNothingToLend(t *testing.T) {
 	lib := peerFakeLibrary(t)
-	t.Setenv("FAKE_IBV", "peer")
 	addr := freePort(t)
-	code, _, errOut := runCLI(t, "peer", "serve", "--listen", addr, "--libibverbs", lib, "--device", "mlx5_7")
-	if code != 1 || !strings.Contains(errOut, "--device mlx5_7: libibverbs lists no such device (it lists: fake0)") {
-		t.Fatalf("exit %d: %s", code, errOut)
+	good := fakeSysfs(t, true, true, "fake0")
+	for _, tc := range []struct {
+		name, sysfs, fakeIBV, lib string
+		extra                     []string
+		want                      string
+	}{
+		{"no class directory", fakeSysfs(t, false, false), "peer", lib, nil,
+			"nothing to lend: no RDMA device on this host: %s/class/infiniband does not exist (no RDMA driver is loaded). Run `rdmadoctor` on this host"},
+		{"empty class directory", fakeSysfs(t, true, true), "peer", lib, nil,
+			"nothing to lend: no RDMA device on this host: %s/class/infiniband is empty. Run `rdmadoctor` on this host"},
+		{"no such device in sysfs", good, "peer", lib, []string{"--device", "mlx5_7"},
+			"nothing to lend: no RDMA device \"mlx5_7\" on this host: %s/class/infiniband lists fake0. Pass a device this host has"},
+		{"no uverbs ABI file", fakeSysfs(t, true, false, "fake0"), "peer", lib, nil,
+			"nothing to lend: this host's kernel offers no userspace verbs: %s/class/infiniband_verbs/abi_version does not exist (ib_uverbs is not loaded)"},
+		{"the library lists no such device", fakeSysfs(t, true, true, "fake0", "mlx5_7"), "peer", lib, []string{"--device", "mlx5_7"},
+			"--device mlx5_7: libibverbs lists no such device (it lists: fake0)"},
+		{"ENOSYS from the library", good, "enosys", lib, nil,
+			"nothing to lend: this host's kernel offers no userspace verbs: ibv_get_device_list failed with ENOSYS"},
+		{"no library", good, "peer", filepath.Join(t.TempDir(), "libibverbs.so.1"), nil,
+			"nothing to lend: libibverbs could not be loaded on this host: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SYSFS_PATH", tc.sysfs)
+			t.Setenv("FAKE_IBV", tc.fakeIBV)
+			args := append([]string{"peer", "serve", "--listen", addr, "--libibverbs", tc.lib}, tc.extra...)
+			code, out, errOut := runCLI(t, args...)
+			want := tc.want
+			if strings.Contains(want, "%s") {
+				want = fmt.Sprintf(want, tc.sysfs)
+			}
+			lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+			if code != 1 || out != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "rdmadoctor peer serve: "+want) {
+				t.Fatalf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and one line starting %q", code, out, errOut, "rdmadoctor peer serve: "+want)
+			}
+		})
 	}
-	t.Setenv("FAKE_IBV", "enosys")
-	code, _, errOut = runCLI(t, "peer", "serve", "--listen", addr, "--libibverbs", lib)
-	if code != 1 || !strings.Contains(errOut, "nothing to lend") {
-		t.Fatalf("exit %d: %s", code, errOut)
+}
+
+// peerResult is one check of a `peer test` JSON report.
+type peerResult struct {
+	ID      string   `json:"id"`
+	Status  string   `json:"status"`
+	Summary string   `json:"summary"`
+	Details []string `json:"details"`
+	Remedy  string   `json:"remedy"`
+}
+
+// `peer test` from a host that cannot take part: the handshake passes, then
+// one finding (peer.connect) names the cause, whether sysfs told before any
+// verbs child or the child's enumeration did, and every later check is
+// blocked by it; the server's session ends at the client's Bye.
+func TestPeerTestWithoutLocalRDMA(t *testing.T) {
+	lib := peerFakeLibrary(t)
+	good := fakeSysfs(t, true, true, "fake0")
+	noClass := fakeSysfs(t, false, false)
+	for _, tc := range []struct {
+		name, sysfs, fakeIBV, lib string
+		summary, remedy           string
+	}{
+		{"no RDMA device in sysfs", noClass, "peer", lib,
+			"no RDMA device on this host: " + noClass + "/class/infiniband does not exist (no RDMA driver is loaded)", "Run `rdmadoctor` on this host"},
+		{"ENOSYS from the child's enumeration", good, "enosys", lib,
+			"this host's kernel offers no userspace verbs: ibv_get_device_list failed with ENOSYS", "Load the userspace verbs interface: `modprobe ib_uverbs`"},
+		{"no libibverbs for the child", good, "peer", filepath.Join(t.TempDir(), "libibverbs.so.1"),
+			"libibverbs could not be loaded on this host: dlopen ", "Install rdma-core's library and providers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FAKE_IBV", "peer")
+			t.Setenv("SYSFS_PATH", good)
+			addr := freePort(t)
+			done := serveOnce(t, lib, addr)
+			// From here on the client's host is the one judged.
+			t.Setenv("SYSFS_PATH", tc.sysfs)
+			t.Setenv("FAKE_IBV", tc.fakeIBV)
+			code, out, errOut := runCLI(t, "peer", "test", addr, "--libibverbs", tc.lib, "--format", "json")
+			if code != 41 {
+				t.Fatalf("exit %d, want 41 (peer.connect)\n%s\n%s", code, out, errOut)
+			}
+			var rep struct {
+				Checks []peerResult `json:"checks"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			var findings []peerResult
+			for _, c := range rep.Checks {
+				ids = append(ids, c.ID+"="+c.Status)
+				switch {
+				case c.Status == "skip" && c.Summary != addr+": blocked by peer.connect":
+					t.Errorf("%s: %q, want blocked by peer.connect", c.ID, c.Summary)
+				case c.Status != "skip" && c.Status != "pass":
+					findings = append(findings, c)
+				}
+			}
+			want := "peer.control=pass peer.connect=fail peer.send_recv=skip peer.rdma_write=skip peer.rdma_read=skip " +
+				"peer.latency=skip peer.bandwidth=skip peer.counters=skip peer.rdma_cm=skip"
+			if got := strings.Join(ids, " "); got != want {
+				t.Fatalf("checks %s\nwant   %s", got, want)
+			}
+			f := findings[0]
+			if len(findings) != 1 || !strings.HasPrefix(f.Summary, addr+": "+tc.summary) || !strings.HasPrefix(f.Remedy, tc.remedy) {
+				t.Fatalf("findings %+v\nwant one, peer.connect, %q with fix %q", findings, tc.summary, tc.remedy)
+			}
+			select {
+			case c := <-done:
+				if c != 0 {
+					t.Fatalf("peer serve --once exited %d", c)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server's session did not end at the client's Bye")
+			}
+		})
 	}
 }
