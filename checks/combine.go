@@ -72,7 +72,9 @@ func combineUnits(vs []verdict, noun, plural string) Result {
 	r.Status = w.status
 	bad := 0
 	for _, v := range vs {
-		if v.status == w.status {
+		// "all N ports: <line>" only when the line says what every unit
+		// has; a worse unit among failing ones is named with the tally.
+		if v.status == w.status && v.severity == w.severity {
 			bad++
 		}
 	}
