@@ -224,3 +224,60 @@ func TestLimitsMemlockContainersAndSlurm(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitsMemlockJobs: run as root with CAP_IPC_LOCK, the check judges
+// what a job gets. Under a running slurmd: slurmd's own limit
+// (/proc/PID/limits) when slurm.conf keeps MEMLOCK from propagating; else
+// the submitting shell's, capped at slurmd's hard limit.
+func TestLimitsMemlockJobs(t *testing.T) {
+	slurmd := func(memlock, conf string, args ...string) func(h *sysfstest.Host) {
+		return func(h *sysfstest.Host) {
+			h.Slurmd = &sysfstest.Slurmd{PID: 2817, Memlock: memlock, Conf: conf, Args: args}
+		}
+	}
+	const except = "ClusterName=c\n# jobs get slurmd's limit\nPropagateResourceLimitsExcept=MEMLOCK\n"
+	both := func(fs ...func(h *sysfstest.Host)) func(h *sysfstest.Host) {
+		return func(h *sysfstest.Host) {
+			for _, f := range fs {
+				f(h)
+			}
+		}
+	}
+	runNetCases(t, "limits.memlock", []netCase{
+		{name: "root exempt; jobs started by slurmd get 64 KiB", dir: memlockHost(t, slurmd("65536", except), nil),
+			status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"CAP_IPC_LOCK held", "but jobs started by slurmd get 64 KiB, below 64 MiB: a job cannot register memory",
+				"slurmd's own limit, the running slurmd (PID 2817): ", "proc/2817/limits", "MEMLOCK does not propagate: PropagateResourceLimitsExcept=MEMLOCK (", "slurm.conf:3)",
+				"Slurm: a job gets slurmd's own limit", "`LimitMEMLOCK=infinity` in slurmd.service"}},
+		{name: "slurmd unlimited, MEMLOCK kept back: passes", dir: memlockHost(t, slurmd("unlimited", except), nil),
+			status: report.Pass, contains: []string{"CAP_IPC_LOCK held", "jobs: slurmd's own limit is soft unlimited", "a job gets slurmd's limit"}},
+		{name: "slurm.conf named by slurmd -f", dir: memlockHost(t, func(h *sysfstest.Host) {
+			h.Slurmd = &sysfstest.Slurmd{PID: 2817, Memlock: "65536", Conf: except, ConfAt: "/opt/slurm/etc/slurm.conf", Args: []string{"-D", "-f", "/opt/slurm/etc/slurm.conf"}}
+		}, nil), status: report.Fail, exit: 18, rootCause: "limits.memlock", contains: []string{"opt/slurm/etc/slurm.conf:3"}},
+		{name: "propagation by default, slurmd's hard limit caps it", dir: memlockHost(t, slurmd("65536", "ClusterName=c\n"), nil),
+			status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"jobs started by slurmd get at most 64 KiB", "slurmd's hard limit", "caps what propagates from the submitting shell: PropagateResourceLimits not set (Slurm's default is ALL)"}},
+		{name: "propagation, slurmd unlimited, logins unlimited: passes, said", dir: memlockHost(t, slurmd("unlimited", "ClusterName=c\n"), nil),
+			status: report.Pass, contains: []string{"MEMLOCK propagates (PropagateResourceLimits not set (Slurm's default is ALL)): a job gets the soft limit of the shell it was submitted from, up to slurmd's hard unlimited"}},
+		{name: "propagation, logins here get 8 MiB: warns", dir: memlockHost(t, both(slurmd("unlimited", "PropagateResourceLimits=ALL\n"), func(h *sysfstest.Host) { h.UserMemlock = "8192" }), nil),
+			status: report.Warn, contains: []string{"jobs started by slurmd get the submitting shell's limit (PropagateResourceLimits=ALL (", "8 MiB from a login like this node's", "below 64 MiB unless the submitting host gives more"}},
+		{name: "slurmd not running: slurmd.service decides", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) {
+			tr.File("/etc/slurm/slurm.conf", except)
+			tr.File("/usr/lib/systemd/system/slurmd.service", "[Service]\nExecStart=/usr/sbin/slurmd -D\nLimitMEMLOCK=64K\n")
+		}), status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"jobs started by slurmd get 64 KiB", "slurmd is not running; when slurmd.service starts it: slurmd.service: LimitMEMLOCK=64K (", "slurmd.service:3)"}},
+		{name: "slurmd's limits unreadable is an error", dir: memlockHost(t, slurmd("65536", except), func(tr *sysfstest.Tree) { tr.Remove("/proc/2817/limits") }),
+			status: report.Error, exit: 18, rootCause: "limits.memlock", contains: []string{"what jobs started by slurmd get is unknown", "proc/2817/limits", "pgrep -x slurmd"}},
+		// A user's own run keeps the old judgement: its own limit.
+		{name: "a user with enough is not judged for slurmd's jobs", dir: memlockHost(t, both(slurmd("65536", except), func(h *sysfstest.Host) { h.CapIPCLock = false }),
+			func(tr *sysfstest.Tree) { asUser(tr, 1000) }), status: report.Pass, lacks: []string{"jobs started by slurmd"}},
+		// pam_limits precedence: a UID range beats `*`, a later `*` line
+		// overrides an earlier one, and a "-" line stops pam_limits.
+		{name: "a UID range outranks a later `*` line", dir: memlockHost(t, func(h *sysfstest.Host) { h.UserMemlock = "8192" }, func(tr *sysfstest.Tree) {
+			tr.File("/etc/security/limits.conf", "1000: - memlock unlimited\n")
+		}), status: report.Pass, contains: []string{"soft unlimited from ", "limits.conf:1"}},
+		{name: "a later `*` file overrides an earlier one", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) {
+			tr.File("/etc/security/limits.d/zz-site.conf", "*  soft  memlock  65536\n")
+		}), status: report.Fail, exit: 18, rootCause: "limits.memlock", contains: []string{"login gets 64 MiB", "zz-site.conf:1"}, opts: checks.Options{MinMemlock: 128 << 20}},
+	})
+}

@@ -273,7 +273,10 @@ func FuzzParseLimitsConf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, _ := ParseLimitsConf(data)
 		for _, e := range entries {
-			if e.Domain == "" || e.Item == "" || e.Value == "" || e.Line < 1 {
+			if e.NoLimits && e.Domain != "" && e.Type == "-" && e.Item == "" && e.Value == "" && e.Line >= 1 {
+				continue // a "<domain> -" line
+			}
+			if e.Domain == "" || e.Item == "" || e.Value == "" || e.Line < 1 || e.NoLimits {
 				t.Fatalf("incomplete entry %+v", e)
 			}
 			v, err := ParseLimitsMemlock(e.Value)

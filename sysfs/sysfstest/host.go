@@ -23,6 +23,8 @@ type Host struct {
 	// /etc/security/limits.d/rdma.conf, in KiB or "unlimited" ("" = unlimited);
 	// "none" writes no file.
 	UserMemlock string
+	// Slurmd, when set, runs a slurmd with its own memlock limit (net.go).
+	Slurmd *Slurmd
 	// Providers are the rdma-core providers installed ("mlx5", "rxe", …);
 	// nil means rdma-core is not installed at all.
 	Providers []string
@@ -867,6 +869,7 @@ Max realtime priority     0                    0
 Max realtime timeout      unlimited            unlimited            us        
 `, ml, ml))
 	writeUserMemlock(t, h.UserMemlock) // net.go
+	writeSlurmd(t, h.Slurmd)           // net.go
 	capEff := "0000000000000000"
 	if h.CapIPCLock {
 		capEff = "000001ffffffffff"

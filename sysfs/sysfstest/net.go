@@ -57,6 +57,37 @@ func writeUserMemlock(t *Tree, v string) {
 			fmt.Sprintf("* soft memlock %s\n* hard memlock %s\n", v, v))
 }
 
+// Slurmd is a running slurmd as /proc shows it, and the slurm.conf it reads.
+type Slurmd struct {
+	PID     int
+	Memlock string // "unlimited" or bytes, soft and hard
+	Args    []string
+	Conf    string // slurm.conf's text ("" = none written)
+	ConfAt  string // where ("" = /etc/slurm/slurm.conf)
+}
+
+// writeSlurmd writes the slurmd process's comm, cmdline and limits (the
+// kernel's formats: comm with a newline, cmdline NUL-separated) and its
+// slurm.conf.
+func writeSlurmd(t *Tree, s *Slurmd) {
+	if s == nil {
+		return
+	}
+	dir := fmt.Sprintf("/proc/%d", s.PID)
+	t.File(dir+"/comm", "slurmd\n")
+	t.File(dir+"/cmdline", strings.Join(append([]string{"/usr/sbin/slurmd"}, s.Args...), "\x00")+"\x00")
+	t.File(dir+"/limits", "Limit                     Soft Limit           Hard Limit           Units     \n"+
+		"Max open files            131072               131072               files     \n"+
+		fmt.Sprintf("Max locked memory         %-20s %-20s bytes     \n", s.Memlock, s.Memlock))
+	if s.Conf != "" {
+		at := s.ConfAt
+		if at == "" {
+			at = "/etc/slurm/slurm.conf"
+		}
+		t.File(at, s.Conf)
+	}
+}
+
 // NetDir is the /sys/devices directory of a netdev in the tree, found
 // through its /sys/class/net link ("" when there is none).
 func NetDir(t *Tree, ifname string) string {
