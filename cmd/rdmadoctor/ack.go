@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+)
+
+const ackHelp = `usage: rdmadoctor ack CHECK [--unit UNIT] --reason TEXT [--state FILE] [--root DIR]
+
+Accept a check's present level as its new baseline, recorded in the kept
+state with the time and the reason; reports show it. For counters.errors:
+the error counters' present values, on one unit (mlx5_0/1, mlx5_0/device),
+one device (mlx5_0) or every unit; later runs judge their rise from there.
+
+  --unit UNIT     the unit to acknowledge (default: every unit of the check)
+  --reason TEXT   why this level is accepted (required: it is shown in reports)
+  --state FILE    the state a run keeps with --state (default ` + DefaultStatePath + `)
+  --root DIR      read this host directory or snapshot instead of the live host
+`
+
+// ackLockWait is how long ack waits for a run holding the state's lock: a
+// level-1 run takes seconds, and an operator's ack should not fail for it.
+const ackLockWait = 10 * time.Second
+
+// cmdAck is `rdmadoctor ack`.
+func cmdAck(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("ack", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	unit := fs.String("unit", "", "")
+	reason := fs.String("reason", "", "")
+	statePath := fs.String("state", DefaultStatePath, "")
+	root := fs.String("root", "/", "")
+	usage := func(msg string) int {
+		fmt.Fprintf(stderr, "rdmadoctor ack: %s\n%s", msg, ackHelp)
+		return report.ExitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stdout, ackHelp)
+			return 0
+		}
+		return usage(err.Error())
+	}
+	id, err := ackCheckID(fs.Args())
+	if err != nil {
+		return usage(err.Error())
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usage("--reason is required: say why this level is accepted")
+	}
+	if *statePath == "" {
+		return usage("--state is empty")
+	}
+	return runAck(ackRequest{check: id, unit: *unit, reason: asciiLine(*reason, 200), state: *statePath, root: *root}, stdout, stderr)
+}
+
+// ackCheckID reads the one check named: a check of the catalog that takes
+// acks.
+func ackCheckID(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", fmt.Errorf("name one check to acknowledge (checks that take acks: %s)", strings.Join(checks.AckableChecks, ", "))
+	}
+	c, ok := checks.Lookup(args[0])
+	if !ok {
+		return "", fmt.Errorf("unknown check %q; valid checks: %s", args[0], strings.Join(checks.IDs(), ", "))
+	}
+	for _, id := range checks.AckableChecks {
+		if c.ID == id {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("%s takes no ack: it judges no level that can be accepted (checks that take acks: %s)", c.ID, strings.Join(checks.AckableChecks, ", "))
+}
+
+type ackRequest struct{ check, unit, reason, state, root string }
+
+// runAck takes the state's lock as a run does, reads the state (a missing
+// or corrupt one is refused: there is nothing to accept a level in), reads
+// the counters, records the ack and saves.
+func runAck(req ackRequest, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "rdmadoctor ack: %v\n", err)
+		return code
+	}
+	lock, err := lockWithin(lockPathFor(req.state), ackLockWait)
+	if err != nil {
+		var busy errBusy
+		if errors.As(err, &busy) {
+			return fail(ExitBusy, fmt.Errorf("%v (waited %v)", err, ackLockWait))
+		}
+		return fail(report.ExitInternal, err)
+	}
+	defer lock.release()
+	st, err := state.Load(req.state)
+	if err != nil {
+		return fail(report.ExitInternal, fmt.Errorf("%w (acks are kept in the state a run with --state writes: run once with --state first)", err))
+	}
+	host, cleanup, err := openRoot(req.root)
+	if err != nil {
+		return fail(report.ExitUsage, err)
+	}
+	defer cleanup()
+	res, err := checks.AckCounters(host, st, req.unit, req.reason, time.Now())
+	var unknown *checks.UnknownUnitError
+	if errors.As(err, &unknown) {
+		return fail(report.ExitUsage, err)
+	}
+	if err != nil {
+		return fail(report.ExitInternal, err)
+	}
+	if err := st.Save(req.state); err != nil {
+		return fail(report.ExitInternal, err)
+	}
+	fmt.Fprintf(stdout, "acknowledged %s on %s: %d error counter(s) take their present values as the new baseline; reason: %s\n",
+		req.check, strings.Join(res.Units, ", "), res.Counters, req.reason)
+	return 0
+}
+
+// lockWithin retries the run lock for up to wait: the lock is
+// non-blocking, and a run holds it only for its own length.
+func lockWithin(path string, wait time.Duration) (*runLock, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := acquireLock(path)
+		var busy errBusy
+		if err == nil || !errors.As(err, &busy) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// ackHost writes a CX6 InfiniBand host whose symbol_error reads 42, and an
+// empty state for it.
+func ackHost(t *testing.T) (root, statePath string) {
+	t.Helper()
+	dir := t.TempDir()
+	root = filepath.Join(dir, "host")
+	tr := sysfstest.Build(sysfstest.CX6IB())
+	sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "42")
+	if err := tr.Write(root); err != nil {
+		t.Fatal(err)
+	}
+	statePath = filepath.Join(dir, "state.json")
+	if err := state.New("cx6").Save(statePath); err != nil {
+		t.Fatal(err)
+	}
+	return root, statePath
+}
+
+func runAckCmd(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := cmdAck(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAckRecordsTheLevel(t *testing.T) {
+	root, sp := ackHost(t)
+	code, out, errText := runAckCmd("counters.errors", "--unit", "mlx5_0/1", "--reason", "optics cleaned", "--state", sp, "--root", root)
+	if code != 0 || out != "acknowledged counters.errors on mlx5_0/1: 13 error counter(s) take their present values as the new baseline; reason: optics cleaned\n" || errText != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errText)
+	}
+	st, err := state.Load(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Acks) != 1 || st.Acks[0].Reason != "optics cleaned" || st.Acks[0].Unit != "mlx5_0/1" || st.Acks[0].Values["mlx5_0/1/symbol_error"] != 42 ||
+		time.Since(st.Acks[0].At) > time.Minute {
+		t.Errorf("acks = %+v", st.Acks)
+	}
+	cs := st.Series("mlx5_0/1/symbol_error")
+	if cs == nil || cs.BaselineWhy != "ack" || cs.Baseline.Value != 42 || len(cs.Samples) != 1 || !cs.Samples[0].Ack || cs.Samples[0].BootID != sysfstest.FixtureBootID {
+		t.Errorf("series = %+v", cs)
+	}
+}
+
+func TestAckRefusals(t *testing.T) {
+	root, sp := ackHost(t)
+	dir := filepath.Dir(sp)
+	corrupt := filepath.Join(dir, "corrupt.json")
+	os.WriteFile(corrupt, []byte("{\"schema\": "), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors)"},
+		{"unknown check", []string{"counters.bogus", "--reason", "x", "--state", sp}, 2, `rdmadoctor ack: unknown check "counters.bogus"; valid checks: `},
+		{"a check without acks", []string{"port.state", "--reason", "x", "--state", sp}, 2,
+			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors)"},
+		{"no reason", []string{"counters.errors", "--state", sp, "--root", root}, 2, "rdmadoctor ack: --reason is required: say why this level is accepted"},
+		{"unknown unit", []string{"counters.errors", "--unit", "mlx5_7/1", "--reason", "x", "--state", sp, "--root", root}, 2,
+			`rdmadoctor ack: no counter unit "mlx5_7/1" on this host; units: mlx5_0/1, mlx5_0/device`},
+		{"missing state", []string{"counters.errors", "--reason", "x", "--state", filepath.Join(dir, "none.json"), "--root", root}, 1,
+			"rdmadoctor ack: no state file (no run has kept one): " + filepath.Join(dir, "none.json") + " (acks are kept in the state a run with --state writes: run once with --state first)"},
+		{"corrupt state", []string{"counters.errors", "--reason", "x", "--state", corrupt, "--root", root}, 1,
+			"rdmadoctor ack: state is not JSON (truncated): " + corrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errText := runAckCmd(tc.args...)
+			if code != tc.code || !strings.HasPrefix(errText, tc.err) || out != "" {
+				t.Errorf("exit %d, want %d\nstderr %q\nwant prefix %q\nstdout %q", code, tc.code, errText, tc.err, out)
+			}
+		})
+	}
+	if st, err := state.Load(sp); err != nil || len(st.Acks) != 0 {
+		t.Errorf("a refused ack changed the state: %v %+v", err, st)
+	}
+}
+
+// ack takes the lock a run takes, waiting for a run that holds it.
+func TestAckWaitsForARun(t *testing.T) {
+	root, sp := ackHost(t)
+	l, err := acquireLock(lockPathFor(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(400 * time.Millisecond); l.release() }()
+	start := time.Now()
+	code, out, errText := runAckCmd("counters.errors", "--reason", "burst during the switch upgrade", "--state", sp, "--root", root)
+	if code != 0 || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("exit %d after %v\n%s%s", code, time.Since(start), out, errText)
+	}
+	if st, err := state.Load(sp); err != nil || len(st.Acks) != 1 || st.Acks[0].Unit != "" {
+		t.Errorf("state: %v %+v", err, st)
+	}
+}
