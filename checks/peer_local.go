@@ -33,7 +33,8 @@ const (
 		"`dnf install libibverbs` (RHEL, Fedora), `zypper install libibverbs` (SUSE); or point --libibverbs at a libibverbs.so.1. " +
 		"`rdmadoctor` on this host (libibverbs.install) says what the loader finds."
 	peerNoProviderFix = "Install the provider of this host's device (`ibverbs-providers` on Debian/Ubuntu; part of `libibverbs` on RHEL, SUSE); " +
-		"`rdmadoctor` on this host (libibverbs.devices) names the device no provider claimed."
+		"in a container, pass the device nodes in (`--device=/dev/infiniband/uverbsN`). `rdmadoctor` on this host " +
+		"(uverbs.nodes, libibverbs.devices) says which."
 	peerNoPortFix = "Name a device and port this host has with --device/--port (`rdmadoctor inventory` lists them), or bring a link up " +
 		"(port.state on this host says why it is down)."
 )

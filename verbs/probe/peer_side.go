@@ -171,8 +171,10 @@ func peerRunner(em *emitter, preq *PeerRequest) (*runner, error) {
 	}
 	if len(dl.Devices) == 0 {
 		// sysfs had devices (or the client would not have started this
-		// child), but no provider claimed them.
-		return nil, &localError{StepLocalList, errors.New("libibverbs lists no RDMA device: no provider library claimed the devices in sysfs")}
+		// child); rdma-core drops one whose /dev/infiniband node it cannot
+		// stat, and one no provider claims.
+		return nil, &localError{StepLocalList, errors.New("libibverbs lists no RDMA device, though sysfs has some: " +
+			"no provider claims them, or their /dev/infiniband/uverbsN nodes are missing")}
 	}
 	if preq.Device != "" {
 		r.dev = dl.Find(preq.Device)
