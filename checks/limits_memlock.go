@@ -59,9 +59,16 @@ func init() {
 				"limit must be unlimited or at least --min-memlock (64 MiB). It also reads the default that users' jobs get — memlock lines of " +
 				"/etc/security/limits.conf and limits.d/*.conf, systemd's DefaultLimitMEMLOCK in system.conf and its drop-ins. It warns when the logins' " +
 				"default is below the threshold or not configured at all, and when DefaultLimitMEMLOCK is set below the threshold; an unset " +
-				"DefaultLimitMEMLOCK is reported, not judged (services then get systemd's built-in default, 8 MiB since systemd 251, and a unit that " +
+				"DefaultLimitMEMLOCK is reported, not judged (services then get systemd's built-in default, 8 MiB since systemd 253, and a unit that " +
 				"runs RDMA sets LimitMEMLOCK= itself). When the configuration already allows enough but this process has less, it says why that can be " +
 				"(`*` lines never apply to root; a systemd unit, a container, slurmd, or a session opened before the change). " +
+				"A process that is exempt (root, CAP_IPC_LOCK) also judges what a job gets, and says which file and line decided it: under a running slurmd " +
+				"(found in /proc by its name), slurmd's own limit from /proc/PID/limits when slurm.conf keeps MEMLOCK from propagating, else the submitting " +
+				"shell's, which slurmstepd lowers to slurmd's hard limit (a low hard limit fails; a low login limit on this node, standing in for the " +
+				"submitting host's, warns); with no slurmd running, what slurmd.service would give it; on a host without Slurm, what pam_limits gives an " +
+				"ordinary user's login (UID_MIN, in no named group; pam_limits' precedence: user and UID-range lines over groups over `*`, later files " +
+				"override at the same rank), the rest kept from sshd's unit or systemd's default (DefaultLimitMEMLOCK, else 8 MiB from systemd 253, " +
+				"the kernel's 64 KiB or 8 MiB before). Below --min-memlock fails, unless only some users or groups are raised on purpose. " +
 				"On a Slurm node (slurm.conf in /etc/slurm, /etc/slurm-llnl or configless slurmd's /run/slurm/conf; slurmd.service; or a slurm cgroup) it reads " +
 				"PropagateResourceLimits(Except) and slurmd.service's LimitMEMLOCK and says whether a job gets the submitting shell's limit (reported, not judged). " +
 				"In an application container (docker, podman, Kubernetes, or wherever PID 1 is not an init) there are no logins: the login and systemd defaults are reported, not judged, " +
@@ -74,7 +81,8 @@ func init() {
 				{report.Fail, "the same, in an application container (docker, podman, Kubernetes)", containerMemlockFix},
 				{report.Fail, "the same, in a Slurm job", "First the Slurm fix, with the exact slurm.conf line this node's slurm.conf needs: " +
 					strings.TrimSuffix(strings.TrimPrefix(memlockSlurm, "- Slurm: "), ";") + "."},
-				{report.Warn, "the default users' logins get (limits.conf / limits.d) is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
+				{report.Fail, "root or CAP_IPC_LOCK is exempt, but the jobs it stands for get less: jobs started by slurmd (its /proc/PID/limits, with slurm.conf's propagation), or an ordinary user's login (pam_limits, sshd, systemd's default)", memlockFix},
+				{report.Warn, "the same under Slurm when MEMLOCK propagates and a login on this node gets less (the submitting host decides); for an ordinary user, the default users' logins get is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
 				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
 			},
 		},
@@ -376,7 +384,7 @@ func systemdMemlockDefault(h *sysfs.Host, threshold uint64) (map[string]any, []s
 	}
 	if !found {
 		details = append(details, "systemd services: DefaultLimitMEMLOCK not set; units without LimitMEMLOCK= get systemd's built-in default "+
-			"(8 MiB since systemd 251): reported, not judged — a unit that runs RDMA sets LimitMEMLOCK= itself")
+			"(8 MiB since systemd 253; before, the kernel's 64 KiB or 8 MiB): reported, not judged — a unit that runs RDMA sets LimitMEMLOCK= itself")
 		return nil, details, low
 	}
 	l, err := sysfs.ParseSystemdLimit(sd.Value)
