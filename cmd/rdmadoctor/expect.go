@@ -73,6 +73,7 @@ type expectFlags struct {
 	host     string
 	output   string
 	timeout  time.Duration
+	rootSet  bool // --root was given: --check matches the rules against that host even with --host
 }
 
 func newExpectFlagSet(f *expectFlags) *pflag.FlagSet {
@@ -98,7 +99,10 @@ usage:
   rdmadoctor expect --check FILE [--root DIR|FILE.tar.gz | --host NAME]
 
 Run the checks against a file with: rdmadoctor --expect FILE (default %s on a live host).
-Review a written file before use: ports that were not ACTIVE are written as unused.
+Review a written file before use: ports that were not ACTIVE are written as commented
+"# <dev>/<port>.unused = true" candidates: uncomment those unused on purpose.
+--check lists every error with its line, and every device or port rule of the host's
+class that matches nothing on the host read (with the nearest name).
 
 The format, version 1 ('#' starts a comment; a later line wins for the same unit and key):
 
@@ -106,9 +110,11 @@ The format, version 1 ('#' starts a comment; a later line wins for the same unit
   hosts = cx5-node* cx5-spare-??       # globs on the host name (path.Match); the first class that matches judges
   devices = 2                          # RDMA devices the node must have
   skip = counters.errors               # checks not run on this class
+  fail_on_warn = ["port.state"]        # these checks' warnings are problems on this class
   roce_tc = 106                        # the traffic class RoCE applications use (DSCP<<2)
   lossless = true                      # PFC/trust/ECN faults fail instead of warn
-  mlx5_*.fw = 16.35.2000               # device keys: <device glob>.fw, pcie_speed, pcie_width, ports
+  mlx5_*.fw = ["16.35.*", "16.36.2000"]  # device keys: <device glob>.fw, pcie_speed, pcie_width, ports;
+                                       #   string keys take a glob or a list; fw matches fw_ver's version
   mlx5_*.pcie_speed = 8.0 GT/s PCIe
   mlx5_*.pcie_width = 16
   mlx5_*/1.rate = 100                  # port keys: <device glob>/<port or *>.link_layer, rate, width,
@@ -119,8 +125,9 @@ flags:
 %s`
 
 // cmdExpect is `rdmadoctor expect`: exit 0 when the file was written or
-// matched, 1 when the host could not be read or --check finds no class, 2
-// on a usage error or a file that does not parse.
+// matched, 1 when the host could not be read, --check finds no class or a
+// rule of the class matches no device or port of the host read, 2 on a
+// usage error or a file that does not parse.
 func cmdExpect(args []string, stdout, stderr io.Writer) int {
 	f := &expectFlags{}
 	fs := newExpectFlagSet(f)
@@ -152,6 +159,7 @@ func cmdExpect(args []string, stdout, stderr io.Writer) int {
 	case f.check != "" && (f.class != "" || f.hosts != "" || f.output != ""):
 		return usage("--class, --hosts and -o go with --from-host")
 	}
+	f.rootSet = fs.Changed("root")
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	if f.check != "" {
@@ -223,23 +231,28 @@ func expectFromHost(ctx context.Context, f *expectFlags, stdout, stderr io.Write
 func expectCheck(ctx context.Context, f *expectFlags, stdout, stderr io.Writer) int {
 	file, err := expect.Load(f.check)
 	if err != nil {
-		fmt.Fprintf(stderr, "rdmadoctor expect: %v\n", err)
+		printErrors(stderr, err)
 		return report.ExitUsage
 	}
-	hostname := f.host
-	if hostname == "" {
-		_, name, cleanup, err := openExpectHost(ctx, f.root)
+	hostname, read := f.host, false
+	var units []expect.Unit
+	// The rules are matched against the host that was read: this one, or
+	// --root. A --host alone names another node, whose devices are not
+	// here to match.
+	if hostname == "" || f.rootSet {
+		env, name, cleanup, err := openExpectHost(ctx, f.root)
 		if err != nil {
 			fmt.Fprintf(stderr, "rdmadoctor expect: %v\n", err)
 			return report.ExitUsage
 		}
+		units, read = checks.ExpectUnits(env), true
 		cleanup()
-		hostname = name
+		hostname = cmp.Or(hostname, name)
 	}
 	c, err := checks.ExpectClassFor(file, hostname)
 	var pe *expect.ParseError
 	if errors.As(err, &pe) {
-		fmt.Fprintf(stderr, "rdmadoctor expect: %v\n", err)
+		printErrors(stderr, err)
 		return report.ExitUsage
 	}
 	if err != nil {
@@ -248,5 +261,27 @@ func expectCheck(ctx context.Context, f *expectFlags, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "%s: %d class(es); host %s is class %s (line %d): %d device rule(s), %d port rule(s)\n",
 		f.check, len(file.Classes), hostname, c.Name, c.Line, len(c.DeviceRules), len(c.PortRules))
+	if !read {
+		fmt.Fprintf(stdout, "rules not matched against devices: give --root with a snapshot of %s to check them\n", hostname)
+		return 0
+	}
+	// A rule that matches nothing here is a mistake in the file (a typo
+	// in a device glob): a run only warns of it, a check of the file
+	// refuses it.
+	un := c.Unmatched(units)
+	for _, u := range un {
+		fmt.Fprintf(stderr, "rdmadoctor expect: %s\n", u.Error())
+	}
+	if len(un) > 0 {
+		return report.ExitInternal
+	}
 	return 0
+}
+
+// printErrors prints an error, one line for each of the faults it holds
+// (a file's every parse error).
+func printErrors(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "rdmadoctor expect: %s\n", line)
+	}
 }

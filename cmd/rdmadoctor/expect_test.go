@@ -186,3 +186,55 @@ func TestExpectCheckCommand(t *testing.T) {
 		t.Errorf("expect --from-host to stdout: exit %d\n%s", code, stdout)
 	}
 }
+
+// expect --check says every fault of a file with its line, and refuses a
+// rule of the host's class that matches no device or port of the host.
+func TestExpectCheckEveryErrorAndUnmatchedRules(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	root := filepath.Join(hostsDir, "cx5-roce-healthy")
+	bad := write("bad.conf", "[class a]\nhosts = cx5-*\ndevices = many\nfail_on_warn = [\"port.stat\"]\nmlx5_0/1.width = 3X\n")
+	typo := write("typo.conf", "[class a]\nhosts = cx5-*\nmlx5-*.fw = 16.35.2000\nmlx5_0/2.unused = true\nmlx5_*/1.rate = 100\n")
+	good := write("good.conf", "[class a]\nhosts = cx5-*\nmlx5_*.fw = [\"16.35.*\", \"16.36.2000\"]\nfail_on_warn = port.state\n")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"every parse error", []string{"--check", bad, "--root", root}, 2, "",
+			"rdmadoctor expect: " + bad + ":3: devices: \"many\" is not a whole number\n" +
+				"rdmadoctor expect: " + bad + ":5: mlx5_0/1.width: \"3X\": want one of 1X, 2X, 4X, 8X, 12X\n"},
+		{"an unknown fail_on_warn check", []string{"--check", write("fow.conf", "[class a]\nhosts = cx5-*\nfail_on_warn = [\"port.stat\"]\n"), "--host", "cx5-1"}, 2, "",
+			"rdmadoctor expect: " + filepath.Join(dir, "fow.conf") + ":3: fail_on_warn: \"port.stat\" is not a check ID (did you mean port.state?) (rdmadoctor list shows them)\n"},
+		{"rules that match nothing", []string{"--check", typo, "--root", root}, 1,
+			typo + ": 1 class(es); host cx5-node01 is class a (line 1): 1 device rule(s), 2 port rule(s)\n",
+			"rdmadoctor expect: typo.conf:3 mlx5-*.fw: mlx5-* matches no RDMA device on this host (did you mean mlx5_0?)\n" +
+				"rdmadoctor expect: typo.conf:4 mlx5_0/2.unused: mlx5_0/2 matches no port: no device mlx5_0 matches has a port 2 (did you mean mlx5_0/1?)\n"},
+		{"every rule matches", []string{"--check", good, "--root", root}, 0,
+			good + ": 1 class(es); host cx5-node01 is class a (line 1): 1 device rule(s), 0 port rule(s)\n", ""},
+		{"another host's name: rules not matched", []string{"--check", typo, "--host", "cx5-9"}, 0,
+			typo + ": 1 class(es); host cx5-9 is class a (line 1): 1 device rule(s), 2 port rule(s)\n" +
+				"rules not matched against devices: give --root with a snapshot of cx5-9 to check them\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"expect"}, tc.args...)...)
+			if code != tc.code || stdout != tc.stdout || stderr != tc.stderr {
+				t.Errorf("exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	// --from-host writes the version part of fw_ver and the PSID as a comment.
+	file := writeHealthyExpect(t)
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(b), "\nmlx5_0.fw = 16.35.2000 ") || !strings.Contains(string(b), "# fw_ver 16.35.2000 (MT_0000000008)\n") {
+		t.Errorf("from-host fw: %v\n%s", err, b)
+	}
+}
