@@ -33,13 +33,15 @@ type npdVerdict struct {
 const npdHelp = `usage: rdmadoctor npd [--state FILE] [--max-age DURATION]
        rdmadoctor npd --run [run flags: --root, --expect, --min-memlock, …]
 
-A node-problem-detector custom plugin. It prints one ASCII line of at most
-80 bytes and exits 0 (healthy), 1 (problem: the root cause, e.g.
-"port.state(19) mlx5_1/1 DOWN …") or 2 (unknown: the state is missing,
-unreadable, corrupt, older than --max-age or from the future).
+A node-problem-detector custom plugin. It judges the state's records — each
+check's last result — and prints one ASCII line of at most 80 bytes: exit 0
+(healthy), 1 (problem: a check failed, e.g. "port.state(19) mlx5_1/1 DOWN …")
+or 2 (unknown: a check could not look, a record is older than --max-age or
+from the future, or the state is missing, unreadable or corrupt). A check in
+error is never a problem: the node is not tainted for what could not be seen.
 
-  --state FILE         the JSON report a run kept with --state (default ` + DefaultStatePath + `)
-  --max-age DURATION   a state older than this is unknown (default 15m)
+  --state FILE         the state a run kept with --state (default ` + DefaultStatePath + `)
+  --max-age DURATION   a check's record older than this is unknown (default 15m)
   --run                judge a level-1 run made now instead of the state file
 `
 
