@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(example)
 	f.Add("[class a]\nhosts = *\nmlx5_[0-3]/*.rate = 2.5\n")
 	f.Add("[class a]\nhosts = n\\*\nx.fw = a b # c\n")
+	f.Add("[class a]\nhosts = [\"a*\", \"b\"]\nx.fw = [\"1.*\", 2,]\nx/1.width = [24]X\nfail_on_warn = [port.state]\nx.pcie_speed = \"8*\"\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		file, err := Parse("fuzz.conf", strings.NewReader(text))
 		if err != nil {
