@@ -61,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdSlurm(args[1:], stdout, stderr)
 		case "npd":
 			return cmdNPD(args[1:], stdout, stderr)
+		case "ack":
+			return cmdAck(args[1:], stdout, stderr)
 		case "summarize":
 			return cmdSummarize(args[1:], stdout, stderr)
 		case "peer":
@@ -142,7 +144,8 @@ usage:
   rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
   rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
   rdmadoctor slurm healthcheck|prolog  run the checks and drain or resume this Slurm node (slurm --help)
-  rdmadoctor npd               node-problem-detector plugin: one line from the --state report (npd --help)
+  rdmadoctor npd               node-problem-detector plugin: one line from the --state records (npd --help)
+  rdmadoctor ack CHECK --reason TEXT  accept a check's present counter levels as the new baseline (ack --help)
   rdmadoctor summarize DIR|FILE...  one view of many nodes' JSON reports (summarize --help)
   rdmadoctor peer serve|test   RDMA between two hosts: lend this port, or test the path to peers (peer --help)
 
@@ -168,7 +171,7 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, npd, slurm, summarize, peer, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, npd, ack, slurm, summarize, peer, or flags only", fs.Arg(0))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
