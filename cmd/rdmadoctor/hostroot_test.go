@@ -105,7 +105,10 @@ func TestRootThatIsAPartialHost(t *testing.T) {
 			if code == report.ExitUsage || code == report.ExitOK {
 				t.Fatalf("exit %d, want a check's code\n%s%s", code, out, errOut)
 			}
-			if !strings.Contains(out, "root cause:") {
+			// A root that lacks what a check reads leaves the check in
+			// error: the last line names it as a root cause or, when
+			// nothing failed, as the check that could not look.
+			if !strings.Contains(out, "root cause:") && !strings.Contains(out, "could not judge:") {
 				t.Errorf("no report:\n%s", out)
 			}
 		})
