@@ -28,7 +28,11 @@ func init() {
 				"An error counter beyond its threshold fails (PortCounters: rdma-core's error_thresholds, e.g. symbol_error 10, port_xmit_discards 100; " +
 				"driver counters: the thresholds documented in the table); nonzero below it warns; a legacy counter at its maximum (link_downed 255, " +
 				"16-bit 65535, 32-bit 4294967295) is said to be saturated and warns: pinned at its maximum it cannot show a fault of today. With --interval " +
-				"the counters are read twice and one that rises in the window fails; one beyond its threshold that did not rise is history and warns. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
+				"the counters are read twice and one that rises in the window fails; one beyond its threshold that did not rise is history and warns. With --state the counters are judged across runs " +
+				"(docs/history.md): the rise since the previous run as a rate per hour (symbol_error 120/h; link_downed, local_link_integrity_errors and " +
+				"excessive_buffer_overrun_errors any rise; others their threshold per hour) and the count since a baseline (boot, a lower value, a new boot_id, " +
+				"`rdmadoctor ack`) against the threshold; a count that does not rise warns, never fails; a failed counter passes again after 3 clean runs; " +
+				"[class] keys counters.<name> = { rate_per_hour = N, absolute = N } and counters.clean_runs tune them. Protocol statistics — retransmissions, out-of-sequence, duplicate requests, sequence and RNR NAKs, ACK timeouts, CNPs, ECN " +
 				"marks, completions in error — are reported when nonzero, not judged. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) " +
 				"are unknown; a port none of whose error counters can be read is an error (could not be determined), unless the port is not ACTIVE " +
 				"(nothing to count; port.state judges it). A driver without error " +
@@ -41,6 +45,8 @@ func init() {
 				{report.Fail, "an error counter is beyond its threshold", judgeByMeaning},
 				{report.Warn, "an error counter is saturated, or beyond its threshold without rising during --interval", judgeByMeaning},
 				{report.Fail, "an error counter rose during --interval", risingFix},
+				{report.Fail, "with --state: an error counter rose faster than its rate since the previous run, or beyond its absolute threshold since its baseline, or did so within the last clean runs",
+					risingFix + " After a repair, `rdmadoctor ack counters.errors --unit DEV/PORT --reason TEXT` accepts the present level as the new baseline."},
 				{report.Error, "no RDMA device to read counters from, the counters could not be listed, or none of a port's error counters could be read (\"N/A (no PMA)\" or EINVAL)",
 					countersByHand},
 				{report.Skip, "the driver exposes no error counters in sysfs", "Nothing to do on the host: watch the switch port's counters for the same link."},
