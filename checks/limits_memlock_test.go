@@ -76,11 +76,11 @@ func TestLimitsMemlock(t *testing.T) {
 			tr.File("/etc/security/limits.conf", "@rdma - memlock unlimited\n")
 		}), status: report.Pass, contains: []string{"only these users/groups", "@rdma"}},
 		{name: "limits file missing is an error with the path", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) { tr.Remove("/proc/self/limits") }),
-			status: report.Error, exit: 18, rootCause: "limits.memlock", contains: []string{"proc/self/limits", "no such file", "ulimit -l"}},
+			status: report.Error, exit: report.ExitUnknown, rootCause: "limits.memlock", contains: []string{"proc/self/limits", "no such file", "ulimit -l"}},
 		{name: "binary limits file is an error", dir: memlockHost(t, nil, func(tr *sysfstest.Tree) { tr.File("/proc/self/limits", "\x7fELF\x00\x01garbage") }),
-			status: report.Error, exit: 18, rootCause: "limits.memlock", contains: []string{"proc/self/limits"}},
+			status: report.Error, exit: report.ExitUnknown, rootCause: "limits.memlock", contains: []string{"proc/self/limits"}},
 		{name: "low limit and unreadable caps is an error", dir: memlockHost(t, low, func(tr *sysfstest.Tree) { tr.Remove("/proc/self/status") }),
-			status: report.Error, exit: 18, rootCause: "limits.memlock", contains: []string{"CAP_IPC_LOCK could not be read", "grep CapEff"}},
+			status: report.Error, exit: report.ExitUnknown, rootCause: "limits.memlock", contains: []string{"CAP_IPC_LOCK could not be read", "grep CapEff"}},
 		{name: "systemd default not set is a detail, not a warning", dir: netFixture("cx5-roce-healthy"), status: report.Pass,
 			contains: []string{"DefaultLimitMEMLOCK not set", "reported, not judged"}},
 	})
@@ -267,7 +267,7 @@ func TestLimitsMemlockJobs(t *testing.T) {
 		}), status: report.Fail, exit: 18, rootCause: "limits.memlock",
 			contains: []string{"jobs started by slurmd get 64 KiB", "slurmd is not running; when slurmd.service starts it: slurmd.service: LimitMEMLOCK=64K (", "slurmd.service:3)"}},
 		{name: "slurmd's limits unreadable is an error", dir: memlockHost(t, slurmd("65536", except), func(tr *sysfstest.Tree) { tr.Remove("/proc/2817/limits") }),
-			status: report.Error, exit: 18, rootCause: "limits.memlock", contains: []string{"what jobs started by slurmd get is unknown", "proc/2817/limits", "pgrep -x slurmd"}},
+			status: report.Error, exit: report.ExitUnknown, rootCause: "limits.memlock", contains: []string{"what jobs started by slurmd get is unknown", "proc/2817/limits", "pgrep -x slurmd"}},
 		// A user's own run keeps the old judgement: its own limit.
 		{name: "a user with enough is not judged for slurmd's jobs", dir: memlockHost(t, both(slurmd("65536", except), func(h *sysfstest.Host) { h.CapIPCLock = false }),
 			func(tr *sysfstest.Tree) { asUser(tr, 1000) }), status: report.Pass, lacks: []string{"jobs started by slurmd"}},
