@@ -42,7 +42,7 @@ type counterLimits struct {
 // Sources of the default rates (docs/history.md).
 const (
 	srcAnyRise = "any rise is fatal (NVSentinel's NIC health monitor: the link went down, or the lossless contract broke)"
-	srcBER     = "120/h: a bit error rate of 1e-12, the InfiniBand specification's limit (NVSentinel's NIC health monitor)"
+	srcBER     = "a bit error rate of 1e-12, the InfiniBand specification's limit (NVSentinel's NIC health monitor)"
 	srcPerHour = "rdmadoctor: the absolute threshold, per hour"
 	srcAbs     = "rdma-core's error_thresholds"
 	srcAbsHW   = "rdmadoctor's table"
