@@ -42,7 +42,7 @@ func TestCountersErrors(t *testing.T) {
 				sysfstest.SetAllCounters(tr, d, 1, "counters", "N/A (no PMA)")
 				sysfstest.SetAllCounters(tr, d, 1, "hw_counters", "N/A (no PMA)")
 			}
-		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
 			contains: []string{"all 2 ports: mlx5_0 port 1: none of its 13 error counters could be read (N/A (no PMA))", "could not be determined",
 				"management agent did not answer", "ethtool -S"},
 			lacks: []string{"SR-IOV"}},
@@ -64,7 +64,7 @@ func TestCountersErrors(t *testing.T) {
 					tr.Facts.ReadErrors[p] = "EACCES"
 				}
 			}
-		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
 			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read (permission denied)", "run as a user who may read them"},
 			lacks:    []string{"management agent", "SR-IOV"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
@@ -102,7 +102,7 @@ func TestCountersErrors(t *testing.T) {
 			tr.RelLink("/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/physfn", "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
 			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
 			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
-		}), status: report.Error, exit: 22, rootCause: "counters.errors",
+		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
 			contains: []string{"mlx5_1 port 1: none of its 13 error counters could be read", "mlx5_1 is an SR-IOV VF of 0000:3b:00.0: the physical link's errors are counted on the PF's port"}},
 	})
 }

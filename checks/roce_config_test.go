@@ -94,7 +94,7 @@ func TestRoCEConfig(t *testing.T) {
 			}
 			tr.Facts.Netdevs = keep
 		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"netdev ens1f1np1 not found", "ip link show ens1f1np1"}},
-		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: 20,
+		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: report.ExitUnknown,
 			rootCause: "roce.config", contains: []string{"netdevs unknown", "ip -br addr show"}},
 	})
 	if got := checks.RoCEActiveMTU(1500); got != 1024 {

@@ -364,8 +364,12 @@ func runChecks(ctx context.Context, f *flags, env *checks.Env, sel []*checks.Che
 	for _, c := range rep.Checks {
 		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
 	}
-	if cut && rep.ExitCode == report.ExitOK {
-		rep.ExitCode = report.ExitInternal
+	if cut && rep.Verdict != report.Problem {
+		// What the run did not reach is unknown, whatever the rest says.
+		rep.Verdict = report.Unknown
+		if rep.ExitCode == report.ExitOK {
+			rep.ExitCode = report.ExitInternal
+		}
 	}
 	return rep, cut
 }
