@@ -14,7 +14,9 @@
 # Each daemon also has a mount namespace of its own in which the test's configuration directory
 # is bound over /etc/slurm: slurmd, and the scontrol that rdmadoctor runs from the health
 # check with the environment slurmd gives it (no SLURM_CONF), find slurm.conf where a real
-# node keeps it.
+# node keeps it. Each slurmd's /var/lib is a directory of the node's own, empty at the start,
+# as each host has its own disk: the shipped health check keeps its state at its own path,
+# /var/lib/rdmadoctor/state.json, and creates the directory on its first run.
 #
 # Every process the test starts lives in one of its namespaces; on exit, whatever happens, the
 # daemons are stopped by their pid files and anything left in the namespaces is killed by pid
@@ -113,11 +115,13 @@ done
 
 # --- the nodes' hosts: node1 and node2 healthy, node3 with a port down -------------------------
 # Each node reads $W/nodes/<node>/root, a link swapped atomically (rename) to change its host.
-fixture() { # fixture NODE HOST: point NODE at testdata/hosts/HOST
-  ln -sfn "$repo/testdata/hosts/$2" "$W/nodes/$1/root.new"
+fixture() { # fixture NODE HOST: point NODE at testdata/hosts/HOST (or at HOST, a path)
+  local host=$2
+  [[ "$host" == /* ]] || host=$repo/testdata/hosts/$host
+  ln -sfn "$host" "$W/nodes/$1/root.new"
   mv -T "$W/nodes/$1/root.new" "$W/nodes/$1/root"
 }
-for n in "${nodes[@]}"; do mkdir -p "$W/nodes/$n" "$W/spool/$n"; done
+for n in "${nodes[@]}"; do mkdir -p "$W/nodes/$n/varlib" "$W/spool/$n"; done
 fixture node1 cx5-roce-healthy
 fixture node2 cx6-ib-healthy
 fixture node3 port-down
@@ -125,20 +129,18 @@ fixture node3 port-down
 # --- the HealthCheckProgram and Prolog: the shipped wrappers, run through a shim ----------------
 # The shim is the only piece the test adds between slurmd and deploy/slurm/: it records the
 # environment slurmd gave (before anything is added to it), logs the run, and calls the
-# shipped wrapper unchanged with this node's fixture (--root), a lock and state file of the
-# node's own (the three slurmd share one file system, where three hosts would each have their
-# /run) — the state file for the health check only — and, when the test asks, extra flags
-# (flags.<mode>).
+# shipped wrapper unchanged with this node's fixture (--root), an act lock of the node's own
+# (the three slurmd share one file system, where three hosts would each have their /run) and,
+# when the test asks, extra flags (flags.<mode>). The health check's state is the wrapper's
+# own --state, in the node's own /var/lib ($W/nodes/<node>/varlib here).
 mkdir -p "$W/shims"
 for mode in healthcheck prolog; do
-  state=
-  [ $mode = healthcheck ] && state='--state "$d/state.json"'
   cat >"$W/shims/slurm-$mode" <<SHIM
 #!/bin/sh
 d=$W/nodes/\$SLURMD_NODENAME
 /usr/bin/env >"\$d/env.$mode"
 echo "\$(/bin/date +%s.%N) start \$\$" >>"\$d/$mode.log"
-RDMADOCTOR=$bin $repo/deploy/slurm/slurm-$mode --root "\$d/root" --lock-file "\$d/act.lock" $state \$(/bin/cat "\$d/flags.$mode" 2>/dev/null) >"\$d/out.$mode.\$\$" 2>&1
+RDMADOCTOR=$bin $repo/deploy/slurm/slurm-$mode --root "\$d/root" --lock-file "\$d/act.lock" \$(/bin/cat "\$d/flags.$mode" 2>/dev/null) >"\$d/out.$mode.\$\$" 2>&1
 rc=\$?
 echo "\$(/bin/date +%s.%N) end \$\$ \$rc" >>"\$d/$mode.log"
 /bin/cat "\$d/out.$mode.\$\$"
@@ -214,27 +216,29 @@ until_ok() {
 idle() { [ "$(state "$1")" = IDLE ]; }
 
 # --- daemons ---------------------------------------------------------------------------------
-# daemon NETNS HOSTNAME HIDE CMD...: start CMD (which daemonizes) in network namespace NETNS and
-# new UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm, and directory HIDE
+# daemon NETNS HOSTNAME HIDE VARLIB CMD...: start CMD (which daemonizes) in network namespace
+# NETNS and new UTS and mount namespaces, with HOSTNAME and the test's /etc/slurm, directory HIDE
 # (unless "") covered by an empty tmpfs: the sweep's output directory is the submit host's
-# alone, as on a cluster without a shared file system.
+# alone, as on a cluster without a shared file system; and directory VARLIB (unless "") bound
+# over /var/lib.
 daemon() {
-  local ns=$1 host=$2 hide=$3
-  shift 3
+  local ns=$1 host=$2 hide=$3 varlib=$4
+  shift 4
   nsenter --net=/run/netns/"$ns" unshare --uts --mount --propagation private \
-    sh -c 'mount --bind "$1" /etc/slurm && { [ -z "$3" ] || mount -t tmpfs rdslurm-hidden "$3"; } && hostname "$2" && shift 3 && exec "$@"' \
-    sh "$W/etc" "$host" "$hide" "$@"
+    sh -c 'mount --bind "$1" /etc/slurm && { [ -z "$3" ] || mount -t tmpfs rdslurm-hidden "$3"; } &&
+      { [ -z "$4" ] || mount --bind "$4" /var/lib; } && hostname "$2" && shift 4 && exec "$@"' \
+    sh "$W/etc" "$host" "$hide" "$varlib" "$@"
 }
 t_up=$(date +%s.%N)
 nsenter --net=/run/netns/"$ctl" munged --key-file="$W/munge/munge.key" --socket="$W/munge/munge.socket" \
   --pid-file="$W/run/munged.pid" --log-file="$W/log/munged.log" --seed-file="$W/munge/seed" --force \
   || fail "munged did not start"
-daemon "$ctl" ctl "" slurmctld -c \
+daemon "$ctl" ctl "" "" slurmctld -c \
   || fail "slurmctld did not start"
 # Before any slurmd: its first health check asks slurmctld for the node's state.
 until_ok 30 'slurmctld does not answer: $(in_ctl scontrol ping 2>&1)' in_ctl scontrol ping
 for n in "${nodes[@]}"; do
-  daemon "$tag-$n" "$n" "$W/sweep" slurmd \
+  daemon "$tag-$n" "$n" "$W/sweep" "$W/nodes/$n/varlib" slurmd \
     || fail "slurmd $n did not start"
 done
 
@@ -271,6 +275,12 @@ after_runs() {
   until_ok $((k * hci + 30)) 'slurmd ran fewer than $k health checks on $n in $((k * hci + 30))s' more
 }
 ours() { [[ "$(reason "$1")" == "rdmadoctor: $2"* ]] && [[ "$(state "$1")" == *DRAIN* ]]; }
+# kept NODE EXPR: EXPR (Python, of s) on the state the node's health check keeps at the shipped
+# wrapper's --state, /var/lib/rdmadoctor/state.json on that node.
+kept() {
+  python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+    "$W/nodes/$1/varlib/rdmadoctor/state.json" "$2"
+}
 # expect NODE STATE REASON: State= and Reason= (without Slurm's [user@time]) exactly.
 expect() {
   local st rs
@@ -302,13 +312,19 @@ done
 first3=$(awk '$2 == "end" { print $3; exit }' "$W/nodes/node3/healthcheck.log")
 grep -q 'not drained: the node is UNKNOWN (State=UNKNOWN)' "$W/nodes/node3/out.healthcheck.$first3" \
   || fail "node3's first health check said: $(cat "$W/nodes/node3/out.healthcheck.$first3")"
-say "1. health check: node3 drained with '$r3'; node1, node2 idle; environment SLURMD_NODENAME only"
+# The shipped wrapper's --state: created on each node's first run, the drain recorded.
+for n in "${nodes[@]}"; do
+  [ "$(kept "$n" 's["schema"]')" = rdmadoctor.state/v2 ] || fail "$n: no rdmadoctor.state/v2 at the wrapper's --state /var/lib/rdmadoctor/state.json"
+done
+[ "$(kept node3 's["drain"]["checks"]')" = "['port.state']" ] || fail "node3's state records the drain as: $(kept node3 's.get("drain")')"
+say "1. health check: node3 drained with '$r3'; node1, node2 idle; environment SLURMD_NODENAME only; the wrapper's state kept the drain"
 
 # --- 2. auto-resume: node3's port comes back, the next health check resumes it ---------------
 fixture node3 cx5-roce-healthy
 until_ok $((3 * hci + 30)) 'node3 was not resumed once healthy: State=$(state node3) Reason=$(reason node3)' idle node3
 expect node3 IDLE ""
 grep -q "resumed (drained by rdmadoctor: \"rdmadoctor: port.state(19) " "$W"/nodes/node3/out.healthcheck.* || fail "no health check on node3 says it resumed the node"
+[ "$(kept node3 's.get("drain")')" = None ] || fail "node3 resumed, but its state still records a drain: $(kept node3 's.get("drain")')"
 say "2. auto-resume: node3 idle again after its fixture turned healthy"
 
 # --- 3. another reason, DOWN and MAINT are never touched --------------------------------------
@@ -349,7 +365,7 @@ say "3. another reason kept (node2 healthy, node3 broken), DOWN and MAINT left a
 # rdmadoctor's reason and exits 1; slurmctld requeues the job held and keeps the reason (no
 # "Prolog error"). Meanwhile the test holds node2's state lock, so the health checks slurmd
 # starts there exit at once (5.) and cannot drain the node before the job lands.
-nsenter --net=/run/netns/"$ctl" flock --close "$W/nodes/node2/state.json.lock" sleep 300 &
+nsenter --net=/run/netns/"$ctl" flock --close "$W/nodes/node2/varlib/rdmadoctor/state.json.lock" sleep 300 &
 holder=$!
 busy2() { grep -q ' end [0-9]* 3$' "$W/nodes/node2/healthcheck.log"; }
 until_ok $((2 * hci + 30)) 'no health check on node2 found the lock the test holds' busy2
@@ -427,5 +443,61 @@ grep -Eq '^  exit 0 +healthy +2 +' <<<"$sum" && grep -Eq '^  exit 19 +port.state
   || fail "the sweep's summary does not have node1, node2 healthy and node3 at port.state:
 $sum"
 say "6. sweep: srun -N3 wrote node1.json node2.json node3.json in $(elapsed "$t_sweep"); summarize: $(grep -E '^  exit' <<<"$sum" | tr -s ' ' | tr '\n' ';')"
+
+# --- 7. a verdict proves only what was looked at, on the three nodes at once ----------------
+# node1 can look at everything but gpu.acs (its fixture shows the 64 bytes of PCI config space
+# an unprivileged reader gets): unknown, never drained — until --unknown-drain-after 3 says
+# three unknown runs are enough; resumed once gpu.acs passes.
+# node3 is drained for port.state, its port comes back, but its health checks run only
+# --check kernel.version: it stays drained; the full level-1 run then resumes it.
+# node2 is drained for probe.send_poll (level 2), as a level-2 prolog would: level-1 health
+# checks, healthy in all they ran, leave it drained.
+t7=$(date +%s.%N)
+cp -a "$repo/testdata/hosts/hgx-8gpu-healthy" "$W/hgx-config-64"
+find "$W/hgx-config-64/sys/devices" -name config -type f -exec truncate -s 64 {} +
+fixture node1 "$W/hgx-config-64"
+fixture node3 port-down
+send_poll='rdmadoctor: probe.send_poll(32) mlx5_0 port 1: no completion within the deadline'
+in_ctl scontrol update nodename=node2 state=drain reason="$send_poll"
+until_ok $((3 * hci + 30)) 'node3 (port down) was not drained: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state(19) "
+r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
+# The port is back, but only kernel.version is run: the flags first; the host once every run
+# that started before them has ended (the shim reads the flags after it logs its start), so
+# that no run sees the fixed host without the flags.
+echo '--check kernel.version' >"$W/nodes/node3/flags.healthcheck"
+t_flags=$(date +%s.%N)
+settled() { awk -v t="$t_flags" '$2 == "start" && $1 + 0 < t + 0 { s[$3] = 1 } $2 == "end" { delete s[$3] }
+  END { for (q in s) exit 1 }' "$W/nodes/node3/healthcheck.log"; }
+until_ok 30 'the runs on node3 that started before its flags did not end' settled
+fixture node3 cx5-roce-healthy
+for n in node2 node3; do after_runs 2 "$n"; done
+unknown2() { [ "$(kept node1 's["unknown_runs"]')" -ge 2 ]; }
+until_ok $((3 * hci + 30)) 'node1 (only gpu.acs in error) had fewer than 2 unknown runs in a row: State=$(state node1)' unknown2
+expect node1 IDLE ""
+grep -q 'could not judge: gpu.acs(25) error: .*; the node is neither drained nor resumed' <(last_out node1 healthcheck) \
+  || fail "node1's health check (only gpu.acs in error) said: $(last_out node1 healthcheck)"
+[ "$(awk '$2 == "end" { rc = $4 } END { print rc }' "$W/nodes/node1/healthcheck.log")" = 1 ] || fail "node1's health check on an unknown verdict did not exit 1"
+grep -q 'health_check failed: rc:1 output:.*could not judge: gpu.acs(25)' "$W/log/slurmd-node1.log" || fail "slurmd did not log node1's unknown verdict"
+[ "$(kept node1 's["unknown_runs"] >= 2 and [c["status"] for c in s["checks"] if c["status"] not in ("pass", "skip")] == ["error"]')" = True ] \
+  || fail "node1's state: unknown_runs $(kept node1 's["unknown_runs"]'), want gpu.acs alone in error for 2 runs or more"
+expect node3 IDLE+DRAIN "$r3"
+grep -q 'port.state(19) fail: .*; already drained for it' <(last_out node3 healthcheck) || fail "node3's partial health check said: $(last_out node3 healthcheck)"
+[ "$(kept node3 'next(c for c in s["checks"] if c["id"] == "kernel.version")["ran"] > next(c for c in s["checks"] if c["id"] == "port.state")["ran"] and s["drain"]["checks"] == ["port.state"]')" = True ] \
+  || fail "node3's state: kernel.version not judged after port.state, or the drain not for port.state: $(kept node3 's.get("drain")')"
+expect node2 IDLE+DRAIN "$send_poll"
+grep -q 'healthy (.*); not resumed: drained for probe.send_poll, which has not passed; run it (--check probe.send_poll, at its level)' <(last_out node2 healthcheck) \
+  || fail "node2's health check said: $(last_out node2 healthcheck)"
+# Three unknown runs are enough (node1 has had two or more): drained for gpu.acs with the count.
+echo "--unknown-drain-after 3" >"$W/nodes/node1/flags.healthcheck"
+until_ok $((2 * hci + 30)) 'node1 was not drained after 3 unknown runs: State=$(state node1) Reason=$(reason node1)' ours node1 "gpu.acs(25) could not check ("
+r1=$(reason node1 | sed 's/ \[[^][]*@[^][]*\]$//')
+# The fixes: node1's config space is whole again, node3 runs every level-1 check.
+rm -f "$W/nodes/node1/flags.healthcheck" "$W/nodes/node3/flags.healthcheck"
+fixture node1 hgx-8gpu-healthy
+until_ok $((3 * hci + 30)) 'node3 was not resumed by the full run: State=$(state node3) Reason=$(reason node3)' idle node3
+until_ok $((3 * hci + 30)) 'node1 was not resumed once gpu.acs passed: State=$(state node1) Reason=$(reason node1)' idle node1
+expect node2 IDLE+DRAIN "$send_poll"
+in_ctl scontrol update nodename=node2 state=resume
+say "7. only errors: node1 left idle, then '$r1' under --unknown-drain-after 3, resumed once gpu.acs passed; node3 kept drained by --check kernel.version runs, resumed by the full run; node2 drained for probe.send_poll kept drained by level-1 runs ($(elapsed "$t7"))"
 
 say "PASS in $(elapsed "$t0")"
