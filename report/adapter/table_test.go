@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/report/state"
 )
@@ -106,6 +108,7 @@ func combinations(n int) [][]report.Status {
 func TestEveryAdapterFollowsTheVerdictTable(t *testing.T) {
 	rows := readVerdictTable(t)
 	success := systemdSuccess(t)
+	alerts := alertExprs(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for _, sts := range combinations(3) {
 		for _, failOnWarn := range []bool{false, true} {
@@ -132,6 +135,7 @@ func TestEveryAdapterFollowsTheVerdictTable(t *testing.T) {
 			if got, want := success[rep.ExitCode], row["systemd unit"] == "success"; got != want {
 				t.Errorf("%s: exit %d succeeds the unit: %v, table %q", name, rep.ExitCode, got, row["systemd unit"])
 			}
+			checkPrometheusAndSummary(t, name, row, rep, alerts)
 		}
 	}
 }
@@ -216,5 +220,72 @@ func TestResumeWaitsFor(t *testing.T) {
 	}
 	if missing, _ := ResumeWaitsFor(run, "rdmadoctor: run(1) could not check (2 runs): x", report.Policy{}); len(missing) != 0 {
 		t.Errorf("an unknown drain waits for %q", missing)
+	}
+}
+
+// alertExprs reads the shipped Prometheus rules: alert name → expression.
+func alertExprs(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/prometheus/rdmadoctor.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out[r.Alert] = r.Expr
+			}
+		}
+	}
+	return out
+}
+
+// checkPrometheusAndSummary: the textfile exports the verdict as the one
+// series at 1, the table's alert keys on exactly that series, and summarize
+// counts the node under the verdict's column.
+func checkPrometheusAndSummary(t *testing.T, name string, row verdictRow, rep *report.Report, alerts map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	if err := report.WritePrometheus(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range report.Verdicts {
+		series := fmt.Sprintf(`rdmadoctor_verdict{host="",verdict="%s"} `, v)
+		want := series + "0"
+		if v == rep.Verdict {
+			want = series + "1"
+		}
+		if !strings.Contains(b.String(), want+"\n") {
+			t.Errorf("%s: textfile lacks %q", name, want)
+		}
+	}
+	if alert := row["Prometheus alert"]; alert != "none" {
+		if expr := alerts[alert]; !strings.Contains(expr, fmt.Sprintf(`verdict="%s"`, rep.Verdict)) {
+			t.Errorf("%s: alert %s's expression %q does not key on verdict %q", name, alert, expr, rep.Verdict)
+		}
+	}
+	for alert, expr := range alerts {
+		for _, v := range report.Verdicts {
+			if strings.Contains(expr, fmt.Sprintf(`verdict="%s"`, v)) && v != report.Healthy && row["verdict"] == string(v) && alert != row["Prometheus alert"] {
+				t.Errorf("%s: alert %s also fires on %s; the table names %s", name, alert, v, row["Prometheus alert"])
+			}
+		}
+	}
+	sum := report.Summarize([]report.FleetReport{{Path: "n.json", Report: rep}}, nil, report.SummaryOptions{Now: rep.Started})
+	got := map[string]int{"healthy": sum.Counts.Healthy, "problem": sum.Counts.Problem, "unknown": sum.Counts.Unknown}
+	if got[row["summarize column"]] != 1 {
+		t.Errorf("%s: summarize counts %v, want the node under %s", name, got, row["summarize column"])
 	}
 }
