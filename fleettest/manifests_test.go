@@ -216,9 +216,12 @@ func assertRdmadoctorPod(t *testing.T, ds *appsv1.DaemonSet) *corev1.Container {
 	if sc == nil || !boolIs(sc.Privileged, false) || !boolIs(sc.AllowPrivilegeEscalation, false) || !boolIs(sc.ReadOnlyRootFilesystem, true) {
 		t.Fatalf("securityContext %+v: want privileged false, allowPrivilegeEscalation false, readOnlyRootFilesystem true", sc)
 	}
-	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}) ||
+	// IPC_LOCK for memory registration, SYS_ADMIN for gpu.acs's reads of
+	// config space beyond 64 bytes (without it gpu.acs is unknown on every
+	// healthy GPU node); nothing else.
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"IPC_LOCK", "SYS_ADMIN"}) ||
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("capabilities %+v: want add [IPC_LOCK], drop [ALL]", sc.Capabilities)
+		t.Errorf("capabilities %+v: want add [IPC_LOCK SYS_ADMIN], drop [ALL]", sc.Capabilities)
 	}
 	if psc := spec.SecurityContext; psc != nil && (psc.RunAsUser != nil || len(psc.Sysctls) > 0) {
 		t.Errorf("pod securityContext %+v: nothing is needed there", psc)

@@ -33,6 +33,24 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	healthy := keptReport(t, bin, "cx5-roce-healthy", 0)
 	portDown := keptReport(t, bin, "port-down", 19)
 	otherDown := keptReport(t, bin, "multiport-one-down", 19)
+	// The same host (cx5-node01) after its port came back: a run that
+	// checked only kernel.version proves nothing about the port, so the
+	// kept state still says port.state; a full run then clears it.
+	fixed := filepath.Join(repoRoot, "testdata", "hosts", "cx5-roce-healthy")
+	chained := filepath.Join(t.TempDir(), "state.json")
+	runKept(t, bin, filepath.Join(repoRoot, "testdata", "hosts", "port-down"), chained, 19)
+	partial := runKept(t, bin, fixed, chained, 0, "--check", "kernel.version")
+	assertPartial(t, partial, "kernel.version", "port.state")
+	fullAfter := runKept(t, bin, fixed, chained, 0)
+	// Only errors: a check that could not look (gpu.acs reading 64 bytes of
+	// config space) is unknown, never a problem.
+	onlyErrors := keptReport(t, bin, errorFixture(t), 4) // exit 4: unknown
+	// Partial runs refresh their own check only: the others' records,
+	// judged an hour ago, are past --max-age (15m as shipped).
+	aged := filepath.Join(t.TempDir(), "state.json")
+	replaceFile(t, aged, withRan(t, healthy, time.Now().Add(-time.Hour)))
+	agedPartial := runKept(t, bin, fixed, aged, 0, "--check", "kernel.version")
+	assertPartial(t, agedPartial, "kernel.version", "pci.device")
 	defaultReason, defaultMsg, problemReason := m.Conds[0].Reason, m.Conds[0].Message, m.Rules[0].Reason
 
 	api := newFakeAPIServer(t, nodeName)
@@ -44,15 +62,23 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	}
 	npd := startNPD(t, api, dir, other, config) // the state is missing: no run has kept one yet
 
+	// Each step is a transition NPD must publish: an Unknown always
+	// follows a False or a True (NPD keeps an Unknown's first message).
 	steps := []stateStep{
 		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state file (no run has kept one):"},
 		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
 		// Message-change updates are on: a new problem replaces the message.
 		{"another port down", otherDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx4_0/2 DOWN"},
-		{"stale", withStarted(t, healthy, time.Now().Add(-time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: state stale: run started "},
+		{"port fixed, only kernel.version run since", partial, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		{"port fixed, full run since", fullAfter, corev1.ConditionFalse, defaultReason, ""},
+		{"only errors", onlyErrors, corev1.ConditionUnknown, defaultReason, "unknown: gpu.acs(25) all 8 pairs: "},
+		{"healthy after errors", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"older than --max-age", agedPartial, corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) last judged at "},
+		{"healthy after aging", healthy, corev1.ConditionFalse, defaultReason, ""},
+		{"from the future", withRan(t, healthy, time.Now().Add(time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) judged at "},
 		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
-		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state not a JSON report (truncated):"},
+		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state is not JSON (truncated):"},
 	}
 	for n, st := range steps {
 		st.publish(t, api, bin, args, state, defaultMsg)
@@ -63,10 +89,21 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 
 	// NPD changes an Unknown condition's message only when its status
 	// changes: a second unknown cause keeps the first one's message.
-	replaceFile(t, state, withStarted(t, healthy, time.Now().Add(-time.Hour)))
+	replaceFile(t, state, agedPartial)
 	time.Sleep(3 * time.Second) // three plugin runs
-	if c, _ := api.condition(rdmaProblem); !strings.HasPrefix(c.Message, "unknown: state not a JSON report") {
+	if c, _ := api.condition(rdmaProblem); !strings.HasPrefix(c.Message, "unknown: state is not JSON") {
 		t.Errorf("Unknown → Unknown: NPD now publishes the new message %q; README says it keeps the first", c.Message)
+	}
+
+	// Neither an error nor an aged or future record ever made the node
+	// True: only the port faults did.
+	_, patches, _, _ := api.snapshot()
+	for i, p := range patches {
+		for _, c := range p.Status.Conditions {
+			if c.Type == rdmaProblem && c.Status == corev1.ConditionTrue && !strings.HasPrefix(c.Message, "port.state(19) ") {
+				t.Errorf("patch %d published RDMAProblem True for %q: only a port fault is a problem here", i, c.Message)
+			}
+		}
 	}
 
 	npd.stop(t)

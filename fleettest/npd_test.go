@@ -253,25 +253,98 @@ func checkMessage(t *testing.T, msg string) {
 	}
 }
 
-// keptReport runs rdmadoctor at level 1 against a fixture host with
-// --state and returns the state it kept.
+// keptReport runs rdmadoctor at level 1 against a fixture host (a name
+// under testdata/hosts, or a path) with a new --state and returns the state
+// it kept.
 func keptReport(t *testing.T, bin, fixture string, wantExit int) []byte {
 	t.Helper()
-	state := filepath.Join(t.TempDir(), "state.json")
-	cmd := exec.Command(bin, "--root", filepath.Join(repoRoot, "testdata", "hosts", fixture),
-		"--level", "1", "--format", "json", "--state", state)
+	root := fixture
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(repoRoot, "testdata", "hosts", fixture)
+	}
+	return runKept(t, bin, root, filepath.Join(t.TempDir(), "state.json"), wantExit)
+}
+
+// runKept runs rdmadoctor at level 1 against the host at root with --state
+// state (which it updates, as a timer's runs do) and the extra args, asserts
+// its exit code and returns the state it kept.
+func runKept(t *testing.T, bin, root, state string, wantExit int, extra ...string) []byte {
+	t.Helper()
+	args := append([]string{"--root", root, "--level", "1", "--format", "json", "--state", state}, extra...)
+	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Run()
-	out := stderr.Bytes()
 	if code := cmd.ProcessState.ExitCode(); code != wantExit {
-		t.Fatalf("rdmadoctor --root %s: exit %d, want %d\n%s", fixture, code, wantExit, out)
+		t.Fatalf("rdmadoctor %v: exit %d, want %d\n%s", args, code, wantExit, stderr.Bytes())
 	}
 	data, err := os.ReadFile(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// keptState is what the tests read of a state file.
+type keptState struct {
+	Schema string `json:"schema"`
+	Checks []struct {
+		ID     string    `json:"id"`
+		Status string    `json:"status"`
+		Ran    time.Time `json:"ran"`
+	} `json:"checks"`
+}
+
+func decodeState(t *testing.T, data []byte) keptState {
+	t.Helper()
+	var s keptState
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("state: %v", err)
+	}
+	if s.Schema != "rdmadoctor.state/v2" {
+		t.Fatalf("state schema %q, want rdmadoctor.state/v2", s.Schema)
+	}
+	return s
+}
+
+// assertPartial checks that a run with --check ran refreshed ran's record
+// and left older's as it was: older than ran's, by at least a run.
+func assertPartial(t *testing.T, data []byte, ran, older string) {
+	t.Helper()
+	at := map[string]time.Time{}
+	for _, c := range decodeState(t, data).Checks {
+		at[c.ID] = c.Ran
+	}
+	if at[ran].IsZero() || at[older].IsZero() {
+		t.Fatalf("the state lacks a record of %s or %s: %s", ran, older, data)
+	}
+	if !at[older].Before(at[ran]) {
+		t.Fatalf("after a run of --check %s, %s's record (%v) is not older than %s's (%v): the partial run rewrote it",
+			ran, older, at[older], ran, at[ran])
+	}
+}
+
+// errorFixture copies the healthy HGX host and cuts every PCI function's
+// config space to the 64 bytes an unprivileged reader sees: gpu.acs cannot
+// read ACS and reports error, the only check that does not pass.
+func errorFixture(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "host")
+	if out, err := exec.Command("cp", "-a", filepath.Join(repoRoot, "testdata", "hosts", "hgx-8gpu-healthy"), root).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture: %v: %s", err, out)
+	}
+	var cut int
+	err := filepath.WalkDir(filepath.Join(root, "sys", "devices"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "config" || !d.Type().IsRegular() {
+			return err
+		}
+		cut++
+		return os.Truncate(p, 64)
+	})
+	if err != nil || cut == 0 {
+		t.Fatalf("cut config space in %s: %d files, %v", root, cut, err)
+	}
+	return root
 }
 
 // replaceFile puts data at path by rename, as rdmadoctor's --state does:
@@ -287,14 +360,25 @@ func replaceFile(t *testing.T, path string, data []byte) {
 	}
 }
 
-// withStarted returns the report with its start time moved.
-func withStarted(t *testing.T, report []byte, started time.Time) []byte {
+// withRan returns the state with every check's record (when it ran and
+// since when its status holds) and the state's own time moved to at, as if
+// the last run had been then.
+func withRan(t *testing.T, state []byte, at time.Time) []byte {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(report, &doc); err != nil {
+	if err := json.Unmarshal(state, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["started"] = started.UTC().Format(time.RFC3339Nano)
+	ts := at.UTC().Format(time.RFC3339Nano)
+	checks, _ := doc["checks"].([]any)
+	if len(checks) == 0 {
+		t.Fatal("the state has no check records")
+	}
+	for _, c := range checks {
+		rec := c.(map[string]any)
+		rec["ran"], rec["since"] = ts, ts
+	}
+	doc["updated"] = ts
 	out, _ := json.Marshal(doc)
 	return out
 }
