@@ -78,6 +78,8 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		{"healthy after aging", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"from the future", withRan(t, healthy, time.Now().Add(time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) judged at "},
 		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
+		// What earlier versions kept: the last run's report, migrated.
+		{"report/v1 state", runReport(t, bin, "port-down", 19), corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
 		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state is not JSON (truncated):"},
 	}
 	for n, st := range steps {

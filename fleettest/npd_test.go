@@ -285,6 +285,24 @@ func runKept(t *testing.T, bin, root, state string, wantExit int, extra ...strin
 	return data
 }
 
+// runReport is the report/v1 document a level-1 run against a fixture
+// prints: the state file of versions before rdmadoctor.state/v2.
+func runReport(t *testing.T, bin, fixture string, wantExit int) []byte {
+	t.Helper()
+	cmd := exec.Command(bin, "--root", filepath.Join(repoRoot, "testdata", "hosts", fixture), "--level", "1", "--format", "json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != wantExit {
+		t.Fatalf("rdmadoctor --root %s: exit %d, want %d\n%s", fixture, code, wantExit, stderr.Bytes())
+	}
+	var head struct{ Schema string }
+	if err := json.Unmarshal(stdout.Bytes(), &head); err != nil || head.Schema != "rdmadoctor.report/v1" {
+		t.Fatalf("rdmadoctor --format json printed schema %q (%v), want rdmadoctor.report/v1", head.Schema, err)
+	}
+	return stdout.Bytes()
+}
+
 // keptState is what the tests read of a state file.
 type keptState struct {
 	Schema string `json:"schema"`
