@@ -84,7 +84,7 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 		results = append(results, report.CheckResult{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
 			Status: r.Status, Summary: r.Summary, Observed: r.Observed, Expected: r.Expected,
-			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence,
+			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence, Deviation: r.BlocksNothing && r.Status == report.Fail,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 		})
 	}

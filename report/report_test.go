@@ -43,6 +43,20 @@ func TestFinishExitCodeRule(t *testing.T) {
 			t.Errorf("%v warn=%v: exit %d root %q %s, want %d %q %s", c.sts, c.failOnWarn, r.ExitCode, root, r.Verdict, c.code, c.root, c.verdict)
 		}
 	}
+	// A deviation from the expectations ranks after a fault of the
+	// hardware, however early it comes.
+	dev := mk(Pass, Fail, Fail, Error)
+	dev.Checks[1].Deviation = true
+	dev.Finish(false)
+	if dev.ExitCode != 12 || *dev.RootCause != "c" || dev.Verdict != Problem {
+		t.Errorf("deviation first: exit %d root %s %s, want 12 c problem", dev.ExitCode, *dev.RootCause, dev.Verdict)
+	}
+	dev = mk(Pass, Fail, Error)
+	dev.Checks[1].Deviation = true
+	dev.Finish(false)
+	if dev.ExitCode != 11 || *dev.RootCause != "b" || dev.Verdict != Problem {
+		t.Errorf("only a deviation: exit %d root %s %s, want 11 b problem", dev.ExitCode, *dev.RootCause, dev.Verdict)
+	}
 	r := mk(Pass, Warn, Fail, Skip, Error, Error)
 	r.Finish(false)
 	if r.Summary != (Summary{Pass: 1, Warn: 1, Fail: 1, Skip: 1, Error: 2}) {

@@ -42,8 +42,12 @@ type CheckResult struct {
 	// Remedy is the fix, empty when there is nothing to fix.
 	Remedy string `json:"remedy"`
 	// Evidence holds the values judged, for machines.
-	Evidence   map[string]any `json:"evidence"`
-	DurationMS float64        `json:"duration_ms"`
+	Evidence map[string]any `json:"evidence"`
+	// Deviation marks a fail that is only a deviation from the
+	// expectations file (firmware, device count): the hardware works, so
+	// it blocks no other check and, as a root cause, ranks after a fault.
+	Deviation  bool    `json:"deviation,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
 }
 
 // HostInfo names the host the report is about.
@@ -75,19 +79,19 @@ type Summary struct {
 
 // Report is one run of rdmadoctor.
 type Report struct {
-	Schema     string        `json:"schema"`
-	Version    string        `json:"version"`
-	Host       HostInfo      `json:"host"`
-	Level      int           `json:"level"`
-	Started    time.Time     `json:"started"`
-	DurationMS float64       `json:"duration_ms"`
-	ExitCode   int           `json:"exit_code"`
-	RootCause  *string       `json:"root_cause"`
+	Schema     string    `json:"schema"`
+	Version    string    `json:"version"`
+	Host       HostInfo  `json:"host"`
+	Level      int       `json:"level"`
+	Started    time.Time `json:"started"`
+	DurationMS float64   `json:"duration_ms"`
+	ExitCode   int       `json:"exit_code"`
+	RootCause  *string   `json:"root_cause"`
 	// Verdict is Judge's word on the checks: healthy, problem or unknown.
-	Verdict Verdict `json:"verdict"`
-	Summary    Summary       `json:"summary"`
-	Inventory  Inventory     `json:"inventory"`
-	Checks     []CheckResult `json:"checks"`
+	Verdict   Verdict       `json:"verdict"`
+	Summary   Summary       `json:"summary"`
+	Inventory Inventory     `json:"inventory"`
+	Checks    []CheckResult `json:"checks"`
 }
 
 // Finish counts the statuses and applies the verdict (Judge) and the

@@ -56,18 +56,28 @@ func (p Policy) counts(c *CheckResult) bool {
 // Judge turns the checks' statuses into the verdict. Any fail (or counted
 // warning) is a problem, and the first, in catalog order, is the root cause
 // — even when an earlier check is in error: a fault that was seen outranks
-// one that could not be looked for. Otherwise any error makes the verdict
+// one that could not be looked for; and a fault of the hardware outranks a
+// deviation from the expectations file (a DOWN port is named before a
+// firmware version that differs from the file's). Otherwise any error makes the verdict
 // unknown, with the first check in error as the root cause. Otherwise the
 // host is healthy and root is -1.
 func Judge(checks []CheckResult, p Policy) (v Verdict, root int) {
-	firstErr := -1
+	firstErr, firstDeviation := -1, -1
 	for i := range checks {
 		if p.counts(&checks[i]) {
-			return Problem, i
+			if !checks[i].Deviation {
+				return Problem, i
+			}
+			if firstDeviation < 0 {
+				firstDeviation = i
+			}
 		}
 		if checks[i].Status == Error && firstErr < 0 {
 			firstErr = i
 		}
+	}
+	if firstDeviation >= 0 {
+		return Problem, firstDeviation
 	}
 	if firstErr >= 0 {
 		return Unknown, firstErr

@@ -42,6 +42,10 @@ error is never a problem: the node is not tainted for what could not be seen.
 
   --state FILE         the state a run kept with --state (default ` + DefaultStatePath + `)
   --max-age DURATION   a check's record older than this is unknown (default 15m)
+  --problem-only       exit 1 for a problem and 0 otherwise, unknown included
+                       (the message still says "unknown: …"): for a condition
+                       a controller taints on continuously, which must not
+                       taint a node for what could not be seen
   --run                judge a level-1 run made now instead of the state file
 `
 
@@ -51,6 +55,7 @@ func cmdNPD(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(&rf)
 	maxAge := fs.Duration("max-age", 15*time.Minute, "")
 	runNow := fs.Bool("run", false, "")
+	problemOnly := fs.Bool("problem-only", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, npdHelp)
@@ -72,6 +77,9 @@ func cmdNPD(args []string, stdout, stderr io.Writer) int {
 		v = npdFromFile(path, time.Now(), *maxAge)
 	}
 	fmt.Fprintln(stdout, asciiLine(v.msg, npdMaxMessage))
+	if *problemOnly {
+		return adapter.NPDProblemOnly(v.exit)
+	}
 	return v.exit
 }
 
@@ -104,7 +112,7 @@ func npdCheckFlags(fs *pflag.FlagSet, runNow bool, maxAge time.Duration) error {
 	if !runNow {
 		var extra string
 		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "state" && f.Name != "max-age" && extra == "" {
+			if f.Name != "state" && f.Name != "max-age" && f.Name != "problem-only" && extra == "" {
 				extra = f.Name
 			}
 		})
@@ -121,7 +129,7 @@ func npdCheckFlags(fs *pflag.FlagSet, runNow bool, maxAge time.Duration) error {
 func npdRun(fs *pflag.FlagSet, stderr io.Writer) npdVerdict {
 	args := []string{"--level=1", "--format=json"}
 	fs.Visit(func(f *pflag.Flag) {
-		if f.Name == "run" || f.Name == "max-age" {
+		if f.Name == "run" || f.Name == "max-age" || f.Name == "problem-only" {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {

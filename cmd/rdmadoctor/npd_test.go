@@ -296,3 +296,25 @@ func TestNPDMessagesKeepTheDefaultPath(t *testing.T) {
 		}
 	}
 }
+
+// --problem-only: a condition a controller taints on continuously is True
+// only for a problem; unknown (a check in error, a missing state) is False
+// with its message still saying "unknown".
+func TestNPDProblemOnly(t *testing.T) {
+	bad, _ := keptState(t, "port-down")
+	ok, _ := keptState(t, "cx5-roce-healthy")
+	missing := filepath.Join(t.TempDir(), "none.json")
+	for _, c := range []struct {
+		state string
+		exit  int
+		msg   string
+	}{{bad, npdProblem, "port.state(19) "}, {ok, npdOK, "ok: "}, {missing, npdOK, "unknown: no state file"}} {
+		code, out := npdCLI(t, "--state", c.state, "--problem-only")
+		if code != c.exit || !strings.HasPrefix(out, c.msg) {
+			t.Errorf("%s: exit %d %q, want %d %q", c.state, code, out, c.exit, c.msg)
+		}
+	}
+	if code, out := npdCLI(t, "--problem-only", "--bogus"); code != npdUnknown || !strings.HasPrefix(out, "unknown: usage") {
+		t.Errorf("usage under --problem-only: exit %d %q", code, out)
+	}
+}

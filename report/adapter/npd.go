@@ -32,6 +32,19 @@ func NPDExit(v report.Verdict) int {
 	return NPDUnknown
 }
 
+// NPDProblemOnly maps the plugin's exit for a condition that is True only
+// on a problem: unknown becomes OK (False). A controller that taints
+// continuously while a condition is not False keys on such a condition, so
+// that a node is tainted for a fault seen, never for one that could not be
+// looked for; a second condition with the full mapping gates a node's first
+// admission (no resume without proof).
+func NPDProblemOnly(exit int) int {
+	if exit == NPDProblem {
+		return NPDProblem
+	}
+	return NPDOK
+}
+
 // NPD is the plugin's answer for a judged state: its exit code and its one
 // line (printable ASCII, at most NPDMaxMessage bytes). The line is stable
 // while the host stays as it is — no ages or durations — since every change

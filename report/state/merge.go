@@ -28,7 +28,7 @@ func (s *State) Merge(rep *report.Report, ran func(id string) bool) {
 		}
 		rec := CheckRecord{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level, Status: c.Status,
-			Summary: c.Summary, Remedy: c.Remedy,
+			Summary: c.Summary, Remedy: c.Remedy, Deviation: c.Deviation,
 			Ran: rep.Started, RunLevel: rep.Level, Expect: rep.Host.Expect, Since: rep.Started,
 		}
 		if i, ok := byID[c.ID]; ok {
@@ -97,7 +97,7 @@ func (s *State) Judge(now time.Time, maxAge time.Duration, p report.Policy) *Jud
 // asOf is the record as a result judged now.
 func (c CheckRecord) asOf(now time.Time, maxAge time.Duration) report.CheckResult {
 	r := report.CheckResult{ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level, Status: c.Status,
-		Summary: c.Summary, Remedy: c.Remedy, Details: []string{}, Evidence: map[string]any{
+		Summary: c.Summary, Remedy: c.Remedy, Deviation: c.Deviation, Details: []string{}, Evidence: map[string]any{
 			"ran": c.Ran, "run_level": c.RunLevel, "since": c.Since}}
 	ran := c.Ran.UTC().Format(time.RFC3339)
 	switch {

@@ -67,6 +67,8 @@ type CheckRecord struct {
 	Status  report.Status `json:"status"`
 	Summary string        `json:"summary"`
 	Remedy  string        `json:"remedy,omitempty"`
+	// Deviation: a fail that is only a deviation from the expectations.
+	Deviation bool `json:"deviation,omitempty"`
 	// Ran is when the run that judged it started; RunLevel that run's
 	// --level; Expect the expectations it was judged against.
 	Ran      time.Time          `json:"ran"`
