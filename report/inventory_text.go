@@ -29,8 +29,8 @@ const InventorySchema = "rdmadoctor.inventory/v1"
 func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	width = normWidth(width)
 	var b strings.Builder
-	fields := []string{"rdmadoctor " + safe(r.Version), "host " + orQ(safe(r.Host.Hostname)), "kernel " + orQ(safe(r.Host.Kernel))}
-	if root := safe(r.Host.Root); root != "/" && root != "" {
+	fields := []string{"rdmadoctor " + Escape(r.Version), "host " + orQ(Escape(r.Host.Hostname)), "kernel " + orQ(Escape(r.Host.Kernel))}
+	if root := Escape(r.Host.Root); root != "/" && root != "" {
 		fields = append(fields, "root "+root)
 	}
 	b.WriteString(strings.Join(headerLines(fields, width), "\n") + "\n")
@@ -55,7 +55,7 @@ func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	for _, f := range inv.PCIFunctions {
 		if len(f.RDMADevices) == 0 {
 			line := fmt.Sprintf("%s  %s, driver %s: no RDMA device", f.Address, orDash(f.Product), orDash(f.Driver))
-			b.WriteString("\n" + strings.Join(Wrap(safe(line), width, 0, 2), "\n") + "\n")
+			b.WriteString("\n" + strings.Join(Wrap(Escape(line), width, 0, 2), "\n") + "\n")
 		}
 	}
 	writeGPUs(&b, inv, width)
@@ -81,8 +81,8 @@ func writeGPUs(b *strings.Builder, inv Inventory, width int) {
 	}
 	for _, g := range inv.GPUs {
 		b.WriteByte('\n')
-		title := fmt.Sprintf("%s %s %s, driver %s", safe(g.Name), safe(g.Address), safe(g.Product), orDash(g.Driver))
-		b.WriteString(strings.Join(Wrap(safe(title), width, 0, 2), "\n") + "\n")
+		title := fmt.Sprintf("%s %s %s, driver %s", Escape(g.Name), Escape(g.Address), Escape(g.Product), orDash(g.Driver))
+		b.WriteString(strings.Join(Wrap(Escape(title), width, 0, 2), "\n") + "\n")
 		if g.NUMANode != nil {
 			kv(b, 2, "numa_node", fmt.Sprint(*g.NUMANode), width)
 		}
@@ -99,20 +99,20 @@ func writeGPUs(b *strings.Builder, inv Inventory, width int) {
 	b.WriteString("\nGPU×NIC (nvidia-smi topo -m classes; * = paired)\n")
 	w := 6
 	for _, n := range nics {
-		w = max(w, len(safe(n.RDMADevice))+1)
+		w = max(w, len(Escape(n.RDMADevice))+1)
 	}
 	var hdr strings.Builder
 	fmt.Fprintf(&hdr, "%-6s", "")
 	for _, n := range nics {
-		fmt.Fprintf(&hdr, "%-*s", w, safe(n.RDMADevice))
+		fmt.Fprintf(&hdr, "%-*s", w, Escape(n.RDMADevice))
 	}
 	b.WriteString(strings.TrimRight(hdr.String(), " ") + "\n")
 	for _, g := range inv.GPUs {
 		var row strings.Builder
-		fmt.Fprintf(&row, "%-6s", safe(g.Name))
+		fmt.Fprintf(&row, "%-6s", Escape(g.Name))
 		for _, n := range nics {
 			p := rel[[2]string{g.Address, n.NIC}]
-			cell := safe(p.Relation)
+			cell := Escape(p.Relation)
 			if p.Paired {
 				cell += "*"
 			}
@@ -131,11 +131,11 @@ const valueCol = 18
 func kv(b *strings.Builder, indent int, label, value string, width int) {
 	lead := strings.Repeat(" ", indent) + label
 	lead += strings.Repeat(" ", max(1, valueCol-len(lead)))
-	b.WriteString(lead + strings.Join(Wrap(safe(value), width, len(lead), len(lead)), "\n") + "\n")
+	b.WriteString(lead + strings.Join(Wrap(Escape(value), width, len(lead), len(lead)), "\n") + "\n")
 }
 
 func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, nds map[string]Netdev, width int) {
-	title := safe(d.Name)
+	title := Escape(d.Name)
 	fn, hasPCI := pci[d.PCI]
 	var what []string
 	if hasPCI && fn.Product != "" {
@@ -145,7 +145,7 @@ func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, n
 		what = append(what, d.Driver)
 	}
 	what = append(what, d.Kind)
-	b.WriteString(title + "  " + safe(strings.Join(what, ", ")) + "\n")
+	b.WriteString(title + "  " + Escape(strings.Join(what, ", ")) + "\n")
 	if d.PCI != "" {
 		kv(b, 2, "PCI", pciLine(d.PCI, fn, hasPCI), width)
 	}

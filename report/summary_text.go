@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // WriteSummaryText renders the summary for a person: the header with the
@@ -39,7 +38,7 @@ func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 	if len(s.Checks) > 0 {
 		b.WriteString("\nCHECKS NOT PASSING\n")
 		for _, c := range s.Checks {
-			fmt.Fprintf(&b, "  %-5s %3d %-22s %5d  %s\n", oneLine(string(c.Status)), c.Code, oneLine(c.ID), len(c.Nodes), oneLine(HostRanges(c.Nodes)))
+			fmt.Fprintf(&b, "  %-5s %3d %-22s %5d  %s\n", Escape(string(c.Status)), c.Code, Escape(c.ID), len(c.Nodes), Escape(HostRanges(c.Nodes)))
 		}
 	}
 	if len(s.Outliers) > 0 {
@@ -52,7 +51,7 @@ func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 	if len(s.Unreadable) > 0 {
 		b.WriteString("\nUNREADABLE (not summarised)\n")
 		for _, p := range s.Unreadable {
-			fmt.Fprintf(&b, "  %s: %s\n", oneLine(p.Path), oneLine(p.Error))
+			fmt.Fprintf(&b, "  %s: %s\n", Escape(p.Path), Escape(p.Error))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -80,7 +79,7 @@ func writeVerdictSection(b *strings.Builder, groups []ExitGroup, v Verdict, titl
 		case cause == "":
 			cause = "no root cause named"
 		}
-		fmt.Fprintf(b, "  exit %-3d %-22s %5d  %s\n", g.ExitCode, oneLine(cause), len(g.Nodes), oneLine(HostRanges(g.Nodes)))
+		fmt.Fprintf(b, "  exit %-3d %-22s %5d  %s\n", g.ExitCode, Escape(cause), len(g.Nodes), Escape(HostRanges(g.Nodes)))
 	}
 }
 
@@ -91,60 +90,27 @@ func writeTimes(b *strings.Builder, s *FleetSummary) {
 	if len(s.Stale) > 0 {
 		fmt.Fprintf(b, "\nSTALE (started more than %s before now, %s)\n", s.StaleAfter, now)
 		for _, st := range s.Stale {
-			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), oneLine(st.Node))
+			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), Escape(st.Node))
 		}
 	}
 	if len(s.Future) > 0 {
 		fmt.Fprintf(b, "\nFROM THE FUTURE (started more than %s after now, %s: the node's clock is wrong; not taken as the newest)\n", s.FutureSkew, now)
 		for _, st := range s.Future {
-			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), oneLine(st.Node))
+			fmt.Fprintf(b, "  %s  %s\n", st.Started.UTC().Format(time.RFC3339), Escape(st.Node))
 		}
 	}
 }
 
 func writeOutlier(b *strings.Builder, o Outlier) {
-	name := oneLine(strings.TrimSpace(o.Attribute + " " + o.Subject))
+	name := Escape(strings.TrimSpace(o.Attribute + " " + o.Subject))
 	if o.Majority != "" {
-		fmt.Fprintf(b, "  %s: %s on %d node(s)\n", name, oneLine(o.Majority), o.MajorityNodes)
+		fmt.Fprintf(b, "  %s: %s on %d node(s)\n", name, Escape(o.Majority), o.MajorityNodes)
 	} else {
 		fmt.Fprintf(b, "  %s: no majority\n", name)
 	}
 	for _, v := range o.Others {
-		fmt.Fprintf(b, "    %s on %d: %s\n", oneLine(v.Value), len(v.Nodes), oneLine(HostRanges(v.Nodes)))
+		fmt.Fprintf(b, "    %s on %d: %s\n", Escape(v.Value), len(v.Nodes), Escape(HostRanges(v.Nodes)))
 	}
-}
-
-// oneLine is s as one line of a terminal: control characters (newlines
-// and ESC among them), bytes that are not UTF-8 and the bidirectional
-// overrides that reorder what follows are written as escapes.
-func oneLine(s string) string {
-	clean := true
-	for _, r := range s {
-		if hostileRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		switch {
-		case r < 0x100 && hostileRune(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case hostileRune(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func hostileRune(r rune) bool {
-	return r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) ||
-		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // HostRanges folds host names that differ only in their last number into

@@ -129,7 +129,7 @@ func TestSummaryTextEscapesReportFields(t *testing.T) {
 			t.Errorf("a report forged the line %q:\n%s", line, out)
 		}
 	}
-	for _, want := range []string{`n1\x0a  exit 0   healthy   999  all\x1b[2J`, `1\x0d\x0aFAKE\u202e`, `port.state\x1b]0;x\x07`, `/d/\x1b[1mx.json: e\x0af`} {
+	for _, want := range []string{`n1\n  exit 0   healthy   999  all\x1b[2J`, `1\r\nFAKE\u202e`, `port.state\x1b]0;x\x07`, `/d/\x1b[1mx.json: e\nf`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks the escaped %q:\n%s", want, out)
 		}

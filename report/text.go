@@ -290,9 +290,9 @@ func skipRun(cs []CheckResult) int {
 // expectText names the expectations that judged the host.
 func expectText(e *ExpectInfo) string {
 	if e.Class == "" {
-		return safe(e.File) + " (no class for this host)"
+		return Escape(e.File) + " (no class for this host)"
 	}
-	return fmt.Sprintf("class %s (%s)", safe(e.Class), safe(e.File))
+	return fmt.Sprintf("class %s (%s)", Escape(e.Class), Escape(e.File))
 }
 
 func orQ(s string) string {
@@ -303,44 +303,27 @@ func orQ(s string) string {
 }
 
 // printable returns a copy of the report whose strings cannot drive the
-// terminal: a snapshot comes from another host, and a hostname or an
-// attribute holding ESC sequences must not reach the screen as such. Control
-// characters other than newline become visible \xNN text; invalid UTF-8
-// becomes U+FFFD.
+// terminal nor forge a line of it: a snapshot comes from another host, and
+// a hostname or an attribute holding ESC sequences, a newline or a bidi
+// override must not reach the screen as such (Escape). A remedy's own line
+// breaks are its steps and are kept; each step is escaped.
 func printable(r *Report) *Report {
 	c := *r
-	c.Host.Hostname, c.Host.Kernel, c.Host.Root = safe(r.Host.Hostname), safe(r.Host.Kernel), safe(r.Host.Root)
+	c.Host.Hostname, c.Host.Kernel, c.Host.Root = Escape(r.Host.Hostname), Escape(r.Host.Kernel), Escape(r.Host.Root)
+	if r.RootCause != nil {
+		root := Escape(*r.RootCause)
+		c.RootCause = &root
+	}
 	c.Checks = make([]CheckResult, len(r.Checks))
 	for i, ch := range r.Checks {
-		ch.Summary, ch.Expected, ch.Remedy = safe(ch.Summary), safe(ch.Expected), safe(ch.Remedy)
+		ch.ID, ch.Summary, ch.Expected = Escape(ch.ID), Escape(ch.Summary), Escape(ch.Expected)
+		ch.Remedy = EscapeParagraphs(ch.Remedy)
 		det := make([]string, len(ch.Details))
 		for j, d := range ch.Details {
-			det[j] = safe(d)
+			det[j] = Escape(d)
 		}
 		ch.Details = det
 		c.Checks[i] = ch
 	}
 	return &c
-}
-
-func safe(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		if (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
