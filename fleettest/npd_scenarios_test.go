@@ -74,7 +74,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		{"port fixed, full run since", fullAfter, corev1.ConditionFalse, defaultReason, ""},
 		{"only errors", onlyErrors, corev1.ConditionUnknown, defaultReason, "unknown: gpu.acs(25) all 8 pairs: "},
 		{"healthy after errors", healthy, corev1.ConditionFalse, defaultReason, ""},
-		{"older than --max-age", agedPartial, corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) last judged at "},
+		{"older than --max-age", agedPartial, corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) stale: max age 15m0s, judged "},
 		{"healthy after aging", healthy, corev1.ConditionFalse, defaultReason, ""},
 		{"from the future", withRan(t, healthy, time.Now().Add(time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) judged at "},
 		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},

@@ -305,7 +305,7 @@ func (o *slurmOpts) judge(code int, rep *report.Report, runErr error, stderr io.
 		st.Merge(rep, func(string) bool { return true })
 		st.Policy = state.Policy{FailOnWarn: o.failOnWarn}
 	}
-	sv := adapter.Slurm(st.Judge(time.Now(), o.maxAge, st.Policy.Report()), st.UnknownRuns, adapter.SlurmOptions{UnknownDrainAfter: o.unknownDrainAfter})
+	sv := adapter.Slurm(st.Judge(time.Now(), o.maxAge, st.Policy.Report()), st.UnknownRuns, adapter.SlurmOptions{UnknownDrainAfter: o.unknownDrainAfter, RunStarted: rep.Started})
 	v := verdict{what: sv.What, reason: sv.Reason, drainFor: sv.For}
 	switch sv.Intent {
 	case adapter.SlurmDrain:
@@ -357,21 +357,26 @@ func lockSlurmRun(o *slurmOpts, stderr io.Writer) (*runLock, int, bool) {
 	}
 	var busy errBusy
 	switch {
-	case errors.As(err, &busy):
+	case errors.As(err, &busy) && !busy.holder.foreign():
 		holder := ""
-		if busy.holder != "" {
-			holder = " (" + busy.holder + ")"
+		if h := busy.holder.String(); h != "" {
+			holder = " (" + h + ")"
 		}
 		fmt.Fprintf(stderr, "rdmadoctor slurm %s %s: another rdmadoctor run holds %s%s: this run checked nothing and acted on nothing (exit %d)\n",
 			o.mode, o.node, busy.path, holder, notNow)
 		return nil, notNow, false
 	case err != nil:
+		// An unsafe directory, a planted file, a foreign holder: this run
+		// could not run, which is no "not now" — a health check exits 1.
 		// As a run that could not finish: neither drain nor resume.
 		fmt.Fprintf(stderr, "rdmadoctor slurm %s %s: --state: %v; the node is neither drained nor resumed\n", o.mode, o.node, err)
 		if o.mode == slurmProlog {
 			return nil, report.ExitOK, false
 		}
 		return nil, report.ExitInternal, false
+	}
+	if l.note != "" {
+		fmt.Fprintf(stderr, "rdmadoctor slurm %s %s: --state: %s\n", o.mode, o.node, l.note)
 	}
 	return l, 0, true
 }

@@ -43,6 +43,9 @@ type SlurmOptions struct {
 	// UnknownDrainAfter drains after this many consecutive unknown runs
 	// (0: never; an unknown verdict alone is the doctor's blind spot).
 	UnknownDrainAfter int
+	// RunStarted is when this run started: a result judged before it is
+	// the kept record of an earlier run, and the log line says so.
+	RunStarted time.Time
 }
 
 // Slurm maps a judged state (the kept state with this run merged in, or this
@@ -52,7 +55,7 @@ func Slurm(j *state.Judged, unknownRuns int, o SlurmOptions) SlurmVerdict {
 	root := j.RootCheck()
 	switch j.Verdict {
 	case report.Problem:
-		return SlurmVerdict{Intent: SlurmDrain, What: checkLine(root),
+		return SlurmVerdict{Intent: SlurmDrain, What: checkLine(root) + kept(root, o.RunStarted),
 			Reason: SlurmReason(root.ID, root.Code, root.Summary), For: problems(j)}
 	case report.Unknown:
 		what := "unknown: no check result"
@@ -90,6 +93,15 @@ func problems(j *state.Judged) []string {
 }
 
 func isRoot(j *state.Judged, id string) bool { r := j.RootCheck(); return r != nil && r.ID == id }
+
+// kept says when a result comes from an earlier run than this one.
+func kept(c *report.CheckResult, runStarted time.Time) string {
+	ran, ok := c.Evidence["ran"].(time.Time)
+	if !ok || runStarted.IsZero() || !ran.Before(runStarted) {
+		return ""
+	}
+	return " (kept from the run at " + ran.UTC().Format(time.RFC3339) + "; this run did not judge it)"
+}
 
 func checkLine(c *report.CheckResult) string {
 	return fmt.Sprintf("%s(%d) %s: %s", c.ID, c.Code, c.Status, clip(c.Summary, 200))

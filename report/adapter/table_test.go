@@ -289,3 +289,24 @@ func checkPrometheusAndSummary(t *testing.T, name string, row verdictRow, rep *r
 		t.Errorf("%s: summarize counts %v, want the node under %s", name, got, row["summarize column"])
 	}
 }
+
+// A problem that comes from a kept record says so in the log line.
+func TestSlurmSaysWhenTheResultIsKept(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	st := state.New("n")
+	mk := func(t time.Time, cs ...report.CheckResult) *report.Report {
+		r := &report.Report{Schema: report.Schema, Level: 1, Started: t, Checks: cs}
+		r.Finish(false)
+		return r
+	}
+	all := func(string) bool { return true }
+	st.Merge(mk(at, report.CheckResult{ID: "port.state", Code: 19, Level: 1, Status: report.Fail, Summary: "mlx5_1 port 1 DOWN"}), all)
+	st.Merge(mk(at.Add(time.Hour), report.CheckResult{ID: "kernel.version", Code: 12, Level: 1, Status: report.Pass}), all)
+	sv := Slurm(st.Judge(at.Add(time.Hour), 0, report.Policy{}), 0, SlurmOptions{RunStarted: at.Add(time.Hour)})
+	if want := "port.state(19) fail: mlx5_1 port 1 DOWN (kept from the run at 2026-12-01T10:00:00Z; this run did not judge it)"; sv.What != want {
+		t.Errorf("what %q, want %q", sv.What, want)
+	}
+	if sv.Reason != "rdmadoctor: port.state(19) mlx5_1 port 1 DOWN" {
+		t.Errorf("reason %q: the drain reason stays the finding's", sv.Reason)
+	}
+}

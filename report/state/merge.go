@@ -107,7 +107,9 @@ func (c CheckRecord) asOf(now time.Time, maxAge time.Duration) report.CheckResul
 			ran, now.UTC().Format(time.RFC3339), c.Status, c.Summary)
 	case maxAge > 0 && now.Sub(c.Ran) > maxAge:
 		r.Status = report.Error
-		r.Summary = fmt.Sprintf("last judged at %s, older than the maximum age %v; run it again — was: %s %s", ran, maxAge, c.Status, c.Summary)
+		// The age limit first: a one-line adapter message (NPD's 80 bytes)
+		// must still say why the check is unknown.
+		r.Summary = fmt.Sprintf("stale: max age %v, judged %s; run it again — was: %s %s", maxAge, ran, c.Status, c.Summary)
 	}
 	return r
 }
