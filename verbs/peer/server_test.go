@@ -216,21 +216,6 @@ func TestServerSessionCap(t *testing.T) {
 	waitLog(t, log, "refused (busy)")
 }
 
-// Past 4 × --max-sessions handshakes at once a connection is refused at
-// once, before its own handshake.
-func TestServerHandshakeCap(t *testing.T) {
-	addr, log, _ := startServer(t, ServerConfig{MaxSessions: 1, IOTimeout: 2 * time.Second})
-	for i := 0; i < 4; i++ {
-		c, _ := dialRaw(t, addr)
-		defer c.Close()
-	}
-	_, ctl := Handshake(context.Background(), addr, "", time.Second)
-	if ctl.Fault != FaultBusy || !strings.Contains(ctl.Error, "in their handshake") {
-		t.Fatalf("fifth connection: %+v", ctl)
-	}
-	waitLog(t, log, "refused (busy)")
-}
-
 func TestTarget(t *testing.T) {
 	for in, want := range map[string]string{
 		"node02": "node02:18516", "192.0.2.2": "192.0.2.2:18516", "192.0.2.2:1234": "192.0.2.2:1234",
