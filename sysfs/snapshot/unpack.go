@@ -123,8 +123,8 @@ func Unpack(ctx context.Context, open func() (io.ReadCloser, error), name, dest 
 		return "", err
 	}
 	root := hostRoot(sc.plan, sc.kinds)
-	if err := checkLinks(sc.plan, root); err != nil {
-		return "", &UnpackError{Archive: name, Entry: err.entry, Reason: err.reason}
+	if err := checkLinks(ctx, name, sc.plan, sc.kinds, root); err != nil {
+		return "", err
 	}
 	if err := extract(ctx, open, name, dest, sc, lim); err != nil {
 		return "", err
@@ -470,89 +470,11 @@ func checkSymlinkTarget(name, target string) error {
 	case strings.ContainsRune(target, 0):
 		return errors.New("symlink target holds a NUL byte")
 	case strings.HasPrefix(target, "/"):
-		return fmt.Errorf("symlink to the absolute path %q, outside the snapshot", target)
+		return fmt.Errorf("symlink to the absolute path %s, outside the snapshot", shortQuote(target))
 	case escapesLexically(name, target):
-		return fmt.Errorf("symlink to %q leads outside the snapshot root", target)
+		return fmt.Errorf("symlink to %s leads outside the snapshot root", shortQuote(target))
 	}
 	return nil
-}
-
-type linkError struct{ entry, reason string }
-
-// checkLinks resolves every symlink through the archive's own table, as the
-// kernel would, following links inside it: ".." after a link climbs from
-// the link's target, so a chain of links that each look harmless can still
-// lead out, and is refused here. The walls are those of the host root
-// (relative to the archive root, "" for the archive root): a link in a top
-// directory chosen as the host root may not climb into the archive root.
-func checkLinks(plan []planned, root string) *linkError {
-	prefix := ""
-	if root != "" {
-		prefix = root + "/"
-	}
-	links := map[string]string{}
-	for _, p := range plan {
-		if p.kind == tar.TypeSymlink {
-			if rel, ok := strings.CutPrefix(p.name, prefix); ok {
-				links[rel] = p.link
-			}
-		}
-	}
-	for _, p := range plan {
-		if p.kind != tar.TypeSymlink {
-			continue
-		}
-		rel, ok := strings.CutPrefix(p.name, prefix)
-		if !ok {
-			return &linkError{entry: p.name, reason: fmt.Sprintf("symlink outside the host root %q", root)}
-		}
-		if resolvesInside(path.Dir(rel), p.link, links) {
-			continue
-		}
-		why := fmt.Sprintf("symlink to %q leads outside the snapshot root through other links", p.link)
-		if root != "" && escapesLexically(rel, p.link) {
-			why = fmt.Sprintf("symlink to %q leads outside the host root %q", p.link, root)
-		}
-		return &linkError{entry: p.name, reason: why}
-	}
-	return nil
-}
-
-// resolvesInside walks target from directory dir (root-relative, "." for
-// the root), expanding links; false when a ".." climbs above the root.
-// Loops and dangling links are not escapes (a read through them fails).
-func resolvesInside(dir, target string, links map[string]string) bool {
-	var stack []string
-	if dir != "." {
-		stack = strings.Split(dir, "/")
-	}
-	todo := strings.Split(target, "/")
-	for hops := 0; len(todo) > 0; {
-		el := todo[0]
-		todo = todo[1:]
-		switch el {
-		case "", ".":
-			continue
-		case "..":
-			if len(stack) == 0 {
-				return false
-			}
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		stack = append(stack, el)
-		cur := strings.Join(stack, "/")
-		t, ok := links[cur]
-		if !ok {
-			continue
-		}
-		if hops++; hops > maxHops {
-			return true // a loop: reads fail with ELOOP, nothing escapes
-		}
-		stack = stack[:len(stack)-1]
-		todo = append(strings.Split(t, "/"), todo...)
-	}
-	return true
 }
 
 // extract is the second pass: write exactly the planned entries.
