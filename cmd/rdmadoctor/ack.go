@@ -93,13 +93,15 @@ func runAck(req ackRequest, stdout, stderr io.Writer) int {
 	}
 	lock, err := lockWithin(lockPathFor(req.state), ackLockWait)
 	if err != nil {
-		var busy errBusy
-		if errors.As(err, &busy) {
+		if busyExit(err) == ExitBusy {
 			return fail(ExitBusy, fmt.Errorf("%v (waited %v)", err, ackLockWait))
 		}
 		return fail(report.ExitInternal, err)
 	}
 	defer lock.release()
+	if lock.note != "" {
+		fmt.Fprintf(stderr, "rdmadoctor ack: %s\n", lock.note)
+	}
 	st, err := state.Load(req.state)
 	if err != nil {
 		return fail(report.ExitInternal, fmt.Errorf("%w (acks are kept in the state a run with --state writes: run once with --state first)", err))
@@ -131,8 +133,9 @@ func lockWithin(path string, wait time.Duration) (*runLock, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		l, err := acquireLock(path)
-		var busy errBusy
-		if err == nil || !errors.As(err, &busy) || time.Now().After(deadline) {
+		// Only another run of ours is waited for: a foreign holder is no
+		// run that ends.
+		if err == nil || busyExit(err) != ExitBusy || time.Now().After(deadline) {
 			return l, err
 		}
 		time.Sleep(200 * time.Millisecond)

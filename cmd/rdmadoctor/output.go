@@ -2,67 +2,26 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
-// outputMode is the permission of --output and --state files: node_exporter
-// and node-problem-detector read them as other users.
+// outputMode is the permission of the --output file: node_exporter's
+// textfile collector reads it as its own, unprivileged user. (The state is
+// state.Mode, 0600: only root reads it.)
 const outputMode = 0o644
 
 // writeFileAtomic replaces path with what render writes, or leaves it as it
-// was: the bytes go to a temporary file in the same directory (so the rename
-// never crosses a file system), which is synced, renamed over path, and the
-// directory synced. On any failure the temporary file is removed and the
-// error names path. A reader (node_exporter, node-problem-detector) sees the
-// old file or the new one, never half of one.
-func writeFileAtomic(path string, render func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("write %s (left as it was): %w", path, err)
-		}
-	}()
-	if err = render(tmp); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(outputMode); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename durable; a file system that cannot sync a
-// directory has still renamed, so its error is not the caller's.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+// was (state.WriteAtomic): a target that is not a regular file — /dev/null,
+// a FIFO, a symbolic link — is refused, the bytes go through a temporary
+// file created O_EXCL|O_NOFOLLOW in the same directory, synced and renamed.
+// A reader (node_exporter) sees the old file or the new one, never half of
+// one; errors name path.
+func writeFileAtomic(path string, render func(io.Writer) error) error {
+	return state.WriteAtomic(path, outputMode, render)
 }
 
 // renderReport writes rep in the format --format names; colour and width

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -37,7 +36,7 @@ func diagnoseOnce(args []string, stdout, stderr io.Writer) int {
 }
 
 // lockedRun is one run under the lock beside --state; a run that finds it
-// held says so and exits ExitBusy at once.
+// held by another run says so and exits ExitBusy at once.
 func lockedRun(f *flags, args []string, stdout, stderr io.Writer) int {
 	if f.fleet.state == "" {
 		return diagnoseOnce(args, stdout, stderr)
@@ -48,13 +47,15 @@ func lockedRun(f *flags, args []string, stdout, stderr io.Writer) int {
 	}
 	lock, err := acquireLock(lockPathFor(f.fleet.state))
 	if err != nil {
-		fmt.Fprintf(stderr, "rdmadoctor: %v\n", err)
-		if errors.As(err, new(errBusy)) {
-			return ExitBusy
-		}
-		return report.ExitInternal
+		// Another run of ours is "not now" (3); a foreign holder, an unsafe
+		// directory or a planted file is a run that could not run (1).
+		fmt.Fprintf(stderr, "rdmadoctor: --state: %v\n", err)
+		return busyExit(err)
 	}
 	defer lock.release()
+	if lock.note != "" {
+		fmt.Fprintf(stderr, "rdmadoctor: --state: %s\n", lock.note)
+	}
 	return diagnoseOnce(args, stdout, stderr)
 }
 

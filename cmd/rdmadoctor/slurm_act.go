@@ -43,6 +43,9 @@ func (a *slurmActor) actLocked(v verdict) int {
 		return a.act(v)
 	}
 	defer l.release()
+	if l.note != "" {
+		fmt.Fprintf(a.stderr, "rdmadoctor slurm %s %s: %s\n", a.o.mode, a.o.node, l.note)
+	}
 	if last := l.lastStart(); last.After(a.o.start) {
 		a.say("%s; not acted on: a run that started later (%s) has acted already", v.what, last.UTC().Format(time.RFC3339Nano))
 		return a.exitCode(verdict{kind: v.kind})

@@ -25,14 +25,35 @@ const defaultSlurmLock = "/run/rdmadoctor-slurm.lock"
 type actLock struct {
 	f    *os.File
 	path string
+	note string // said once on stderr: an insecure lock file was replaced
 }
 
 // lockAct takes the lock, waiting while another run holds it until ctx ends.
+// The file is opened as the run lock is (openLockFile: 0600, in a directory
+// only root can write, no link followed, never truncated on open). A holder
+// of another user is not waited for: it is no run of ours, and the caller
+// acts without the lock rather than let it keep a broken node in service.
 func lockAct(ctx context.Context, path string) (*actLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock file: %w", err)
+	for range 3 {
+		f, note, err := openLockFile(path)
+		if err != nil {
+			return nil, err
+		}
+		l, err := waitFlock(ctx, f, path)
+		if err != nil || stillAt(f, path) {
+			if l != nil {
+				l.note = note
+			}
+			return l, err
+		}
+		f.Close() // replaced between open and flock: lock the new one
 	}
+	return nil, fmt.Errorf("lock %s: replaced three times while this run locked it; refused", path)
+}
+
+// waitFlock polls for the exclusive flock on f until ctx ends; f is closed
+// unless the lock is returned.
+func waitFlock(ctx context.Context, f *os.File, path string) (*actLock, error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -41,6 +62,10 @@ func lockAct(ctx context.Context, path string) (*actLock, error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if h := findHolder(f); h.foreign() {
+			f.Close()
+			return nil, fmt.Errorf("lock %s is held by %s, not by an rdmadoctor run of uid %d", path, h, os.Geteuid())
 		}
 		select {
 		case <-ctx.Done():

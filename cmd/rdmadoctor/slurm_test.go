@@ -531,7 +531,7 @@ func TestSlurmOlderVerdictNeverUndoesNewer(t *testing.T) {
 
 func TestSlurmLockTakesTurns(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "slurm.lock")
-	held, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+	held, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600) // as a run creates it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,22 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
 // ErrNoState is Load's error for a state file that does not exist yet.
 var ErrNoState = errors.New("no state file (no run has kept one)")
 
-// Mode is the permission of the state file: node-problem-detector and
-// node_exporter read it as other users.
-const Mode = 0o644
+// Mode is the permission of the state file: only its owner (root) reads it.
+// Its readers — `rdmadoctor npd` in the DaemonSet, the Slurm adapters, ack —
+// run as root; node_exporter reads the --output textfile, never the state.
+// The state decides drains and taints, so no other user reads what the next
+// decision rests on, nor can it be made readable by a lax umask.
+const Mode = 0o600
 
 // ReadFile reads a regular file of at most MaxBytes at path. It opens
 // without blocking and without following a final symlink, so a FIFO or a
@@ -72,19 +77,40 @@ func LoadOrNew(path, host string) (*State, error) {
 	return s, err
 }
 
-// Save replaces path with the state, atomically: a temporary file in the
-// same directory, synced, renamed over path, the directory synced. A reader
-// sees the old state or the new one, never half of one.
-func (s *State) Save(path string) (err error) {
+// Save replaces path with the state, atomically (WriteAtomic, mode Mode):
+// a reader sees the old state or the new one, never half of one, and a
+// path that is not a regular file is refused and left as it was.
+func (s *State) Save(path string) error {
 	data, err := s.Encode()
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return WriteAtomic(path, Mode, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic replaces path with what write writes, or leaves it as it was.
+// It is how rdmadoctor writes every file it keeps (--state, --output):
+//   - path must be missing or a regular file: a symbolic link, FIFO, device,
+//     socket or directory there is refused, so that `--output /dev/null`
+//     run as root can never turn the host's /dev/null into a file;
+//   - the bytes go to a temporary file in the same directory (a rename never
+//     crosses a file system), created O_EXCL|O_NOFOLLOW — it cannot be a
+//     file or link someone planted — with exactly mode, whatever the umask;
+//   - it is synced, renamed over path, and the directory synced.
+//
+// On any failure the temporary file is removed and the error names path.
+func WriteAtomic(path string, mode os.FileMode, write func(io.Writer) error) (err error) {
+	if err := CheckTarget(path); err != nil {
+		return err
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTemp(dir, base, mode)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -95,10 +121,10 @@ func (s *State) Save(path string) (err error) {
 			err = fmt.Errorf("write %s (left as it was): %w", path, err)
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	if err = write(tmp); err != nil {
 		return err
 	}
-	if err = tmp.Chmod(Mode); err != nil {
+	if err = tmp.Chmod(mode); err != nil { // the umask narrowed O_CREAT's mode
 		return err
 	}
 	if err = tmp.Sync(); err != nil {
@@ -107,14 +133,69 @@ func (s *State) Save(path string) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
+	// Looked at again just before the rename: the render may have taken
+	// seconds, and a special file that appeared meanwhile is kept too.
+	if err = CheckTarget(path); err != nil {
+		return err
+	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
+		d.Sync() // a file system that cannot sync a directory has still renamed
 		d.Close()
 	}
 	return nil
+}
+
+// CheckTarget refuses a path that exists and is not a regular file; a
+// missing one is fine (it is created). The error names path and what is
+// there.
+func CheckTarget(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("write %s: %v", path, errnoText(err))
+	case st.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("write %s: refused: it is a symbolic link, and rdmadoctor replaces only regular files (left as it was; remove it or name another path)", path)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("write %s: refused: it is a %s, not a regular file, and rdmadoctor replaces only regular files (left as it was; name another path)", path, fileKind(st.Mode()))
+	}
+	return nil
+}
+
+// fileKind names a file's type for an error message.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file (" + m.Type().String() + ")"
+}
+
+// createTemp creates a new file beside base in dir, open for writing. The
+// name is random; O_EXCL|O_NOFOLLOW make a name someone else took, as a
+// file or a link, an error (and another try), never a file we write into.
+func createTemp(dir, base string, mode os.FileMode) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no free temporary name in %s after 100 tries", dir)
 }
 
 // errnoText is the bare errno of a path error (the caller names the path).
