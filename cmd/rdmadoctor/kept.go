@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
@@ -25,6 +26,18 @@ func loadState(path, host string) (*state.State, error) {
 		return nil, fmt.Errorf("--state: %v; the state was left as it was (move it aside to start a new history)", err)
 	}
 	return s, nil
+}
+
+// historyFinished reports whether the check that writes the counter history
+// returned: one abandoned at its deadline ("did not finish within") may
+// still be writing into its copy, which is then not taken.
+func historyFinished(rep *report.Report) bool {
+	for _, c := range rep.Checks {
+		if c.ID == "counters.errors" {
+			return !(c.Status == report.Error && strings.HasPrefix(c.Summary, "did not finish within"))
+		}
+	}
+	return true
 }
 
 // keptRun is what the state learns from a run: its results for the checks

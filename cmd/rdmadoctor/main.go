@@ -288,12 +288,16 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		return report.ExitUsage, err
 	}
 	kept, stateErr := loadState(f.fleet.state, hostname)
-	env := newRunEnv(ctx, f, host, class, kept)
+	// The checks write their history into a copy: one abandoned at its
+	// deadline may still be writing when the state is saved.
+	work := kept.Clone()
+	env := newRunEnv(ctx, f, host, class, work)
 	rep, cut := runChecks(ctx, f, env, sel)
 	rep.Host.Root = f.root
 	rep.Host.Hostname, rep.Host.Expect = hostname, expectInfo
 
 	interrupted := caught.Load() != nil
+	kept.TakeHistory(work, historyFinished(rep))
 	err = writeOutputs(stdout, f, host, rep, interrupted, keptRun{state: kept, sel: sel, policy: runPolicy(f, class)})
 	if errors.Is(err, syscall.EPIPE) {
 		return rep.ExitCode, nil // the reader went away; the verdict stands

@@ -95,3 +95,41 @@ func boundCounters(cs []CounterSeries) []CounterSeries {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Key < cs[j].Key })
 	return cs
 }
+
+// Clone is a copy of s for the checks of one run to write into: the
+// counter history and the acks are copied deeply. nil stays nil.
+func (s *State) Clone() *State {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Counters = make([]CounterSeries, len(s.Counters))
+	for i, cs := range s.Counters {
+		c.Counters[i] = cs
+		c.Counters[i].Samples = append([]CounterSample(nil), cs.Samples...)
+		if cs.Baseline != nil {
+			b := *cs.Baseline
+			c.Counters[i].Baseline = &b
+		}
+	}
+	c.Acks = make([]Ack, len(s.Acks))
+	for i, a := range s.Acks {
+		c.Acks[i] = a
+		if a.Values != nil {
+			c.Acks[i].Values = make(map[string]uint64, len(a.Values))
+			for k, v := range a.Values {
+				c.Acks[i].Values[k] = v
+			}
+		}
+	}
+	return &c
+}
+
+// TakeHistory takes the counter history a run's checks wrote into work,
+// when they finished (ok); otherwise s keeps its own.
+func (s *State) TakeHistory(work *State, ok bool) {
+	if s == nil || work == nil || !ok {
+		return
+	}
+	s.Counters, s.Acks, s.BootID = work.Counters, work.Acks, work.BootID
+}

@@ -247,3 +247,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A run's checks write into a clone; the kept state takes the history only
+// when they finished, and the clone shares nothing with it.
+func TestCloneAndTakeHistory(t *testing.T) {
+	s := New("n1")
+	s.AddSample("mlx5_0/1/symbol_error", CounterSample{Value: 1, At: t0})
+	s.Counters[0].Baseline = &CounterSample{Value: 1}
+	s.Acks = []Ack{{Check: "counters.errors", Values: map[string]uint64{"k": 1}}}
+	w := s.Clone()
+	w.AddSample("mlx5_0/1/symbol_error", CounterSample{Value: 2, At: t0.Add(time.Hour)})
+	w.Counters[0].Samples[0].Value = 99
+	w.Counters[0].Baseline.Value = 99
+	w.Acks[0].Values["k"] = 99
+	w.BootID = "b2"
+	if got := s.Counters[0]; len(got.Samples) != 1 || got.Samples[0].Value != 1 || got.Baseline.Value != 1 || s.Acks[0].Values["k"] != 1 {
+		t.Fatalf("the clone shares memory with the kept state: %+v %+v", got, s.Acks)
+	}
+	s.TakeHistory(w, false)
+	if len(s.Counters[0].Samples) != 1 || s.BootID != "" {
+		t.Errorf("an abandoned run's history was taken")
+	}
+	s.TakeHistory(w, true)
+	if len(s.Counters[0].Samples) != 2 || s.BootID != "b2" {
+		t.Errorf("a finished run's history was not taken: %+v", s.Counters[0])
+	}
+}
