@@ -196,3 +196,142 @@ func TestStateDirUnusable(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q: want 1 naming the directory", code, stdout, stderr)
 	}
 }
+
+// specialTarget is one thing that can sit where --output or --state points
+// and is not a regular file rdmadoctor may replace.
+type specialTarget struct {
+	name string
+	make func(t *testing.T, path string) // creates it at path
+	same func(t *testing.T, path string) // fails the test if it changed
+}
+
+// specialTargets: a FIFO, a symbolic link (to a file, and to
+// /proc/self/fd/1), a character device (a copy of /dev/null made with mknod
+// as root; the real /dev/null otherwise — the old code renamed over it).
+func specialTargets(t *testing.T) []specialTarget {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("precious\n"), 0o644)
+	isMode := func(want os.FileMode) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			if st, err := os.Lstat(p); err != nil || st.Mode().Type() != want {
+				t.Errorf("%s is now %v (%v), want %v", p, st.Mode().Type(), err, want)
+			}
+		}
+	}
+	link := func(to string) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			if err := os.Symlink(to, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	linkSame := func(to string) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			isMode(os.ModeSymlink)(t, p)
+			if got, _ := os.Readlink(p); got != to {
+				t.Errorf("link now points at %q", got)
+			}
+			if got, _ := os.ReadFile(victim); string(got) != "precious\n" {
+				t.Errorf("the link's target now holds %q", got)
+			}
+		}
+	}
+	dev := specialTarget{name: "device",
+		make: func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				t.Skip("mknod needs root")
+			}
+			if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, 1<<8|3); err != nil { // 1:3, /dev/null
+				t.Fatal(err)
+			}
+		},
+		same: isMode(os.ModeDevice | os.ModeCharDevice)}
+	return []specialTarget{
+		{"FIFO", func(t *testing.T, p string) { syscall.Mkfifo(p, 0o644) }, isMode(os.ModeNamedPipe)},
+		{"symlink to a file", link(victim), linkSame(victim)},
+		{"symlink to stdout", link("/proc/self/fd/1"), linkSame("/proc/self/fd/1")},
+		dev,
+	}
+}
+
+// Issue 22, finding 3: --output and --state renamed over whatever was
+// there. Each is refused, the run exits 1 with the path and what is there
+// named, and the target is untouched; no temporary file is left.
+func TestOutputAndStateRefuseSpecialTargets(t *testing.T) {
+	for _, flag := range []string{"--output", "--state"} {
+		for _, tg := range specialTargets(t) {
+			t.Run(strings.TrimPrefix(flag, "--")+"/"+tg.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "target")
+				tg.make(t, path)
+				done := make(chan struct{})
+				var code int
+				var stdout, stderr string
+				go func() { // a FIFO opened by mistake would hang: bound it
+					defer close(done)
+					code, stdout, stderr = runCLI(t, "--root", portDown, "--level", "1", "--format", "json", flag, path)
+				}()
+				select {
+				case <-done:
+				case <-time.After(20 * time.Second):
+					t.Fatal("the run hung on the target")
+				}
+				// --state reads the state first, and that read already
+				// refuses what is not a regular file; the write's own
+				// refusal is report/state's TestSaveRefusesSpecialTargets.
+				refused := strings.Contains(stderr, "refused") || flag == "--state" &&
+					(strings.Contains(stderr, "not a regular file") || strings.Contains(stderr, "symbolic link"))
+				if code != report.ExitInternal || !strings.Contains(stderr, path) || !refused {
+					t.Errorf("exit %d, stderr %q; want 1, the path and the refusal", code, stderr)
+				}
+				if flag == "--output" && stdout != "" {
+					t.Errorf("stdout %q: the report went elsewhere", stdout)
+				}
+				tg.same(t, path)
+				if left := tempFiles(t, dir); len(left) > 0 {
+					t.Errorf("temporary files left: %v", left)
+				}
+			})
+		}
+	}
+}
+
+// The real /dev/null as --output: refused, and still a device. (Before the
+// fix, root turned it into a 0644 regular file.)
+func TestOutputDevNullRefused(t *testing.T) {
+	code, _, stderr := runCLI(t, "--root", portDown, "--level", "1", "--output", "/dev/null")
+	if code != report.ExitInternal || !strings.Contains(stderr, "/dev/null") || !strings.Contains(stderr, "character device") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is now %v (%v)", st.Mode(), err)
+	}
+}
+
+// --output - is stdout, whatever a file named "-" would be.
+func TestOutputDashIsStdout(t *testing.T) {
+	code, stdout, _ := runCLI(t, "--root", portDown, "--level", "1", "--format", "json", "--output", "-")
+	if code != 19 || !strings.Contains(stdout, `"schema"`) {
+		t.Errorf("exit %d, stdout %.80q", code, stdout)
+	}
+}
+
+// The modes are the documented ones, whatever the umask: the textfile
+// 0644 (node_exporter reads it as its own user), the state 0600.
+func TestOutputAndStateModes(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	out, state := filepath.Join(dir, "r.prom"), filepath.Join(dir, "state.json")
+	os.WriteFile(state, nil, 0o666) // an earlier, wider file is replaced, not kept
+	os.Remove(state)
+	if code, _, stderr := runCLI(t, "--root", portDown, "--level", "1", "--format", "prometheus", "--output", out, "--state", state); code != 19 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for p, want := range map[string]os.FileMode{out: outputMode, state: rdstate.Mode, state + ".lock": lockMode} {
+		if st, err := os.Lstat(p); err != nil || st.Mode() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode(), err, want)
+		}
+	}
+}
