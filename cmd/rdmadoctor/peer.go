@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -25,7 +24,7 @@ import (
 
 // tokenEnv is where `peer` reads the shared token when --token is not
 // given: an environment variable does not show in ps.
-const tokenEnv = "RDMADOCTOR_PEER_TOKEN"
+const tokenEnv = peer.TokenEnv
 
 const peerUsage = `usage:
   rdmadoctor peer serve --listen ADDR:PORT [flags]   lend this host's port to other hosts' tests
@@ -36,7 +35,9 @@ The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
 RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
 rdmadoctor explain 40).
 Each session's verbs objects live in a child process of its own, freed when
-the session ends. The token (--token or %s) must match on both sides.
+the session ends. The token (--token or %s) must match on both sides;
+serve refuses to start without one unless --insecure-no-token is given, and
+then listens only on a loopback or link-local address.
 `
 
 func cmdPeer(args []string, stdout, stderr io.Writer) int {
@@ -93,12 +94,15 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("peer serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var pf peerPortFlags
-	listen := fs.String("listen", "", "ADDR:PORT to listen on (required: the server listens only where told)")
+	listen := fs.String("listen", "", "ADDR:PORT to listen on (required: the server listens only where told, never on every interface)")
+	insecure := fs.Bool("insecure-no-token", false, "serve anyone who connects, without a token: only on a loopback or link-local --listen address")
 	once := fs.Bool("once", false, "exit after the first session that passed the handshake")
 	timeout := fs.Duration("timeout", peer.DefaultSessionTimeout, "deadline of one session, handshake to end")
+	handshakeTimeout := fs.Duration("handshake-timeout", peer.DefaultHandshakeTimeout, "deadline of a connection's handshake, accept to welcome: an idle or slower connection is dropped")
 	ioTimeout := fs.Duration("io-timeout", peer.DefaultIOTimeout, "deadline of each control message: a slower client is dropped")
-	maxSessions := fs.Int("max-sessions", peer.DefaultMaxSessions, "sessions at once; more are refused as busy")
-	maxMemory := fs.String("max-memory", "256MiB", "memory all sessions may register together (each gets its share)")
+	maxSessions := fs.Int("max-sessions", peer.DefaultMaxSessions, "sessions at once (2 QPs each at most); more are refused as busy")
+	maxClientSessions := fs.Int("max-client-sessions", peer.DefaultMaxClientSessions, "sessions at once of one client (an IPv4 address, an IPv6 /64); more are refused as busy")
+	maxMemory := fs.String("max-memory", "256MiB", "memory all sessions may register together (each gets its share: --max-memory / --max-sessions)")
 	addPeerPortFlags(fs, &pf)
 	help := fs.BoolP("help", "h", false, "print this help")
 	usage := func(msg string) int {
@@ -118,15 +122,19 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if *listen == "" {
 		return usage(fmt.Sprintf("--listen ADDR:PORT is required (e.g. --listen 192.0.2.1:%d): the server never picks an address itself", wire.DefaultPort))
 	}
-	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
-		return usage(fmt.Sprintf("--listen %q: want ADDR:PORT", *listen))
+	token := pf.resolveToken()
+	if msg := serveTokenRule(token, *insecure); msg != "" {
+		return usage(msg)
+	}
+	if err := peer.CheckListen(*listen, peer.ListenRules{NoToken: token == ""}); err != nil {
+		return usage(err.Error())
 	}
 	mem, err := parseSize(*maxMemory)
 	if err != nil || mem == 0 || mem > 1<<40 {
 		return usage(fmt.Sprintf("--max-memory %q: want a size such as 256MiB", *maxMemory))
 	}
-	if *timeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 {
-		return usage("--timeout, --io-timeout and --max-sessions must be positive")
+	if *timeout <= 0 || *handshakeTimeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 || *maxClientSessions <= 0 {
+		return usage("--timeout, --handshake-timeout, --io-timeout, --max-sessions and --max-client-sessions must be positive")
 	}
 	if st := peerLocalFault(pf.device); st != nil {
 		cause, fix := checks.PeerLocalFaultText(st)
@@ -145,8 +153,8 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := log.New(stderr, "rdmadoctor peer serve: ", log.LstdFlags|log.LUTC)
 	srv := peer.NewServer(peer.ServerConfig{
-		Exe: exe, Token: pf.resolveToken(), Once: *once, SessionTimeout: *timeout, IOTimeout: *ioTimeout,
-		MaxSessions: *maxSessions, MaxMemory: int64(mem), Library: pf.libibverbs,
+		Exe: exe, Token: token, Once: *once, SessionTimeout: *timeout, HandshakeTimeout: *handshakeTimeout, IOTimeout: *ioTimeout,
+		MaxSessions: *maxSessions, MaxClientSessions: *maxClientSessions, MaxMemory: int64(mem), Library: pf.libibverbs,
 		Device: pf.device, Port: pf.port, GIDIndex: pf.gidIndex, Host: hostReport(), Logf: logger.Printf,
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -156,6 +164,23 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		return report.ExitInternal
 	}
 	return 0
+}
+
+// serveTokenRule is why `peer serve` will not start with this token
+// choice ("" when it will): a server without a token lends memory and
+// QPs to anyone who connects, so that takes --insecure-no-token (and
+// CheckListen then holds it to loopback and link-local addresses); a
+// token and the flag together are a contradiction, refused rather than
+// guessed at.
+func serveTokenRule(token string, insecure bool) string {
+	switch {
+	case token == "" && !insecure:
+		return fmt.Sprintf("no token: give both hosts the same one in $%s (or --token); "+
+			"--insecure-no-token serves anyone, and only on a loopback or link-local --listen address", tokenEnv)
+	case token != "" && insecure:
+		return fmt.Sprintf("--insecure-no-token with a token (--token or $%s): drop one", tokenEnv)
+	}
+	return ""
 }
 
 // peerTestRun is a parsed `peer test` command line.

@@ -2,16 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
+	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe/fakeverbs"
 )
 
@@ -136,13 +141,26 @@ func mustJSON(t testing.TB, s string) any {
 }
 
 func TestPeerUsage(t *testing.T) {
+	t.Setenv(tokenEnv, "")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"peer", "serve"}, "--listen ADDR:PORT is required"},
-		{[]string{"peer", "serve", "--listen", "18516"}, "want ADDR:PORT"},
-		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--max-memory", "lots"}, "--max-memory"},
+		{[]string{"peer", "serve", "--listen", "18516", "--token", "t"}, "want ADDR:PORT"},
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--token", "t", "--max-memory", "lots"}, "--max-memory"},
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--token", "t", "--max-client-sessions", "0"}, "--max-client-sessions must be positive"},
+		// Every interface is nobody's choice: name an address.
+		{[]string{"peer", "serve", "--listen", ":18516", "--token", "t"}, `--listen ":18516": name an address`},
+		{[]string{"peer", "serve", "--listen", "0.0.0.0:18516", "--token", "t"}, "name an address"},
+		{[]string{"peer", "serve", "--listen", "[::]:18516", "--token", "t"}, "name an address"},
+		// No token: refused, unless --insecure-no-token, and then only on
+		// loopback or link-local (192.0.2.2 is this test host's own
+		// eth0 address in CI: the refusal is the rule, not a failed bind).
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:1"}, "no token: give both hosts the same one in $RDMADOCTOR_PEER_TOKEN"},
+		{[]string{"peer", "serve", "--listen", "192.0.2.2:18516", "--insecure-no-token"}, "--insecure-no-token serves anyone who connects, so it listens only on a loopback or link-local address, and 192.0.2.2 is neither"},
+		{[]string{"peer", "serve", "--listen", "[2001:db8::2]:18516", "--insecure-no-token"}, "2001:db8::2 is neither"},
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--insecure-no-token", "--token", "t"}, "--insecure-no-token with a token"},
 		{[]string{"peer", "test"}, "name at least one peer"},
 		{[]string{"peer", "test", "host:0"}, "not 1-65535"},
 		{[]string{"peer", "test", "host", "--format", "xml"}, "unknown format"},
@@ -195,7 +213,7 @@ func TestPeerServeNothingToLend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SYSFS_PATH", tc.sysfs)
 			t.Setenv("FAKE_IBV", tc.fakeIBV)
-			args := append([]string{"peer", "serve", "--listen", addr, "--libibverbs", tc.lib}, tc.extra...)
+			args := append([]string{"peer", "serve", "--listen", addr, "--insecure-no-token", "--libibverbs", tc.lib}, tc.extra...)
 			code, out, errOut := runCLI(t, args...)
 			want := tc.want
 			if strings.Contains(want, "%s") {
@@ -241,7 +259,7 @@ func TestPeerTestWithoutLocalRDMA(t *testing.T) {
 			t.Setenv("FAKE_IBV", "peer")
 			t.Setenv("SYSFS_PATH", good)
 			addr := freePort(t)
-			done := serveOnce(t, lib, addr)
+			done := serveOnce(t, lib, addr, "--insecure-no-token")
 			// From here on the client's host is the one judged.
 			t.Setenv("SYSFS_PATH", tc.sysfs)
 			t.Setenv("FAKE_IBV", tc.fakeIBV)
@@ -284,5 +302,118 @@ func TestPeerTestWithoutLocalRDMA(t *testing.T) {
 				t.Fatal("the server's session did not end at the client's Bye")
 			}
 		})
+	}
+}
+
+// Without a token, --insecure-no-token on 127.0.0.1 starts, says in its
+// log that it serves anyone, and serves a client without a token.
+func TestPeerServeInsecureOnLoopback(t *testing.T) {
+	lib := peerFakeLibrary(t)
+	t.Setenv(tokenEnv, "")
+	t.Setenv("FAKE_IBV", "peer")
+	t.Setenv("SYSFS_PATH", fakeSysfs(t, true, true, "fake0"))
+	addr := freePort(t)
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	go func() {
+		done <- run([]string{"peer", "serve", "--listen", addr, "--insecure-no-token", "--once", "--libibverbs", lib, "--timeout", "5s"}, &bytes.Buffer{}, &stderr)
+	}()
+	var conn net.Conn
+	var ctl peer.Control
+	for i := 0; i < 300 && conn == nil; i++ {
+		if c, ctlNow := peer.Handshake(context.Background(), addr, "", time.Second); c != nil {
+			conn, ctl = c, ctlNow
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if conn == nil {
+		t.Fatalf("no handshake with the tokenless server: %+v\n%s", ctl, stderr.String())
+	}
+	conn.Close()
+	select {
+	case c := <-done:
+		if c != 0 {
+			t.Fatalf("peer serve --once exited %d\n%s", c, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("peer serve --once did not exit after its session")
+	}
+	if !strings.Contains(stderr.String(), "NO TOKEN: anyone who reaches this address is served") {
+		t.Fatalf("the log does not say the server has no token:\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer a goroutine writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A server's reject message is the peer's text: in the text report its
+// ESC (a colour or OSC 8 link sequence), newline (a forged report line)
+// and U+202E (text reversed on screen) are shown as escapes; the JSON
+// report keeps the message as the server sent it.
+func TestPeerTestRejectReasonInert(t *testing.T) {
+	hostile := "busy\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\nrdmadoctor: all checks passed\u202eexe.txt"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wc := &wire.Conn{Conn: c, IOTimeout: 2 * time.Second}
+			nonce := make([]byte, wire.NonceSize)
+			_ = wc.Send(wire.MsgServerHello, wire.ServerHello{Magic: wire.Magic, Version: wire.Version, MinVersion: wire.MinVersion, Nonce: nonce})
+			_ = wc.Expect(0, wire.MsgClientHello, &wire.ClientHello{})
+			_ = wc.Send(wire.MsgReject, wire.Reject{Code: wire.RejectBusy, Message: hostile})
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	code, out, errOut := runCLI(t, "peer", "test", addr, "--no-color", "-v")
+	if code == 0 || !strings.Contains(out, "server busy") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\nrdmadoctor: all checks passed"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the text report carries %q from the peer:\n%s", bad, out)
+		}
+	}
+	// The report wraps long lines at spaces: joined again, the reason
+	// reads as the server sent it, its controls spelled out.
+	joined := regexp.MustCompile(`\n\s+`).ReplaceAllString(out, " ")
+	if want := `busy\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\nrdmadoctor: all checks passed\u202eexe.txt`; !strings.Contains(joined, want) {
+		t.Errorf("the text report does not show the reason escaped (%s):\n%s", want, out)
+	}
+	_, out, _ = runCLI(t, "peer", "test", addr, "--format", "json")
+	var rep struct {
+		Checks []struct {
+			ID       string                                              `json:"id"`
+			Evidence map[string]struct{ Control struct{ Error string } } `json:"evidence"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Checks) == 0 || rep.Checks[0].ID != "peer.control" {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := rep.Checks[0].Evidence[addr].Control.Error; !strings.HasSuffix(got, ": "+hostile) {
+		t.Fatalf("the JSON evidence's error is %q, want the server's message raw", got)
 	}
 }

@@ -3,17 +3,20 @@ package peer
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
-// Inert makes a string that came from the other host (a Reject's or an
-// Error's message, its host name, its step errors) safe to print on a
-// terminal or in a one-line message: control characters (ESC, which
-// starts colour and OSC sequences, and the newline that forges a second
-// line among them), bytes that are not UTF-8 and the bidirectional
-// overrides and isolates that reorder what follows them on screen are
-// written as Go escapes (\x1b, \n, \u202e). A string without any is
-// returned as it is. JSON keeps the raw value: the encoder escapes it.
+// Inert makes a string that came from the other host (a client's
+// handshake error, its session child's last words, a peer's message)
+// safe for the server's log, which a person reads on a terminal or in
+// the journal: control characters (ESC, which starts colour and OSC
+// sequences, and the newline that forges a second log line among
+// them), bytes that are not UTF-8, format characters (the bidi
+// overrides that reorder what follows on screen) and the line
+// separators are written as escapes (\x1b, \n, \u202e). A string
+// without any is returned as it is. The same characters as the text
+// report's report.Escape, which this package cannot import.
 func Inert(s string) string {
 	if !hasHostile(s) {
 		return s
@@ -24,13 +27,21 @@ func Inert(s string) string {
 		w = n
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r < 0x100 && hostileRune(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case hostileRune(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
+			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is not UTF-8
+		case !hostileRune(r):
 			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		}
 	}
 	return b.String()
@@ -47,18 +58,10 @@ func hasHostile(s string) bool {
 	return false
 }
 
-// hostileRune: C0 and C1 controls, DEL, the bidi embeddings and overrides
-// (U+202A–U+202E), the isolates (U+2066–U+2069), and the marks and
-// separators that break or reorder a line (U+200E, U+200F, U+2028,
-// U+2029, U+061C).
+// hostileRune is a character a terminal acts on or does not show, as
+// the text report judges them: C0 and C1 controls and DEL, the format
+// characters (the bidi embeddings, overrides, isolates and marks, the
+// zero-width joiners) and the line and paragraph separators.
 func hostileRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029, r == 0x061c:
-		return true
-	}
-	return false
+	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r)
 }
