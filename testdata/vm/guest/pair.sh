@@ -28,6 +28,11 @@ fi
 # tools (rdma-core's pingpongs, perftest) use their own default, 18515.
 PEER_PORT=18516
 REF_PORT=18515
+# Both guests' shared token: `peer serve` refuses to start without one on
+# a routable address (192.0.2.2), and every `peer serve` and `peer test`
+# below reads it from here unless its command line names another
+# (peer-wrong-token does).
+export RDMADOCTOR_PEER_TOKEN=pair-token
 # Seconds one client run may take before it is killed (exit 143).
 PAIR_RUN_LIMIT=60
 # The first meeting waits for the slower guest's boot; later ones for the
