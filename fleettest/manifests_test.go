@@ -223,8 +223,15 @@ func assertRdmadoctorPod(t *testing.T, ds *appsv1.DaemonSet) *corev1.Container {
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities %+v: want add [IPC_LOCK SYS_ADMIN], drop [ALL]", sc.Capabilities)
 	}
-	if psc := spec.SecurityContext; psc != nil && (psc.RunAsUser != nil || len(psc.Sysctls) > 0) {
-		t.Errorf("pod securityContext %+v: nothing is needed there", psc)
+	// The pod: the runtime's seccomp filter, and nothing else.
+	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		psc.RunAsUser != nil || len(psc.Sysctls) > 0 || psc.FSGroup != nil || len(psc.SupplementalGroups) > 0 {
+		t.Errorf("pod securityContext %+v: want seccompProfile RuntimeDefault and nothing else", psc)
+	}
+	// UID 0 on purpose (Kubernetes grants added capabilities to root only),
+	// written out so that no admission default makes it another user.
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || !boolIs(sc.RunAsNonRoot, false) || sc.SeccompProfile != nil {
+		t.Errorf("container securityContext %+v: want runAsUser 0, runAsNonRoot false, the pod's seccomp profile", sc)
 	}
 	return c
 }

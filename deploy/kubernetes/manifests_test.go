@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -74,8 +75,10 @@ func duration(t *testing.T, what, s string) time.Duration {
 }
 
 // TestNPDMonitorConfig holds the config to what NPD validates and to what
-// the issue asks: one permanent rule for RDMAProblem, no healthy status
-// before the first run, message changes written.
+// the verdict model asks: a permanent rule for RDMAProblem (healthy False,
+// problem True, unknown Unknown) and one for RDMAFault, the same plugin run
+// with --problem-only (unknown False), no healthy status before the first
+// run, message changes written.
 func TestNPDMonitorConfig(t *testing.T) {
 	c := readNPDConfig(t)
 	pc := c.PluginConfig
@@ -93,25 +96,41 @@ func TestNPDMonitorConfig(t *testing.T) {
 	if pc.MessageChange == nil || !*pc.MessageChange {
 		t.Error("enable_message_change_based_condition_update must be true")
 	}
-	if len(c.Rules) != 1 || len(c.Conditions) != 1 {
-		t.Fatalf("%d rules and %d conditions, want one of each", len(c.Rules), len(c.Conditions))
+	conds := []string{"RDMAProblem", "RDMAFault"}
+	if len(c.Rules) != len(conds) || len(c.Conditions) != len(conds) {
+		t.Fatalf("%d rules and %d conditions, want %d of each: %v", len(c.Rules), len(c.Conditions), len(conds), conds)
 	}
-	r, cond := c.Rules[0], c.Conditions[0]
-	if r.Type != "permanent" || r.Condition != "RDMAProblem" || cond.Type != "RDMAProblem" || r.Reason == "" || r.Reason == cond.Reason {
-		t.Errorf("rule %+v, condition %+v: want a permanent RDMAProblem rule whose reason differs from the healthy one", r, cond)
-	}
-	// NPD gives an Unknown condition the default condition's reason: it
-	// must not claim health.
-	for _, w := range []string{"healthy", "ok", "good", "pass"} {
-		if strings.Contains(strings.ToLower(cond.Reason), w) {
-			t.Errorf("default reason %q says %q, and NPD shows it on Unknown too", cond.Reason, w)
+	for i, want := range conds {
+		r, cond := c.Rules[i], c.Conditions[i]
+		if r.Type != "permanent" || r.Condition != want || cond.Type != want || r.Reason == "" || r.Reason == cond.Reason {
+			t.Errorf("rule %+v, condition %+v: want a permanent %s rule whose reason differs from the default one", r, cond, want)
+		}
+		// NPD gives an Unknown condition the default condition's reason: it
+		// must not claim health.
+		for _, w := range []string{"healthy", "ok", "good", "pass"} {
+			if strings.Contains(strings.ToLower(cond.Reason), w) {
+				t.Errorf("%s: default reason %q says %q, and NPD shows it on Unknown too", want, cond.Reason, w)
+			}
+		}
+		if r.Timeout != "" && duration(t, "rule timeout", r.Timeout) > global {
+			t.Errorf("%s: rule timeout above the global timeout: NPD refuses the config", want)
+		}
+		if len(r.Args) == 0 || r.Args[0] != "npd" {
+			t.Errorf("%s: rule args %q do not run `rdmadoctor npd`", want, r.Args)
 		}
 	}
-	if r.Timeout != "" && duration(t, "rule timeout", r.Timeout) > global {
-		t.Error("rule timeout above the global timeout: NPD refuses the config")
+	// RDMAFault is RDMAProblem with unknown folded into False: the same
+	// plugin, state, age and timeout, and --problem-only, which only it has.
+	problem, fault := c.Rules[0], c.Rules[1]
+	if slices.Contains(problem.Args, "--problem-only") {
+		t.Errorf("RDMAProblem's args %q hold --problem-only: its Unknown would read False and resume an unproven node", problem.Args)
 	}
-	if len(r.Args) == 0 || r.Args[0] != "npd" {
-		t.Errorf("rule args %q do not run `rdmadoctor npd`", r.Args)
+	if want := append(slices.Clone(problem.Args), "--problem-only"); !slices.Equal(fault.Args, want) {
+		t.Errorf("RDMAFault's args %q, want RDMAProblem's plus --problem-only: %q", fault.Args, want)
+	}
+	if fault.Path != problem.Path || fault.Timeout != problem.Timeout || fault.InvokeInterval != problem.InvokeInterval {
+		t.Errorf("RDMAFault runs %s (timeout %q, interval %q), RDMAProblem %s (%q, %q): want the same plugin, the same way",
+			fault.Path, fault.Timeout, fault.InvokeInterval, problem.Path, problem.Timeout, problem.InvokeInterval)
 	}
 }
 
@@ -205,6 +224,20 @@ func TestDaemonSet(t *testing.T) {
 	if add := strs(dig(sc, "capabilities", "add")); !slices.Equal(add, []string{"IPC_LOCK", "SYS_ADMIN"}) {
 		t.Errorf("capabilities add %v, want only IPC_LOCK and SYS_ADMIN", add)
 	}
+	if drop := strs(dig(sc, "capabilities", "drop")); !slices.Equal(drop, []string{"ALL"}) {
+		t.Errorf("capabilities drop %v, want ALL", drop)
+	}
+	// A root daemon on every node runs under the runtime's seccomp filter,
+	// and its UID 0 is written out, with the reasons beside it.
+	if typ := dig(spec, "securityContext", "seccompProfile", "type"); typ != "RuntimeDefault" {
+		t.Errorf("pod seccompProfile type %v, want RuntimeDefault", typ)
+	}
+	if dig(sc, "runAsUser") != 0 || dig(sc, "runAsNonRoot") != false {
+		t.Errorf("securityContext %v: want runAsUser: 0 and runAsNonRoot: false, stated", sc)
+	}
+	if data, err := os.ReadFile("daemonset.yaml"); err != nil || !bytes.Contains(data, []byte("# UID 0, on purpose")) {
+		t.Error("daemonset.yaml does not say why it runs as UID 0")
+	}
 	args := strs(dig(ctr, "args"))
 	if flagValue(args, "repeat") == "" || flagValue(args, "state") != "/var/lib/rdmadoctor/state.json" {
 		t.Errorf("args %v: want --repeat and --state=/var/lib/rdmadoctor/state.json", args)
@@ -232,6 +265,8 @@ func TestDaemonSet(t *testing.T) {
 // two missed runs.
 func TestNPDPluginMatchesDaemonSet(t *testing.T) {
 	c := readNPDConfig(t)
+	// RDMAProblem's rule; TestNPDMonitorConfig holds RDMAFault's to the
+	// same path and args (and --problem-only).
 	rule := c.Rules[0]
 	args := strs(dig(yamlDocs(t, "daemonset.yaml")[0], "spec", "template", "spec", "containers", "0", "args"))
 	if got, want := flagValue(rule.Args, "state"), flagValue(args, "state"); got != want {
@@ -271,19 +306,60 @@ func TestNPDPluginMatchesDaemonSet(t *testing.T) {
 	}
 }
 
+// TestReadinessRule holds the two NodeReadinessRules to the verdict model:
+// rdma-proven (bootstrap-only, on RDMAProblem) keeps a new node out of work
+// until it is first healthy and never comes back; rdma-fault (continuous,
+// on RDMAFault, which --problem-only keeps False for unknown) is on only
+// while a problem is seen. Absent conditions keep both taints (no
+// defaultStatus), and the taint keys differ: the controller's webhook
+// refuses two rules managing one key.
 func TestReadinessRule(t *testing.T) {
-	doc := yamlDocs(t, "npd/rdma-readiness-rule.yaml")[0]
-	if doc["kind"] != "NodeReadinessRule" || doc["apiVersion"] != "readiness.node.x-k8s.io/v1alpha1" {
-		t.Fatalf("kind %v %v", doc["apiVersion"], doc["kind"])
+	docs := yamlDocs(t, "npd/rdma-readiness-rule.yaml")
+	want := []struct{ name, mode, cond, key, value string }{
+		{"rdma-proven", "bootstrap-only", "RDMAProblem", "readiness.k8s.io/rdma", "unproven"},
+		{"rdma-fault", "continuous", "RDMAFault", "readiness.k8s.io/rdma-fault", "problem"},
 	}
-	spec := dig(doc, "spec")
-	cond := dig(spec, "conditions", "0")
-	if dig(cond, "type") != "RDMAProblem" || dig(cond, "requiredStatus") != "False" || dig(cond, "defaultStatus") != nil {
-		t.Errorf("condition %v: want RDMAProblem required False, no defaultStatus (absent must keep the taint)", cond)
+	if len(docs) != len(want) {
+		t.Fatalf("%d documents, want the rules %v", len(docs), want)
 	}
-	key, _ := dig(spec, "taint", "key").(string)
-	if !strings.HasPrefix(key, "readiness.k8s.io/") || dig(spec, "taint", "effect") != "NoSchedule" || dig(spec, "enforcementMode") != "continuous" {
-		t.Errorf("taint %v, mode %v", dig(spec, "taint"), dig(spec, "enforcementMode"))
+	var selector any
+	for i, w := range want {
+		doc := docs[i]
+		if doc["kind"] != "NodeReadinessRule" || doc["apiVersion"] != "readiness.node.x-k8s.io/v1alpha1" {
+			t.Fatalf("document %d: kind %v %v", i, doc["apiVersion"], doc["kind"])
+		}
+		if name := dig(doc, "metadata", "name"); name != w.name {
+			t.Errorf("document %d is named %v, want %s", i, name, w.name)
+		}
+		spec := dig(doc, "spec")
+		if conds := asList(dig(spec, "conditions")); len(conds) != 1 {
+			t.Errorf("%s: %d conditions, want %s alone", w.name, len(conds), w.cond)
+		}
+		cond := dig(spec, "conditions", "0")
+		if dig(cond, "type") != w.cond || dig(cond, "requiredStatus") != "False" || dig(cond, "defaultStatus") != nil {
+			t.Errorf("%s: condition %v: want %s required False, no defaultStatus (absent must keep the taint)", w.name, cond, w.cond)
+		}
+		if dig(spec, "taint", "key") != w.key || dig(spec, "taint", "value") != w.value || dig(spec, "taint", "effect") != "NoSchedule" {
+			t.Errorf("%s: taint %v, want %s=%s:NoSchedule", w.name, dig(spec, "taint"), w.key, w.value)
+		}
+		if dig(spec, "enforcementMode") != w.mode {
+			t.Errorf("%s: enforcementMode %v, want %s", w.name, dig(spec, "enforcementMode"), w.mode)
+		}
+		if dig(spec, "dryRun") != nil {
+			t.Errorf("%s: dryRun set: the rule would taint nothing", w.name)
+		}
+		sel := dig(spec, "nodeSelector")
+		if sel == nil || (i > 0 && !reflect.DeepEqual(sel, selector)) {
+			t.Errorf("%s: nodeSelector %v, want the same nodes as %s (%v)", w.name, sel, want[0].name, selector)
+		}
+		selector = sel
+	}
+	// The monitor publishes the conditions the rules read.
+	c := readNPDConfig(t)
+	for i, w := range want {
+		if i < len(c.Conditions) && c.Conditions[i].Type != w.cond {
+			t.Errorf("the monitor's condition %d is %s, the rule %s reads %s", i, c.Conditions[i].Type, w.name, w.cond)
+		}
 	}
 }
 
