@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -253,17 +254,32 @@ func keptReport(s *state.State, clock fleetClock) report.FleetReport {
 	return report.FleetReport{Report: last, Kept: kept}
 }
 
-// readBounded reads at most maxReportBytes of path.
+// readBounded reads at most maxReportBytes of path, which must be a regular
+// file. Reports are collected from many nodes into shared directories: a
+// FIFO or a device planted under a report's name must not stall summarize
+// (open(2) of a FIFO without a writer blocks; O_NONBLOCK returns at once)
+// nor make it read without end (/dev/zero); the type is judged on the
+// opened descriptor, so a file swapped after a stat cannot pass.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxReportBytes {
-		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, unwrapPath(err)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): not read", fileKind(fi.Mode()))
+	}
+	if fi.Size() > maxReportBytes {
+		return nil, fmt.Errorf("larger than %d MiB: not a report", maxReportBytes>>20)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	// A file that grows while it is read (or a procfs-like file whose size
+	// says 0) is still cut at the bound.
 	if _, err := buf.ReadFrom(io.LimitReader(f, maxReportBytes+1)); err != nil {
 		return nil, fmt.Errorf("read: %w", unwrapPath(err))
 	}
@@ -272,6 +288,23 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d MiB: not a report", maxReportBytes>>20)
 	}
 	return data, nil
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "type " + m.Type().String()
 }
 
 // unwrapPath drops the path from an *os.PathError: the path is printed
