@@ -3,6 +3,7 @@ package fleettest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,13 +84,37 @@ func decodeStrict(t *testing.T, path string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	decodeStrictData(t, path, data, v)
+}
+
+// decodeStrictData decodes one YAML document into v and fails on any field
+// v's type lacks.
+func decodeStrictData(t *testing.T, name string, data []byte, v any) {
+	t.Helper()
 	if err := yaml.UnmarshalStrict(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("%s: %v", name, err)
 	}
 }
 
-// Every YAML file under deploy/kubernetes decodes strictly into the type
-// of what it is; a file of an unknown kind fails.
+// yamlDocuments splits a YAML stream at its "---" lines into the documents
+// that hold more than comments.
+func yamlDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range bytes.Split(append([]byte("\n"), data...), []byte("\n---\n")) {
+		for _, line := range bytes.Split(d, []byte("\n")) {
+			if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
+				docs = append(docs, d)
+				break
+			}
+		}
+	}
+	return docs
+}
+
+// Every YAML document under deploy/kubernetes decodes strictly into the
+// type of what it is; a document of an unknown kind fails. Only the
+// readiness rules share a file (rdma-proven and rdma-fault), and each of
+// them is decoded.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	var files []string
 	filepath.WalkDir(manifests, func(p string, d os.DirEntry, err error) error {
@@ -101,10 +126,27 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	if len(files) < 7 {
 		t.Fatalf("found %d YAML files under %s: %v", len(files), manifests, files)
 	}
+	var rules []nodeReadinessRule
 	for _, p := range files {
 		data, _ := os.ReadFile(p)
-		if bytes.Contains(data, []byte("\n---")) {
-			t.Errorf("%s: more than one document", p)
+		docs := yamlDocuments(data)
+		if len(docs) == 0 {
+			t.Errorf("%s: no document", p)
+			continue
+		}
+		if len(docs) > 1 {
+			for i, d := range docs {
+				var head struct{ APIVersion, Kind string }
+				yaml.Unmarshal(d, &head)
+				if head.APIVersion+" "+head.Kind != "readiness.node.x-k8s.io/v1alpha1 NodeReadinessRule" {
+					t.Errorf("%s: document %d of %d is %s %s: only the readiness rules share a file", p, i+1, len(docs), head.APIVersion, head.Kind)
+					continue
+				}
+				var r nodeReadinessRule
+				decodeStrictData(t, fmt.Sprintf("%s, document %d", p, i+1), d, &r)
+				rules = append(rules, r)
+			}
+			continue
 		}
 		var head struct{ APIVersion, Kind string }
 		if err := yaml.Unmarshal(data, &head); err != nil {
@@ -122,9 +164,53 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		case "kustomize.config.k8s.io/v1beta1 Kustomization", "kustomize.config.k8s.io/v1alpha1 Component":
 			decodeStrict(t, p, &kustomization{})
 		case "readiness.node.x-k8s.io/v1alpha1 NodeReadinessRule":
-			decodeStrict(t, p, &nodeReadinessRule{})
+			var r nodeReadinessRule
+			decodeStrict(t, p, &r)
+			rules = append(rules, r)
 		default:
 			t.Errorf("%s: no typed decoder for %s %s", p, head.APIVersion, head.Kind)
+		}
+	}
+	assertReadinessRules(t, rules)
+}
+
+// assertReadinessRules checks the decoded rules as the Node Readiness
+// Controller reads them: rdma-proven lifts the registration taint once
+// RDMAProblem is False and never puts it back (bootstrap-only); rdma-fault
+// holds its own taint while RDMAFault is not False (continuous). The
+// controller's webhook refuses two rules on one taint key, and accepts
+// only these modes and condition statuses.
+func assertReadinessRules(t *testing.T, rules []nodeReadinessRule) {
+	t.Helper()
+	want := map[string]struct {
+		mode string
+		cond corev1.NodeConditionType
+		key  string
+	}{
+		"rdma-proven": {"bootstrap-only", "RDMAProblem", "readiness.k8s.io/rdma"},
+		"rdma-fault":  {"continuous", "RDMAFault", "readiness.k8s.io/rdma-fault"},
+	}
+	if len(rules) != len(want) {
+		t.Fatalf("%d NodeReadinessRules decoded, want rdma-proven and rdma-fault", len(rules))
+	}
+	keys := map[string]string{}
+	for _, r := range rules {
+		w, ok := want[r.Name]
+		if !ok {
+			t.Errorf("NodeReadinessRule %q: not one of rdma-proven, rdma-fault", r.Name)
+			continue
+		}
+		if other, dup := keys[r.Spec.Taint.Key]; dup {
+			t.Errorf("rules %s and %s both manage the taint %s: the webhook refuses the second", other, r.Name, r.Spec.Taint.Key)
+		}
+		keys[r.Spec.Taint.Key] = r.Name
+		if r.Spec.EnforcementMode != w.mode || r.Spec.Taint.Key != w.key || r.Spec.Taint.Effect != corev1.TaintEffectNoSchedule ||
+			len(r.Spec.Conditions) != 1 || r.Spec.Conditions[0].Type != w.cond || r.Spec.Conditions[0].RequiredStatus != corev1.ConditionFalse {
+			t.Errorf("%s: mode %q, taint %+v, conditions %+v: want %s, %s:NoSchedule, %s required False",
+				r.Name, r.Spec.EnforcementMode, r.Spec.Taint, r.Spec.Conditions, w.mode, w.key, w.cond)
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(&r.Spec.NodeSelector); err != nil || sel.Empty() {
+			t.Errorf("%s: nodeSelector %+v selects every node (%v)", r.Name, r.Spec.NodeSelector, err)
 		}
 	}
 }

@@ -15,6 +15,9 @@ import (
 // interval 1s) and the real rdmadoctor plugin while the test changes the
 // state file under it: what NPD PATCHes onto the node is asserted for
 // each kind of state, in an order that makes every step a transition.
+// Both conditions are watched: RDMAProblem (False, True, Unknown) and
+// RDMAFault, the --problem-only rule the continuous taint reads, which is
+// True in the problem steps and False in every other, unknown included.
 func TestNPDPublishesRDMAProblem(t *testing.T) {
 	m := readMonitor(t)
 	bin := rdmadoctorBinary(t)
@@ -52,6 +55,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	agedPartial := runKept(t, bin, fixed, aged, 0, "--check", "kernel.version")
 	assertPartial(t, agedPartial, "kernel.version", "pci.device")
 	defaultReason, defaultMsg, problemReason := m.Conds[0].Reason, m.Conds[0].Message, m.Rules[0].Reason
+	fault := faultWatch{args: m.ruleArgs(1, args), reason: m.Conds[1].Reason, msg: m.Conds[1].Message, problemReason: m.Rules[1].Reason}
 
 	api := newFakeAPIServer(t, nodeName)
 	// A monitor the DaemonSet already has, given first: the patch appends
@@ -83,7 +87,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state is not JSON (truncated):"},
 	}
 	for n, st := range steps {
-		st.publish(t, api, bin, args, state, defaultMsg)
+		st.publish(t, api, bin, args, state, defaultMsg, fault)
 		if n == 0 {
 			assertNothingBefore(t, api, corev1.ConditionUnknown)
 		}
@@ -98,14 +102,23 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	}
 
 	// Neither an error nor an aged or future record ever made the node
-	// True: only the port faults did.
+	// True: only the port faults did. RDMAFault was never Unknown either:
+	// the continuous taint never saw a blind spot.
 	_, patches, _, _ := api.snapshot()
+	var faultTrue bool
 	for i, p := range patches {
 		for _, c := range p.Status.Conditions {
-			if c.Type == rdmaProblem && c.Status == corev1.ConditionTrue && !strings.HasPrefix(c.Message, "port.state(19) ") {
-				t.Errorf("patch %d published RDMAProblem True for %q: only a port fault is a problem here", i, c.Message)
+			if (c.Type == rdmaProblem || c.Type == rdmaFault) && c.Status == corev1.ConditionTrue && !strings.HasPrefix(c.Message, "port.state(19) ") {
+				t.Errorf("patch %d published %s True for %q: only a port fault is a problem here", i, c.Type, c.Message)
 			}
+			if c.Type == rdmaFault && c.Status == corev1.ConditionUnknown {
+				t.Errorf("patch %d published RDMAFault Unknown (%q): the rdma-fault rule would taint the node for it", i, c.Message)
+			}
+			faultTrue = faultTrue || (c.Type == rdmaFault && c.Status == corev1.ConditionTrue)
 		}
+	}
+	if !faultTrue {
+		t.Error("no patch published RDMAFault True: the port-down steps never reached the continuous taint")
 	}
 
 	npd.stop(t)
@@ -122,10 +135,20 @@ type stateStep struct {
 	prefix string // of the plugin's line; unused for False
 }
 
+// faultWatch is what the RDMAFault rule is expected to publish: its args
+// (the test's, with --problem-only), default reason and message, and its
+// problem reason.
+type faultWatch struct {
+	args                       []string
+	reason, msg, problemReason string
+}
+
 // publish puts the step's state in place and waits for NPD to publish it:
 // the message is the plugin's own line for that state, as NPD runs it, or
-// for False the config's default message.
-func (st stateStep) publish(t *testing.T, api *fakeAPIServer, bin string, args []string, state, defaultMsg string) {
+// for False the config's default message. RDMAFault must then be True for
+// a True step, with the same line, and False for the others: healthy, and
+// unknown too.
+func (st stateStep) publish(t *testing.T, api *fakeAPIServer, bin string, args []string, state, defaultMsg string, fault faultWatch) {
 	t.Helper()
 	if st.state == nil {
 		os.Remove(state)
@@ -148,6 +171,25 @@ func (st stateStep) publish(t *testing.T, api *fakeAPIServer, bin string, args [
 	}
 	checkMessage(t, c.Message)
 	t.Logf("%s: RDMAProblem %s, reason %s, message %q", st.name, c.Status, c.Reason, c.Message)
+
+	faultWant, faultReason, faultMsg := corev1.ConditionFalse, fault.reason, fault.msg
+	line, code := pluginLine(t, bin, fault.args)
+	switch {
+	case st.want == corev1.ConditionTrue:
+		faultWant, faultReason, faultMsg = corev1.ConditionTrue, fault.problemReason, line
+		if code != 1 || line != c.Message {
+			t.Errorf("%s: the RDMAFault rule's plugin prints %q (exit %d), want exit 1 and RDMAProblem's %q", st.name, line, code, c.Message)
+		}
+	case code != 0:
+		t.Errorf("%s: the RDMAFault rule's plugin exits %d (%q), want 0: RDMAProblem is %s", st.name, code, line, st.want)
+	}
+	f := waitConditionOf(t, api, rdmaFault, 15*time.Second, st.name+" (RDMAFault)", func(c corev1.NodeCondition) bool {
+		return c.Status == faultWant && c.Message == faultMsg
+	})
+	if f.Reason != faultReason {
+		t.Errorf("%s: RDMAFault reason %q, want %q", st.name, f.Reason, faultReason)
+	}
+	t.Logf("%s: RDMAFault %s, reason %s, message %q", st.name, f.Status, f.Reason, f.Message)
 }
 
 // assertTraffic checks what NPD sent over the whole run: only requests the
@@ -207,7 +249,7 @@ func assertPatchesOnlyTheMonitors(t *testing.T, patches []statusPatch) {
 	}
 	for i, p := range patches {
 		for _, c := range p.Status.Conditions {
-			if c.Type != rdmaProblem && c.Type != "OtherProblem" {
+			if c.Type != rdmaProblem && c.Type != rdmaFault && c.Type != "OtherProblem" {
 				t.Errorf("patch %d carries condition %s", i, c.Type)
 			}
 			if c.LastHeartbeatTime.IsZero() || c.LastTransitionTime.IsZero() {
@@ -222,15 +264,19 @@ func assertPatchesOnlyTheMonitors(t *testing.T, patches []statusPatch) {
 // ("Node condition RDMAProblem is now: True, reason: …, message: "…"").
 func assertEvents(t *testing.T, events []corev1.Event, source, problemReason string) {
 	t.Helper()
-	var problem bool
+	var problem, fault bool
 	for _, e := range events {
 		if e.Source.Component != source || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != nodeName {
 			t.Errorf("event from %q about %s %s, want from %q about Node %s", e.Source.Component,
 				e.InvolvedObject.Kind, e.InvolvedObject.Name, source, nodeName)
 		}
 		problem = problem || (e.Reason == problemReason && strings.Contains(e.Message, `message: "port.state(19) mlx5_1/1 DOWN`))
+		fault = fault || (e.Reason == problemReason && strings.Contains(e.Message, "Node condition RDMAFault is now: True"))
 	}
 	if !problem {
 		t.Errorf("no %s event for the port-down state among %d events", problemReason, len(events))
+	}
+	if !fault {
+		t.Errorf("no %s event for RDMAFault True among %d events", problemReason, len(events))
 	}
 }

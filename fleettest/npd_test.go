@@ -21,6 +21,10 @@ const (
 	shippedMonitor = repoRoot + "/deploy/kubernetes/npd/rdmadoctor-monitor.json"
 	nodeName       = "rdma-node-1"
 	rdmaProblem    = corev1.NodeConditionType("RDMAProblem")
+	rdmaFault      = corev1.NodeConditionType("RDMAFault")
+	// problemOnly is the flag of the RDMAFault rule: exit 1 for a problem,
+	// 0 otherwise (unknown included).
+	problemOnly = "--problem-only"
 	// testInterval replaces the shipped 30s invoke_interval so a test sees
 	// each state within seconds; nothing else about the timing changes.
 	testInterval = "1s"
@@ -35,6 +39,7 @@ type monitor struct {
 		Type, Reason, Message string
 	} `json:"conditions"`
 	Rules []struct {
+		Condition    corev1.NodeConditionType
 		Reason, Path string
 		Args         []string
 		Timeout      string
@@ -54,29 +59,40 @@ func readMonitor(t *testing.T) monitor {
 	if err := json.Unmarshal(data, &m.raw); err != nil {
 		t.Fatalf("%s: %v", shippedMonitor, err)
 	}
-	if len(m.Rules) != 1 || len(m.Conds) != 1 {
-		t.Fatalf("%s: want one condition and one rule, got %d and %d", shippedMonitor, len(m.Conds), len(m.Rules))
+	if len(m.Rules) != 2 || len(m.Conds) != 2 || m.Rules[0].Condition != rdmaProblem || m.Rules[1].Condition != rdmaFault ||
+		m.Conds[0].Type != string(rdmaProblem) || m.Conds[1].Type != string(rdmaFault) {
+		t.Fatalf("%s: want the conditions and rules RDMAProblem and RDMAFault, in that order, got %d conditions and %d rules",
+			shippedMonitor, len(m.Conds), len(m.Rules))
+	}
+	if slices.Contains(m.Rules[0].Args, problemOnly) || !slices.Contains(m.Rules[1].Args, problemOnly) {
+		t.Fatalf("%s: want %s in RDMAFault's rule only: %q, %q", shippedMonitor, problemOnly, m.Rules[0].Args, m.Rules[1].Args)
 	}
 	return m
 }
 
 // adapt copies the shipped config with the plugin's path, its args and the
 // invoke interval changed (and anything edit changes), writes it to dir and
-// asserts that nothing else differs from what is shipped.
+// asserts that nothing else differs from what is shipped. Every rule runs
+// plugin with args, the RDMAFault rule with --problem-only after them, as
+// shipped (ruleArgs).
 func (m monitor) adapt(t *testing.T, dir, plugin string, args []string, edit func(map[string]any), allowed ...string) string {
 	t.Helper()
 	var c map[string]any
 	b, _ := json.Marshal(m.raw)
 	json.Unmarshal(b, &c)
 	c["pluginConfig"].(map[string]any)["invoke_interval"] = testInterval
-	rule := c["rules"].([]any)[0].(map[string]any)
-	rule["path"] = plugin
-	rule["args"] = args
+	want := []string{"pluginConfig.invoke_interval"}
+	for i, r := range c["rules"].([]any) {
+		rule := r.(map[string]any)
+		rule["path"] = plugin
+		rule["args"] = m.ruleArgs(i, args)
+		want = append(want, fmt.Sprintf("rules.%d.args", i), fmt.Sprintf("rules.%d.path", i))
+	}
 	if edit != nil {
 		edit(c)
 	}
 	changed := jsonDiff("", m.raw, c)
-	want := append([]string{"pluginConfig.invoke_interval", "rules.0.args", "rules.0.path"}, allowed...)
+	want = append(want, allowed...)
 	slices.Sort(want)
 	if !slices.Equal(changed, want) {
 		t.Fatalf("the test's monitor config differs from the shipped one in %v, want only %v", changed, want)
@@ -87,6 +103,16 @@ func (m monitor) adapt(t *testing.T, dir, plugin string, args []string, edit fun
 		t.Fatal(err)
 	}
 	return p
+}
+
+// ruleArgs is what the test's config gives rule i: args, and --problem-only
+// when the shipped rule has it.
+func (m monitor) ruleArgs(i int, args []string) []string {
+	out := slices.Clone(args)
+	if slices.Contains(m.Rules[i].Args, problemOnly) && !slices.Contains(out, problemOnly) {
+		out = append(out, problemOnly)
+	}
+	return out
 }
 
 // jsonDiff lists the dotted paths at which two decoded JSON values differ.
@@ -208,14 +234,21 @@ func (p *npdProcess) stop(t *testing.T) {
 // condition satisfies ok, and fails the test after limit.
 func waitCondition(t *testing.T, api *fakeAPIServer, limit time.Duration, what string, ok func(corev1.NodeCondition) bool) corev1.NodeCondition {
 	t.Helper()
+	return waitConditionOf(t, api, rdmaProblem, limit, what, ok)
+}
+
+// waitConditionOf polls the fake API server until the node's condition typ
+// satisfies ok, and fails the test after limit.
+func waitConditionOf(t *testing.T, api *fakeAPIServer, typ corev1.NodeConditionType, limit time.Duration, what string, ok func(corev1.NodeCondition) bool) corev1.NodeCondition {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		c, found := api.condition(rdmaProblem)
+		c, found := api.condition(typ)
 		if found && ok(c) {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not published within %v; RDMAProblem is %+v (present %v)", what, limit, c, found)
+			t.Fatalf("%s: not published within %v; %s is %+v (present %v)", what, limit, typ, c, found)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

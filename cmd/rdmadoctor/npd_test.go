@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,8 +245,36 @@ func FuzzNPDState(f *testing.F) {
 	})
 }
 
-// The shipped NPD rule's arguments are ones the adapter accepts, and give
-// NPD's exit codes on real states.
+// withCheckStatus returns a kept state with one check's record set to
+// status: a check in error in an otherwise healthy state is the unknown
+// verdict and nothing else.
+func withCheckStatus(t *testing.T, data []byte, id, status string) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ := doc["checks"].([]any)
+	var found bool
+	for _, c := range checks {
+		if rec, _ := c.(map[string]any); rec["id"] == id {
+			rec["status"], found = status, true
+		}
+	}
+	if !found {
+		t.Fatalf("the state keeps no record of %s", id)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The shipped NPD rules' arguments are ones the adapter accepts, and give
+// NPD's exit codes on real states: RDMAProblem healthy 0, problem 1,
+// unknown 2 (Unknown, which keeps a new node's rdma-proven taint);
+// RDMAFault 0, 1, 0 (the rdma-fault taint is never put on for unknown).
 func TestShippedNPDRuleArgs(t *testing.T) {
 	data, err := os.ReadFile("../../deploy/kubernetes/npd/rdmadoctor-monitor.json")
 	if err != nil {
@@ -253,25 +282,54 @@ func TestShippedNPDRuleArgs(t *testing.T) {
 	}
 	var cfg struct {
 		Rules []struct {
-			Args []string `json:"args"`
+			Condition string   `json:"condition"`
+			Args      []string `json:"args"`
 		} `json:"rules"`
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil || len(cfg.Rules) != 1 || len(cfg.Rules[0].Args) == 0 {
+	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatalf("monitor config: %v", err)
 	}
-	for fixture, want := range map[string]int{"cx5-roce-healthy": npdOK, "port-down": npdProblem} {
-		state, _ := keptState(t, fixture)
-		var args []string
-		for _, a := range cfg.Rules[0].Args {
-			if strings.HasPrefix(a, "--state=") {
-				a = "--state=" + state
-			}
-			args = append(args, a)
+	want := map[string][3]int{ // healthy, problem, unknown
+		"RDMAProblem": {npdOK, npdProblem, npdUnknown},
+		"RDMAFault":   {npdOK, npdProblem, npdOK},
+	}
+	if len(cfg.Rules) != len(want) {
+		t.Fatalf("%d rules in the monitor config, want one for each of RDMAProblem and RDMAFault", len(cfg.Rules))
+	}
+	healthy, healthyData := keptState(t, "cx5-roce-healthy")
+	problem, _ := keptState(t, "port-down")
+	// Only errors: the healthy state with kernel.version's record in error.
+	unknown := filepath.Join(t.TempDir(), "error.json")
+	if err := os.WriteFile(unknown, withCheckStatus(t, healthyData, "kernel.version", "error"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	states := [3]string{healthy, problem, unknown}
+	names := [3]string{"healthy", "port down", "only errors"}
+	prefixes := [3]string{"ok: ", "port.state(19) ", "unknown: kernel.version(12) "}
+	seen := map[string]bool{}
+	for _, rule := range cfg.Rules {
+		codes, ok := want[rule.Condition]
+		if !ok || seen[rule.Condition] || len(rule.Args) == 0 {
+			t.Fatalf("rule for %q (args %q): want one rule each for RDMAProblem and RDMAFault", rule.Condition, rule.Args)
 		}
-		code, out, errOut := runCLI(t, args...)
-		checkNPDLine(t, out)
-		if code != want {
-			t.Errorf("%s: rule args %q: exit %d %q %s, want %d", fixture, args, code, out, errOut, want)
+		seen[rule.Condition] = true
+		for i, st := range states {
+			var args []string
+			for _, a := range rule.Args {
+				if strings.HasPrefix(a, "--state=") {
+					a = "--state=" + st
+				}
+				args = append(args, a)
+			}
+			if slices.Equal(args, rule.Args) {
+				t.Fatalf("%s: rule args %q name no --state=", rule.Condition, rule.Args)
+			}
+			code, out, errOut := runCLI(t, args...)
+			checkNPDLine(t, out)
+			// The message says what was judged, whatever the exit.
+			if code != codes[i] || !strings.HasPrefix(out, prefixes[i]) {
+				t.Errorf("%s on %s: rule args %q: exit %d %q %s, want %d %q", rule.Condition, names[i], args, code, out, errOut, codes[i], prefixes[i])
+			}
 		}
 	}
 }
