@@ -46,6 +46,9 @@ func holdLock(t *testing.T, prefix []string, extra []*os.File, flockArgs ...stri
 	args = append(args, "-c", "echo held; exec sleep 60")
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.ExtraFiles = extra
+	// flock(1) runs the sleep as its child: the group is killed, not
+	// only flock, so no holder outlives the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +58,7 @@ func holdLock(t *testing.T, prefix []string, extra []*os.File, flockArgs ...stri
 		t.Fatal(err)
 	}
 	w.Close()
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); r.Close() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait(); r.Close() })
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	return strings.TrimSpace(line) == "held", line
 }
