@@ -40,7 +40,7 @@ type pending struct {
 	conn    *net.TCPConn
 	client  client
 	since   time.Time
-	evicted bool // closed to make room for a newer connection (under admission.mu)
+	evicted bool // made to give its place up to a newer connection (under admission.mu)
 }
 
 // admission holds the server's places: connections in their handshake,
@@ -71,7 +71,7 @@ func newAdmission(cfg *ServerConfig) *admission {
 	}
 }
 
-// enter gives a new connection a handshake place, closing the oldest
+// enter gives a new connection a handshake place, evicting the oldest
 // handshake that must make room; it returns the new place and the one
 // evicted (nil when there was room).
 func (a *admission) enter(c *net.TCPConn, cl client) (p, evicted *pending) {
@@ -86,26 +86,33 @@ func (a *admission) enter(c *net.TCPConn, cl client) (p, evicted *pending) {
 	a.shaking = append(a.shaking, p)
 	a.shakes[cl]++
 	a.mu.Unlock()
-	if evicted != nil {
-		evicted.conn.Close() // its goroutine sees the read fail, and evicted set
-	}
+	evicted.stop()
 	return p, evicted
 }
 
-// evictOldest closes the oldest handshake, freeing its descriptor (the
-// accept loop's answer to EMFILE); false when none is running.
+// stop ends an evicted handshake's reading: its goroutine's read returns
+// at once (now, or at its next read, whatever deadline it sets), finds
+// evicted set, tells the client why and closes the connection. Closing
+// it here instead would leave the client with a bare EOF.
+func (q *pending) stop() {
+	if q != nil {
+		_ = q.conn.CloseRead()
+	}
+}
+
+// evictOldest evicts the oldest handshake, whose goroutine then closes
+// it and frees its descriptor (the accept loop's answer to EMFILE);
+// false when none is running.
 func (a *admission) evictOldest() bool {
 	a.mu.Lock()
 	q := a.evictLocked(func(*pending) bool { return true })
 	a.mu.Unlock()
-	if q != nil {
-		q.conn.Close()
-	}
+	q.stop()
 	return q != nil
 }
 
 // evictLocked takes the oldest handshake that match accepts out of the
-// places and marks it evicted; the caller closes it.
+// places and marks it evicted; the caller stops it.
 func (a *admission) evictLocked(match func(*pending) bool) *pending {
 	for i, q := range a.shaking {
 		if match(q) {

@@ -203,7 +203,7 @@ func (s *Server) acceptFailed(ctx context.Context, addr net.Addr, err error, las
 	freed := ""
 	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 		if s.adm.evictOldest() {
-			freed = "; closed the oldest connection in its handshake to free a descriptor"
+			freed = "; evicted the oldest connection in its handshake to free a descriptor"
 		}
 	}
 	s.refusals.refuse("-", "accept error", "accept on %s: %v; accepting again in %v%s", addr, err, wait, freed)
@@ -240,8 +240,10 @@ func (s *Server) session(ctx context.Context, c *net.TCPConn, p *pending, id str
 			s.adm.end(p.client)
 		}
 		if s.adm.leave(p) {
-			rf = &refusal{reason: "evicted", err: fmt.Errorf("still in its handshake when a newer connection needed its place (at most %d handshakes at once, %d per client)",
-				s.cfg.MaxHandshakes, s.cfg.MaxClientHandshakes)}
+			msg := fmt.Sprintf("still in its handshake when a newer connection needed its place (at most %d handshakes at once, %d per client)",
+				s.cfg.MaxHandshakes, s.cfg.MaxClientHandshakes)
+			_ = wc.Send(wire.MsgReject, wire.Reject{Code: wire.RejectBusy, Message: "evicted: " + msg})
+			rf = &refusal{reason: "evicted", err: errors.New(msg)}
 		}
 		s.refusals.refuse(p.client.String(), rf.reason, "%s: refused (%s) after %v: %s", id, rf.reason, time.Since(t0).Round(time.Millisecond), Inert(rf.err.Error()))
 		return false

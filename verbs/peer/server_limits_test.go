@@ -3,6 +3,7 @@ package peer
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -88,8 +89,14 @@ func TestServerHandshakeEviction(t *testing.T) {
 	b1, _ := dialFrom(t, "127.0.0.3", addr)
 	a2, _ := dialFrom(t, "127.0.0.2", addr)
 	a3, h := dialFrom(t, "127.0.0.2", addr) // the client's third: a1 makes room
+	// The evicted connection is told why, as a busy server.
+	err := (&wire.Conn{Conn: a1, IOTimeout: 2 * time.Second}).Expect(0, wire.MsgWelcome, &wire.Welcome{})
+	var rj *wire.RejectError
+	if !errors.As(err, &rj) || rj.Reject.Code != wire.RejectBusy || !strings.Contains(rj.Reject.Message, "evicted: still in its handshake") {
+		t.Fatalf("the client's oldest handshake, past --max-client-handshakes: %v", err)
+	}
 	if !closedWithin(a1, 2*time.Second) {
-		t.Fatal("the client's oldest handshake was kept past --max-client-handshakes")
+		t.Fatal("the evicted connection was kept open")
 	}
 	if closedWithin(b1, 200*time.Millisecond) || closedWithin(a2, 10*time.Millisecond) {
 		t.Fatal("another handshake was closed for the client's third")
