@@ -579,3 +579,21 @@ func installProviderRemedy(family string) string {
 	}
 	return "Install rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs), or reinstall MLNX_OFED/DOCA-OFED."
 }
+
+// LocateLibibverbs is the libibverbs.so.1 the loader would use on h, found
+// as libibverbs.install finds it (explicit, LD_LIBRARY_PATH, the loader
+// cache, the standard directories) and never loaded: the path the loader
+// opens and the file it reaches, or "" when no candidate is a loadable
+// library. An unreadable cache leaves the standard directories.
+func LocateLibibverbs(h *sysfs.Host, explicit string) (path, file string) {
+	li := &libInstall{h: h, abi: sysfs.NativeLDFlags(), ev: map[string]any{}, missing: true}
+	li.readCache()
+	li.gather(explicit)
+	for i := range li.cands {
+		li.judge(&li.cands[i])
+	}
+	if li.picked == nil {
+		return "", ""
+	}
+	return li.picked.path, li.picked.chain.Final
+}

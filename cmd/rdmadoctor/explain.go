@@ -15,6 +15,10 @@ import (
 // fix — folded to the terminal's width like the report, never inside a
 // command, so a fix can be copied as printed.
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		fmt.Fprintf(stdout, "usage: rdmadoctor explain ID|CODE\n  what a check judges, why it matters, what runs before it, every finding it can report and its fix\n  (rdmadoctor list: every ID and code)\n")
+		return 0
+	}
 	if len(args) != 1 {
 		fmt.Fprintf(stderr, "rdmadoctor: explain takes one check ID or code; valid checks: %s\n", strings.Join(checks.IDs(), ", "))
 		return report.ExitUsage
@@ -24,7 +28,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		c, ok = checks.LookupPeer(args[0])
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "rdmadoctor: unknown check %q; valid checks: %s\n", args[0], strings.Join(checks.IDs(), ", "))
+		fmt.Fprintf(stderr, "rdmadoctor: explain: %s\n", unknownCheck("", args[0], allCheckIDs()))
 		return report.ExitUsage
 	}
 	io.WriteString(stdout, explainText(c, textWidth(stdout)))

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdSummarize(args[1:], stdout, stderr)
 		case "peer":
 			return cmdPeer(args[1:], stdout, stderr)
+		case "help":
+			return cmdHelp(args[1:], stdout, stderr)
+		case "version":
+			return cmdVersion(args[1:], stdout, stderr)
+		case "completion":
+			return cmdCompletion(args[1:], stdout, stderr)
 		}
 	}
 	for _, a := range args {
@@ -132,27 +139,6 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	return fs
 }
 
-func printUsage(w io.Writer) {
-	fs := newFlagSet(&flags{})
-	fmt.Fprintf(w, `rdmadoctor %s — does this host's RDMA stack work, what is broken first, and how to fix it
-
-usage:
-  rdmadoctor [flags]           run the checks (exit 0 healthy, else the root cause's code; 1 internal, 2 usage)
-  rdmadoctor list              the catalog: code, id, level, title
-  rdmadoctor explain ID|CODE   what a check judges, why, every finding and its fix
-  rdmadoctor inventory         the devices, ports, addresses and GID indexes, as ibv_devinfo shows them
-  rdmadoctor snapshot -o FILE  capture this host's RDMA state for --root elsewhere (snapshot --help)
-  rdmadoctor expect --from-host  write an expectations file from a known-good host (expect --help)
-  rdmadoctor slurm healthcheck|prolog  run the checks and drain or resume this Slurm node (slurm --help)
-  rdmadoctor npd               node-problem-detector plugin: one line from the --state records (npd --help)
-  rdmadoctor ack CHECK --reason TEXT  accept a check's present counter levels as the new baseline (ack --help)
-  rdmadoctor summarize DIR|FILE...  one view of many nodes' JSON reports (summarize --help)
-  rdmadoctor peer serve|test   RDMA between two hosts: lend this port, or test the path to peers (peer --help)
-
-flags:
-%s`, version, fs.FlagUsages())
-}
-
 func flagNames(fs *pflag.FlagSet) string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
@@ -171,7 +157,8 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, usageError{msg}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Sprintf("unknown command %q; valid: list, explain, inventory, snapshot, expect, npd, ack, slurm, summarize, peer, or flags only", fs.Arg(0))}
+		return nil, usageError{fmt.Sprintf("unknown command %q%s; valid: %s, or flags only (rdmadoctor help)",
+			fs.Arg(0), didYouMean(fs.Arg(0), subcommandNames()), strings.Join(subcommandNames(), ", "))}
 	}
 	if f.level != 1 && f.level != 2 {
 		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
@@ -196,13 +183,13 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	for _, id := range f.skipIDs {
 		if _, ok := checks.Lookup(id); !ok {
-			return nil, usageError{fmt.Sprintf("--skip: unknown check %q; valid checks: %s", id, strings.Join(checks.IDs(), ", "))}
+			return nil, usageError{unknownCheck("--skip: ", id, checks.IDs())}
 		}
 	}
 	for _, id := range f.checkIDs {
 		c, ok := checks.Lookup(id)
 		if !ok {
-			return nil, usageError{fmt.Sprintf("unknown check %q; valid checks: %s", id, strings.Join(checks.IDs(), ", "))}
+			return nil, usageError{unknownCheck("--check: ", id, checks.IDs())}
 		}
 		if c.Level > f.level {
 			return nil, usageError{fmt.Sprintf("%s is a level-%d check and would only be skipped at --level %d; add --level %d", c.ID, c.Level, f.level, c.Level)}
@@ -240,7 +227,7 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		return report.ExitUsage, err
 	}
 	if f.showVersion {
-		fmt.Fprintln(stdout, "rdmadoctor", version)
+		writeVersion(stdout, buildVersion())
 		return 0, nil
 	}
 	sel, err := checks.Select(f.checkIDs)
@@ -399,11 +386,67 @@ func useColor(w io.Writer, noColor bool) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
+// listEntry is one check as `list --format json` prints it.
+type listEntry struct {
+	ID    string   `json:"id"`
+	Code  int      `json:"code"`
+	Level any      `json:"level"` // 1 or 2; "peer" for the two-host checks
+	Title string   `json:"title"`
+	Needs []string `json:"needs"`
+}
+
+// listEntries are the catalog, then the two-host checks, which `peer test`
+// runs and no level does: their level is "peer".
+func listEntries() []listEntry {
+	var out []listEntry
+	for _, c := range checks.Catalog() {
+		out = append(out, listEntry{c.ID, c.Code, c.Level, c.Title, append([]string{}, c.Needs...)})
+	}
+	for _, c := range checks.PeerCatalog() {
+		out = append(out, listEntry{c.ID, c.Code, "peer", c.Title, append([]string{}, c.Needs...)})
+	}
+	return out
+}
+
+const listUsage = `usage: rdmadoctor list [--format text|json]
+  the checks: exit code, ID, level, title; the two-host checks (peer test) last
+
+`
+
 func cmdList(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "rdmadoctor: list takes no arguments, got %q\n", args[0])
+	fs := pflag.NewFlagSet("list", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	format := fs.String("format", "text", "text, or json: [{id, code, level, title, needs}]")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprint(stdout, listUsage+fs.FlagUsages())
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "rdmadoctor list: %v (list --help)\n", err)
+		return report.ExitUsage
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "rdmadoctor list: takes no arguments, got %q (rdmadoctor explain %s shows one check)\n", fs.Arg(0), fs.Arg(0))
 		return report.ExitUsage
 	}
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(listEntries()); err != nil {
+			fmt.Fprintf(stderr, "rdmadoctor list: write: %v\n", err)
+			return report.ExitInternal
+		}
+	case "text":
+		writeListText(stdout)
+	default:
+		fmt.Fprintf(stderr, "rdmadoctor list: unknown --format %q; valid: text, json\n", *format)
+		return report.ExitUsage
+	}
+	return 0
+}
+
+func writeListText(stdout io.Writer) {
 	fmt.Fprintf(stdout, "%-4s  %-20s  %-5s  %s\n", "CODE", "ID", "LEVEL", "TITLE")
 	for _, c := range checks.Catalog() {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5d  %s\n", c.Code, c.ID, c.Level, c.Title)
@@ -415,5 +458,4 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	for _, c := range checks.PeerCatalog() {
 		fmt.Fprintf(stdout, "%-4d  %-20s  %-5s  %s\n", c.Code, c.ID, "peer", c.Title)
 	}
-	return 0
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// The bash script, sourced into bash, completes what an operator types.
+func TestCompletionBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	code, script, _ := runCLI(t, "completion", "bash")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, c := range []struct {
+		line string // the words typed, the last one under the cursor
+		want string
+	}{
+		{"rdmadoctor li", "list"},
+		{"rdmadoctor --check limits.m", "limits.memlock"},
+		{"rdmadoctor --skip pci.", "pci.device pci.link"},
+		{"rdmadoctor explain peer.rdma_", "peer.rdma_write peer.rdma_read peer.rdma_cm"},
+		{"rdmadoctor --format p", "prometheus"},
+		{"rdmadoctor --level 2 --fail", "--fail-on"},
+		{"rdmadoctor help exit", "exit-codes"},
+		{"rdmadoctor completion f", "fish"},
+		{"rdmadoctor slurm h", "healthcheck"},
+		{"rdmadoctor --timeout ", ""},
+	} {
+		words := strings.Fields(c.line)
+		if strings.HasSuffix(c.line, " ") {
+			words = append(words, "")
+		}
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, "'"+w+"'")
+		}
+		prog := script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + "); COMP_CWORD=" +
+			itoa(len(words)-1) + "; _rdmadoctor; echo \"${COMPREPLY[*]}\"\n"
+		out, err := exec.Command(bash, "--norc", "-c", prog).Output()
+		if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		if got := strings.TrimSuffix(string(out), "\n"); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestCompletionShells(t *testing.T) {
+	code, zsh, _ := runCLI(t, "completion", "zsh")
+	_, bash, _ := runCLI(t, "completion", "bash")
+	if code != 0 || !strings.HasPrefix(zsh, "#compdef rdmadoctor\n") || !strings.HasSuffix(zsh, bash) {
+		t.Errorf("zsh: exit %d\n%s", code, zsh)
+	}
+	code, fish, _ := runCLI(t, "completion", "fish")
+	for _, line := range []string{
+		"complete -c rdmadoctor -n __fish_use_subcommand -a list -d 'the catalog: code, id, level, title'\n",
+		"complete -c rdmadoctor -n __fish_use_subcommand -l format -x -a 'text json prometheus' -d 'report format'\n",
+		"complete -c rdmadoctor -n __fish_use_subcommand -l root -r -F -d 'read this host directory or snapshot .tar.gz instead of the live host'\n",
+		"complete -c rdmadoctor -n __fish_use_subcommand -l timeout -x -d 'deadline for the whole run'\n",
+		"complete -c rdmadoctor -n '__fish_seen_subcommand_from peer' -a 'serve test'\n",
+	} {
+		if code != 0 || !strings.Contains(fish, line) {
+			t.Errorf("fish script lacks %q", line)
+		}
+	}
+	code, out, errOut := runCLI(t, "completion", "bahs")
+	if code != report.ExitUsage || out != "" || errOut != "rdmadoctor completion: unknown shell \"bahs\"; did you mean bash?; valid: bash, zsh, fish\n" {
+		t.Errorf("completion bahs: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/checks"
+)
+
+// suggest returns the candidates closest to word, best first: within a
+// third of the word's length (at least 2 edits), or the one that has word
+// as a dot-separated part ("memlock" → limits.memlock). None when nothing
+// is close.
+func suggest(word string, candidates []string) []string {
+	w := strings.ToLower(word)
+	limit := max(2, len(w)/3)
+	best, bestD := []string(nil), limit+1
+	for _, c := range candidates {
+		d := editDistance(w, strings.ToLower(c), limit) // hostroot.go
+		if d > limit && !hasPart(c, w) {
+			continue
+		}
+		if d > limit {
+			d = limit
+		}
+		switch {
+		case d < bestD:
+			best, bestD = []string{c}, d
+		case d == bestD:
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+// hasPart reports whether a dot-separated ID has w as one of its parts.
+func hasPart(id, w string) bool {
+	for _, p := range strings.Split(strings.ToLower(id), ".") {
+		if p == w {
+			return true
+		}
+	}
+	return false
+}
+
+// didYouMean is "; did you mean X?" or "; did you mean X or Y?", or "".
+func didYouMean(word string, candidates []string) string {
+	s := suggest(word, candidates)
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, " or ") + "?"
+}
+
+// allCheckIDs are the catalog's IDs, then the two-host checks'.
+func allCheckIDs() []string {
+	ids := checks.IDs()
+	for _, c := range checks.PeerCatalog() {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// unknownCheck is the message for a check ID that is not in the catalog:
+// what was given, the nearest IDs, and where the list is.
+func unknownCheck(what, id string, candidates []string) string {
+	if hint := didYouMean(id, candidates); hint != "" {
+		return fmt.Sprintf("%sunknown check %q%s (rdmadoctor list shows them all)", what, id, hint)
+	}
+	return fmt.Sprintf("%sunknown check %q; valid checks: %s", what, id, strings.Join(candidates, ", "))
+}
