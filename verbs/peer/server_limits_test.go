@@ -124,7 +124,8 @@ func TestServerHandshakeDeadline(t *testing.T) {
 	if !closedWithin(c, 3*time.Second) {
 		t.Fatal("an idle connection was kept past the handshake deadline")
 	}
-	if d := time.Since(t0); d < 250*time.Millisecond || d > 1500*time.Millisecond {
+	// Well before --io-timeout's 5s, however loaded the machine.
+	if d := time.Since(t0); d < 250*time.Millisecond || d > 2500*time.Millisecond {
 		t.Fatalf("dropped after %v, want about 300ms", d)
 	}
 	waitLog(t, log, "refused (timeout)")
@@ -179,7 +180,7 @@ func TestServerRefusalLogBounded(t *testing.T) {
 	wg.Wait()
 	flood := time.Since(t0)
 	n := int(made.Load())
-	if n < 200 {
+	if n < 100 {
 		t.Fatalf("only %d connections in the flood: too few to judge", n)
 	}
 	// Every connection is accounted for, logged or summed up.
