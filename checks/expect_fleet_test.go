@@ -60,8 +60,8 @@ func TestReadmeExampleOnHealthyHost(t *testing.T) {
 func TestFirmwareDeviationBlocksNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name, fixture, class string
-		devices, ports      report.Status
-		exit                int
+		devices, ports       report.Status
+		exit                 int
 	}{
 		{"healthy host, other firmware", "cx5-roce-healthy", "mlx5_*.fw = 16.99.9999\n", report.Fail, report.Pass, 14},
 		// The DOWN port is the root cause: a fault of the hardware ranks

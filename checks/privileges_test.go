@@ -90,7 +90,7 @@ func TestNeedString(t *testing.T) {
 		"CAP_SYS_ADMIN: reads ACS": {Kind: NeedCapability, Cap: CapSysAdmin, For: "reads ACS"},
 		"CAP_SYS_ADMIN: shows more (optional: without it the check judges and shows less)": {Kind: NeedCapability, Cap: CapSysAdmin,
 			For: "shows more", Optional: true},
-		"device /dev/infiniband (opened read-write)": {Kind: NeedDevice, Path: "/dev/infiniband"},
+		"device /dev/infiniband (opened read-write)":                                          {Kind: NeedDevice, Path: "/dev/infiniband"},
 		"CAP_IPC_LOCK or a locked-memory limit (RLIMIT_MEMLOCK) large enough for its buffers": {Kind: NeedMemlock},
 		"need kind 9": {Kind: 9},
 	}

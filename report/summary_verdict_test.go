@@ -66,7 +66,7 @@ func TestSummarizeVerdicts(t *testing.T) {
 	legacyWarn := node("p2", "1", "r", 9000, 0, map[string]Status{"counters.errors": Warn})
 	warnCause := "counters.errors"
 	legacyWarn.Verdict, legacyWarn.ExitCode, legacyWarn.RootCause = "", 22, &warnCause // --fail-on warn
-	keptLast := node("p3", "1", "r", 9000, 0, ok) // its last run was partial and passed
+	keptLast := node("p3", "1", "r", 9000, 0, ok)                                      // its last run was partial and passed
 	reports := fleet(healthy, problem, blind, cut, legacy, legacyWarn, keptLast)
 	reports[6].Kept = &KeptVerdict{Verdict: Problem, RootCause: "port.state", ExitCode: 19,
 		Checks: []CheckResult{{ID: "port.state", Code: 19, Status: Fail}}}

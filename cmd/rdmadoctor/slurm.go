@@ -48,21 +48,21 @@ const (
 var slurmBudgets = map[string]time.Duration{slurmHealthcheck: 50 * time.Second, slurmProlog: 8 * time.Second}
 
 type slurmOpts struct {
-	mode         string
-	dryRun       bool
-	scontrol     string
-	node         string
-	budget       time.Duration
-	drainOnError bool
+	mode              string
+	dryRun            bool
+	scontrol          string
+	node              string
+	budget            time.Duration
+	drainOnError      bool
 	unknownDrainAfter int
-	maxAge       time.Duration
-	failOnWarn   bool
-	lockFile     string
-	start        time.Time     // when the run started: its verdict's age
-	timeout      time.Duration // the user's --timeout, 0 when not given
-	runArgs      []string      // the run's flags, passed on to the checks
-	state        string        // the run's --state FILE: its lock makes an overlapping run exit at once
-	getenv       func(string) string
+	maxAge            time.Duration
+	failOnWarn        bool
+	lockFile          string
+	start             time.Time     // when the run started: its verdict's age
+	timeout           time.Duration // the user's --timeout, 0 when not given
+	runArgs           []string      // the run's flags, passed on to the checks
+	state             string        // the run's --state FILE: its lock makes an overlapping run exit at once
+	getenv            func(string) string
 }
 
 func newSlurmFlagSet(o *slurmOpts) *pflag.FlagSet {
@@ -279,9 +279,9 @@ const (
 )
 
 type verdict struct {
-	kind   verdictKind
-	what   string   // one line for the log: the check and its summary, or why the run is unsure
-	reason string   // the drain reason
+	kind     verdictKind
+	what     string   // one line for the log: the check and its summary, or why the run is unsure
+	reason   string   // the drain reason
 	drainFor []string // the checks a drain is for
 }
 

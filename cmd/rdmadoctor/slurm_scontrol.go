@@ -70,7 +70,9 @@ func executable(p string) error {
 var validNodeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // slurmReason is the adapter's drain reason.
-func slurmReason(id string, code int, summary string) string { return adapter.SlurmReason(id, code, summary) }
+func slurmReason(id string, code int, summary string) string {
+	return adapter.SlurmReason(id, code, summary)
+}
 
 // nodeInfo is what `scontrol show node <name>` says of the node: its State=
 // value split on '+', and its Reason= text without the "[user@time]" Slurm
