@@ -297,7 +297,10 @@ func splitPath(p string) []string {
 // a snapshot root must not need to).
 func escapesLexically(p, target string) bool {
 	depth := len(splitPath(path.Dir("/" + p)))
-	for _, el := range strings.Split(target, "/") {
+	// Cut, not Split: an archive may hold thousands of PATH_MAX targets.
+	for rest := target; rest != ""; {
+		var el string
+		el, rest, _ = strings.Cut(rest, "/")
 		switch el {
 		case "", ".":
 		case "..":

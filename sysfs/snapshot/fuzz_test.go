@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
 )
 
-// FuzzUnpack: whatever the bytes, Unpack never panics, and an archive it
+// FuzzUnpack: whatever the bytes, Unpack never panics and returns within
+// its deadline (plus a margin for the scheduler), and an archive it
 // accepts leaves only directories, regular files and symlinks that resolve
 // inside the host root it returns, no deeper than 48 levels; nothing
 // appears beside the destination.
@@ -27,6 +29,9 @@ func FuzzUnpack(f *testing.F) {
 	f.Add(tarGz(f, dir("./"), file("./sys/x", "1"), dir("./"), file("./proc/y", "2")))
 	f.Add(tarGz(f, dir("top/sys/"), symlink("top/l", ".."), symlink("top/sys/u", "../l/top")))
 	f.Add(tarGz(f, file(deepName("d0", 47), "1"), file(deepName("d1", 48), "1"), dir("d0/x/")))
+	f.Add(hostileChain(f, 60, false))
+	f.Add(hostileChain(f, 60, true))
+	f.Add(tarGz(f, dir("s/"), symlink("s/p", "q/x"), symlink("s/q", "p"), symlink("s/d", ".."), symlink("s/g", "d/no/../s/g")))
 	lim := snapshot.Limits{MaxFileBytes: 1 << 16, MaxPlaceholderBytes: 1 << 10, MaxTotalBytes: 1 << 20, MaxEntries: 2000, MaxListEntries: 100}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		outer := t.TempDir()
@@ -34,7 +39,14 @@ func FuzzUnpack(f *testing.F) {
 		if err := os.Mkdir(dest, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		rel, err := snapshot.Unpack(context.Background(), opener(data), "fuzz.tar.gz", dest, lim)
+		const deadline, margin = time.Second, 250 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		rel, err := snapshot.Unpack(ctx, opener(data), "fuzz.tar.gz", dest, lim)
+		if took := time.Since(start); took > deadline+margin {
+			t.Fatalf("Unpack of %d bytes took %v, past its %v deadline (%v)", len(data), took, deadline, err)
+		}
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.tar.gz") {
 				t.Fatalf("error does not name the archive: %v", err)
