@@ -75,40 +75,154 @@ func ArchivePrefix(file string) string {
 }
 
 // WriteDir writes the snapshot as a host directory at dir, which must not
-// exist or be empty.
+// exist or be an empty directory — not a symlink to one.
+//
+// Everything is written through an os.Root on dir, and nothing inside it
+// is ever followed or reused: each directory is made with mkdir (which
+// fails on anything already there, a symlink included), each file created
+// O_EXCL (which never opens through a symlink). A symlink planted in the
+// output tree while the snapshot is written — dir in a directory others
+// can write, such as /tmp — makes the write fail; it never redirects it.
 func (s *Snapshot) WriteDir(dir string) error {
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return fmt.Errorf("write %s: directory is not empty", dir)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("write %s: %w", dir, err)
+	root, err := openOutputDir(dir)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", dir, err)
-	}
+	defer root.Close()
+	w := &dirWriter{dir: dir, root: root, made: map[string]bool{}}
 	for _, e := range s.Tree.Entries() {
-		name := filepath.Join(dir, filepath.FromSlash(e.Path))
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		var err error
-		switch e.Kind {
-		case Dir:
-			err = os.Mkdir(name, e.Perm|0o700)
-			if errors.Is(err, fs.ErrExist) {
-				err = nil
-			}
-		case File:
-			err = os.WriteFile(name, e.Data, e.Perm)
-		case Symlink:
-			err = os.Symlink(e.Target, name)
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+		if err := w.put(e); err != nil {
+			return err
 		}
 	}
-	return s.writeTop(func(n string, data []byte) error {
-		return os.WriteFile(filepath.Join(dir, n), data, 0o644)
-	})
+	return s.writeTop(func(n string, data []byte) error { return w.file(n, data, 0o644) })
+}
+
+// afterOutputOpened runs, in tests only, once WriteDir holds its output
+// directory: where a test plants what another user could plant then.
+var afterOutputOpened = func(dir string) {}
+
+// openOutputDir makes dir (its parents as needed) or takes it when it is
+// an empty directory, and returns an os.Root on it. A symlink at dir is
+// refused, and so is a directory swapped in between the check and the
+// open: the Root is on the very directory that was checked.
+func openOutputDir(dir string) (*os.Root, error) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return nil, fmt.Errorf("write %s: %w", dir, err)
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("write %s: %w", dir, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("write %s: %w", dir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("write %s: it is a symlink; give a new or empty directory", dir)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("write %s: it exists and is not a directory", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", dir, err)
+	}
+	if err := checkOutputRoot(root, dir); err != nil {
+		root.Close()
+		return nil, err
+	}
+	afterOutputOpened(dir)
+	return root, nil
+}
+
+// checkOutputRoot makes sure the opened root is the directory dir names
+// now, not a symlink swapped in, and that it is empty.
+func checkOutputRoot(root *os.Root, dir string) error {
+	opened, err := root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	if now, err := os.Lstat(dir); err != nil || !os.SameFile(opened, now) {
+		return fmt.Errorf("write %s: the directory was replaced while it was being opened", dir)
+	}
+	d, err := root.Open(".")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	defer d.Close()
+	if names, _ := d.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("write %s: directory is not empty", dir)
+	}
+	return nil
+}
+
+// dirWriter writes tree entries through root, making each directory once
+// and never writing into anything it did not make itself.
+type dirWriter struct {
+	dir  string
+	root *os.Root
+	made map[string]bool
+}
+
+// fail names the path under dir that could not be written.
+func (w *dirWriter) fail(p string, err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		err = fmt.Errorf("%w (something else wrote into the output directory; nothing there is reused)", err)
+	}
+	return fmt.Errorf("write %s: %w", filepath.Join(w.dir, filepath.FromSlash(p)), err)
+}
+
+// mkdirs makes p and its missing parents, each with mkdir: one that exists
+// already and was not made here is an error.
+func (w *dirWriter) mkdirs(p string, perm fs.FileMode) error {
+	if p == "." || w.made[p] {
+		return nil
+	}
+	if err := w.mkdirs(path.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := w.root.Mkdir(p, perm); err != nil {
+		return w.fail(p, err)
+	}
+	w.made[p] = true
+	return nil
+}
+
+func (w *dirWriter) put(e *Entry) error {
+	if err := w.mkdirs(path.Dir(e.Path), 0o755); err != nil {
+		return err
+	}
+	switch e.Kind {
+	case Dir:
+		if w.made[e.Path] {
+			return nil
+		}
+		return w.mkdirs(e.Path, e.Perm|0o700)
+	case File:
+		return w.file(e.Path, e.Data, e.Perm)
+	case Symlink:
+		if err := w.root.Symlink(e.Target, e.Path); err != nil {
+			return w.fail(e.Path, err)
+		}
+	}
+	return nil
+}
+
+// file creates p (O_EXCL: never through a symlink, never over a file) with
+// its final mode and writes data.
+func (w *dirWriter) file(p string, data []byte, perm fs.FileMode) error {
+	f, err := w.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return w.fail(p, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return w.fail(p, err)
+	}
+	return nil
 }
 
 // writeTop writes the facts file, the kernel log and the manifest.
@@ -245,8 +359,15 @@ func (s *Snapshot) WriteTarFile(file string) (int64, error) {
 }
 
 // writeFileAtomic writes file through a temporary file in the same
-// directory, renamed when complete, and returns its size.
+// directory (created O_EXCL, so never through a symlink), synced and
+// renamed when complete, and returns its size. A file that exists and is
+// not a regular file — a symlink, a FIFO, a device — is refused rather
+// than replaced: `-o` names where a snapshot goes, not something to
+// overwrite. On failure the old file, if any, is left as it was.
 func writeFileAtomic(file string, write func(io.Writer) error) (int64, error) {
+	if fi, err := os.Lstat(file); err == nil && !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("write %s: it exists and is not a regular file (%s); give a new name", file, fileKind(fi.Mode()))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".rdmadoctor-snapshot-*")
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", file, err)
@@ -260,6 +381,9 @@ func writeFileAtomic(file string, write func(io.Writer) error) (int64, error) {
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -270,4 +394,21 @@ func writeFileAtomic(file string, write func(io.Writer) error) (int64, error) {
 		return 0, fmt.Errorf("write %s: %w", file, err)
 	}
 	return fi.Size(), nil
+}
+
+// fileKind names what a non-regular file is, for an error.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
 }
