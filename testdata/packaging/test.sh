@@ -67,7 +67,9 @@ fi
 before=$(for p in $want_deb; do [ -e "$p" ] && echo "$p"; done; true)
 dpkg -i "$deb" >/dev/null || fail "dpkg -i $deb"
 trap 'dpkg --purge rdmadoctor >/dev/null 2>&1 || true' EXIT
-ver=$(/usr/bin/rdmadoctor --version) || fail "/usr/bin/rdmadoctor --version"
+# The first line is the version; the lines after it name the commit, the Go
+# version and the libibverbs the loader would pick.
+ver=$(/usr/bin/rdmadoctor --version | head -n 1) || fail "/usr/bin/rdmadoctor --version"
 want_ver=$(dpkg-deb -f "$deb" Version | sed 's/~/-/')
 [ "$ver" = "rdmadoctor $want_ver" ] || fail "--version says '$ver', want 'rdmadoctor $want_ver'"
 say "installed: $ver"
