@@ -14,8 +14,12 @@ export CGO_ENABLED ?= 0
 
 .PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test
 
+# The commit, for `rdmadoctor version`, where Go's own VCS stamp is off
+# (GOFLAGS=-buildvcs=false) or the tree is not a checkout.
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -trimpath -o bin/rdmadoctor ./cmd/rdmadoctor
+	$(GO) build -trimpath -ldflags "-X main.commit=$(COMMIT)" -o bin/rdmadoctor ./cmd/rdmadoctor
 
 vet:
 	$(GO) vet ./...
@@ -63,7 +67,7 @@ $(NFPM):
 	GOBIN=$(abspath $(dir $(NFPM))) $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 
 package: $(NFPM)
-	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/rdmadoctor ./cmd/rdmadoctor
+	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/rdmadoctor ./cmd/rdmadoctor
 	mkdir -p dist .cache/package
 	gzip -n -9 <deploy/packaging/changelog >.cache/package/changelog.gz
 	rm -f dist/rdmadoctor_*.deb dist/rdmadoctor-*.rpm

@@ -11,6 +11,10 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
+// commit is set at build time with -ldflags "-X main.commit=…" (make build,
+// make package), for builds without Go's own VCS stamp.
+var commit = ""
+
 // versionInfo is what `version` and `--version` print.
 type versionInfo struct {
 	Version  string
@@ -28,6 +32,9 @@ func buildVersion() versionInfo {
 	v := versionInfo{Version: version, Go: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v = withBuildSettings(v, bi)
+	}
+	if v.Commit == "" {
+		v.Commit = commit
 	}
 	v.LibPath, v.LibFile = checks.LocateLibibverbs(sysfs.OpenLive(), "")
 	return v
