@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/report/editdist"
 )
 
 // Pattern is the value of a string key: one or more alternatives, each a
@@ -229,7 +231,8 @@ func (p Pattern) MatchPCIeSpeed(gts float64, raw, short string) bool {
 func Nearest(name string, candidates []string) string {
 	best, bestD := "", math.MaxInt
 	for _, c := range candidates {
-		if d := editDistance(name, c); d < bestD {
+		// Beyond 3 edits nothing is close enough to suggest.
+		if d := editdist.Distance(name, c, 3); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -245,28 +248,6 @@ func DidYouMean(name string, candidates []string) string {
 		return " (did you mean " + n + "?)"
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance over bytes; names here are
-// short ASCII identifiers.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // portName names a port rule's unit: "mlx5_0/1", "mlx5_*/*".

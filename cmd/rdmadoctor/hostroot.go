@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rdmadoctor/rdmadoctor/report/editdist"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/snapshot"
 )
@@ -76,44 +77,12 @@ func similarNames(root string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if d := editDistance(base, e.Name(), 3); d <= max(1, min(3, len(base)/4)) {
+		if d := editdist.Distance(base, e.Name(), 3); d <= max(1, min(3, len(base)/4)) {
 			out = append(out, filepath.Join(filepath.Dir(root), e.Name()))
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit+1 when it
-// is above limit (names longer than 255 bytes are never similar).
-func editDistance(a, b string, limit int) int {
-	if len(a) > 255 || len(b) > 255 || abs(len(a)-len(b)) > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // listSome names up to n entries under dir, and how many more there are.

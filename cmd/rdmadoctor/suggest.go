@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
+	"github.com/rdmadoctor/rdmadoctor/report/editdist"
 )
 
 // suggest returns the candidates closest to word, best first: within a
@@ -16,7 +17,7 @@ func suggest(word string, candidates []string) []string {
 	limit := max(2, len(w)/3)
 	best, bestD := []string(nil), limit+1
 	for _, c := range candidates {
-		d := editDistance(w, strings.ToLower(c), limit) // hostroot.go
+		d := editdist.Distance(w, strings.ToLower(c), limit)
 		if d > limit && !hasPart(c, w) {
 			continue
 		}
