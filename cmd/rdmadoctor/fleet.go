@@ -72,18 +72,35 @@ func periodicSelection(f *flags, sel []*checks.Check) []*checks.Check {
 	return out
 }
 
-// withPeriodicSkips puts back, in catalog order, a skip result for each
-// noisy probe periodicSelection left out of a full run, so the report still
-// has every check of the catalog and says why one did not run.
-func withPeriodicSkips(f *flags, results []report.CheckResult) []report.CheckResult {
-	if !f.fleet.periodic || len(f.checkIDs) > 0 {
+// leftOut says why each check a full run leaves out did not run: the noisy
+// probes of a periodic run, and the checks --skip names. A run of named
+// checks (--check) leaves nothing out: it never claimed the rest.
+func leftOut(f *flags) map[string]string {
+	why := map[string]string{}
+	if len(f.checkIDs) > 0 {
+		return why
+	}
+	if f.fleet.periodic {
+		for id, w := range noisyProbes {
+			why[id] = "left out of periodic runs: " + w + "; run it by name (--check " + id + ") or with --periodic=false"
+		}
+	}
+	for id := range namedChecks(f.skipIDs) {
+		why[id] = "left out by --skip"
+	}
+	return why
+}
+
+// withLeftOut puts back, in catalog order, a skip result for each check the
+// run left out, so the report still has every check of the catalog and
+// says why one did not run (a kept state keeps the check's last result:
+// a skip that starts "left out " proves nothing).
+func withLeftOut(f *flags, results []report.CheckResult) []report.CheckResult {
+	why := leftOut(f)
+	if len(why) == 0 {
 		return results
 	}
-	have := map[string]bool{}
-	for _, r := range results {
-		have[r.ID] = true
-	}
-	out := make([]report.CheckResult, 0, len(results)+len(noisyProbes))
+	out := make([]report.CheckResult, 0, len(results)+len(why))
 	i := 0
 	for _, c := range checks.Catalog() {
 		if i < len(results) && results[i].ID == c.ID {
@@ -91,20 +108,15 @@ func withPeriodicSkips(f *flags, results []report.CheckResult) []report.CheckRes
 			i++
 			continue
 		}
-		why, noisy := noisyProbes[c.ID]
-		if !noisy || have[c.ID] {
+		summary, left := why[c.ID]
+		if !left {
 			continue
 		}
-		summary := "left out of periodic runs: " + why + "; run it by name (--check " + c.ID + ") or with --periodic=false"
 		if c.Level > f.level {
 			summary = fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level)
 		}
-		out = append(out, report.CheckResult{
-			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level, Status: report.Skip,
-			Summary:  summary,
-			Details:  []string{},
-			Evidence: map[string]any{},
-		})
+		out = append(out, report.CheckResult{ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
+			Status: report.Skip, Summary: summary, Details: []string{}, Evidence: map[string]any{}})
 	}
 	return append(out, results[i:]...)
 }

@@ -87,35 +87,5 @@ func skipSelection(f *flags, sel []*checks.Check) []*checks.Check {
 	return out
 }
 
-// withSkipped puts back, in catalog order, a skip result for each check
-// --skip left out of a run that would have run it, so the report says why it
-// is missing and a kept state keeps the check's last result (a skip that
-// starts "left out " proves nothing).
-func withSkipped(f *flags, results []report.CheckResult) []report.CheckResult {
-	if len(f.skipIDs) == 0 || len(f.checkIDs) > 0 {
-		return results
-	}
-	skipped := namedChecks(f.skipIDs)
-	out := make([]report.CheckResult, 0, len(results)+len(skipped))
-	i := 0
-	for _, c := range checks.Catalog() {
-		if i < len(results) && results[i].ID == c.ID {
-			out = append(out, results[i])
-			i++
-			continue
-		}
-		if !skipped[c.ID] {
-			continue
-		}
-		summary := "left out by --skip"
-		if c.Level > f.level {
-			summary = fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level)
-		}
-		out = append(out, report.CheckResult{ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
-			Status: report.Skip, Summary: summary, Details: []string{}, Evidence: map[string]any{}})
-	}
-	return append(out, results[i:]...)
-}
-
 // failOnWarnChecks are the class's fail_on_warn checks (none without a class).
 func failOnWarnChecks(class *expect.Class) []string { return class.FailOnWarnChecks() }

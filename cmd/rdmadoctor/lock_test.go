@@ -131,7 +131,7 @@ func TestPeriodicLeavesOutNoisyProbes(t *testing.T) {
 			t.Fatal("periodic selection kept probe.cq_overflow")
 		}
 	}
-	res := withPeriodicSkips(f, resultsFor(sel))
+	res := withLeftOut(f, resultsFor(sel))
 	if len(res) != len(allChecks(t)) {
 		t.Fatalf("%d results, want one per catalog check (%d)", len(res), len(allChecks(t)))
 	}
@@ -216,5 +216,36 @@ func TestPeriodicThroughTheCLI(t *testing.T) {
 	}
 	if s := summary("--periodic", "--check", "probe.cq_overflow"); strings.Contains(s, "periodic") {
 		t.Errorf("--periodic --check probe.cq_overflow: %q", s)
+	}
+}
+
+// --skip leaves checks out of a full run; the report still lists each, in
+// catalog order, as a skip saying so, and a kept state keeps its record.
+func TestSkipLeavesOutAndSays(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "state.json")
+	root := filepath.Join(hostsDir, "port-down")
+	if code, _, errOut := runCLI(t, "--root", root, "--level", "1", "--state", st); code != 19 {
+		t.Fatalf("first run: exit %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "--root", root, "--level", "1", "--format", "json", "--skip", "port.state,gpu.acs", "--state", st)
+	if code != 0 {
+		t.Fatalf("--skip port.state: exit %d, want 0 (the run proves what it ran) %s", code, errOut)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, c := range rep.Checks {
+		if c.Status == report.Skip && c.Summary == "left out by --skip" {
+			left = append(left, c.ID)
+		}
+	}
+	if strings.Join(left, " ") != "port.state gpu.acs" {
+		t.Errorf("left out %q, want port.state gpu.acs in catalog order", left)
+	}
+	if code, msg := npdCLI(t, "--state", st); code != npdProblem || !strings.HasPrefix(msg, "port.state(19) ") {
+		t.Errorf("npd after a --skip run: exit %d %q, want port.state's kept fault", code, msg)
 	}
 }
