@@ -271,7 +271,7 @@ func readBounded(path string) ([]byte, error) {
 		return nil, unwrapPath(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s): not read", fileKind(fi.Mode()))
+		return nil, fmt.Errorf("not a regular file (a %s): not read", state.FileKind(fi.Mode()))
 	}
 	if fi.Size() > maxReportBytes {
 		return nil, fmt.Errorf("larger than %d MiB: not a report", maxReportBytes>>20)
@@ -288,23 +288,6 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d MiB: not a report", maxReportBytes>>20)
 	}
 	return data, nil
-}
-
-// fileKind names the type of a file that is not a regular one.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "type " + m.Type().String()
 }
 
 // unwrapPath drops the path from an *os.PathError: the path is printed

@@ -161,13 +161,14 @@ func CheckTarget(path string) error {
 	case st.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("write %s: refused: it is a symbolic link, and rdmadoctor replaces only regular files (left as it was; remove it or name another path)", path)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("write %s: refused: it is a %s, not a regular file, and rdmadoctor replaces only regular files (left as it was; name another path)", path, fileKind(st.Mode()))
+		return fmt.Errorf("write %s: refused: it is a %s, not a regular file, and rdmadoctor replaces only regular files (left as it was; name another path)", path, FileKind(st.Mode()))
 	}
 	return nil
 }
 
-// fileKind names a file's type for an error message.
-func fileKind(m fs.FileMode) string {
+// FileKind names the type of a file that is not a regular one, for an
+// error message: "FIFO", "character device", "directory", ….
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"
