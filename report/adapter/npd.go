@@ -66,20 +66,11 @@ func NPD(j *state.Judged) (int, string) {
 
 // healthyLine: the counts and the first warning.
 func healthyLine(j *state.Judged) string {
-	var pass, warn int
-	firstWarn := ""
-	for _, c := range j.Checks {
-		switch c.Status {
-		case report.Pass:
-			pass++
-		case report.Warn:
-			warn++
-			if firstWarn == "" {
-				firstWarn = fmt.Sprintf(" (%s)", c.ID)
-			}
-		}
+	pass, warn, first := j.Tally()
+	if first != "" {
+		first = " (" + first + ")"
 	}
-	return fmt.Sprintf("ok: level %d, %d pass, %d warn%s", j.Level, pass, warn, firstWarn)
+	return fmt.Sprintf("ok: level %d, %d pass, %d warn%s", j.Level, pass, warn, first)
 }
 
 var portWords = regexp.MustCompile(`\b(\S+) port (\d+)\b`)

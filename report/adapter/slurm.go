@@ -69,15 +69,7 @@ func Slurm(j *state.Judged, unknownRuns int, o SlurmOptions) SlurmVerdict {
 		}
 		return SlurmVerdict{Intent: SlurmLeave, What: what}
 	}
-	var pass, warn int
-	for _, c := range j.Checks {
-		switch c.Status {
-		case report.Pass:
-			pass++
-		case report.Warn:
-			warn++
-		}
-	}
+	pass, warn, _ := j.Tally()
 	return SlurmVerdict{Intent: SlurmResume, What: fmt.Sprintf("healthy (%d checks passed, %d warned)", pass, warn)}
 }
 

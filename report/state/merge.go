@@ -71,6 +71,23 @@ type Judged struct {
 	Level int
 }
 
+// Tally counts the records that pass and warn, and names the first that
+// warns ("" when none does): what a one-line healthy message says.
+func (j *Judged) Tally() (pass, warn int, firstWarn string) {
+	for _, c := range j.Checks {
+		switch c.Status {
+		case report.Pass:
+			pass++
+		case report.Warn:
+			if warn == 0 {
+				firstWarn = c.ID
+			}
+			warn++
+		}
+	}
+	return pass, warn, firstWarn
+}
+
 // RootCheck is the root cause's result, nil when healthy.
 func (j *Judged) RootCheck() *report.CheckResult {
 	if j.Root < 0 {
