@@ -148,32 +148,8 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	details = append(details, slurmDetails...)
 	ev["users_default"] = users
 
-	var r Result
-	switch {
-	case hasCap:
-		r = pass(fmt.Sprintf("CAP_IPC_LOCK held: memory registration is not bound by RLIMIT_MEMLOCK (soft %s)", sysfs.FormatBytes(lim.Soft)))
-	case lim.Soft == sysfs.Unlimited:
-		r = pass("RLIMIT_MEMLOCK is unlimited")
-	case lim.Soft >= threshold:
-		r = pass(fmt.Sprintf("RLIMIT_MEMLOCK %s ≥ %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold)))
-	case capErr != nil:
-		r = errorf("RLIMIT_MEMLOCK %s is below %s and CAP_IPC_LOCK could not be read (%v)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), capErr)
-		r.Remedy = memlockByHand
-	default:
-		r = fail(fmt.Sprintf("RLIMIT_MEMLOCK %s is below %s and there is no CAP_IPC_LOCK: ibv_reg_mr fails with ENOMEM (\"Cannot allocate memory\") once %s is pinned",
-			sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), sysfs.FormatBytes(lim.Soft)))
-		if lim.Hard != lim.Soft && (lim.Hard == sysfs.Unlimited || lim.Hard >= threshold) {
-			details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
-				sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
-		}
-		why := ""
-		if !mc.app {
-			var whyEv map[string]any
-			why, whyEv = whyNotConfigured(h, pam, threshold)
-			ev["why_lower"] = whyEv
-		}
-		r.Remedy = memlockRemedy(mc, why)
-	}
+	r, ownDetails := judgeOwnMemlock(h, lim, threshold, hasCap, capErr, mc, pam, ev)
+	details = append(details, ownDetails...)
 	if r.Status == report.Pass && rootView && !mc.app {
 		var jobDetails []string
 		r, jobDetails, ev["jobs"] = judgeJobsInto(h, r, mc, threshold)
@@ -555,4 +531,36 @@ func memlockRemedy(mc memlockContext, why string) string {
 		out = append(out, memlockSlurm)
 	}
 	return strings.Join(append(out, memlockContainers), "\n")
+}
+
+// judgeOwnMemlock judges this process's own limit: CAP_IPC_LOCK or a soft
+// limit at the threshold pass; below it, the hint and the remedy say why
+// and how (not in an application container, whose runtime sets it).
+func judgeOwnMemlock(h *sysfs.Host, lim sysfs.Rlimit, threshold uint64, hasCap bool, capErr error, mc memlockContext, pam pamMemlock, ev map[string]any) (r Result, details []string) {
+	switch {
+	case hasCap:
+		r = pass(fmt.Sprintf("CAP_IPC_LOCK held: memory registration is not bound by RLIMIT_MEMLOCK (soft %s)", sysfs.FormatBytes(lim.Soft)))
+	case lim.Soft == sysfs.Unlimited:
+		r = pass("RLIMIT_MEMLOCK is unlimited")
+	case lim.Soft >= threshold:
+		r = pass(fmt.Sprintf("RLIMIT_MEMLOCK %s ≥ %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold)))
+	case capErr != nil:
+		r = errorf("RLIMIT_MEMLOCK %s is below %s and CAP_IPC_LOCK could not be read (%v)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), capErr)
+		r.Remedy = memlockByHand
+	default:
+		r = fail(fmt.Sprintf("RLIMIT_MEMLOCK %s is below %s and there is no CAP_IPC_LOCK: ibv_reg_mr fails with ENOMEM (\"Cannot allocate memory\") once %s is pinned",
+			sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), sysfs.FormatBytes(lim.Soft)))
+		if lim.Hard != lim.Soft && (lim.Hard == sysfs.Unlimited || lim.Hard >= threshold) {
+			details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
+				sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
+		}
+		why := ""
+		if !mc.app {
+			var whyEv map[string]any
+			why, whyEv = whyNotConfigured(h, pam, threshold)
+			ev["why_lower"] = whyEv
+		}
+		r.Remedy = memlockRemedy(mc, why)
+	}
+	return r, details
 }
