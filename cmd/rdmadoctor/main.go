@@ -237,22 +237,9 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 	sel = skipSelection(f, periodicSelection(f, sel))
 	// Signals are caught before --root is opened, and stay caught until its
 	// temporary directory (an unpacked snapshot) is removed: the deferred
-	// calls run in reverse, so cleanup runs before signal.Stop. A closed
-	// stdout (`rdmadoctor | head -1`) gives EPIPE on write instead of
-	// killing the process before the cleanup.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-	defer cancel()
-	var caught atomic.Value // os.Signal
-	go func() {
-		if s, ok := <-sigs; ok {
-			caught.Store(s)
-			cancel() // ends the run; the verbs children get the signal from probe.Run and are reaped
-		}
-	}()
+	// calls run in reverse, so cleanup runs before the signals are let go.
+	ctx, stop, caught := catchSignals(f.timeout)
+	defer stop()
 
 	host, cleanup, err := openRootCtx(ctx, f.root)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -307,6 +294,26 @@ func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
 		return rep.ExitCode, fmt.Errorf("the run's deadline (--timeout %v) passed before every check finished; the report above is partial", f.timeout)
 	}
 	return rep.ExitCode, nil
+}
+
+// catchSignals makes the run's context: its deadline, ended early by
+// SIGINT, SIGTERM or SIGHUP, the signal kept in caught (the verbs children
+// get it from probe.Run and are reaped). A closed stdout (`rdmadoctor |
+// head -1`) gives EPIPE on write instead of killing the process before its
+// cleanup. stop cancels the context and lets the signals go.
+func catchSignals(timeout time.Duration) (ctx context.Context, stop func(), caught *atomic.Value) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	caught = &atomic.Value{} // os.Signal
+	go func() {
+		if s, ok := <-sigs; ok {
+			caught.Store(s)
+			cancel()
+		}
+	}()
+	return ctx, func() { cancel(); signal.Stop(sigs) }, caught
 }
 
 // newRunEnv is the run's environment: the flags' options, and a check
