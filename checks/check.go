@@ -62,6 +62,9 @@ type Result struct {
 	// exist and work, so the checks that need this one still judge them
 	// and the run's gating (Run) does not block them.
 	BlocksNothing bool
+	// Findings are the declared findings the result was rendered from,
+	// one per unit judged (finding.go).
+	Findings []report.Finding
 }
 
 // Options are the thresholds and switches that flags set.

@@ -67,16 +67,18 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 		if sk := env.Expect.Skipped(c.ID); sk != nil {
 			// The operator's file says this check does not apply to
 			// the class: a skip, which blocks nothing that needs it.
-			r = skip("skipped by " + sk.Cite())
+			r = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
 		} else if by := blocker(c, blockedBy); by != "" {
 			blockedBy[c.ID] = by
-			r = skip("blocked by " + by)
+			r = runBlocked.result("", Slots{"check": by})
 		} else if c.Level > env.Opts.Level {
-			r = skip(fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level))
+			r = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
 		} else if err := ctx.Err(); err != nil {
-			r = skip(runCutText(err))
+			r = runCutResult(err)
 		} else {
 			r = runOne(ctx, env, c)
+			r = ownFindings(c, r)
+			waive(env.Expect, &r)
 		}
 		if (r.Status == report.Fail || r.Status == report.Error) && !r.BlocksNothing {
 			blockedBy[c.ID] = c.ID
@@ -85,6 +87,7 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
 			Status: r.Status, Summary: r.Summary, Observed: r.Observed, Expected: r.Expected,
 			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence, Deviation: r.BlocksNothing && r.Status == report.Fail,
+			Findings:   r.Findings,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 		})
 	}
@@ -109,12 +112,12 @@ func runOne(runCtx context.Context, env *Env, c *Check) Result {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- errorf("internal error in check %s: %v (please report this)", c.ID, p)
+				done <- runInternal.result("", Slots{"check": c.ID, "cause": fmt.Sprint(p)})
 			}
 		}()
 		r := c.Run(ctx, env)
 		if r.Status == "" {
-			r = errorf("internal error: check %s returned no status", c.ID)
+			r = runInternal.result("", Slots{"check": c.ID, "cause": "it returned no status"})
 		}
 		done <- r
 	}()
@@ -125,18 +128,55 @@ func runOne(runCtx context.Context, env *Env, c *Check) Result {
 		if err := runCtx.Err(); err != nil {
 			// The run ended (its --timeout, or a signal), not this check's
 			// own deadline: the check is not to blame.
-			return skip(runCutText(err))
+			return runCutResult(err)
 		}
-		return errorf("did not finish within %v: %v", env.Opts.CheckTimeout, ctx.Err())
+		return runTimeout.result("", Slots{"timeout": env.Opts.CheckTimeout.String(), "cause": ctx.Err().Error()})
 	}
 }
 
-// runCutText is the summary of a check the end of the whole run cut off.
+// runCutResult is the result of a check the end of the whole run cut off.
 // Such a check is skipped, never the root cause: the caller reports the run
 // as partial instead (RunCut).
-func runCutText(err error) string {
-	return fmt.Sprintf("%s: the run ended before this check finished (%v)", RunCutPrefix, err)
+func runCutResult(err error) Result {
+	return runCut.result("", Slots{"cause": err.Error()})
 }
 
 // RunCutPrefix starts the summary of every check cut off by the end of the run.
 const RunCutPrefix = "not run"
+
+// The runner's own findings: why a check did not judge. They belong to no
+// check; the state and the adapters key on them (a check blocked, cut or
+// below the run's level proved nothing, and keeps its older record).
+var (
+	runBlocked = declare(Finding{ID: "rdmadoctor.run/blocked", Status: report.Skip,
+		When:    "a check it needs failed or could not look: the first red line is the cause, not this one",
+		Message: "blocked by {check}"})
+	runBelowLevel = declare(Finding{ID: "rdmadoctor.run/below-level", Status: report.Skip,
+		When:    "the check creates verbs resources (level 2) and the run was level 1",
+		Message: "level {level} check; run with --level {level}"})
+	runSkippedByClass = declare(Finding{ID: "rdmadoctor.run/skipped-by-class", Status: report.Skip,
+		When:    "the expectations file's class for this host skips the check",
+		Message: "skipped by {cite}"})
+	runCut = declare(Finding{ID: "rdmadoctor.run/cut", Status: report.Skip,
+		When:    "the run's --timeout or a signal ended the run before the check finished",
+		Message: RunCutPrefix + ": the run ended before this check finished ({cause})"})
+	runTimeout = declare(Finding{ID: "rdmadoctor.run/timeout", Status: report.Error,
+		When:    "the check did not finish within --check-timeout",
+		Message: "did not finish within {timeout}: {cause}",
+		Fix:     ""})
+	runInternal = declare(Finding{ID: "rdmadoctor.run/internal", Status: report.Error,
+		When:    "the check panicked or returned no status: a bug in rdmadoctor",
+		Message: "internal error in check {check}: {cause} (please report this)"})
+)
+
+// ownFindings refuses a result carrying a finding that is neither the
+// check's own nor the runner's: every finding a check returns is declared
+// under its ID, so the catalog and the docs list all it can say.
+func ownFindings(c *Check, r Result) Result {
+	for _, f := range r.Findings {
+		if d, ok := findings[f.ID]; !ok || d.CheckID() != c.ID && d.CheckID() != "rdmadoctor.run" {
+			return runInternal.result("", Slots{"check": c.ID, "cause": fmt.Sprintf("it returned finding %q, not one it declares", f.ID)})
+		}
+	}
+	return r
+}

@@ -46,8 +46,30 @@ type CheckResult struct {
 	// Deviation marks a fail that is only a deviation from the
 	// expectations file (firmware, device count): the hardware works, so
 	// it blocks no other check and, as a root cause, ranks after a fault.
-	Deviation  bool    `json:"deviation,omitempty"`
-	DurationMS float64 `json:"duration_ms"`
+	Deviation bool `json:"deviation,omitempty"`
+	// Findings are the declared verdicts behind the summary, one for
+	// each unit judged (a port, a device, a netdev): machines key on
+	// their IDs, not on the sentences. Absent for a check that reported
+	// none (a check not yet written in findings).
+	Findings   []Finding `json:"findings,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+}
+
+// Finding is one declared verdict about one unit: ID names it for ever
+// ("port.state/no-link"), Slots are the values its message and fix were
+// rendered from. The catalog of every finding a check can return is in
+// `rdmadoctor list --format json` and docs/checks.md.
+type Finding struct {
+	ID      string            `json:"id"`
+	Unit    string            `json:"unit,omitempty"`
+	Status  Status            `json:"status"`
+	Slots   map[string]string `json:"slots,omitempty"`
+	Message string            `json:"message"`
+	Fix     string            `json:"fix,omitempty"`
+	// Waived is the reason the expectations file gives for not counting
+	// this finding (waive = ["ID"] with reason = "…"); the check's status
+	// is then judged without it.
+	Waived string `json:"waived,omitempty"`
 }
 
 // HostInfo names the host the report is about.

@@ -12,6 +12,8 @@
 //	devices = 2                           # RDMA devices the node must have
 //	skip = counters.errors probe.cq_overflow   # checks not run on this class
 //	fail_on_warn = ["port.state"]         # these checks' warnings are problems here
+//	waive = ["counters.errors/symbol-errors"]   # findings not counted here …
+//	waive_reason = "known-bad optics, RMA open" # … and why (required with waive)
 //	roce_tc = 106                         # traffic class RoCE applications use (DSCP<<2); 0..255
 //	lossless = true                       # PFC/trust/ECN faults fail instead of warn
 //	mlx5_*.fw = ["16.35.*", "16.36.2000"] # device keys: <device glob>.<key>
@@ -112,8 +114,12 @@ type Class struct {
 	// FailOnWarnIDs are the checks whose warnings count as problems on
 	// this class (fail_on_warn), as --fail-on warn does for every check.
 	FailOnWarnIDs []*Value[string]
-	RoCETC        *Value[int]
-	Lossless      *Value[bool]
+	// Waive are finding IDs not counted on this class (waive), for the
+	// reason WaiveReason gives (waive_reason, required with waive).
+	Waive       []*Value[string]
+	WaiveReason *Value[string]
+	RoCETC      *Value[int]
+	Lossless    *Value[bool]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -325,6 +331,43 @@ func (f *File) CheckIDs(known []string) error {
 			if !ok[s.V] {
 				errs = append(errs, &ParseError{File: s.File, Line: s.Line, Key: s.Key,
 					Msg: fmt.Sprintf("%q is not a check ID%s (rdmadoctor list shows them)", s.V, DidYouMean(s.V, known))})
+			}
+		}
+	}
+	return errs.orNil()
+}
+
+// Waived returns the waive value that names finding id and the class's
+// reason, or nil (also on a nil class).
+func (c *Class) Waived(id string) (*Value[string], string) {
+	if c == nil || c.WaiveReason == nil {
+		return nil, ""
+	}
+	for _, w := range c.Waive {
+		if w.V == id {
+			return w, c.WaiveReason.V
+		}
+	}
+	return nil, ""
+}
+
+// FindingIDs verifies that every waive value names one of the finding IDs
+// given (the catalog); the error names each that does not, by FILE:LINE,
+// with the nearest ID as a did-you-mean.
+func (f *File) FindingIDs(known []string) error {
+	if f == nil {
+		return nil
+	}
+	ok := map[string]bool{}
+	for _, id := range known {
+		ok[id] = true
+	}
+	var errs ParseErrors
+	for _, c := range f.Classes {
+		for _, w := range c.Waive {
+			if !ok[w.V] {
+				errs = append(errs, &ParseError{File: w.File, Line: w.Line, Key: w.Key,
+					Msg: fmt.Sprintf("%q is not a finding ID%s (rdmadoctor explain CHECK lists a check's findings)", w.V, DidYouMean(w.V, known))})
 			}
 		}
 	}

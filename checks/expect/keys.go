@@ -68,7 +68,10 @@ func (c *Class) set(key, value string, p pos) error {
 // checkIDRE is the shape of a check ID ("counters.errors").
 var checkIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
 
-const classKeys = "hosts, devices, skip, fail_on_warn, roce_tc, lossless, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
+// findingIDRE is the shape of a finding ID ("counters.errors/symbol-errors").
+var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*$`)
+
+const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
@@ -99,6 +102,28 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 			return err
 		}
 		c.FailOnWarnIDs = ids
+	case "waive":
+		words, err := splitWords(value)
+		if err != nil {
+			return err
+		}
+		var ids []*Value[string]
+		for _, id := range words {
+			if !findingIDRE.MatchString(id) {
+				return fmt.Errorf("%q is not a finding ID such as counters.errors/symbol-errors", clip(id))
+			}
+			ids = append(ids, mk(id, key, p))
+		}
+		c.Waive = ids
+	case "waive_reason":
+		items, err := splitItems(value)
+		if err == nil && (len(items) != 1 || strings.TrimSpace(items[0]) == "") {
+			err = fmt.Errorf("one non-empty text: why the waived findings are not counted on this class")
+		}
+		if err != nil {
+			return err
+		}
+		c.WaiveReason = mk(items[0], key, p)
 	case "roce_tc":
 		v, err := parseInt(value, 0, 255)
 		c.RoCETC = orKeep(c.RoCETC, mk(v, key, p), err)

@@ -153,6 +153,10 @@ func Parse(name string, r io.Reader) (*File, error) {
 		if len(c.Hosts) == 0 {
 			errs = append(errs, &ParseError{File: name, Line: c.Line, Msg: fmt.Sprintf("[class %s] has no hosts key: say which host names it applies to, e.g. hosts = node*", c.Name)})
 		}
+		if len(c.Waive) > 0 && c.WaiveReason == nil {
+			errs = append(errs, &ParseError{File: name, Line: c.Waive[0].Line, Key: "waive",
+				Msg: fmt.Sprintf("[class %s] waives findings without a waive_reason: say why they are not counted, e.g. waive_reason = \"optics RMA open\"", c.Name)})
+		}
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })

@@ -99,6 +99,16 @@ func classEntries(c *Class) []entry {
 		}
 		add(0, c.FailOnWarnIDs[0].Line, "fail_on_warn", Pattern(ids).list(), c.FailOnWarnIDs[0].Comment)
 	}
+	if len(c.Waive) > 0 {
+		ids := make([]string, len(c.Waive))
+		for i, w := range c.Waive {
+			ids[i] = w.V
+		}
+		add(0, c.Waive[0].Line, "waive", Pattern(ids).list(), c.Waive[0].Comment)
+	}
+	if v := c.WaiveReason; v != nil {
+		add(0, v.Line, "waive_reason", `"`+v.V+`"`, v.Comment)
+	}
 	if v := c.RoCETC; v != nil {
 		add(0, v.Line, "roce_tc", formatValue(v.V), v.Comment)
 	}

@@ -1,0 +1,230 @@
+package checks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rdmadoctor/rdmadoctor/checks/expect"
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// Finding is one verdict a check can return, declared once as a value
+// beside the check: a stable ID, a status, a message and a fix written as
+// templates with named slots ({port}, {netdev}). A check's Run never
+// writes the prose; it returns Finding.At(unit, slots), and `explain`,
+// docs/checks.md and `list --format json` are made from the same
+// declarations, so the words a person reads and the ID a machine keys on
+// cannot drift apart.
+type Finding struct {
+	ID     string        // "port.state/no-link": the check's ID, "/", a slug
+	Status report.Status // what the finding makes of its unit
+	// When says, for explain and the docs, when the check returns it.
+	When string
+	// Message and Fix are templates: {name} is a slot filled by At. A
+	// brace that does not enclose a bare lower-case name is literal text
+	// ("{state,phys_state,rate}" in a shell command stays as written).
+	Message string
+	Fix     string
+}
+
+// Slots are the named values a finding's templates are rendered from.
+type Slots map[string]string
+
+// slotRE is a template slot: {name}.
+var slotRE = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
+
+// findingIDRE is the shape of a finding ID.
+var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// findings is the registry of every declared finding, by ID.
+var findings = map[string]*Finding{}
+
+// declare registers a finding and returns it; it is called from package
+// variables beside the check that returns it. A malformed or duplicate ID
+// is a programming error and panics at start.
+func declare(f Finding) *Finding {
+	if !findingIDRE.MatchString(f.ID) {
+		panic(fmt.Sprintf("checks: bad finding ID %q (want check.id/slug)", f.ID))
+	}
+	if _, dup := findings[f.ID]; dup {
+		panic("checks: duplicate finding " + f.ID)
+	}
+	switch f.Status {
+	case report.Pass, report.Warn, report.Fail, report.Skip, report.Error:
+	default:
+		panic(fmt.Sprintf("checks: finding %s has no status", f.ID))
+	}
+	if f.Message == "" || f.When == "" {
+		panic("checks: finding " + f.ID + " lacks a message or a when")
+	}
+	ff := f
+	findings[f.ID] = &ff
+	return &ff
+}
+
+// CheckID is the check a finding belongs to: the part of its ID before "/".
+func (f *Finding) CheckID() string { return f.ID[:strings.IndexByte(f.ID, '/')] }
+
+// SlotNames lists the slots of the finding's templates, in order of first
+// use, message before fix.
+func (f *Finding) SlotNames() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, t := range []string{f.Message, f.Fix} {
+		for _, m := range slotRE.FindAllStringSubmatch(t, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				names = append(names, m[1])
+			}
+		}
+	}
+	return names
+}
+
+// At is the finding about one unit (a port "mlx5_0/1", a device, a netdev;
+// "" for the host as a whole), its templates rendered from slots. A slot
+// the templates name but slots lack is rendered as "?" and counted by
+// the catalog test as a fault of the check.
+func (f *Finding) At(unit string, slots Slots) report.Finding {
+	out := report.Finding{ID: f.ID, Unit: unit, Status: f.Status,
+		Message: render(f.Message, slots), Fix: render(f.Fix, slots)}
+	if len(slots) > 0 {
+		out.Slots = make(map[string]string, len(slots))
+		for k, v := range slots {
+			out.Slots[k] = v
+		}
+	}
+	recordProduced(f.ID, slots, f.SlotNames())
+	return out
+}
+
+// render fills a template's slots.
+func render(tmpl string, slots Slots) string {
+	if tmpl == "" {
+		return ""
+	}
+	return slotRE.ReplaceAllStringFunc(tmpl, func(m string) string {
+		if v, ok := slots[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return "?"
+	})
+}
+
+// Findings returns every declared finding of check id, in declaration
+// order of their IDs (sorted), for explain and the docs.
+func Findings(id string) []*Finding {
+	var out []*Finding
+	for _, f := range findings {
+		if f.CheckID() == id {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// FindingIDs lists every declared finding ID, sorted: the names the
+// expectations file may waive.
+func FindingIDs() []string {
+	ids := make([]string, 0, len(findings))
+	for id := range findings {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// LookupFinding finds a declared finding by ID.
+func LookupFinding(id string) (*Finding, bool) {
+	f, ok := findings[id]
+	return f, ok
+}
+
+// produced records, when a test asks for it, which findings were returned
+// and which slots they lacked: the catalog test fails on a declared
+// finding nothing produces and on a slot left unfilled. It is off in the
+// product (nil).
+var (
+	produced   *producedLog
+	findingsMu sync.Mutex
+)
+
+type producedLog struct {
+	ids     map[string]int
+	missing map[string][]string // finding ID → slots its templates name that At lacked
+}
+
+func recordProduced(id string, slots Slots, names []string) {
+	p := produced
+	if p == nil {
+		return
+	}
+	findingsMu.Lock()
+	defer findingsMu.Unlock()
+	p.ids[id]++
+	for _, n := range names {
+		if _, ok := slots[n]; !ok {
+			p.missing[id] = appendUnique(p.missing[id], n)
+		}
+	}
+}
+
+// unit is the verdict of one unit from its declared finding: the rendered
+// message is the unit's line, the rendered fix its remedy.
+func (f *Finding) unit(unit string, slots Slots) verdict {
+	rf := f.At(unit, slots)
+	return verdict{status: rf.Status, line: rf.Message, remedy: rf.Fix, finding: &rf}
+}
+
+// result is a check's whole result from one finding about the host (or
+// its only unit): the message is the summary, the fix the remedy.
+func (f *Finding) result(unit string, slots Slots) Result {
+	rf := f.At(unit, slots)
+	return Result{Status: rf.Status, Summary: rf.Message, Remedy: rf.Fix, Findings: []report.Finding{rf}}
+}
+
+// waive applies the class's waivers (waive = [ID], waive_reason): each
+// finding it names is marked with the reason and no longer counts, and the
+// check is judged again on the findings left — its status their worst, its
+// summary and remedy theirs, a line in Details for each waived one. A
+// check whose findings are all waived or passing passes. Waivers never
+// touch a check's error (a finding that could not look is not waived away
+// unless named itself).
+func waive(class *expect.Class, r *Result) {
+	var waived []string
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if w, reason := class.Waived(f.ID); w != nil && f.Status != report.Pass && f.Status != report.Skip {
+			f.Waived = fmt.Sprintf("%s (%s)", reason, w.Cite())
+			waived = append(waived, fmt.Sprintf("waived: %s %s — %s", f.ID, f.Unit, f.Waived))
+		}
+	}
+	if len(waived) == 0 {
+		return
+	}
+	worst := -1
+	var remedies []string
+	for i, f := range r.Findings {
+		if f.Waived != "" {
+			continue
+		}
+		if worst < 0 || worse(f.Status, r.Findings[worst].Status) {
+			worst = i
+		}
+		if f.Status != report.Pass && f.Status != report.Skip && f.Fix != "" {
+			remedies = appendUnique(remedies, f.Fix)
+		}
+	}
+	r.Details = append(r.Details, waived...)
+	r.Remedy = strings.Join(remedies, "\n")
+	if worst < 0 || r.Findings[worst].Status == report.Pass || r.Findings[worst].Status == report.Skip {
+		r.Status, r.BlocksNothing = report.Pass, false
+		r.Summary = fmt.Sprintf("%d finding(s) waived by the expectations file; nothing else to report", len(waived))
+		return
+	}
+	r.Status, r.Summary = r.Findings[worst].Status, r.Findings[worst].Message
+}
