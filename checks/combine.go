@@ -22,9 +22,9 @@ type verdict struct {
 	// (a rate or width below the expectation), so the summary — the drain
 	// reason, the NPD message — names the worse.
 	severity int
-	// finding is the declared finding the line was rendered from (nil in
-	// a check not yet written in findings); combine lists it.
-	finding *report.Finding
+	// findings are the declared findings the line was rendered from
+	// (none in a check not yet written in findings); combine lists them.
+	findings []report.Finding
 }
 
 // Severities within a status (verdict.severity).
@@ -103,9 +103,7 @@ func combineUnits(vs []verdict, noun, plural string) Result {
 		if v.remedy != "" && v.status != report.Pass {
 			remedies = appendUnique(remedies, v.remedy)
 		}
-		if v.finding != nil {
-			r.Findings = append(r.Findings, *v.finding)
-		}
+		r.Findings = append(r.Findings, v.findings...)
 	}
 	r.Remedy = strings.Join(remedies, "\n")
 	return r

@@ -40,7 +40,10 @@ var slotRE = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
 var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // findings is the registry of every declared finding, by ID.
-var findings = map[string]*Finding{}
+var (
+	findings     = map[string]*Finding{}
+	findingOrder = map[string]int{} // declaration order, for explain and the docs
+)
 
 // declare registers a finding and returns it; it is called from package
 // variables beside the check that returns it. A malformed or duplicate ID
@@ -62,6 +65,7 @@ func declare(f Finding) *Finding {
 	}
 	ff := f
 	findings[f.ID] = &ff
+	findingOrder[f.ID] = len(findingOrder)
 	return &ff
 }
 
@@ -91,14 +95,25 @@ func (f *Finding) SlotNames() []string {
 func (f *Finding) At(unit string, slots Slots) report.Finding {
 	out := report.Finding{ID: f.ID, Unit: unit, Status: f.Status,
 		Message: render(f.Message, slots), Fix: render(f.Fix, slots)}
-	if len(slots) > 0 {
-		out.Slots = make(map[string]string, len(slots))
-		for k, v := range slots {
-			out.Slots[k] = v
+	names := f.SlotNames()
+	for _, n := range names {
+		// Only the slots the templates use: a shared set of a unit's
+		// values (portSlots) does not travel with every finding.
+		if v, ok := slots[n]; ok {
+			if out.Slots == nil {
+				out.Slots = map[string]string{}
+			}
+			out.Slots[n] = v
 		}
 	}
-	recordProduced(f.ID, slots, f.SlotNames())
+	recordProduced(f.ID, slots, names)
 	return out
+}
+
+// Template shows a template as a reader of the docs sees it: each slot as
+// <name>.
+func (f *Finding) Template(tmpl string) string {
+	return slotRE.ReplaceAllString(tmpl, "<$1>")
 }
 
 // render fills a template's slots.
@@ -114,8 +129,8 @@ func render(tmpl string, slots Slots) string {
 	})
 }
 
-// Findings returns every declared finding of check id, in declaration
-// order of their IDs (sorted), for explain and the docs.
+// Findings returns every declared finding of check id in the order they
+// are declared, for explain and the docs.
 func Findings(id string) []*Finding {
 	var out []*Finding
 	for _, f := range findings {
@@ -123,7 +138,7 @@ func Findings(id string) []*Finding {
 			out = append(out, f)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool { return findingOrder[out[i].ID] < findingOrder[out[j].ID] })
 	return out
 }
 
@@ -177,7 +192,7 @@ func recordProduced(id string, slots Slots, names []string) {
 // message is the unit's line, the rendered fix its remedy.
 func (f *Finding) unit(unit string, slots Slots) verdict {
 	rf := f.At(unit, slots)
-	return verdict{status: rf.Status, line: rf.Message, remedy: rf.Fix, finding: &rf}
+	return verdict{status: rf.Status, line: rf.Message, remedy: rf.Fix, findings: []report.Finding{rf}}
 }
 
 // result is a check's whole result from one finding about the host (or

@@ -2,10 +2,12 @@ package checks_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -51,7 +53,16 @@ func TestFixtures(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	checks.LogFindings()
 	code := m.Run()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
+		// The whole package ran: every declared finding must have been
+		// produced by a fixture or a test, with all its slots.
+		if faults := checks.FindingCoverage(); faults != "" {
+			fmt.Fprintf(os.Stderr, "the finding catalog's promise is broken:\n%s\n", faults)
+			code = 1
+		}
+	}
 	if largeTmp != "" {
 		os.RemoveAll(largeTmp) // the generated large host: ~450 MB of small files
 	}

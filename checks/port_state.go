@@ -39,27 +39,107 @@ func init() {
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
 				"A port that trained on fewer lanes (a bad cable, a 1X link) works, but at a fraction of its rate. A port switched off on purpose " +
 				"is not a fault, and a node must not be drained for it.",
-			Failures: []Failure{
-				{report.Fail, "a port has no link (phys Polling): no cable, a dead transceiver, or the other end down",
-					"Check the cable and transceiver and the switch port (`ibstat` / `iblinkinfo` on InfiniBand, `ethtool <netdev>` on Ethernet). " +
-						"A port without a cable by design: `<device>/<port>.unused = true` in the expectations file (offered for every port with no link partner)."},
-				{report.Fail, "a RoCE/iWARP port is down and its netdev is administratively down", "`ip link set <netdev> up`, and bring it up at boot in the network configuration."},
-				{report.Fail, "a RoCE/iWARP port is down and its netdev is up without carrier",
-					"The cable, the transceiver or the switch port: `ethtool <netdev>` (Link detected: no), `ethtool -m <netdev>` reads the module; check the switch port is enabled and its speed matches."},
-				{report.Warn, "an InfiniBand port is Disabled (by management)",
-					"If the port should carry traffic, enable it by direct route (`ibportstate -C <dev> -P <port> -D 0 <port> enable`) or from the switch side; if it is unused on purpose, say so in the expectations file."},
-				{report.Fail, "an InfiniBand port is INIT/ARMED, or its LID or SM LID is 0: no subnet manager answered",
-					"No subnet manager answered. " + subnetManagerFix("")},
-				{report.Warn, "an InfiniBand port trained 1X: one lane of four", "Reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends)."},
-				{report.Fail, "a device lists no ports", "Read `dmesg` for the driver's errors while it registered the device."},
-				{report.Fail, "a port's rate is below --expect-rate", "Reseat or replace the cable/transceiver; check the switch port's speed and width settings (`ibportstate`, `ethtool`) and the card's firmware."},
-				{report.Error, "a port's state, phys_state or rate could not be read",
-					"Read them by hand: `grep . /sys/class/infiniband/<dev>/ports/<port>/{state,phys_state,rate}`, `ibstat <dev> <port>` or `rdma link show <dev>/<port>`; run where /sys/class/infiniband is readable."},
-			},
 		},
 		Run: runPortState,
 	})
 }
+
+// port.state's findings. A port's line names the port and joins every
+// finding about it; the fix of each goes to the remedy.
+const (
+	unusedOffer = " If {port} is unused on purpose (no cable by design), say so in the node's class of the expectations file: " +
+		"`{device}/{num}.unused = true` (not judged from then on)."
+	portExpectFix = "The port is not as its class says: reseat or replace the cable/transceiver, check the switch port and the firmware's link type; " +
+		"if it changed on purpose, update the line of the expectations file the finding names."
+)
+
+var (
+	portActiveFinding = declare(Finding{ID: "port.state/active", Status: report.Pass,
+		When:    "the port is ACTIVE with its link up (InfiniBand: a LID and an SM LID)",
+		Message: "{observed}"})
+	portUnused = declare(Finding{ID: "port.state/unused", Status: report.Skip,
+		When:    "the expectations file says the port is unused on purpose (<device>/<port>.unused = true)",
+		Message: "{observed} — unused on purpose ({cite}): not judged"})
+	portRepresentor = declare(Finding{ID: "port.state/representor", Status: report.Skip,
+		When:    "a VF representor's port is down: its state follows the VF's use",
+		Message: "{observed} — a VF representor: its state follows the VF's use; not judged"})
+	portUnreadable = declare(Finding{ID: "port.state/unreadable", Status: report.Error,
+		When:    "a port's state or phys_state could not be read",
+		Message: "{port} state unknown: {cause}", Fix: portsByHand})
+	portDevicesUnreadable = declare(Finding{ID: "port.state/devices-unreadable", Status: report.Error,
+		When:    "/sys/class/infiniband could not be listed",
+		Message: "could not list RDMA devices: {cause}", Fix: portsByHand})
+	portNoDevice = declare(Finding{ID: "port.state/no-device", Status: report.Fail,
+		When:    "there is no RDMA device, so no port to judge",
+		Message: "no RDMA device: no port to judge", Fix: "Fix the RDMA devices first (see rdma.devices)."})
+	portNoPorts = declare(Finding{ID: "port.state/no-ports", Status: report.Fail,
+		When:    "a device lists no ports",
+		Message: "{device}: no ports under {dir}{problems}",
+		Fix:     "{device} lists no ports: read `dmesg` for the driver's errors while it registered the device ({driver})."})
+	portInitNoSM = declare(Finding{ID: "port.state/init-no-sm", Status: report.Fail,
+		When:    "an InfiniBand or Omni-Path port has its link up but is INIT or ARMED: no subnet manager brought it ACTIVE",
+		Message: "{state}: no subnet manager brought it ACTIVE", Fix: "{manager_fix}"})
+	portNoLID = declare(Finding{ID: "port.state/no-lid", Status: report.Fail,
+		When:    "an ACTIVE InfiniBand port has LID 0 or SM LID 0: no subnet manager answered",
+		Message: "LID {lid}, SM LID {sm_lid}: no subnet manager answered", Fix: "{manager_fix}"})
+	portDownLinkUp = declare(Finding{ID: "port.state/down-link-up", Status: report.Fail,
+		When:    "the link is up but the port is not ACTIVE (and not waiting for a subnet manager)",
+		Message: "{state}", Fix: "{port} is {state_name} with the link up: read `dmesg` for the driver's messages{tools}."})
+	portDisabled = declare(Finding{ID: "port.state/disabled", Status: report.Warn,
+		When:    "an InfiniBand port is Disabled: only management (ibportstate, the SM, the switch) disables one",
+		Message: "{state}: disabled by management (unused on purpose, or switched off)",
+		Fix:     "If {port} should carry traffic, enable it: {enable}." + unusedOffer})
+	portDisabledInUse = declare(Finding{ID: "port.state/disabled-in-use", Status: report.Fail,
+		When:    "an InfiniBand port is Disabled and the expectations file says how it must be (so it is in use)",
+		Message: "{state}: disabled by management (unused on purpose, or switched off); the port is expected in use by {cite}",
+		Fix:     "If {port} should carry traffic, enable it: {enable}." + unusedOffer})
+	portNoLink = declare(Finding{ID: "port.state/no-link", Status: report.Fail,
+		When:    "the port has no link (phys Polling or Sleep): no cable, a dead transceiver, or the other end down",
+		Message: "{state}: no link",
+		Fix:     "{port} has no link ({phys}): check the cable and transceiver are seated and the switch port is up{tools}." + unusedOffer})
+	portEthDown = declare(Finding{ID: "port.state/eth-down", Status: report.Fail,
+		When:    "a RoCE/iWARP port is down and its netdev is unknown or unreadable",
+		Message: "{state}: no link",
+		Fix: "{port} is down: `rdma link show {device}/{num}` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier." +
+			unusedOffer})
+	portAdminDown = declare(Finding{ID: "port.state/admin-down", Status: report.Fail,
+		When:    "a RoCE/iWARP port is down and its netdev is administratively down",
+		Message: "{state}: netdev {netdev} is administratively down",
+		Fix:     "`ip link set {netdev} up`, and bring it up at boot in the network configuration." + unusedOffer})
+	portNoCarrier = declare(Finding{ID: "port.state/no-carrier", Status: report.Fail,
+		When:    "a RoCE/iWARP port is down and its netdev is up without carrier",
+		Message: "{state}: netdev {netdev} is up but has no carrier",
+		Fix: "{netdev} has no carrier although it is up: the cable, the transceiver or the switch port (`ethtool {netdev}` shows Link detected: no; " +
+			"`ethtool -m {netdev}` reads the module; check the switch port is enabled and its speed matches)." + unusedOffer})
+	portTraining = declare(Finding{ID: "port.state/training", Status: report.Fail,
+		When:    "the link is neither up, polling nor disabled (training, or a state the kernel added)",
+		Message: "{state}: link not up",
+		Fix:     "{port} is training ({phys}): if it stays there, check the cable and the switch port's speed/width settings{tools}."})
+	portLinkLayerDeviates = declare(Finding{ID: "port.state/link-layer-deviates", Status: report.Fail,
+		When:    "the port's link layer is not the one the expectations file names",
+		Message: "link layer {link_layer}, expected {want} by {cite}", Fix: portExpectFix})
+	portRateDeviates = declare(Finding{ID: "port.state/rate-deviates", Status: report.Fail,
+		When:    "an ACTIVE port's rate is not the one the expectations file names",
+		Message: "rate {gbps} Gb/sec, expected {want} by {cite}", Fix: portExpectFix})
+	portWidthDeviates = declare(Finding{ID: "port.state/width-deviates", Status: report.Fail,
+		When:    "an ACTIVE port's width is not the one the expectations file names",
+		Message: "width {width}, expected {want} by {cite}", Fix: portExpectFix})
+	portRateUnknownExpected = declare(Finding{ID: "port.state/rate-unknown-expected", Status: report.Error,
+		When:    "the expectations file names a rate or width and the port's rate cannot be read",
+		Message: "rate unknown ({cause}), expected by {cite}", Fix: portsByHand})
+	portRateUnknown = declare(Finding{ID: "port.state/rate-unknown", Status: report.Error,
+		When:    "--expect-rate is given and the port's rate cannot be read",
+		Message: "rate unknown: {cause}", Fix: portsByHand})
+	portOneLane = declare(Finding{ID: "port.state/one-lane", Status: report.Warn,
+		When:    "an InfiniBand port trained 1X: one lane of four",
+		Message: "trained at {rate}: 1 lane of 4",
+		Fix: "{port} runs on one lane: reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends' width); " +
+			"the link works at a quarter of its rate."})
+	portBelowRate = declare(Finding{ID: "port.state/below-rate", Status: report.Fail,
+		When:    "a port's rate is below --expect-rate",
+		Message: "rate {rate} below the expected {want} Gb/sec",
+		Fix:     "{port} trained at {rate}: reseat or replace the cable/transceiver, check the switch port's speed and width, and the firmware."})
+)
 
 // portLabel names a port in messages: "mlx5_0 port 1".
 func portLabel(dev string, port int) string { return fmt.Sprintf("%s port %d", dev, port) }
@@ -106,15 +186,13 @@ func stateText(p sysfs.RDMAPort) string {
 func runPortState(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		r := errorf("could not list RDMA devices: %v", s.DevicesErr)
+		r := portDevicesUnreadable.result("", Slots{"cause": s.DevicesErr.Error()})
 		r.Observed, r.Expected = "device list unreadable", "a readable /sys/class/infiniband"
-		r.Remedy = portsByHand
 		return r
 	}
 	if len(s.Devices) == 0 {
-		r := fail("no RDMA device: no port to judge")
+		r := portNoDevice.result("", nil)
 		r.Observed, r.Expected = "no ports", "every port ACTIVE and LinkUp"
-		r.Remedy = "Fix the RDMA devices first (see rdma.devices)."
 		return r
 	}
 	pj := newPortJudge(env)
@@ -169,12 +247,14 @@ func portsPassSummary(vs []verdict) string {
 }
 
 func noPortsVerdict(d sysfs.RDMADevice) verdict {
-	line := fmt.Sprintf("%s: no ports under %s/%s/ports", d.Name, sysfs.InfinibandClass, d.Name)
+	problems := ""
 	if len(d.Problems) > 0 {
-		line += " (" + strings.Join(d.Problems, "; ") + ")"
+		problems = " (" + strings.Join(d.Problems, "; ") + ")"
 	}
-	return verdict{status: report.Fail, line: line, severity: sevBroken,
-		remedy: fmt.Sprintf("%s lists no ports: read `dmesg` for the driver's errors while it registered the device (%s).", d.Name, valueOrUnknown(d.Driver))}
+	v := portNoPorts.unit(d.Name, Slots{"device": d.Name, "dir": sysfs.InfinibandClass + "/" + d.Name + "/ports",
+		"problems": problems, "driver": valueOrUnknown(d.Driver)})
+	v.severity = sevBroken
+	return v
 }
 
 // portJudge judges one port at a time with what the whole host offers.
@@ -189,11 +269,40 @@ func newPortJudge(env *Env) *portJudge {
 	return &portJudge{env: env, netdevs: t.byName, ndErr: t.err}
 }
 
-// portFinding is one thing wrong with a port, with its status and fix.
-type portFinding struct {
-	status report.Status
-	text   string
-	fix    string
+// portUnit names a port as a finding's unit: "mlx5_0/1".
+func portUnit(pm *PortModel) string { return fmt.Sprintf("%s/%d", pm.Device.Dev.Name, pm.Port.Num) }
+
+// portSlots are the slots every finding about a port may use.
+func portSlots(pm *PortModel) Slots {
+	p := pm.Port
+	return Slots{"port": pm.Label, "device": pm.Device.Dev.Name, "num": fmt.Sprint(p.Num), "state": stateText(p),
+		"state_name": p.State.String(), "phys": p.PhysState.String(), "rate": p.Rate, "netdev": pm.Netdev}
+}
+
+// with returns the port's slots and more.
+func (s Slots) with(kv ...string) Slots {
+	out := make(Slots, len(s)+len(kv)/2)
+	for k, v := range s {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// portObserved is the line that shows a port as it is: state, rate,
+// transport, netdev and, on InfiniBand, its LIDs.
+func portObserved(pm *PortModel, ib bool) string {
+	p := pm.Port
+	line := fmt.Sprintf("%s: %s, %s, %s", pm.Label, stateText(p), valueOrUnknown(p.Rate), pm.Transport)
+	if pm.Netdev != "" {
+		line += ", netdev " + pm.Netdev
+	}
+	if ib && p.HasLID {
+		line += fmt.Sprintf(", LID 0x%x, SM LID 0x%x", p.LID, p.SMLID)
+	}
+	return line
 }
 
 func (pj *portJudge) judge(pm *PortModel) verdict {
@@ -201,62 +310,66 @@ func (pj *portJudge) judge(pm *PortModel) verdict {
 	ib := pm.Transport == InfiniBand || pm.Transport == OmniPath
 	ev := map[string]any{"device": pm.Device.Dev.Name, "port": p.Num, "state": p.State.String(), "phys_state": p.PhysState.String(),
 		"rate": p.Rate, "link_layer": p.LinkLayer, "transport": string(pm.Transport)}
-	line := fmt.Sprintf("%s: %s, %s, %s", pm.Label, stateText(p), valueOrUnknown(p.Rate), pm.Transport)
 	if pm.Netdev != "" {
-		line += ", netdev " + pm.Netdev
 		ev["netdev"] = pm.Netdev
 	}
 	if ib && p.HasLID {
-		line += fmt.Sprintf(", LID 0x%x, SM LID 0x%x", p.LID, p.SMLID)
 		ev["lid"], ev["sm_lid"] = p.LID, p.SMLID
 	}
-	v := verdict{status: report.Pass, line: line, evidence: ev}
+	unit, line := portUnit(pm), portObserved(pm, ib)
+	slots := portSlots(pm).with("observed", line)
 	if p.State.Name == "" || p.PhysState.Name == "" {
-		v.status, v.line = report.Error, pm.Label+" state unknown: "+strings.Join(p.Problems, "; ")
-		v.details = []string{line + " — state unknown"}
-		v.remedy = portsByHand
+		v := portUnreadable.unit(unit, slots.with("cause", strings.Join(p.Problems, "; ")))
+		v.details, v.evidence = []string{line + " — state unknown"}, ev
 		ev["ok"] = false
 		return v
 	}
 	pe := pj.env.Expect.Port(pm.Device.Dev.Name, p.Num)
 	if pe.Unused != nil && pe.Unused.V {
-		v.status, v.line = report.Skip, line+" — unused on purpose ("+pe.Unused.Cite()+"): not judged"
 		ev["unused"] = true
+		v := portUnused.unit(unit, slots.with("cite", pe.Unused.Cite()))
+		v.evidence = ev
 		return v
 	}
 	if pm.Representor && !portActive(p) {
-		v.status, v.line = report.Skip, line+" — a VF representor: its state follows the VF's use; not judged"
+		v := portRepresentor.unit(unit, slots)
+		v.evidence = ev
 		return v
 	}
-	var fs []portFinding
+	var fs []report.Finding
 	if !portActive(p) {
-		fs = append(fs, expectedUp(pj.linkFinding(pm, ib), pe))
+		fs = append(fs, expectedUp(pj.linkFinding(pm, ib, slots), pe, unit, slots))
 	}
-	addr := pj.addressFindings(pm, ib)
+	addr := pj.addressFindings(pm, ib, slots)
 	fs = append(fs, addr...)
+	fs = append(fs, pj.rateFindings(pm, ib, ev, pe, slots)...)
+	fs = append(fs, portExpectFindings(pm, pe, slots)...)
+	if len(fs) == 0 {
+		v := portActiveFinding.unit(unit, slots)
+		v.evidence = ev
+		ev["ok"] = true
+		return v
+	}
+	v := verdict{status: report.Pass, line: line, evidence: ev, findings: fs}
 	if !portActive(p) || len(addr) > 0 {
 		// The port does not work (down, or no SM answered): it
 		// outranks a port that works slower than asked.
 		v.severity = sevBroken
 	}
-	fs = append(fs, pj.rateFindings(pm, ib, ev, pe)...)
-	fs = append(fs, portExpectFindings(pm, pe)...)
 	var texts []string
 	for _, f := range fs {
-		if worse(f.status, v.status) {
-			v.status = f.status
+		if worse(f.Status, v.status) {
+			v.status = f.Status
 		}
-		texts = append(texts, f.text)
-		if f.fix != "" {
-			v.remedy = joinRemedy(v.remedy, f.fix)
+		texts = append(texts, f.Message)
+		if f.Fix != "" {
+			v.remedy = joinRemedy(v.remedy, f.Fix)
 		}
 	}
-	if len(texts) > 0 {
-		// The summary names the port and what is wrong; Details keep the
-		// whole observed line.
-		v.details = []string{v.line + " — " + strings.Join(texts, "; ")}
-		v.line = pm.Label + " " + strings.Join(texts, "; ")
-	}
+	// The summary names the port and what is wrong; Details keep the
+	// whole observed line.
+	v.details = []string{line + " — " + strings.Join(texts, "; ")}
+	v.line = pm.Label + " " + strings.Join(texts, "; ")
 	ev["ok"] = v.status == report.Pass
 	return v
 }
@@ -269,69 +382,49 @@ func joinRemedy(a, b string) string {
 }
 
 // linkFinding judges a port that is not ACTIVE with its link up.
-func (pj *portJudge) linkFinding(pm *PortModel, ib bool) portFinding {
-	p, label, nd := pm.Port, pm.Label, pm.Netdev
+func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Finding {
+	p, unit := pm.Port, portUnit(pm)
+	tools := slots.with("tools", linkHint(ib, pm.Netdev))
 	switch {
 	case p.PhysState.Code == physLinkUp:
 		if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
-			return portFinding{report.Fail, stateText(p) + ": no subnet manager brought it ACTIVE", smRemedyFor(label, p, pm.Transport)}
+			return portInitNoSM.At(unit, slots.with("manager_fix", smRemedyFor(pm.Label, p, pm.Transport)))
 		}
-		return portFinding{report.Fail, stateText(p),
-			fmt.Sprintf("%s is %s with the link up: read `dmesg` for the driver's messages%s.", label, p.State, linkHint(ib, nd))}
+		return portDownLinkUp.At(unit, tools)
 	case ib && p.PhysState.Code == physDisabled:
 		// Only management (ibportstate, the SM, the switch) disables an
 		// InfiniBand port: a port off on purpose is not a fault.
-		return portFinding{status: report.Warn, text: stateText(p) + ": disabled by management (unused on purpose, or switched off)",
-			fix: fmt.Sprintf("If %s should carry traffic, enable it: %s.", label, enableHint(true, pm.Device.Dev.Name, p.Num, nd)) + unusedHint(pm)}
+		return portDisabled.At(unit, slots.with("enable", enableHint(true, pm.Device.Dev.Name, p.Num, pm.Netdev)))
 	case !ib && (p.PhysState.Code == physDisabled || p.State.Code == portStateDown):
-		return pj.ethernetDown(pm)
+		return pj.ethernetDown(pm, slots)
 	case p.PhysState.Code == physPolling || p.PhysState.Code == physSleep:
-		return portFinding{status: report.Fail, text: stateText(p) + ": no link",
-			fix: fmt.Sprintf("%s has no link (%s): check the cable and transceiver are seated and the switch port is up%s.", label, p.PhysState, linkHint(ib, nd)) + unusedHint(pm)}
+		return portNoLink.At(unit, tools)
 	}
-	return portFinding{report.Fail, stateText(p) + ": link not up",
-		fmt.Sprintf("%s is training (%s): if it stays there, check the cable and the switch port's speed/width settings%s.", label, p.PhysState, linkHint(ib, nd))}
+	return portTraining.At(unit, tools)
 }
 
 // ethernetDown judges a RoCE or iWARP port that is down: mlx5, bnxt_re and
 // irdma report DOWN/Disabled whenever the netdev has no carrier, so the
 // netdev's admin state says whose move it is.
-func (pj *portJudge) ethernetDown(pm *PortModel) portFinding {
-	p, label, name := pm.Port, pm.Label, pm.Netdev
-	nd, ok := pj.netdevs[name]
+func (pj *portJudge) ethernetDown(pm *PortModel, slots Slots) report.Finding {
+	nd, ok := pj.netdevs[pm.Netdev]
 	switch {
-	case name == "" || pj.ndErr != nil || !ok:
-		return portFinding{status: report.Fail, text: stateText(p) + ": no link",
-			fix: fmt.Sprintf("%s is down: `rdma link show %s/%d` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier.",
-				label, pm.Device.Dev.Name, p.Num) + unusedHint(pm)}
+	case pm.Netdev == "" || pj.ndErr != nil || !ok:
+		return portEthDown.At(portUnit(pm), slots)
 	case !nd.AdminUp:
-		return portFinding{status: report.Fail, text: fmt.Sprintf("%s: netdev %s is administratively down", stateText(p), name),
-			fix: fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name) + unusedHint(pm)}
+		return portAdminDown.At(portUnit(pm), slots)
 	}
-	return portFinding{status: report.Fail, text: fmt.Sprintf("%s: netdev %s is up but has no carrier", stateText(p), name),
-		fix: fmt.Sprintf("%s has no carrier although it is up: the cable, the transceiver or the switch port (`ethtool %s` shows Link detected: no; "+
-			"`ethtool -m %s` reads the module; check the switch port is enabled and its speed matches).", name, name, name) + unusedHint(pm)}
-}
-
-// unusedHint is the remedy's offer for a port with no link partner
-// (Polling, Disabled, no carrier): a port without a cable by design is not
-// a fault, and the expectations file is how an operator says so — for
-// every such port, not only an InfiniBand port disabled by management.
-func unusedHint(pm *PortModel) string {
-	return fmt.Sprintf(" If %s is unused on purpose (no cable by design), say so in the node's class of the expectations file: `%s/%d.unused = true` (not judged from then on).",
-		pm.Label, pm.Device.Dev.Name, pm.Port.Num)
+	return portNoCarrier.At(portUnit(pm), slots)
 }
 
 // expectedUp turns a disabled port's warning into a fault when the
 // expectations file says how the port must be (so it is in use).
-func expectedUp(f portFinding, pe expect.PortExpect) portFinding {
+func expectedUp(f report.Finding, pe expect.PortExpect, unit string, slots Slots) report.Finding {
 	cite := firstCite(pe)
-	if f.status != report.Warn || cite == "" {
+	if f.ID != portDisabled.ID || cite == "" {
 		return f
 	}
-	f.status = report.Fail
-	f.text += "; the port is expected in use by " + cite
-	return f
+	return portDisabledInUse.At(unit, slots.with("cite", cite, "enable", f.Slots["enable"]))
 }
 
 // firstCite names the first expectation the class has for a port.
@@ -346,65 +439,62 @@ func firstCite(pe expect.PortExpect) string {
 
 // portExpectFindings compares an ACTIVE port with the expectations file:
 // its link layer, rate and width; a deviation fails and names the key.
-func portExpectFindings(pm *PortModel, pe expect.PortExpect) []portFinding {
-	p := pm.Port
-	const fix = "The port is not as its class says: reseat or replace the cable/transceiver, check the switch port and the firmware's link type; " +
-		"if it changed on purpose, update the line of the expectations file the finding names."
-	var fs []portFinding
+func portExpectFindings(pm *PortModel, pe expect.PortExpect, slots Slots) []report.Finding {
+	p, unit := pm.Port, portUnit(pm)
+	var fs []report.Finding
 	if pe.LinkLayer != nil && !pe.LinkLayer.V.Match(p.LinkLayer) {
-		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("link layer %s, expected %s by %s", valueOrUnknown(p.LinkLayer), pe.LinkLayer.V, pe.LinkLayer.Cite()), fix})
+		fs = append(fs, portLinkLayerDeviates.At(unit, slots.with("link_layer", valueOrUnknown(p.LinkLayer),
+			"want", pe.LinkLayer.V.String(), "cite", pe.LinkLayer.Cite())))
 	}
 	if p.State.Code != portStateActive || (pe.Rate == nil && pe.Width == nil) {
 		return fs
 	}
 	rate, err := sysfs.ParseRate(p.Rate)
 	if err != nil {
-		return append(fs, portFinding{report.Error, fmt.Sprintf("rate unknown (%v), expected by %s", err, firstCite(pe)), portsByHand})
+		return append(fs, portRateUnknownExpected.At(unit, slots.with("cause", err.Error(), "cite", firstCite(pe))))
 	}
 	if pe.Rate != nil && rate.Gbps != pe.Rate.V {
-		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %g Gb/sec, expected %g by %s", rate.Gbps, pe.Rate.V, pe.Rate.Cite()), fix})
+		fs = append(fs, portRateDeviates.At(unit, slots.with("gbps", fmt.Sprint(rate.Gbps), "want", fmt.Sprint(pe.Rate.V), "cite", pe.Rate.Cite())))
 	}
 	if pe.Width != nil && !pe.Width.V.Match(rate.Width) {
-		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("width %s, expected %s by %s", valueOrUnknown(rate.Width), pe.Width.V, pe.Width.Cite()), fix})
+		fs = append(fs, portWidthDeviates.At(unit, slots.with("width", valueOrUnknown(rate.Width), "want", pe.Width.V.String(), "cite", pe.Width.Cite())))
 	}
 	return fs
 }
 
 // addressFindings judges an ACTIVE InfiniBand port's LID and SM LID.
-func (pj *portJudge) addressFindings(pm *PortModel, ib bool) []portFinding {
+func (pj *portJudge) addressFindings(pm *PortModel, ib bool, slots Slots) []report.Finding {
 	p := pm.Port
 	if !ib || p.State.Code != portStateActive || !p.HasLID || (p.LID != 0 && p.SMLID != 0) {
 		return nil
 	}
-	return []portFinding{{report.Fail, fmt.Sprintf("LID 0x%x, SM LID 0x%x: no subnet manager answered", p.LID, p.SMLID), smRemedyFor(pm.Label, p, pm.Transport)}}
+	return []report.Finding{portNoLID.At(portUnit(pm), slots.with("lid", fmt.Sprintf("0x%x", p.LID), "sm_lid", fmt.Sprintf("0x%x", p.SMLID),
+		"manager_fix", smRemedyFor(pm.Label, p, pm.Transport)))}
 }
 
 // rateFindings judges the trained width of an InfiniBand port and the
 // rate against --expect-rate. HCAs train 4X; 2X is how HDR100/NDR200
 // split ports run; 1X on InfiniBand is a lane or cable fault. On
 // Ethernet 1X is simply how a 25 GbE port reads.
-func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe expect.PortExpect) []portFinding {
-	p := pm.Port
+func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe expect.PortExpect, slots Slots) []report.Finding {
+	p, unit := pm.Port, portUnit(pm)
 	if p.State.Code != portStateActive {
 		return nil
 	}
 	rate, err := sysfs.ParseRate(p.Rate)
 	if err != nil {
 		if pj.env.Opts.ExpectRate > 0 {
-			return []portFinding{{report.Error, fmt.Sprintf("rate unknown: %v", err), portsByHand}}
+			return []report.Finding{portRateUnknown.At(unit, slots.with("cause", err.Error()))}
 		}
 		return nil
 	}
 	ev["rate_gbps"] = rate.Gbps
-	var fs []portFinding
+	var fs []report.Finding
 	if ib && rate.Width == "1X" && (pe.Width == nil || !pe.Width.V.Match("1X")) {
-		fs = append(fs, portFinding{report.Warn, fmt.Sprintf("trained at %s: 1 lane of 4", p.Rate),
-			fmt.Sprintf("%s runs on one lane: reseat or replace the cable/transceiver and check the switch port (`iblinkinfo` shows both ends' width); "+
-				"the link works at a quarter of its rate.", pm.Label)})
+		fs = append(fs, portOneLane.At(unit, slots))
 	}
 	if want := pj.env.Opts.ExpectRate; want > 0 && rate.Gbps < want {
-		fs = append(fs, portFinding{report.Fail, fmt.Sprintf("rate %s below the expected %g Gb/sec", p.Rate, want),
-			fmt.Sprintf("%s trained at %s: reseat or replace the cable/transceiver, check the switch port's speed and width, and the firmware.", pm.Label, p.Rate)})
+		fs = append(fs, portBelowRate.At(unit, slots.with("want", fmt.Sprint(want))))
 	}
 	return fs
 }

@@ -61,6 +61,17 @@ func explainText(c *checks.Check, width int) string {
 		}
 	}
 	b.WriteString("\nWhat it can report, and the fix\n")
+	if fs := checks.Findings(c.ID); len(fs) > 0 {
+		for _, f := range fs {
+			fmt.Fprintf(&b, "  %-5s %s\n        ", f.Status, f.ID)
+			para(f.When, 8, 8)
+			if f.Fix != "" {
+				b.WriteString("        fix: ")
+				para(f.Template(f.Fix), 13, 13)
+			}
+		}
+		return b.String()
+	}
 	for _, fl := range c.Explain.Failures {
 		fmt.Fprintf(&b, "  %-5s ", fl.Status)
 		para(fl.Finding, 8, 8)
