@@ -11,18 +11,18 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
 
-// readmeExpectations is the expectations example of README.md: the block
-// that starts with the format's header, indented by four spaces.
+// readmeExpectations is the expectations example of docs/expectations.md:
+// the block that starts with the format's header, indented by four spaces.
 func readmeExpectations(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/expectations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, "    "+expect.Header+"\n")
 	if i < 0 {
-		t.Fatal("README.md has no expectations example")
+		t.Fatal("docs/expectations.md has no expectations example")
 	}
 	var lines []string
 	for _, l := range strings.Split(text[i:], "\n") {
@@ -34,13 +34,13 @@ func readmeExpectations(t *testing.T) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// README's own example judges README's own healthy host healthy: mlx5's
+// The documented example judges README's own healthy host healthy: mlx5's
 // fw_ver carries the PSID ("16.35.2000 (MT_0000000008)"), and the
 // example's fw names the version.
 func TestReadmeExampleOnHealthyHost(t *testing.T) {
 	f, err := expect.Parse("expect.conf", strings.NewReader(readmeExpectations(t)))
 	if err != nil {
-		t.Fatalf("README's example does not parse: %v", err)
+		t.Fatalf("docs/expectations.md's example does not parse: %v", err)
 	}
 	c, err := checks.ExpectClassFor(f, "cx5-node01")
 	if err != nil {

@@ -69,7 +69,7 @@ func TestSystemdVerify(t *testing.T) {
 var exposure = regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`)
 
 // TestSystemdSecurity: the service's offline exposure score stays at or
-// below the one README states (2.6: CAP_SYS_ADMIN, which gpu.acs needs,
+// below the one docs/systemd.md states (2.6: CAP_SYS_ADMIN, which gpu.acs needs,
 // costs 0.3 over the 2.3 the unit scored without it); a weakened sandbox
 // fails here.
 func TestSystemdSecurity(t *testing.T) {
@@ -83,7 +83,7 @@ func TestSystemdSecurity(t *testing.T) {
 	score, _ := strconv.ParseFloat(string(m[1]), 64)
 	t.Logf("systemd-analyze security --offline=yes: exposure %.1f", score)
 	if score > 2.6 {
-		t.Errorf("exposure %.1f, want ≤ 2.6 (README's figure):\n%s", score, out)
+		t.Errorf("exposure %.1f, want ≤ 2.6 (docs/systemd.md's figure):\n%s", score, out)
 	}
 }
 

@@ -98,7 +98,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	replaceFile(t, state, agedPartial)
 	time.Sleep(3 * time.Second) // three plugin runs
 	if c, _ := api.condition(rdmaProblem); !strings.HasPrefix(c.Message, "unknown: state is not JSON") {
-		t.Errorf("Unknown → Unknown: NPD now publishes the new message %q; README says it keeps the first", c.Message)
+		t.Errorf("Unknown → Unknown: NPD now publishes the new message %q; docs/kubernetes.md says it keeps the first", c.Message)
 	}
 
 	// Neither an error nor an aged or future record ever made the node

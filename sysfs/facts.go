@@ -11,7 +11,7 @@ import (
 
 // FactsFile is the name, at the top of a fixture or snapshot root, of the
 // JSON file that holds what a live host answers through system calls rather
-// than files. Its format is FactsSchema, documented in README.
+// than files. Its format is FactsSchema, documented in docs/snapshots.md.
 const FactsFile = "rdmadoctor.facts.json"
 
 // FactsSchema names the facts file format version.

@@ -337,27 +337,26 @@ func BenchmarkLevel1Healthy(b *testing.B) {
 	}
 }
 
-// TestReadmeCatalog keeps README's catalog table and flag table true to the code.
-func TestReadmeCatalog(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
+// TestDocsCatalog keeps the catalog table and the flag table of
+// docs/commands.md, and the two-host catalog of docs/peer.md, true to the
+// code.
+func TestDocsCatalog(t *testing.T) {
+	commands := readDoc(t, "docs/commands.md")
 	for _, cat := range []struct {
-		marker string
-		checks []*checks.Check
-		level  func(*checks.Check) string
+		file, text string
+		marker     string
+		checks     []*checks.Check
+		level      func(*checks.Check) string
 	}{
-		{"catalog", checks.Catalog(), func(c *checks.Check) string { return fmt.Sprint(c.Level) }},
-		{"peer-catalog", checks.PeerCatalog(), func(*checks.Check) string { return "peer" }},
+		{"docs/commands.md", commands, "catalog", checks.Catalog(), func(c *checks.Check) string { return fmt.Sprint(c.Level) }},
+		{"docs/peer.md", readDoc(t, "docs/peer.md"), "peer-catalog", checks.PeerCatalog(), func(*checks.Check) string { return "peer" }},
 	} {
-		start, end := strings.Index(readme, "<!-- "+cat.marker+":start"), strings.Index(readme, "<!-- "+cat.marker+":end")
+		start, end := strings.Index(cat.text, "<!-- "+cat.marker+":start"), strings.Index(cat.text, "<!-- "+cat.marker+":end")
 		if start < 0 || end < start {
-			t.Fatalf("README has no %s markers", cat.marker)
+			t.Fatalf("%s has no %s markers", cat.file, cat.marker)
 		}
 		var rows []string
-		for _, l := range strings.Split(readme[start:end], "\n") {
+		for _, l := range strings.Split(cat.text[start:end], "\n") {
 			if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| code") {
 				f := strings.Split(l, "|")
 				rows = append(rows, strings.TrimSpace(f[1])+" "+strings.Trim(strings.TrimSpace(f[2]), "`")+" "+strings.TrimSpace(f[3]))
@@ -368,13 +367,13 @@ func TestReadmeCatalog(t *testing.T) {
 			want = append(want, fmt.Sprintf("%d %s %s", c.Code, c.ID, cat.level(c)))
 		}
 		if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-			t.Errorf("README %s:\n%s\nwant (rdmadoctor list):\n%s", cat.marker, strings.Join(rows, "\n"), strings.Join(want, "\n"))
+			t.Errorf("%s %s:\n%s\nwant (rdmadoctor list):\n%s", cat.file, cat.marker, strings.Join(rows, "\n"), strings.Join(want, "\n"))
 		}
 	}
 	fs := newFlagSet(&flags{})
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !strings.Contains(readme, "`--"+f.Name) {
-			t.Errorf("README does not document --%s", f.Name)
+		if !strings.Contains(commands, "`--"+f.Name) {
+			t.Errorf("docs/commands.md does not document --%s", f.Name)
 		}
 	})
 }
@@ -398,17 +397,14 @@ func TestRunDeadline(t *testing.T) {
 // TestReadmeSampleReport keeps README's sample report equal to the golden
 // text report of the same fixture.
 func TestReadmeSampleReport(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readDoc(t, "README.md")
 	gold, err := os.ReadFile(filepath.Join(goldenDir, "port-down.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "$ rdmadoctor --root testdata/hosts/port-down --level 1\n" +
 		strings.Replace(strings.TrimRight(string(gold), "\n"), "rdmadoctor golden", "rdmadoctor "+version, 1) + "\n```"
-	if !strings.Contains(string(readme), want) {
+	if !strings.Contains(readme, want) {
 		t.Errorf("README's sample report differs from testdata/golden/port-down.txt; paste it again")
 	}
 }

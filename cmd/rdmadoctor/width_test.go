@@ -87,8 +87,8 @@ func TestCheckSelectionSaysSelected(t *testing.T) {
 	}
 }
 
-// runAtRepoRoot runs the command line from the repository root, as README's
-// examples do, so that a text report names its root (and the files under
+// runAtRepoRoot runs the command line from the repository root, as the
+// documentation's examples do, so that a text report names its root (and the files under
 // it) the way an operator sees them: testdata/hosts/NAME, not ../../….
 // The tests of this package are not parallel: the working directory is the
 // process's.

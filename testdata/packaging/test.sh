@@ -15,6 +15,7 @@ deb=${debs[0]} rpm=${rpms[0]}
 
 common="/usr/bin/rdmadoctor
 /usr/share/doc/rdmadoctor/README.md
+$(for f in docs/*.md; do echo "/usr/share/doc/rdmadoctor/$f"; done)
 /usr/share/rdmadoctor/prometheus/rdmadoctor.rules.yml
 /var/lib/node_exporter/textfile_collector
 /var/lib/rdmadoctor"

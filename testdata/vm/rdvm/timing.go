@@ -69,7 +69,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 
 // timing judges the timing record: rdmadoctor --level 1 against the
 // reference command, N runs each in the same guest; median and ratio go to
-// the log and to the Markdown file README quotes.
+// the log and to the Markdown file docs/timing.md quotes.
 func (v *verifier) timing(o *outcome, dir string, active bool) {
 	m := parseMeta(readTrim(filepath.Join(dir, "meta")))
 	args, _ := m.get("args")
