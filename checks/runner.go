@@ -148,26 +148,45 @@ const RunCutPrefix = "not run"
 // check; the state and the adapters key on them (a check blocked, cut or
 // below the run's level proved nothing, and keeps its older record).
 var (
-	runBlocked = declare(Finding{ID: "rdmadoctor.run/blocked", Status: report.Skip,
+	runBlocked = declare(Finding{ID: report.FindingBlocked, Status: report.Skip,
 		When:    "a check it needs failed or could not look: the first red line is the cause, not this one",
 		Message: "blocked by {check}"})
-	runBelowLevel = declare(Finding{ID: "rdmadoctor.run/below-level", Status: report.Skip,
+	runBelowLevel = declare(Finding{ID: report.FindingBelowLevel, Status: report.Skip,
 		When:    "the check creates verbs resources (level 2) and the run was level 1",
 		Message: "level {level} check; run with --level {level}"})
-	runSkippedByClass = declare(Finding{ID: "rdmadoctor.run/skipped-by-class", Status: report.Skip,
+	runSkippedByClass = declare(Finding{ID: report.FindingSkippedByClass, Status: report.Skip,
 		When:    "the expectations file's class for this host skips the check",
 		Message: "skipped by {cite}"})
-	runCut = declare(Finding{ID: "rdmadoctor.run/cut", Status: report.Skip,
+	runCut = declare(Finding{ID: report.FindingCut, Status: report.Skip,
 		When:    "the run's --timeout or a signal ended the run before the check finished",
 		Message: RunCutPrefix + ": the run ended before this check finished ({cause})"})
-	runTimeout = declare(Finding{ID: "rdmadoctor.run/timeout", Status: report.Error,
+	runTimeout = declare(Finding{ID: report.FindingTimeout, Status: report.Error,
 		When:    "the check did not finish within --check-timeout",
 		Message: "did not finish within {timeout}: {cause}",
 		Fix:     ""})
-	runInternal = declare(Finding{ID: "rdmadoctor.run/internal", Status: report.Error,
+	runInternal = declare(Finding{ID: report.FindingInternal, Status: report.Error,
 		When:    "the check panicked or returned no status: a bug in rdmadoctor",
 		Message: "internal error in check {check}: {cause} (please report this)"})
+	runLeftOutSkip = declare(Finding{ID: report.FindingLeftOutSkip, Status: report.Skip,
+		When:    "--skip names the check: the run leaves it out and its older record stays",
+		Message: "left out by --skip"})
+	runLeftOutPeriodic = declare(Finding{ID: report.FindingLeftOutPeriod, Status: report.Skip,
+		When:    "a periodic run (--periodic) leaves out a probe that is noisy on the fabric or the kernel log",
+		Message: "left out of periodic runs: {why}; run it by name (--check {check}) or with --periodic=false"})
 )
+
+// LeftOut is the finding about a check a full run leaves out: by --skip
+// (why empty), or from a periodic run for the reason given; and one above
+// the run's level is below-level whatever else leaves it out.
+func LeftOut(c *Check, level int, periodicWhy string) report.Finding {
+	switch {
+	case c.Level > level:
+		return runBelowLevel.At("", Slots{"level": fmt.Sprint(c.Level)})
+	case periodicWhy != "":
+		return runLeftOutPeriodic.At("", Slots{"why": periodicWhy, "check": c.ID})
+	}
+	return runLeftOutSkip.At("", nil)
+}
 
 // ownFindings refuses a result carrying a finding that is neither the
 // check's own nor the runner's: every finding a check returns is declared

@@ -123,11 +123,12 @@ func getScrape(client *http.Client, url string) (*scrape, error) {
 	return s, nil
 }
 
-// rdmadoctorSeries is the set of rdmadoctor_ series in s.
+// rdmadoctorSeries is the set of rdmadoctor_ series in s that every run
+// writes; rdmadoctor_finding's come and go with the findings (judge).
 func (s *scrape) rdmadoctorSeries() map[string]bool {
 	set := map[string]bool{}
 	for k := range s.samples {
-		if strings.HasPrefix(k, "rdmadoctor_") {
+		if strings.HasPrefix(k, "rdmadoctor_") && !strings.HasPrefix(k, "rdmadoctor_finding{") {
 			set[k] = true
 		}
 	}
@@ -181,6 +182,17 @@ func (s *scrape) judge(want map[string]bool) (string, error) {
 	}
 	if (exit == "19") != portFail {
 		return "", fmt.Errorf("exit code %s with port.state fail = %v: two files mixed", exit, portFail)
+	}
+	// The port that is down is named by its finding, and only then.
+	var findings []string
+	for k := range s.samples {
+		if strings.HasPrefix(k, "rdmadoctor_finding{") {
+			findings = append(findings, k)
+		}
+	}
+	const downPort = `rdmadoctor_finding{check="port.state",finding="port.state/admin-down",host="cx5-node01",status="fail",unit="mlx5_1/1"}`
+	if want := map[string]int{"0": 0, "19": 1}[exit]; len(findings) != want || want == 1 && findings[0] != downPort {
+		return "", fmt.Errorf("finding series %v with exit code %s, want %d (%s)", findings, exit, want, downPort)
 	}
 	// The fixtures are healthy (exit 0) or have a port down (exit 19): the
 	// verdict set must hold exactly the one that goes with the exit code.

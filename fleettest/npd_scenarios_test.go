@@ -71,10 +71,10 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	steps := []stateStep{
 		{"missing", nil, corev1.ConditionUnknown, defaultReason, "unknown: no state file (no run has kept one):"},
 		{"healthy", healthy, corev1.ConditionFalse, defaultReason, ""},
-		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		{"port down", portDown, corev1.ConditionTrue, problemReason, "port.state/admin-down(19) mlx5_1/1 DOWN"},
 		// Message-change updates are on: a new problem replaces the message.
-		{"another port down", otherDown, corev1.ConditionTrue, problemReason, "port.state(19) mlx4_0/2 DOWN"},
-		{"port fixed, only kernel.version run since", partial, corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		{"another port down", otherDown, corev1.ConditionTrue, problemReason, "port.state/no-link(19) mlx4_0/2 DOWN"},
+		{"port fixed, only kernel.version run since", partial, corev1.ConditionTrue, problemReason, "port.state/admin-down(19) mlx5_1/1 DOWN"},
 		{"port fixed, full run since", fullAfter, corev1.ConditionFalse, defaultReason, ""},
 		{"only errors", onlyErrors, corev1.ConditionUnknown, defaultReason, "unknown: gpu.acs(25) all 8 pairs: "},
 		{"healthy after errors", healthy, corev1.ConditionFalse, defaultReason, ""},
@@ -83,7 +83,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 		{"from the future", withRan(t, healthy, time.Now().Add(time.Hour)), corev1.ConditionUnknown, defaultReason, "unknown: pci.device(10) judged at "},
 		{"healthy again", healthy, corev1.ConditionFalse, defaultReason, ""},
 		// What earlier versions kept: the last run's report, migrated.
-		{"report/v1 state", runReport(t, bin, "port-down", 19), corev1.ConditionTrue, problemReason, "port.state(19) mlx5_1/1 DOWN"},
+		{"report/v1 state", runReport(t, bin, "port-down", 19), corev1.ConditionTrue, problemReason, "port.state/admin-down(19) mlx5_1/1 DOWN"},
 		{"corrupt", healthy[:len(healthy)/2], corev1.ConditionUnknown, defaultReason, "unknown: state is not JSON (truncated):"},
 	}
 	for n, st := range steps {
@@ -108,7 +108,7 @@ func TestNPDPublishesRDMAProblem(t *testing.T) {
 	var faultTrue bool
 	for i, p := range patches {
 		for _, c := range p.Status.Conditions {
-			if (c.Type == rdmaProblem || c.Type == rdmaFault) && c.Status == corev1.ConditionTrue && !strings.HasPrefix(c.Message, "port.state(19) ") {
+			if (c.Type == rdmaProblem || c.Type == rdmaFault) && c.Status == corev1.ConditionTrue && !strings.HasPrefix(c.Message, "port.state/") {
 				t.Errorf("patch %d published %s True for %q: only a port fault is a problem here", i, c.Type, c.Message)
 			}
 			if c.Type == rdmaFault && c.Status == corev1.ConditionUnknown {
@@ -270,7 +270,7 @@ func assertEvents(t *testing.T, events []corev1.Event, source, problemReason str
 			t.Errorf("event from %q about %s %s, want from %q about Node %s", e.Source.Component,
 				e.InvolvedObject.Kind, e.InvolvedObject.Name, source, nodeName)
 		}
-		problem = problem || (e.Reason == problemReason && strings.Contains(e.Message, `message: "port.state(19) mlx5_1/1 DOWN`))
+		problem = problem || (e.Reason == problemReason && strings.Contains(e.Message, `message: "port.state/admin-down(19) mlx5_1/1 DOWN`))
 		fault = fault || (e.Reason == problemReason && strings.Contains(e.Message, "Node condition RDMAFault is now: True"))
 	}
 	if !problem {

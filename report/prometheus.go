@@ -22,6 +22,17 @@ func WritePrometheus(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "rdmadoctor_check_status{host=\"%s\",check=\"%s\",code=\"%d\",status=\"%s\"} %d\n", host, escapeLabel(c.ID), c.Code, s, boolGauge(c.Status == s))
 		}
 	}
+	b.WriteString("# HELP rdmadoctor_finding 1 for each finding that is not a pass on this host (warn, fail, error; waived ones left out), by finding ID and unit.\n")
+	b.WriteString("# TYPE rdmadoctor_finding gauge\n")
+	for _, c := range r.Checks {
+		for _, f := range c.Findings {
+			if f.Waived != "" || (f.Status != Warn && f.Status != Fail && f.Status != Error) {
+				continue
+			}
+			fmt.Fprintf(&b, "rdmadoctor_finding{host=\"%s\",check=\"%s\",finding=\"%s\",unit=\"%s\",status=\"%s\"} 1\n",
+				host, escapeLabel(c.ID), escapeLabel(f.ID), escapeLabel(f.Unit), f.Status)
+		}
+	}
 	b.WriteString("# HELP rdmadoctor_verdict 1 for the run's verdict (healthy, problem or unknown), 0 for the others.\n")
 	b.WriteString("# TYPE rdmadoctor_verdict gauge\n")
 	verdict := runVerdict(r)

@@ -16,6 +16,8 @@ import (
 var frozenPrometheusMeta = []string{
 	"# HELP rdmadoctor_check_status 1 for the status a check has on this host, 0 for the others.",
 	"# TYPE rdmadoctor_check_status gauge",
+	"# HELP rdmadoctor_finding 1 for each finding that is not a pass on this host (warn, fail, error; waived ones left out), by finding ID and unit.",
+	"# TYPE rdmadoctor_finding gauge",
 	"# HELP rdmadoctor_verdict 1 for the run's verdict (healthy, problem or unknown), 0 for the others.",
 	"# TYPE rdmadoctor_verdict gauge",
 	"# HELP rdmadoctor_exit_code The exit code of the run: 0 healthy, else the root cause's code.",

@@ -55,6 +55,49 @@ type CheckResult struct {
 	DurationMS float64   `json:"duration_ms"`
 }
 
+// The runner's own findings: why a check did not judge. They belong to no
+// check; the state and the adapters key on them, never on the sentences.
+const (
+	FindingBlocked        = "rdmadoctor.run/blocked"           // a check it needs failed or could not look
+	FindingBelowLevel     = "rdmadoctor.run/below-level"       // a level-2 check in a level-1 run
+	FindingSkippedByClass = "rdmadoctor.run/skipped-by-class"  // the expectations class skips it
+	FindingCut            = "rdmadoctor.run/cut"               // the run ended before it finished
+	FindingTimeout        = "rdmadoctor.run/timeout"           // it did not finish within --check-timeout
+	FindingInternal       = "rdmadoctor.run/internal"          // it panicked: a bug
+	FindingLeftOutSkip    = "rdmadoctor.run/left-out-skip"     // --skip named it
+	FindingLeftOutPeriod  = "rdmadoctor.run/left-out-periodic" // a periodic run leaves its noisy probe out
+
+	// A kept state's record judged now: too old to stand for the host,
+	// or judged ahead of this clock.
+	FindingStale     = "rdmadoctor.state/stale"
+	FindingClockBack = "rdmadoctor.state/clock-back"
+)
+
+// FindingID is the ID of the finding the check's summary speaks of: its
+// first finding of the check's own status that no waiver set aside; the
+// check's ID when it has none (a check not written in findings). The
+// adapters lead with it: a drain reason, an NPD message.
+func (c *CheckResult) FindingID() string {
+	for _, f := range c.Findings {
+		if f.Status == c.Status && f.Waived == "" {
+			return f.ID
+		}
+	}
+	return c.ID
+}
+
+// HasFinding reports whether one of the check's findings is one of ids.
+func (c *CheckResult) HasFinding(ids ...string) bool {
+	for _, f := range c.Findings {
+		for _, id := range ids {
+			if f.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Finding is one declared verdict about one unit: ID names it for ever
 // ("port.state/no-link"), Slots are the values its message and fix were
 // rendered from. The catalog of every finding a check can return is in

@@ -132,6 +132,26 @@ func TestListJSON(t *testing.T) {
 	if len(got) != len(cat)+len(peers) {
 		t.Fatalf("%d entries, want %d", len(got), len(cat)+len(peers))
 	}
+	// Each entry publishes its check's declared findings, in order; the
+	// rest of the entry is compared whole below.
+	for i, e := range got {
+		var ids []string
+		for _, f := range e["findings"].([]any) {
+			fm := f.(map[string]any)
+			ids = append(ids, fm["id"].(string))
+			if fm["status"] == "" || fm["when"] == "" || fm["message"] == "" || fm["slots"] == nil {
+				t.Errorf("entry %d: finding %v lacks a field", i, fm)
+			}
+		}
+		var want []string
+		for _, f := range checks.Findings(e["id"].(string)) {
+			want = append(want, f.ID)
+		}
+		if !reflect.DeepEqual(ids, want) {
+			t.Errorf("entry %d findings %v, want %v", i, ids, want)
+		}
+		delete(e, "findings")
+	}
 	first := map[string]any{"id": "pci.device", "code": 10.0, "level": 1.0,
 		"title": "an RDMA-capable PCI function is present with its driver bound", "needs": []any{}}
 	if !reflect.DeepEqual(got[0], first) {

@@ -73,8 +73,9 @@ func periodicSelection(f *flags, sel []*checks.Check) []*checks.Check {
 }
 
 // leftOut says why each check a full run leaves out did not run: the noisy
-// probes of a periodic run, and the checks --skip names. A run of named
-// checks (--check) leaves nothing out: it never claimed the rest.
+// probes of a periodic run (the reason), and the checks --skip names ("").
+// A run of named checks (--check) leaves nothing out: it never claimed the
+// rest.
 func leftOut(f *flags) map[string]string {
 	why := map[string]string{}
 	if len(f.checkIDs) > 0 {
@@ -82,19 +83,19 @@ func leftOut(f *flags) map[string]string {
 	}
 	if f.fleet.periodic {
 		for id, w := range noisyProbes {
-			why[id] = "left out of periodic runs: " + w + "; run it by name (--check " + id + ") or with --periodic=false"
+			why[id] = w
 		}
 	}
 	for id := range namedChecks(f.skipIDs) {
-		why[id] = "left out by --skip"
+		why[id] = ""
 	}
 	return why
 }
 
 // withLeftOut puts back, in catalog order, a skip result for each check the
 // run left out, so the report still has every check of the catalog and
-// says why one did not run (a kept state keeps the check's last result:
-// a skip that starts "left out " proves nothing).
+// says why one did not run (a kept state keeps the check's last result: a
+// left-out finding proves nothing).
 func withLeftOut(f *flags, results []report.CheckResult) []report.CheckResult {
 	why := leftOut(f)
 	if len(why) == 0 {
@@ -108,15 +109,13 @@ func withLeftOut(f *flags, results []report.CheckResult) []report.CheckResult {
 			i++
 			continue
 		}
-		summary, left := why[c.ID]
+		w, left := why[c.ID]
 		if !left {
 			continue
 		}
-		if c.Level > f.level {
-			summary = fmt.Sprintf("level %d check; run with --level %d", c.Level, c.Level)
-		}
+		fd := checks.LeftOut(c, f.level, w)
 		out = append(out, report.CheckResult{ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
-			Status: report.Skip, Summary: summary, Details: []string{}, Evidence: map[string]any{}})
+			Status: report.Skip, Summary: fd.Message, Details: []string{}, Evidence: map[string]any{}, Findings: []report.Finding{fd}})
 	}
 	return append(out, results[i:]...)
 }

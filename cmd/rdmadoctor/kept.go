@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
@@ -29,12 +28,12 @@ func loadState(path, host string) (*state.State, error) {
 }
 
 // historyFinished reports whether the check that writes the counter history
-// returned: one abandoned at its deadline ("did not finish within") may
+// returned: one abandoned at its deadline (rdmadoctor.run/timeout) may
 // still be writing into its copy, which is then not taken.
 func historyFinished(rep *report.Report) bool {
-	for _, c := range rep.Checks {
-		if c.ID == "counters.errors" {
-			return !(c.Status == report.Error && strings.HasPrefix(c.Summary, "did not finish within"))
+	for i := range rep.Checks {
+		if c := &rep.Checks[i]; c.ID == "counters.errors" {
+			return !c.HasFinding(report.FindingTimeout)
 		}
 	}
 	return true

@@ -245,7 +245,7 @@ func TestSkipLeavesOutAndSays(t *testing.T) {
 	if strings.Join(left, " ") != "port.state gpu.acs" {
 		t.Errorf("left out %q, want port.state gpu.acs in catalog order", left)
 	}
-	if code, msg := npdCLI(t, "--state", st); code != npdProblem || !strings.HasPrefix(msg, "port.state(19) ") {
+	if code, msg := npdCLI(t, "--state", st); code != npdProblem || !strings.HasPrefix(msg, "port.state/admin-down(19) ") {
 		t.Errorf("npd after a --skip run: exit %d %q, want port.state's kept fault", code, msg)
 	}
 }

@@ -359,8 +359,8 @@ func runChecks(ctx context.Context, f *flags, env *checks.Env, sel []*checks.Che
 		p.Asked = func(id string) bool { return named[id] }
 	}
 	rep.FinishPolicy(p)
-	for _, c := range rep.Checks {
-		cut = cut || strings.HasPrefix(c.Summary, checks.RunCutPrefix+":")
+	for i := range rep.Checks {
+		cut = cut || rep.Checks[i].HasFinding(report.FindingCut)
 	}
 	if cut && rep.Verdict != report.Problem {
 		// What the run did not reach is unknown, whatever the rest says.
@@ -393,13 +393,26 @@ func useColor(w io.Writer, noColor bool) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// listEntry is one check as `list --format json` prints it.
+// listEntry is one check as `list --format json` prints it, with the
+// catalog of its findings.
 type listEntry struct {
-	ID    string   `json:"id"`
-	Code  int      `json:"code"`
-	Level any      `json:"level"` // 1 or 2; "peer" for the two-host checks
-	Title string   `json:"title"`
-	Needs []string `json:"needs"`
+	ID       string         `json:"id"`
+	Code     int            `json:"code"`
+	Level    any            `json:"level"` // 1 or 2; "peer" for the two-host checks
+	Title    string         `json:"title"`
+	Needs    []string       `json:"needs"`
+	Findings []findingEntry `json:"findings"`
+}
+
+// findingEntry is one declared finding as `list --format json` prints it:
+// the templates with their slots as {name}.
+type findingEntry struct {
+	ID      string        `json:"id"`
+	Status  report.Status `json:"status"`
+	When    string        `json:"when"`
+	Message string        `json:"message"`
+	Fix     string        `json:"fix,omitempty"`
+	Slots   []string      `json:"slots"`
 }
 
 // listEntries are the catalog, then the two-host checks, which `peer test`
@@ -407,10 +420,18 @@ type listEntry struct {
 func listEntries() []listEntry {
 	var out []listEntry
 	for _, c := range checks.Catalog() {
-		out = append(out, listEntry{c.ID, c.Code, c.Level, c.Title, append([]string{}, c.Needs...)})
+		out = append(out, listEntry{c.ID, c.Code, c.Level, c.Title, append([]string{}, c.Needs...), findingEntries(c.ID)})
 	}
 	for _, c := range checks.PeerCatalog() {
-		out = append(out, listEntry{c.ID, c.Code, "peer", c.Title, append([]string{}, c.Needs...)})
+		out = append(out, listEntry{c.ID, c.Code, "peer", c.Title, append([]string{}, c.Needs...), findingEntries(c.ID)})
+	}
+	return out
+}
+
+func findingEntries(checkID string) []findingEntry {
+	out := []findingEntry{}
+	for _, f := range checks.Findings(checkID) {
+		out = append(out, findingEntry{f.ID, f.Status, f.When, f.Message, f.Fix, append([]string{}, f.SlotNames()...)})
 	}
 	return out
 }

@@ -65,8 +65,8 @@ func TestNPDHealthyAndPortDown(t *testing.T) {
 	}
 	bad, _ := keptState(t, "port-down")
 	code, out := npdCLI(t, "--state", bad)
-	if code != npdProblem || !strings.HasPrefix(out, "port.state(19) mlx5_1/1 DOWN") {
-		t.Errorf("port-down: exit %d %q, want 1 and port.state(19) mlx5_1/1 DOWN", code, out)
+	if code != npdProblem || !strings.HasPrefix(out, "port.state/admin-down(19) mlx5_1/1 DOWN") {
+		t.Errorf("port-down: exit %d %q, want 1 and port.state/admin-down(19) mlx5_1/1 DOWN", code, out)
 	}
 	// The message is the same on every poll: NPD writes each change.
 	if _, again := npdCLI(t, "--state", bad); again != out {
@@ -76,7 +76,7 @@ func TestNPDHealthyAndPortDown(t *testing.T) {
 
 func TestNPDRunJudgesALevel1Run(t *testing.T) {
 	code, out := npdCLI(t, "--run", "--root", filepath.Join(hostsDir, "port-down"))
-	if code != npdProblem || !strings.HasPrefix(out, "port.state(19) ") {
+	if code != npdProblem || !strings.HasPrefix(out, "port.state/admin-down(19) ") {
 		t.Errorf("--run port-down: exit %d %q", code, out)
 	}
 	code, out = npdCLI(t, "--run", "--root", filepath.Join(hostsDir, "cx5-roce-healthy"), "--check", "port.state", "--check", "roce.config")
@@ -125,9 +125,9 @@ func TestNPDUnknown(t *testing.T) {
 		{"newer schema", write("v9.json", []byte(`{"schema":"rdmadoctor.state/v9"}`)), "not one this version reads", nil},
 		{"other schema", write("other.json", []byte(`{"schema":"x/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[{}]}`)), "schema", nil},
 		{"no checks", write("nochecks.json", []byte(`{"schema":"rdmadoctor.report/v1","started":"2026-01-01T00:00:00Z","exit_code":0,"checks":[]}`)), "no check has been recorded", nil},
-		{"stale", write("stale.json", withStarted(time.Now().Add(-2*time.Hour))), "stale: max age 15m0s, judged ", nil},
-		{"stale by --max-age", bad, "stale: max age 1ns, judged ", []string{"--max-age", "1ns"}},
-		{"future", write("future.json", withStarted(time.Now().Add(time.Hour))), "ahead of this clock", nil},
+		{"stale", write("stale.json", withStarted(time.Now().Add(-2*time.Hour))), "rdmadoctor.state/stale(10) stale: max age 15m0s", nil},
+		{"stale by --max-age", bad, "rdmadoctor.state/stale(10) stale: max age 1ns", []string{"--max-age", "1ns"}},
+		{"future", write("future.json", withStarted(time.Now().Add(time.Hour))), "rdmadoctor.state/clock-back(10) judged at", nil},
 		{"a directory", dir, "not a regular file", nil},
 		{"a FIFO", fifo, "not a regular file", nil},
 		{"huge", write("huge.json", huge), "larger than", nil},
@@ -305,7 +305,7 @@ func TestShippedNPDRuleArgs(t *testing.T) {
 	}
 	states := [3]string{healthy, problem, unknown}
 	names := [3]string{"healthy", "port down", "only errors"}
-	prefixes := [3]string{"ok: ", "port.state(19) ", "unknown: kernel.version(12) "}
+	prefixes := [3]string{"ok: ", "port.state/admin-down(19) ", "unknown: kernel.version(12) "}
 	seen := map[string]bool{}
 	for _, rule := range cfg.Rules {
 		codes, ok := want[rule.Condition]
@@ -366,7 +366,7 @@ func TestNPDProblemOnly(t *testing.T) {
 		state string
 		exit  int
 		msg   string
-	}{{bad, npdProblem, "port.state(19) "}, {ok, npdOK, "ok: "}, {missing, npdOK, "unknown: no state file"}} {
+	}{{bad, npdProblem, "port.state/admin-down(19) "}, {ok, npdOK, "ok: "}, {missing, npdOK, "unknown: no state file"}} {
 		code, out := npdCLI(t, "--state", c.state, "--problem-only")
 		if code != c.exit || !strings.HasPrefix(out, c.msg) {
 			t.Errorf("%s: exit %d %q, want %d %q", c.state, code, out, c.exit, c.msg)

@@ -147,7 +147,7 @@ var node17 = map[string]string{"SLURMD_NODENAME": "node17"}
 
 func fixture(name string) string { return "--root=../../testdata/hosts/" + name }
 
-const portDownReasonStart = "reason=rdmadoctor: port.state(19) mlx5_1 port 1 DOWN"
+const portDownReasonStart = "reason=rdmadoctor: port.state/admin-down(19) mlx5_1 port 1 DOWN"
 
 func TestSlurmFaultDrainsWithOurReason(t *testing.T) {
 	f := newFakeScontrol(t, "node17", "IDLE", "")
@@ -163,7 +163,7 @@ func TestSlurmFaultDrainsWithOurReason(t *testing.T) {
 	if len(u) != 4 || u[0] != "update" || u[1] != "nodename=node17" || u[2] != "state=drain" || !strings.HasPrefix(u[3], portDownReasonStart) {
 		t.Fatalf("update argv %q: want update nodename=node17 state=drain %q…", u, portDownReasonStart)
 	}
-	if !strings.Contains(r.stdout, "drained: rdmadoctor: port.state(19)") {
+	if !strings.Contains(r.stdout, "drained: rdmadoctor: port.state/admin-down(19)") {
 		t.Errorf("stdout does not say the node was drained: %q", r.stdout)
 	}
 }
@@ -422,7 +422,7 @@ func TestSlurmRunFlagsApply(t *testing.T) {
 	// --fail-on warn: a warning drains too. ib-port-disabled warns at port.state.
 	g := newFakeScontrol(t, "node17", "IDLE", "")
 	runSlurmCmd(t, node17, "healthcheck", "--fail-on=warn", "--scontrol", g.path, fixture("ib-port-disabled"))
-	if u := g.updates(t); len(u) != 1 || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: port.state(19) ") {
+	if u := g.updates(t); len(u) != 1 || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: port.state/disabled(19) ") {
 		t.Fatalf("--fail-on warn on ib-port-disabled: updates %q, want a drain for port.state", u)
 	}
 }

@@ -55,11 +55,11 @@ func NPD(j *state.Judged) (int, string) {
 	case j.Verdict == report.Healthy:
 		return exit, ASCIILine(healthyLine(j), NPDMaxMessage)
 	case root != nil && j.Verdict == report.Problem:
-		return exit, ASCIILine(fmt.Sprintf("%s(%d) %s", root.ID, root.Code, compactSummary(root.Summary)), NPDMaxMessage)
+		return exit, ASCIILine(fmt.Sprintf("%s(%d) %s", root.FindingID(), root.Code, compactSummary(root.Summary)), NPDMaxMessage)
 	case root != nil && root.Code == 0:
 		return exit, ASCIILine("unknown: "+root.Summary, NPDMaxMessage)
 	case root != nil:
-		return exit, ASCIILine(fmt.Sprintf("unknown: %s(%d) %s", root.ID, root.Code, compactSummary(root.Summary)), NPDMaxMessage)
+		return exit, ASCIILine(fmt.Sprintf("unknown: %s(%d) %s", root.FindingID(), root.Code, compactSummary(root.Summary)), NPDMaxMessage)
 	}
 	return NPDUnknown, "unknown: no verdict"
 }

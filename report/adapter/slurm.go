@@ -56,16 +56,16 @@ func Slurm(j *state.Judged, unknownRuns int, o SlurmOptions) SlurmVerdict {
 	switch j.Verdict {
 	case report.Problem:
 		return SlurmVerdict{Intent: SlurmDrain, What: checkLine(root) + kept(root, o.RunStarted),
-			Reason: SlurmReason(root.ID, root.Code, root.Summary), For: problems(j)}
+			Reason: SlurmReason(root.FindingID(), root.Code, root.Summary), For: problems(j)}
 	case report.Unknown:
 		what := "unknown: no check result"
-		id, code, summary := "run", report.ExitInternal, "no check result"
+		id, finding, code, summary := "run", "run", report.ExitInternal, "no check result"
 		if root != nil {
-			what, id, code, summary = checkLine(root), root.ID, root.Code, root.Summary
+			what, id, finding, code, summary = checkLine(root), root.ID, root.FindingID(), root.Code, root.Summary
 		}
 		if o.UnknownDrainAfter > 0 && unknownRuns >= o.UnknownDrainAfter {
 			return SlurmVerdict{Intent: SlurmDrain, What: fmt.Sprintf("%s; unknown for %d runs in a row (--unknown-drain-after %d)", what, unknownRuns, o.UnknownDrainAfter),
-				Reason: SlurmReason(id, code, fmt.Sprintf("could not check (%d runs): %s", unknownRuns, summary)), For: []string{id}}
+				Reason: SlurmReason(finding, code, fmt.Sprintf("could not check (%d runs): %s", unknownRuns, summary)), For: []string{id}}
 		}
 		return SlurmVerdict{Intent: SlurmLeave, What: what}
 	}
@@ -96,11 +96,13 @@ func kept(c *report.CheckResult, runStarted time.Time) string {
 }
 
 func checkLine(c *report.CheckResult) string {
-	return fmt.Sprintf("%s(%d) %s: %s", c.ID, c.Code, c.Status, clip(c.Summary, 200))
+	return fmt.Sprintf("%s(%d) %s: %s", c.FindingID(), c.Code, c.Status, clip(c.Summary, 200))
 }
 
-// reasonCheck finds the check a reason names: "rdmadoctor: port.state(19) …".
-var reasonCheck = regexp.MustCompile(`^` + regexp.QuoteMeta(SlurmReasonPrefix) + ` ([a-z][a-z0-9_]*\.[a-z0-9_.]+)\(\d+\)`)
+// reasonCheck finds the check a reason names: "rdmadoctor:
+// port.state/admin-down(19) …" (a finding's ID), or "rdmadoctor:
+// port.state(19) …" as versions before findings wrote it.
+var reasonCheck = regexp.MustCompile(`^` + regexp.QuoteMeta(SlurmReasonPrefix) + ` ([a-z][a-z0-9_]*\.[a-z0-9_.]+)(?:/[a-z0-9-]+)?\(\d+\)`)
 
 // ResumeWaitsFor is what a resume must see pass first: the checks the state
 // recorded the drain for, and the check the node's reason names (a node
@@ -129,7 +131,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// SlurmReason builds the drain reason: "rdmadoctor: <check>(<code>) <summary>",
+// SlurmReason builds the drain reason: "rdmadoctor: <finding>(<code>) <summary>",
 // printable ASCII on one line, at most SlurmMaxReason bytes. Control
 // characters and newlines become spaces, other non-ASCII becomes '?', a
 // double quote becomes a single one (scontrol strips a trailing '"' from a

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,8 +29,9 @@ func (s *State) Merge(rep *report.Report, ran func(id string) bool) {
 		}
 		rec := CheckRecord{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level, Status: c.Status,
-			Summary: c.Summary, Remedy: c.Remedy, Deviation: c.Deviation,
-			Ran: rep.Started, RunLevel: rep.Level, Expect: rep.Host.Expect, Since: rep.Started,
+			Summary: c.Summary, Remedy: c.Remedy, Deviation: c.Deviation, Findings: findingIDs(c.Findings),
+			Lead: c.FindingID(),
+			Ran:  rep.Started, RunLevel: rep.Level, Expect: rep.Host.Expect, Since: rep.Started,
 		}
 		if i, ok := byID[c.ID]; ok {
 			if old := s.Checks[i]; old.Status == c.Status && !old.Since.IsZero() && !old.Since.After(rep.Started) {
@@ -53,10 +55,10 @@ func (s *State) Merge(rep *report.Report, ran func(id string) bool) {
 
 // notRun is a result that says the check did not run in this run at all:
 // the end of the run cut it off, or the run left it out (--skip, a periodic
-// run's noisy probes). Such a
-// result proves nothing, so the older record stays.
+// run's noisy probes). Such a result proves nothing, so the older record
+// stays.
 func notRun(c report.CheckResult) bool {
-	return c.Status == report.Skip && (strings.HasPrefix(c.Summary, "not run:") || strings.HasPrefix(c.Summary, "left out "))
+	return c.Status == report.Skip && c.HasFinding(report.FindingCut, report.FindingLeftOutSkip, report.FindingLeftOutPeriod)
 }
 
 // Judged is the state's verdict: each record as of now (one that has aged
@@ -116,13 +118,18 @@ func (c CheckRecord) asOf(now time.Time, maxAge time.Duration) report.CheckResul
 	r := report.CheckResult{ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level, Status: c.Status,
 		Summary: c.Summary, Remedy: c.Remedy, Deviation: c.Deviation, Details: []string{}, Evidence: map[string]any{
 			"ran": c.Ran, "run_level": c.RunLevel, "since": c.Since}}
+	if c.Lead != "" && c.Lead != c.ID {
+		r.Findings = []report.Finding{{ID: c.Lead, Status: c.Status, Message: c.Summary}}
+	}
 	ran := c.Ran.UTC().Format(time.RFC3339)
 	switch {
 	case c.Ran.After(now.Add(FutureSkew)):
+		r.Findings = []report.Finding{{ID: report.FindingClockBack, Status: report.Error, Message: "judged ahead of this clock"}}
 		r.Status = report.Error
 		r.Summary = fmt.Sprintf("judged at %s, ahead of this clock (%s): the clock went back; run the check again — was: %s %s",
 			ran, now.UTC().Format(time.RFC3339), c.Status, c.Summary)
 	case maxAge > 0 && now.Sub(c.Ran) > maxAge:
+		r.Findings = []report.Finding{{ID: report.FindingStale, Status: report.Error, Message: "older than the maximum age"}}
 		r.Status = report.Error
 		// The age limit first: a one-line adapter message (NPD's 80 bytes)
 		// must still say why the check is unknown.
@@ -170,7 +177,29 @@ func works(rec *CheckRecord, p report.Policy) bool {
 	case report.Warn:
 		return !p.FailOnWarn && !p.FailOnWarnChecks[rec.ID]
 	case report.Skip:
-		return !strings.HasPrefix(rec.Summary, "blocked by ")
+		return !rec.blocked()
 	}
 	return false
+}
+
+// blocked reports whether the record is of a check that a failed
+// prerequisite kept from judging. A record without finding IDs (written by
+// a version before findings) says it in its summary.
+func (rec *CheckRecord) blocked() bool {
+	if len(rec.Findings) == 0 {
+		return strings.HasPrefix(rec.Summary, "blocked by ")
+	}
+	return slices.Contains(rec.Findings, report.FindingBlocked)
+}
+
+// findingIDs are the IDs a record keeps of a result's findings, once each,
+// in order.
+func findingIDs(fs []report.Finding) []string {
+	var ids []string
+	for _, f := range fs {
+		if !slices.Contains(ids, f.ID) {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
 }

@@ -67,6 +67,11 @@ type CheckRecord struct {
 	Status  report.Status `json:"status"`
 	Summary string        `json:"summary"`
 	Remedy  string        `json:"remedy,omitempty"`
+	// Findings are the IDs of the result's findings (absent in a record
+	// an earlier version wrote): the resume proof keys on them. Lead is
+	// the one the summary speaks of (CheckResult.FindingID).
+	Findings []string `json:"findings,omitempty"`
+	Lead     string   `json:"lead,omitempty"`
 	// Deviation: a fail that is only a deviation from the expectations.
 	Deviation bool `json:"deviation,omitempty"`
 	// Ran is when the run that judged it started; RunLevel that run's

@@ -59,8 +59,10 @@ func TestMergeUpdatesOnlyWhatRan(t *testing.T) {
 	// A cut-off check and one left out by --skip prove nothing.
 	cut := res("port.state", 19, 1, report.Skip)
 	cut.Summary = "not run: the run ended before this check finished (context deadline exceeded)"
+	cut.Findings = []report.Finding{{ID: report.FindingCut, Status: report.Skip, Message: cut.Summary}}
 	left := res("probe.send_poll", 32, 2, report.Skip)
 	left.Summary = "left out by --skip"
+	left.Findings = []report.Finding{{ID: report.FindingLeftOutSkip, Status: report.Skip, Message: left.Summary}}
 	s.Merge(run(t0.Add(2*time.Hour), 2, cut, left), all)
 	eq(t, "after a cut run", statuses(s), []string{"pci.device=pass@11:00", "port.state=fail@10:00", "probe.send_poll=fail@10:00"})
 	// Since is kept while the status stays.
@@ -111,8 +113,16 @@ func TestPassedSince(t *testing.T) {
 	eq(t, "warnings counted", s.PassedSince([]string{"probe.send_poll"}, drain, report.Policy{FailOnWarn: true}), []string{"probe.send_poll"})
 	blocked := res("port.state", 19, 1, report.Skip)
 	blocked.Summary = "blocked by rdma.devices"
+	blocked.Findings = []report.Finding{{ID: report.FindingBlocked, Status: report.Skip, Message: blocked.Summary}}
 	s.Merge(run(t0.Add(3*time.Hour), 1, blocked), all)
 	eq(t, "blocked", s.PassedSince([]string{"port.state"}, drain, report.Policy{}), []string{"port.state"})
+	// A record an earlier version wrote has no finding IDs: its summary
+	// says it was blocked.
+	s.Record("port.state").Findings, s.Record("port.state").Lead = nil, ""
+	eq(t, "blocked, recorded before findings", s.PassedSince([]string{"port.state"}, drain, report.Policy{}), []string{"port.state"})
+	// A skip whose summary merely reads like one is judged by its ID.
+	s.Record("port.state").Findings = []string{"port.state/unused"}
+	eq(t, "a skip that was not blocked", s.PassedSince([]string{"port.state"}, drain, report.Policy{}), nil)
 }
 
 func TestDecode(t *testing.T) {

@@ -290,7 +290,7 @@ expect() {
 }
 
 # --- 1. the health check drains the faulty node, with its reason; the healthy stay idle -------
-until_ok $((3 * hci + 30)) 'node3 (port down) was not drained by rdmadoctor: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state(19) "
+until_ok $((3 * hci + 30)) 'node3 (port down) was not drained by rdmadoctor: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state/admin-down(19) "
 r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
 [[ "$r3" =~ ^rdmadoctor:\ port\.state\(19\)\ mlx5_1\ port\ 1\ DOWN ]] && [ ${#r3} -le 120 ] && [[ "$r3" != *\"* ]] \
   || fail "node3's reason '$r3' is not rdmadoctor's port.state line of at most 120 bytes"
@@ -323,7 +323,7 @@ say "1. health check: node3 drained with '$r3'; node1, node2 idle; environment S
 fixture node3 cx5-roce-healthy
 until_ok $((3 * hci + 30)) 'node3 was not resumed once healthy: State=$(state node3) Reason=$(reason node3)' idle node3
 expect node3 IDLE ""
-grep -q "resumed (drained by rdmadoctor: \"rdmadoctor: port.state(19) " "$W"/nodes/node3/out.healthcheck.* || fail "no health check on node3 says it resumed the node"
+grep -q "resumed (drained by rdmadoctor: \"rdmadoctor: port.state/admin-down(19) " "$W"/nodes/node3/out.healthcheck.* || fail "no health check on node3 says it resumed the node"
 [ "$(kept node3 's.get("drain")')" = None ] || fail "node3 resumed, but its state still records a drain: $(kept node3 's.get("drain")')"
 say "2. auto-resume: node3 idle again after its fixture turned healthy"
 
@@ -374,8 +374,8 @@ job=$(in_ctl sbatch --parsable -w node2 -o /dev/null -e /dev/null --wrap 'sleep 
 held() { in_ctl scontrol show job "$job" | grep -Eq 'JobState=PENDING Reason=launch_failed_requeued_held'; }
 until_ok 30 'job $job is not requeued held: $(in_ctl scontrol show job "$job" | grep -E "JobState|Restarts")' held
 grep -q ' end [0-9]* 1$' "$W/nodes/node2/prolog.log" || fail "the prolog on node2 did not exit 1: $(cat "$W/nodes/node2/prolog.log" 2>/dev/null)"
-grep -q 'drained: rdmadoctor: port.state(19) ' <(last_out node2 prolog) || fail "node2's prolog said: $(last_out node2 prolog)"
-ours node2 "port.state(19) " || fail "node2 after the prolog failed: State=$(state node2) Reason=$(reason node2), want rdmadoctor's reason"
+grep -q 'drained: rdmadoctor: port.state/admin-down(19) ' <(last_out node2 prolog) || fail "node2's prolog said: $(last_out node2 prolog)"
+ours node2 "port.state/admin-down(19) " || fail "node2 after the prolog failed: State=$(state node2) Reason=$(reason node2), want rdmadoctor's reason"
 grep -q "JobId=$job" <(grep 'Prolog launch failure' "$W/log/slurmctld.log") || fail "slurmctld did not log the prolog failure of job $job"
 [ "$(in_ctl squeue -h -j "$job" -o '%T|%r')" = "PENDING|launch failed requeued held" ] || fail "squeue: $(in_ctl squeue -h -j "$job" -o '%T|%r')"
 grep -Eq '^SLURM_JOB_ID='"$job"'$' "$W/nodes/node2/env.prolog" && grep -q '^SLURMD_NODENAME=node2$' "$W/nodes/node2/env.prolog" \
@@ -459,7 +459,7 @@ fixture node1 "$W/hgx-config-64"
 fixture node3 port-down
 send_poll='rdmadoctor: probe.send_poll(32) mlx5_0 port 1: no completion within the deadline'
 in_ctl scontrol update nodename=node2 state=drain reason="$send_poll"
-until_ok $((3 * hci + 30)) 'node3 (port down) was not drained: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state(19) "
+until_ok $((3 * hci + 30)) 'node3 (port down) was not drained: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state/admin-down(19) "
 r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
 # The port is back, but only kernel.version is run: the flags first; the host once every run
 # that started before them has ended (the shim reads the flags after it logs its start), so
@@ -481,7 +481,7 @@ grep -q 'health_check failed: rc:1 output:.*could not judge: gpu.acs(25)' "$W/lo
 [ "$(kept node1 's["unknown_runs"] >= 2 and [c["status"] for c in s["checks"] if c["status"] not in ("pass", "skip")] == ["error"]')" = True ] \
   || fail "node1's state: unknown_runs $(kept node1 's["unknown_runs"]'), want gpu.acs alone in error for 2 runs or more"
 expect node3 IDLE+DRAIN "$r3"
-grep -q 'port.state(19) fail: .*; already drained for it' <(last_out node3 healthcheck) || fail "node3's partial health check said: $(last_out node3 healthcheck)"
+grep -q 'port.state/admin-down(19) fail: .*; already drained for it' <(last_out node3 healthcheck) || fail "node3's partial health check said: $(last_out node3 healthcheck)"
 [ "$(kept node3 'next(c for c in s["checks"] if c["id"] == "kernel.version")["ran"] > next(c for c in s["checks"] if c["id"] == "port.state")["ran"] and s["drain"]["checks"] == ["port.state"]')" = True ] \
   || fail "node3's state: kernel.version not judged after port.state, or the drain not for port.state: $(kept node3 's.get("drain")')"
 expect node2 IDLE+DRAIN "$send_poll"
