@@ -76,19 +76,67 @@ func init() {
 			Why: "ibv_reg_mr pins the pages it registers; the kernel (ib_umem_get) refuses with ENOMEM once the pinned pages would pass RLIMIT_MEMLOCK, " +
 				"unless the process has CAP_IPC_LOCK. The kernel default (64 KiB before Linux 5.16, 8 MiB since) is far too small for RDMA buffers, " +
 				"so MPI, NCCL and storage clients fail at start-up with \"Cannot allocate memory\".",
-			Failures: []Failure{
-				{report.Fail, "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM", memlockFix},
-				{report.Fail, "the same, in an application container (docker, podman, Kubernetes)", containerMemlockFix},
-				{report.Fail, "the same, in a Slurm job", "First the Slurm fix, with the exact slurm.conf line this node's slurm.conf needs: " +
-					strings.TrimSuffix(strings.TrimPrefix(memlockSlurm, "- Slurm: "), ";") + "."},
-				{report.Fail, "root or CAP_IPC_LOCK is exempt, but the jobs it stands for get less: jobs started by slurmd (its /proc/PID/limits, with slurm.conf's propagation), or an ordinary user's login (pam_limits, sshd, systemd's default)", memlockFix},
-				{report.Warn, "the same under Slurm when MEMLOCK propagates and a login on this node gets less (the submitting host decides); for an ordinary user, the default users' logins get is below the threshold or not set, or systemd's DefaultLimitMEMLOCK is set below the threshold", memlockFix},
-				{report.Error, "/proc/self/limits or /proc/self/status could not be read or parsed", memlockByHand},
-			},
 		},
 		Run: runLimitsMemlock,
 	})
 }
+
+// limits.memlock's findings: this process's own limit first, then, for a
+// process that is exempt (root, CAP_IPC_LOCK), what the jobs it stands for
+// get. {remedy} is the memlock remedy ordered by how the process or its
+// jobs are started (memlockRemedy, slurmMemlockFix); {exempt} is the
+// process's own passing verdict that a jobs' finding goes on from.
+var (
+	memlockUnreadable = declare(Finding{ID: "limits.memlock/unreadable", Status: report.Error,
+		When:    "/proc/self/limits could not be read or parsed",
+		Message: "could not read RLIMIT_MEMLOCK: {cause}", Fix: memlockByHand})
+	memlockCapHeld = declare(Finding{ID: "limits.memlock/cap-held", Status: report.Pass,
+		When:    "the process holds CAP_IPC_LOCK: the limit does not bind memory registration",
+		Message: "CAP_IPC_LOCK held: memory registration is not bound by RLIMIT_MEMLOCK (soft {soft})"})
+	memlockUnlimited = declare(Finding{ID: "limits.memlock/unlimited", Status: report.Pass,
+		When:    "the soft RLIMIT_MEMLOCK is unlimited",
+		Message: "RLIMIT_MEMLOCK is unlimited"})
+	memlockEnough = declare(Finding{ID: "limits.memlock/enough", Status: report.Pass,
+		When:    "the soft RLIMIT_MEMLOCK is at least --min-memlock",
+		Message: "RLIMIT_MEMLOCK {soft} ≥ {min}"})
+	memlockCapUnreadable = declare(Finding{ID: "limits.memlock/cap-unreadable", Status: report.Error,
+		When:    "RLIMIT_MEMLOCK is below --min-memlock and /proc/self/status could not be read or parsed for CAP_IPC_LOCK",
+		Message: "RLIMIT_MEMLOCK {soft} is below {min} and CAP_IPC_LOCK could not be read ({cause})", Fix: memlockByHand})
+	memlockBelow = declare(Finding{ID: "limits.memlock/below", Status: report.Fail,
+		When:    "RLIMIT_MEMLOCK below --min-memlock and no CAP_IPC_LOCK: memory registration fails with ENOMEM",
+		Message: memlockBelowMessage, Fix: "{remedy}"})
+	memlockBelowContainer = declare(Finding{ID: "limits.memlock/below-in-container", Status: report.Fail,
+		When:    "the same, in an application container (docker, podman, Kubernetes): the remedy starts with the container runtime's setting",
+		Message: memlockBelowMessage, Fix: "{remedy}"})
+	memlockBelowSlurm = declare(Finding{ID: "limits.memlock/below-in-slurm-job", Status: report.Fail,
+		When:    "the same, in a Slurm job: the remedy starts with the Slurm fix, with the exact slurm.conf line this node's slurm.conf needs",
+		Message: memlockBelowMessage, Fix: "{remedy}"})
+	memlockUsersLow = declare(Finding{ID: "limits.memlock/users-low", Status: report.Warn,
+		When: "this process has enough, but the default users' logins get is below the threshold or not set, " +
+			"or systemd's DefaultLimitMEMLOCK is set below the threshold",
+		Message: "{exempt}; but users' jobs get less: {low}", Fix: "{remedy}"})
+	memlockLoginLow = declare(Finding{ID: "limits.memlock/login-low", Status: report.Fail,
+		When:    "root or CAP_IPC_LOCK is exempt, but an ordinary user's login gets less (pam_limits, sshd, systemd's default)",
+		Message: "{exempt}, but an ordinary user's login gets {soft}, below {min}: a job cannot register memory ({source})", Fix: "{remedy}"})
+	memlockSlurmdUnknown = declare(Finding{ID: "limits.memlock/slurmd-unreadable", Status: report.Error,
+		When:    "root or CAP_IPC_LOCK is exempt, and the running slurmd's /proc/PID/limits could not be read",
+		Message: "{exempt}; what jobs started by slurmd get is unknown: {cause}",
+		Fix:     "Look by hand: `grep 'locked memory' /proc/$(pgrep -x slurmd)/limits`."})
+	memlockSlurmdLow = declare(Finding{ID: "limits.memlock/slurmd-low", Status: report.Fail,
+		When:    "root or CAP_IPC_LOCK is exempt, but jobs started by slurmd get slurmd's own limit (slurm.conf keeps MEMLOCK from propagating), which is below the threshold",
+		Message: "{exempt}, but jobs started by slurmd get {soft}, below {min}: a job cannot register memory (slurmd's own limit, {source}; MEMLOCK does not propagate: {decided_by})",
+		Fix:     "{remedy}"})
+	memlockSlurmdHardLow = declare(Finding{ID: "limits.memlock/slurmd-hard-low", Status: report.Fail,
+		When:    "root or CAP_IPC_LOCK is exempt, MEMLOCK propagates, but slurmd's hard limit, which caps what propagates, is below the threshold",
+		Message: "{exempt}, but jobs started by slurmd get at most {hard}, below {min}: a job cannot register memory (slurmd's hard limit, {source}, caps what propagates from the submitting shell: {decided_by})",
+		Fix:     "{remedy}"})
+	memlockSlurmShellLow = declare(Finding{ID: "limits.memlock/slurm-shell-low", Status: report.Warn,
+		When:    "under Slurm, MEMLOCK propagates and a login on this node gets less than the threshold (the submitting host decides)",
+		Message: "{exempt}; jobs started by slurmd get the submitting shell's limit ({decided_by}), {soft} from a login like this node's ({source}): below {min} unless the submitting host gives more",
+		Fix:     "{remedy}"})
+)
+
+const memlockBelowMessage = "RLIMIT_MEMLOCK {soft} is below {min} and there is no CAP_IPC_LOCK: ibv_reg_mr fails with ENOMEM (\"Cannot allocate memory\") once {soft} is pinned"
 
 // limitJSON is a limit as evidence: bytes, or "unlimited".
 func limitJSON(v uint64) any {
@@ -106,10 +154,9 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 	}
 	lim, err := h.Memlock()
 	if err != nil {
-		r := errorf("could not read RLIMIT_MEMLOCK: %v", err)
+		r := memlockUnreadable.result("", Slots{"cause": err.Error()})
 		r.Observed = "RLIMIT_MEMLOCK unknown"
 		r.Expected = "a readable /proc/self/limits"
-		r.Remedy = memlockByHand
 		return r
 	}
 	hasCap, capText, capLine, capErr := capIPCLock(h)
@@ -157,8 +204,7 @@ func runLimitsMemlock(_ context.Context, env *Env) Result {
 		userLow = sdLow // what logins get is judged as a job's limit now
 	}
 	if r.Status == report.Pass && len(userLow) > 0 {
-		r = warn(fmt.Sprintf("%s; but users' jobs get less: %s", r.Summary, strings.Join(userLow, "; ")))
-		r.Remedy = memlockRemedy(mc, "")
+		r = memlockUsersLow.result("", Slots{"exempt": r.Summary, "low": strings.Join(userLow, "; "), "remedy": memlockRemedy(mc, "")})
 	}
 	r.Observed, r.Expected, r.Details, r.Evidence = observed, expected, details, ev
 	return r
@@ -537,30 +583,34 @@ func memlockRemedy(mc memlockContext, why string) string {
 // limit at the threshold pass; below it, the hint and the remedy say why
 // and how (not in an application container, whose runtime sets it).
 func judgeOwnMemlock(h *sysfs.Host, lim sysfs.Rlimit, threshold uint64, hasCap bool, capErr error, mc memlockContext, pam pamMemlock, ev map[string]any) (r Result, details []string) {
+	slots := Slots{"soft": sysfs.FormatBytes(lim.Soft), "min": sysfs.FormatBytes(threshold)}
 	switch {
 	case hasCap:
-		r = pass(fmt.Sprintf("CAP_IPC_LOCK held: memory registration is not bound by RLIMIT_MEMLOCK (soft %s)", sysfs.FormatBytes(lim.Soft)))
+		return memlockCapHeld.result("", slots), nil
 	case lim.Soft == sysfs.Unlimited:
-		r = pass("RLIMIT_MEMLOCK is unlimited")
+		return memlockUnlimited.result("", slots), nil
 	case lim.Soft >= threshold:
-		r = pass(fmt.Sprintf("RLIMIT_MEMLOCK %s ≥ %s", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold)))
+		return memlockEnough.result("", slots), nil
 	case capErr != nil:
-		r = errorf("RLIMIT_MEMLOCK %s is below %s and CAP_IPC_LOCK could not be read (%v)", sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), capErr)
-		r.Remedy = memlockByHand
-	default:
-		r = fail(fmt.Sprintf("RLIMIT_MEMLOCK %s is below %s and there is no CAP_IPC_LOCK: ibv_reg_mr fails with ENOMEM (\"Cannot allocate memory\") once %s is pinned",
-			sysfs.FormatBytes(lim.Soft), sysfs.FormatBytes(threshold), sysfs.FormatBytes(lim.Soft)))
-		if lim.Hard != lim.Soft && (lim.Hard == sysfs.Unlimited || lim.Hard >= threshold) {
-			details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
-				sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
-		}
-		why := ""
-		if !mc.app {
-			var whyEv map[string]any
-			why, whyEv = whyNotConfigured(h, pam, threshold)
-			ev["why_lower"] = whyEv
-		}
-		r.Remedy = memlockRemedy(mc, why)
+		return memlockCapUnreadable.result("", slots.with("cause", capErr.Error())), nil
 	}
+	if lim.Hard != lim.Soft && (lim.Hard == sysfs.Unlimited || lim.Hard >= threshold) {
+		details = append(details, fmt.Sprintf("the hard limit (%s) allows more: `ulimit -l unlimited` (or %s) in the job's shell raises the soft limit without root",
+			sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(lim.Hard)))
+	}
+	why := ""
+	if !mc.app {
+		var whyEv map[string]any
+		why, whyEv = whyNotConfigured(h, pam, threshold)
+		ev["why_lower"] = whyEv
+	}
+	f := memlockBelow
+	switch {
+	case mc.app:
+		f = memlockBelowContainer
+	case mc.slurm != nil && mc.slurm.running:
+		f = memlockBelowSlurm
+	}
+	r = f.result("", slots.with("remedy", memlockRemedy(mc, why)))
 	return r, details
 }

@@ -169,10 +169,10 @@ func findSlurmd(h *sysfs.Host) slurmdMemlock {
 // jobVerdict is what a job gets, judged.
 type jobVerdict struct {
 	status  report.Status
-	summary string // what a job gets and which source decided it
+	finding *Finding // what a job gets and which source decided it; nil on a pass
+	slots   Slots
 	details []string
 	ev      map[string]any
-	remedy  string
 }
 
 // judgeJobMemlock judges the limit a job gets on this node, for a process
@@ -194,9 +194,8 @@ func judgeJobMemlock(h *sysfs.Host, threshold uint64, exempt string) jobVerdict 
 		v.details = append(v.details, "jobs: only these users/groups are raised: "+strings.Join(raised, ", "))
 		v.ev["raised"] = raised
 	default:
-		v.status = report.Fail
-		v.summary = fmt.Sprintf("%s, but an ordinary user's login gets %s, below %s: a job cannot register memory (%s)",
-			exempt, sysfs.FormatBytes(login.lim.Soft), sysfs.FormatBytes(threshold), login.src)
+		v.status, v.finding = report.Fail, memlockLoginLow
+		v.slots = Slots{"exempt": exempt, "soft": sysfs.FormatBytes(login.lim.Soft), "min": sysfs.FormatBytes(threshold), "source": login.src}
 	}
 	return v
 }
@@ -214,9 +213,8 @@ func judgeSlurmJob(h *sysfs.Host, sd slurmdMemlock, login limitFrom, threshold u
 	conf, confFound, confErr := h.SlurmConfigFrom(paths...)
 	v := jobVerdict{ev: map[string]any{"who": "jobs started by slurmd"}}
 	if sd.err != nil {
-		v.status = report.Error
-		v.summary = fmt.Sprintf("%s; what jobs started by slurmd get is unknown: %v", exempt, sd.err)
-		v.remedy = "Look by hand: `grep 'locked memory' /proc/$(pgrep -x slurmd)/limits`."
+		v.status, v.finding = report.Error, memlockSlurmdUnknown
+		v.slots = Slots{"exempt": exempt, "cause": sd.err.Error()}
 		return v
 	}
 	lim := sd.lim
@@ -232,16 +230,16 @@ func judgeSlurmJob(h *sysfs.Host, sd slurmdMemlock, login limitFrom, threshold u
 		decided = "no slurm.conf found (" + strings.Join(paths, ", ") + ")"
 	}
 	v.ev["propagates_memlock"], v.ev["decided_by"] = prop, decided
-	low := func(what string, b uint64, why string) jobVerdict {
-		v.status = report.Fail
-		v.summary = fmt.Sprintf("%s, but jobs started by slurmd get %s%s, below %s: a job cannot register memory (%s)",
-			exempt, what, sysfs.FormatBytes(b), sysfs.FormatBytes(threshold), why)
+	low := func(f *Finding) jobVerdict {
+		v.status, v.finding = report.Fail, f
+		v.slots = Slots{"exempt": exempt, "soft": sysfs.FormatBytes(lim.Soft), "hard": sysfs.FormatBytes(lim.Hard),
+			"min": sysfs.FormatBytes(threshold), "source": sd.src, "decided_by": decided}
 		return v
 	}
 	if !prop && confFound && confErr == nil {
 		v.ev["soft"], v.ev["hard"] = limitJSON(lim.Soft), limitJSON(lim.Hard)
 		if !enoughMemlock(lim.Soft, threshold) {
-			return low("", lim.Soft, "slurmd's own limit, "+sd.src+"; MEMLOCK does not propagate: "+decided)
+			return low(memlockSlurmdLow)
 		}
 		v.status = report.Pass
 		v.details = append(v.details, "jobs: MEMLOCK does not propagate, so a job gets slurmd's limit: "+decided)
@@ -249,7 +247,7 @@ func judgeSlurmJob(h *sysfs.Host, sd slurmdMemlock, login limitFrom, threshold u
 	}
 	// The submitting shell's soft limit, at most slurmd's hard one.
 	if !enoughMemlock(lim.Hard, threshold) {
-		return low("at most ", lim.Hard, "slurmd's hard limit, "+sd.src+", caps what propagates from the submitting shell: "+decided)
+		return low(memlockSlurmdHardLow)
 	}
 	job := min(login.lim.Soft, lim.Hard)
 	v.ev["soft"], v.ev["hard"] = limitJSON(job), limitJSON(lim.Hard)
@@ -257,9 +255,8 @@ func judgeSlurmJob(h *sysfs.Host, sd slurmdMemlock, login limitFrom, threshold u
 		"a login like this node's gets %s (%s)", decided, sysfs.FormatBytes(lim.Hard), sysfs.FormatBytes(login.lim.Soft), login.src))
 	v.status = report.Pass
 	if !enoughMemlock(job, threshold) || !(confFound && confErr == nil) && !enoughMemlock(lim.Soft, threshold) {
-		v.status = report.Warn
-		v.summary = fmt.Sprintf("%s; jobs started by slurmd get the submitting shell's limit (%s), %s from a login like this node's (%s): "+
-			"below %s unless the submitting host gives more", exempt, decided, sysfs.FormatBytes(job), login.src, sysfs.FormatBytes(threshold))
+		v.status, v.finding = report.Warn, memlockSlurmShellLow
+		v.slots = Slots{"exempt": exempt, "decided_by": decided, "soft": sysfs.FormatBytes(job), "source": login.src, "min": sysfs.FormatBytes(threshold)}
 	}
 	return v
 }
@@ -271,10 +268,8 @@ func judgeJobsInto(h *sysfs.Host, r Result, mc memlockContext, threshold uint64)
 	if jv.status == report.Pass {
 		return r, jv.details, jv.ev
 	}
-	out := Result{Status: jv.status, Summary: jv.summary}
-	if jv.remedy != "" {
-		out.Remedy = jv.remedy
-		return out, jv.details, jv.ev
+	if jv.finding.Fix != "{remedy}" {
+		return jv.finding.result("", jv.slots), jv.details, jv.ev
 	}
 	slurm := jv.ev["who"] == "jobs started by slurmd"
 	var fix []string
@@ -288,6 +283,5 @@ func judgeJobsInto(h *sysfs.Host, r Result, mc memlockContext, threshold uint64)
 	if !slurm {
 		fix = append(fix, memlockSlurm)
 	}
-	out.Remedy = strings.Join(append(fix, memlockContainers), "\n")
-	return out, jv.details, jv.ev
+	return jv.finding.result("", jv.slots.with("remedy", strings.Join(append(fix, memlockContainers), "\n"))), jv.details, jv.ev
 }

@@ -32,24 +32,98 @@ func init() {
 			Why: "RoCE v2 GIDs are made from the netdev's IP addresses: no IP, no routable GID, and rdma_cm cannot resolve a peer. RoCE v1 is not " +
 				"routable (it is a layer-2 protocol): a connection made with v1 fails across subnets and is not marked for the lossless class by DSCP. " +
 				"The netdev MTU caps the RDMA MTU: 1500 allows 1024, jumbo frames ≥ 4192 (9000 recommended) allow 4096.",
-			Failures: []Failure{
-				{report.Fail, "the netdev of a RoCE port has no IP address",
-					"Give it one (`ip addr add <addr>/<prefix> dev <netdev>`) and make it persistent in the network configuration (netplan, NetworkManager, ifupdown)."},
-				{report.Fail, "the netdev of a RoCE port is down", "`ip link set <netdev> up`, and bring it up at boot in the network configuration."},
-				{report.Fail, "no RoCE v2 GID for the port's addresses (only v1)",
-					"Check the NIC and firmware support RoCE v2 (" + roceV2Cards + ") and that the driver is current; GIDs appear per IP address once the netdev has one."},
-				{report.Fail, "no RoCE GID at all", roceNoGIDFix("<netdev>")},
-				{report.Fail, "rdma_cm's default_roce_mode is IB/RoCE v1",
-					"`echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/<dev>/ports/<port>/default_roce_mode` (needs configfs mounted and rdma_cm loaded; the directory " +
-						"is made with `mkdir /sys/kernel/config/rdma_cm/<dev>`); it does not survive a reboot — set it from a boot unit."},
-				{report.Warn, "the netdev MTU allows a RoCE MTU below 1024", "Raise the netdev MTU: 1500 allows 1024, ≥ 4192 (9000 recommended, and the switches must carry it) allows 4096."},
-				{report.Skip, "no RoCE port is ACTIVE", "Nothing to judge here: port.state says why the ports are down."},
-				{report.Error, "the netdev state could not be read", netdevByHand},
-			},
 		},
 		Run: runRoCEConfig,
 	})
 }
+
+// roce.config's findings, about a RoCE port ("mlx5_0/1") or, when there is
+// none, the host. A port's line names the port and joins its failures (or,
+// with none, its warnings); the fix of each goes to the remedy.
+var (
+	roceConfigOK = declare(Finding{ID: "roce.config/ok", Status: report.Pass,
+		When:    "an ACTIVE RoCE port's netdev is up with an IP, the GID table holds RoCE v2 GIDs for its addresses, and the default RoCE mode is v2 or unknown",
+		Message: "{observed}"})
+	roceConfigPortDown = declare(Finding{ID: "roce.config/port-down", Status: report.Skip,
+		When:    "a RoCE port is not ACTIVE: listed, not judged (port.state reports it)",
+		Message: "{port}: not judged: {state}"})
+	roceConfigNetdevAway = declare(Finding{ID: "roce.config/netdev-elsewhere", Status: report.Skip,
+		When:    "a VF's or representor's netdev is in another network namespace (moved into a pod or guest)",
+		Message: "{port} → {netdev}: the VF's netdev is in another network namespace (moved into a pod or guest): not judged here"})
+	roceConfigNoNetdev = declare(Finding{ID: "roce.config/no-netdev", Status: report.Fail,
+		When:    "no netdev carries an ACTIVE RoCE port (gid_attrs/ndevs empty)",
+		Message: "{port}: no netdev carries it (gid_attrs/ndevs empty)",
+		Fix:     "{port} has no netdev: check the Ethernet driver bound to {pci} and `dmesg`."})
+	roceConfigNetdevUnreadable = declare(Finding{ID: "roce.config/netdev-unreadable", Status: report.Error,
+		When:    "the netdev state could not be read",
+		Message: "netdev state unknown", Fix: netdevByHand})
+	roceConfigNetdevMissing = declare(Finding{ID: "roce.config/netdev-missing", Status: report.Fail,
+		When:    "the netdev the port names is not listed in this network namespace",
+		Message: "netdev {netdev} not found",
+		Fix: "{port} names netdev {netdev}, which this network namespace does not list: check `ip link show {netdev}` and `rdma link show`; " +
+			"a netdev moved to another namespace takes its RoCE GIDs with it."})
+	roceConfigNetdevDown = declare(Finding{ID: "roce.config/netdev-down", Status: report.Fail,
+		When:    "the netdev of a RoCE port is down",
+		Message: "netdev {netdev} is {operstate}", Fix: "`ip link set {netdev} up`, and bring it up at boot in the network configuration."})
+	roceConfigNoIP = declare(Finding{ID: "roce.config/no-ip", Status: report.Fail,
+		When:    "the netdev of a RoCE port has no IP address",
+		Message: "netdev {netdev} has no IP address", Fix: roceNoIPFix})
+	roceConfigNoIPUppers = declare(Finding{ID: "roce.config/no-ip-uppers", Status: report.Fail,
+		When:    "neither the netdev of a RoCE port nor its upper devices (VLAN, macvlan, bond) have an IP address",
+		Message: "netdev {netdev} has no IP address (nor its upper devices {uppers})", Fix: roceNoIPFix})
+	roceConfigMTUDeviates = declare(Finding{ID: "roce.config/mtu-deviates", Status: report.Fail,
+		When:    "the netdev MTU is not the one the expectations file names",
+		Message: "netdev {netdev} MTU {mtu}, expected {want} by {cite}",
+		Fix:     "Set the MTU of {netdev} as its class says (`ip link set {netdev} mtu {want}`, and in the network configuration), or update the expectations file if it changed on purpose."})
+	roceConfigSmallMTU = declare(Finding{ID: "roce.config/small-mtu", Status: report.Warn,
+		When:    "the netdev MTU allows a RoCE MTU below 1024",
+		Message: "netdev MTU {mtu} allows a RoCE MTU of only {active_mtu}",
+		Fix:     "Raise the MTU of {netdev}: 1500 allows a RoCE MTU of 1024, 9000 allows 4096 (the switches must carry it too)."})
+	roceConfigOnlyV1 = declare(Finding{ID: "roce.config/only-v1", Status: report.Fail,
+		When:    "no RoCE v2 GID for the port's addresses (only v1)",
+		Message: "only RoCE v1 GIDs (v1 is not routable)",
+		Fix:     "{port} has no RoCE v2 GID: check the NIC and firmware support RoCE v2 (" + roceV2Cards + ") and the driver is current."})
+	roceConfigNoGID = declare(Finding{ID: "roce.config/no-gid", Status: report.Fail,
+		When:    "no RoCE GID at all",
+		Message: "no RoCE GID at all",
+		Fix: "{port} has no RoCE GID: bring {netdev} up and give it an address (`ip link set {netdev} up`, `ip addr add <addr>/<prefix> dev {netdev}`); " +
+			"with IPv6 disabled and no IPv4 the table is empty."})
+	roceConfigV2Missing = declare(Finding{ID: "roce.config/v2-missing", Status: report.Fail,
+		When:    "some addresses of the netdev have no RoCE v2 GID",
+		Message: "no RoCE v2 GID for {addresses}",
+		Fix:     "{port} lacks RoCE v2 GIDs for some addresses of {netdev}: check `dmesg` for GID table errors (a full GID table, a VLAN or bond setup the driver does not follow)."})
+	roceConfigModeV1 = declare(Finding{ID: "roce.config/mode-v1", Status: report.Fail,
+		When:    "rdma_cm's default_roce_mode is IB/RoCE v1",
+		Message: "rdma_cm default_roce_mode is {mode}",
+		Fix:     "`echo \"RoCE v2\" > {path}` (configfs, rdma_cm loaded); it does not survive a reboot, so set it from a boot unit."})
+	roceConfigNoneActive = declare(Finding{ID: "roce.config/none-active", Status: report.Skip,
+		When:    "no RoCE port is ACTIVE: nothing to judge (port.state says why the ports are down)",
+		Message: "no ACTIVE RoCE port to judge; port.state reports why"})
+	roceConfigNoPort = declare(Finding{ID: "roce.config/no-rdma-port", Status: report.Skip,
+		When:    "the host has no RDMA port",
+		Message: "no RDMA port: RoCE does not apply"})
+	roceConfigNotRoCE = declare(Finding{ID: "roce.config/not-roce", Status: report.Skip,
+		When:    "the host's ports are InfiniBand, Omni-Path or another transport without RoCE",
+		Message: "no RoCE port ({transports}): RoCE mode, GIDs and the netdev's address do not apply"})
+	roceConfigIWARP = declare(Finding{ID: "roce.config/iwarp", Status: report.Skip,
+		When:    "the host's Ethernet RDMA ports are iWARP",
+		Message: "no RoCE port ({transports}): RoCE mode, GIDs and the netdev's address do not apply" + whyIWARP})
+	roceConfigEFA = declare(Finding{ID: "roce.config/efa", Status: report.Skip,
+		When:    "the host's RDMA ports are EFA",
+		Message: "no RoCE port ({transports}): RoCE mode, GIDs and the netdev's address do not apply" + whyEFA})
+	roceConfigUSNIC = declare(Finding{ID: "roce.config/usnic", Status: report.Skip,
+		When:    "the host's RDMA ports are Cisco usNIC",
+		Message: "no RoCE port ({transports}): RoCE mode, GIDs and the netdev's address do not apply" + whyUSNIC})
+)
+
+const roceNoIPFix = "Give {netdev} (or the VLAN/bond on it that the fabric uses) an address (`ip addr add <addr>/<prefix> dev {netdev}`) and make it persistent in the network configuration; its RoCE v2 GID appears with it."
+
+// Why the RoCE checks do not apply to a transport that looks like Ethernet.
+const (
+	whyIWARP = "; iWARP runs over TCP and connects through rdma_cm"
+	whyEFA   = "; EFA runs SRD over the AWS network, with no GID types or PFC to set"
+	whyUSNIC = "; usNIC runs over plain UDP/IP, with no RoCE GIDs or PFC to set"
+)
 
 // roceV2Cards names the NICs that speak RoCE v2.
 const roceV2Cards = "ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equivalent"
@@ -57,13 +131,6 @@ const roceV2Cards = "ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equival
 // netdevByHand says how to look at a RoCE port's netdev without rdmadoctor.
 const netdevByHand = "Look by hand: `ip -br addr show`, `rdma link show` (which netdev carries each port) and " +
 	"`grep . /sys/class/infiniband/*/ports/*/gid_attrs/types/*`; run on the host (netlink), or capture a snapshot that records netdevs."
-
-// roceNoGIDFix is the remedy for a RoCE port whose GID table is empty: GIDs
-// are made from the netdev's addresses, IPv6 link-local included.
-func roceNoGIDFix(netdev string) string {
-	return fmt.Sprintf("Bring %s up and give it an address (`ip link set %s up`, `ip addr add <addr>/<prefix> dev %s`); "+
-		"with IPv6 disabled and no IPv4 the table is empty.", netdev, netdev, netdev)
-}
 
 // routableAddrs keeps the addresses a RoCE v2 GID can be made from for
 // traffic to other hosts: not loopback, not IPv6 link-local.
@@ -95,14 +162,6 @@ func portActive(p sysfs.RDMAPort) bool {
 	return p.State.Code == portStateActive && p.PhysState.Code == physLinkUp
 }
 
-// lowerFirst lowers the first letter of a sentence that follows a colon.
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
-}
-
 func parseGID(s string) net.IP {
 	b, err := hex.DecodeString(strings.ReplaceAll(s, ":", ""))
 	if err != nil || len(b) != 16 {
@@ -128,7 +187,7 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 	}
 	ev := map[string]any{"ports": nonNilAny(ports)}
 	if len(vs) == 0 {
-		r := skip(notRoCEText(other))
+		r := notRoCEFinding(other)
 		r.Evidence = ev
 		return r
 	}
@@ -139,16 +198,19 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		}
 	}
 	r := combineUnits(vs, "RoCE port", "RoCE ports")
-	r.Details = nil
+	var details []string
 	for _, v := range vs {
-		r.Details = append(r.Details, v.details...)
+		details = append(details, v.details...)
 	}
 	if len(other) > 0 {
-		r.Details = append(r.Details, "not RoCE, not judged here: "+transportTally(other))
+		details = append(details, "not RoCE, not judged here: "+transportTally(other))
 	}
+	r.Details = details
 	switch {
 	case judged == 0:
-		r = Result{Status: report.Skip, Summary: "no ACTIVE RoCE port to judge; port.state reports why", Details: r.Details}
+		fs := r.Findings
+		r = roceConfigNoneActive.result("", nil)
+		r.Details, r.Findings = details, append(r.Findings, fs...)
 	case r.Status == report.Pass || r.Status == report.Skip:
 		r.Status = report.Pass
 		r.Summary = fmt.Sprintf("%d RoCE port(s): netdev up with an IP, RoCE v2 GIDs present", judged)
@@ -172,29 +234,35 @@ func nonNilAny(v []any) []any {
 	return v
 }
 
-// notRoCEText says why roce.config judged nothing: the host's ports are of
-// other transports, each named.
-func notRoCEText(other []*PortModel) string {
-	if len(other) == 0 {
-		return "no RDMA port: RoCE does not apply"
-	}
-	return "no RoCE port (" + transportTally(other) + "): RoCE mode, GIDs and the netdev's address do not apply" + transportWhy(other)
-}
-
-// transportWhy adds the reason the RoCE checks do not apply to a transport
-// that looks like Ethernet.
-func transportWhy(ports []*PortModel) string {
+// etherTransport is the first of ports whose transport looks like
+// Ethernet (iWARP, EFA, usNIC), for saying why the RoCE checks do not
+// apply; "" when none is.
+func etherTransport(ports []*PortModel) Transport {
 	for _, p := range ports {
 		switch p.Transport {
-		case IWARP:
-			return "; iWARP runs over TCP and connects through rdma_cm"
-		case EFA:
-			return "; EFA runs SRD over the AWS network, with no GID types or PFC to set"
-		case USNIC:
-			return "; usNIC runs over plain UDP/IP, with no RoCE GIDs or PFC to set"
+		case IWARP, EFA, USNIC:
+			return p.Transport
 		}
 	}
 	return ""
+}
+
+// transportWhy says why the RoCE checks do not apply to a transport that
+// looks like Ethernet.
+func transportWhy(ports []*PortModel) string {
+	return map[Transport]string{IWARP: whyIWARP, EFA: whyEFA, USNIC: whyUSNIC}[etherTransport(ports)]
+}
+
+// notRoCEFinding is roce.config's finding when the host has no RoCE port.
+func notRoCEFinding(other []*PortModel) Result {
+	if len(other) == 0 {
+		return roceConfigNoPort.result("", nil)
+	}
+	f := map[Transport]*Finding{IWARP: roceConfigIWARP, EFA: roceConfigEFA, USNIC: roceConfigUSNIC}[etherTransport(other)]
+	if f == nil {
+		f = roceConfigNotRoCE
+	}
+	return f.result("", Slots{"transports": transportTally(other)})
 }
 
 // roceJudge judges one RoCE port with what the host offers.
@@ -210,62 +278,96 @@ func newRoCEJudge(env *Env) *roceJudge {
 	return &roceJudge{env: env, h: env.Host, byName: t.byName, ndErr: t.err}
 }
 
-// roceFindings collects one port's findings and fixes.
+// roceFindings collects one port's findings.
 type roceFindings struct {
-	fail, warn []string
-	fixes      []string
+	unit  string
+	slots Slots
+	fs    []report.Finding
 }
 
-func (f *roceFindings) add(status report.Status, text, fix string) {
-	if status == report.Warn {
-		f.warn = append(f.warn, text)
-	} else {
-		f.fail = append(f.fail, text)
+func (f *roceFindings) add(d *Finding, kv ...string) {
+	f.fs = append(f.fs, d.At(f.unit, f.slots.with(kv...)))
+}
+
+// texts are the messages of the findings of one status, in order.
+func (f *roceFindings) texts(st report.Status) []string {
+	var out []string
+	for _, x := range f.fs {
+		if x.Status == st {
+			out = append(out, x.Message)
+		}
 	}
-	if fix != "" {
-		f.fixes = appendUnique(f.fixes, fix)
+	return out
+}
+
+// remedy joins the fixes of every finding, once each.
+func (f *roceFindings) remedy() string {
+	var fixes []string
+	for _, x := range f.fs {
+		if x.Fix != "" && x.ID != roceConfigNetdevUnreadable.ID {
+			// netdevByHand is added once to the check's remedy when
+			// it ends in error.
+			fixes = appendUnique(fixes, x.Fix)
+		}
 	}
+	return strings.Join(fixes, "\n")
 }
 
 func (rj *roceJudge) judge(pm *PortModel) verdict {
 	label, d, p := pm.Label, pm.Device.Dev, pm.Port
 	ev := map[string]any{"device": d.Name, "port": p.Num, "judged": false}
+	unit, slots := portUnit(pm), Slots{"port": label, "netdev": pm.Netdev, "state": stateText(p), "pci": valueOrUnknown(d.PCIAddr)}
+	skipped := func(v verdict) verdict {
+		v.details, v.evidence = []string{v.line}, ev
+		return v
+	}
 	if !portActive(p) {
-		line := fmt.Sprintf("%s: not judged: %s", label, stateText(p))
 		ev["state"] = valueOrUnknown(p.State.String())
-		return verdict{status: report.Skip, line: line, details: []string{line}, evidence: ev}
+		return skipped(roceConfigPortDown.unit(unit, slots))
 	}
 	if pm.Netdev == "" {
-		line := label + ": no netdev carries it (gid_attrs/ndevs empty)"
-		return verdict{status: report.Fail, line: line, details: []string{line}, evidence: ev,
-			remedy: fmt.Sprintf("%s has no netdev: check the Ethernet driver bound to %s and `dmesg`.", label, valueOrUnknown(d.PCIAddr))}
+		return skipped(roceConfigNoNetdev.unit(unit, slots))
 	}
 	ev["netdev"] = pm.Netdev
 	if !pm.NetdevHere && (pm.IsVF() || pm.Representor) {
-		line := fmt.Sprintf("%s → %s: the VF's netdev is in another network namespace (moved into a pod or guest): not judged here", label, pm.Netdev)
-		return verdict{status: report.Skip, line: line, details: []string{line}, evidence: ev}
+		return skipped(roceConfigNetdevAway.unit(unit, slots))
 	}
 	ev["judged"] = true
-	var f roceFindings
+	f := roceFindings{unit: unit, slots: slots}
 	line := fmt.Sprintf("%s → %s", label, pm.Netdev)
 	addrs, ok := rj.netdevState(pm, &f, ev, &line)
 	if ok {
 		rj.gids(pm, addrs, &f, ev, &line)
 	}
 	rj.defaultMode(pm, &f, ev, &line)
-	v := verdict{status: report.Pass, line: line, evidence: ev}
-	switch {
-	case len(f.fail) > 0:
-		v.status, v.line = report.Fail, label+": "+strings.Join(f.fail, "; ")
-		line += " — " + strings.Join(f.fail, "; ")
-	case !ok:
-		v.status, v.line = report.Error, label+": netdev state unknown"
-	case len(f.warn) > 0:
-		v.status, v.line = report.Warn, label+": "+strings.Join(f.warn, "; ")
+	if !ok {
+		f.add(roceConfigNetdevUnreadable)
 	}
+	return roceVerdict(&f, label, line, ev)
+}
+
+// roceVerdict is one judged port's verdict from its findings: its
+// failures, else its error, else its warnings, name the port's line.
+func roceVerdict(f *roceFindings, label, line string, ev map[string]any) verdict {
+	fails, warns := f.texts(report.Fail), f.texts(report.Warn)
+	errs := f.texts(report.Error)
+	var v verdict
+	switch {
+	case len(fails) > 0:
+		v = verdict{status: report.Fail, line: label + ": " + strings.Join(fails, "; ")}
+		line += " — " + strings.Join(fails, "; ")
+	case len(errs) > 0:
+		v = verdict{status: report.Error, line: label + ": " + strings.Join(errs, "; ")}
+	case len(warns) > 0:
+		v = verdict{status: report.Warn, line: label + ": " + strings.Join(warns, "; ")}
+	default:
+		v = roceConfigOK.unit(f.unit, f.slots.with("observed", line))
+		f.fs = v.findings
+	}
+	v.evidence, v.findings = ev, f.fs
 	ev["ok"] = v.status == report.Pass
 	v.details = []string{line}
-	v.remedy = strings.Join(f.fixes, "\n")
+	v.remedy = f.remedy()
 	return v
 }
 
@@ -275,21 +377,20 @@ func (rj *roceJudge) judge(pm *PortModel) verdict {
 // its traffic belongs to a guest or a pod. ok is false when the netdev
 // state could not be read.
 func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]any, line *string) (addrs []string, ok bool) {
-	name, label := pm.Netdev, pm.Label
+	name := pm.Netdev
 	nd, found := rj.byName[name]
 	switch {
 	case rj.ndErr != nil:
 		*line += fmt.Sprintf(": netdev state unknown (%v)", rj.ndErr)
 		return nil, false
 	case !found:
-		f.add(report.Fail, fmt.Sprintf("netdev %s not found", name), fmt.Sprintf("%s names netdev %s, which this network namespace does not list: check `ip link show %s` and `rdma link show`; "+
-			"a netdev moved to another namespace takes its RoCE GIDs with it.", label, name, name))
+		f.add(roceConfigNetdevMissing)
 		return nil, true
 	}
 	ev["operstate"], ev["mtu"], ev["addresses"] = nd.OperState, nd.MTU, nonNil(nd.Addresses)
 	*line += fmt.Sprintf(": %s, MTU %d", nd.OperState, nd.MTU)
 	if !nd.AdminUp || (nd.OperState != "up" && nd.OperState != "unknown") {
-		f.add(report.Fail, fmt.Sprintf("netdev %s is %s", name, nd.OperState), fmt.Sprintf("`ip link set %s up`, and bring it up at boot in the network configuration.", name))
+		f.add(roceConfigNetdevDown, "operstate", nd.OperState)
 	}
 	byCarrier := map[string][]string{}
 	backup, note := backupSlaveCarriers(rj.env.Host, pm)
@@ -315,22 +416,21 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
 		case len(backup) > 0:
 			// Its addresses are the bond's: on the active slave's port.
+		case len(pm.Uppers) > 0:
+			f.add(roceConfigNoIPUppers, "uppers", strings.Join(pm.Uppers, ", "))
 		default:
-			f.add(report.Fail, fmt.Sprintf("netdev %s has no IP address", name)+upperText(pm),
-				fmt.Sprintf("Give %s (or the VLAN/bond on it that the fabric uses) an address (`ip addr add <addr>/<prefix> dev %s`) and make it persistent in the network configuration; its RoCE v2 GID appears with it.", name, name))
+			f.add(roceConfigNoIP)
 		}
 	}
 	if want := rj.env.Expect.Port(pm.Device.Dev.Name, pm.Port.Num).MTU; want != nil && nd.MTU != want.V {
-		f.add(report.Fail, fmt.Sprintf("netdev %s MTU %d, expected %d by %s", name, nd.MTU, want.V, want.Cite()),
-			fmt.Sprintf("Set the MTU of %s as its class says (`ip link set %s mtu %d`, and in the network configuration), or update the expectations file if it changed on purpose.", name, name, want.V))
+		f.add(roceConfigMTUDeviates, "mtu", fmt.Sprint(nd.MTU), "want", fmt.Sprint(want.V), "cite", want.Cite())
 	}
 	if nd.MTU > 0 {
 		am := RoCEActiveMTU(nd.MTU)
 		ev["active_mtu"] = am
 		*line += fmt.Sprintf(" (RoCE active MTU %d)", am)
 		if am < 1024 {
-			f.add(report.Warn, fmt.Sprintf("netdev MTU %d allows a RoCE MTU of only %d", nd.MTU, am),
-				fmt.Sprintf("Raise the MTU of %s: 1500 allows a RoCE MTU of 1024, 9000 allows 4096 (the switches must carry it too).", name))
+			f.add(roceConfigSmallMTU, "mtu", fmt.Sprint(nd.MTU), "active_mtu", fmt.Sprint(am))
 		}
 	}
 	return addrs, true
@@ -379,13 +479,6 @@ func noIPWhy(pm *PortModel) string {
 	return "normal for a VF or representor: its traffic belongs to a guest or a pod"
 }
 
-func upperText(pm *PortModel) string {
-	if len(pm.Uppers) == 0 {
-		return ""
-	}
-	return " (nor its upper devices " + strings.Join(pm.Uppers, ", ") + ")"
-}
-
 // gids judges the GID table of a port: RoCE v2 GIDs for the addresses of
 // the netdevs that carry it.
 func (rj *roceJudge) gids(pm *PortModel, addrs []string, f *roceFindings, ev map[string]any, line *string) {
@@ -419,11 +512,11 @@ func (rj *roceJudge) gids(pm *PortModel, addrs []string, f *roceFindings, ev map
 	}
 	switch {
 	case v2 == 0 && v1 > 0:
-		f.add(report.Fail, "only RoCE v1 GIDs (v1 is not routable)", fmt.Sprintf("%s has no RoCE v2 GID: check the NIC and firmware support RoCE v2 (%s) and the driver is current.", pm.Label, roceV2Cards))
+		f.add(roceConfigOnlyV1)
 	case v2 == 0:
-		f.add(report.Fail, "no RoCE GID at all", fmt.Sprintf("%s has no RoCE GID: %s", pm.Label, lowerFirst(roceNoGIDFix(pm.Netdev))))
+		f.add(roceConfigNoGID)
 	case len(missing) > 0:
-		f.add(report.Fail, "no RoCE v2 GID for "+strings.Join(missing, ", "), fmt.Sprintf("%s lacks RoCE v2 GIDs for some addresses of %s: check `dmesg` for GID table errors (a full GID table, a VLAN or bond setup the driver does not follow).", pm.Label, pm.Netdev))
+		f.add(roceConfigV2Missing, "addresses", strings.Join(missing, ", "))
 	}
 }
 
@@ -440,8 +533,7 @@ func (rj *roceJudge) defaultMode(pm *PortModel, f *roceFindings, ev map[string]a
 	case err == nil && mode == gidTypeV1:
 		ev["default_roce_mode"] = mode
 		*line += fmt.Sprintf("; default_roce_mode %q", mode)
-		f.add(report.Fail, fmt.Sprintf("rdma_cm default_roce_mode is %q", mode), fmt.Sprintf("`echo \"RoCE v2\" > %s` (configfs, rdma_cm loaded); it does not survive a reboot, so set it from a boot unit.",
-			sysfs.RoCEModePath(d.Name, p.Num)))
+		f.add(roceConfigModeV1, "mode", fmt.Sprintf("%q", mode), "path", sysfs.RoCEModePath(d.Name, p.Num))
 	case err == nil:
 		*line += fmt.Sprintf("; default_roce_mode %q (not a mode rdma_cm writes: unknown)", mode)
 	case sysfs.IsNotExist(err):

@@ -55,20 +55,99 @@ func init() {
 				"burst of retransmissions, and throughput collapses under congestion. Lossless RoCE needs PFC on the RoCE priority, traffic classified " +
 				"onto it (trust dscp for untagged RoCE v2: under trust pcp an untagged frame has no PCP and lands on priority 0), and ECN so that " +
 				"congestion slows senders before PFC pauses the fabric.",
-			Failures: []Failure{
-				{report.Warn, "RoCE runs lossy: PFC is off on every priority (fail with --expect-lossless)", losslessFix},
-				{report.Warn, "the class applications send (ToS 0 unless something sets one) lands on a priority without PFC",
-					"Make applications mark the class whose DSCP maps to the PFC priority (TC 106 for DSCP 26): rdma_cm's default_roce_tos, NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS, perftest --tclass; " +
-						"if they already do, tell rdmadoctor with --roce-tc N."},
-				{report.Warn, "half-configured: PFC on a priority whose ECN is off, trust pcp while DSCP is mapped, untagged RoCE with trust pcp goes to priority 0, " +
-					"or RoCE's DSCP on a priority without PFC (fail with --expect-lossless)", losslessFix},
-				{report.Skip, "the driver has no DCB (EOPNOTSUPP): nothing to judge", "Nothing to fix on the host; a fabric that needs lossless RoCE needs a NIC whose driver supports DCB."},
-				{report.Error, "the DCB state could not be read", dcbByHand},
-			},
 		},
 		Run: runRoCELossless,
 	})
 }
+
+// roce.lossless's findings, about a netdev where PFC, trust and ECN live
+// or, when nothing is judged, the host. A problem warns; the finding
+// lossless-expected (unit "") is what turns problems into a failure when
+// lossless RoCE is expected, so a waiver of it brings them back to
+// warnings. A deviation from the expectations file fails by itself.
+var (
+	losslessOK = declare(Finding{ID: "roce.lossless/lossless", Status: report.Pass,
+		When:    "the traffic judged lands on a PFC priority, trust matches the marking and ECN is on there (or unreadable)",
+		Message: "{observed}"})
+	losslessNoDCB = declare(Finding{ID: "roce.lossless/no-dcb", Status: report.Skip,
+		When:    "the driver has no DCB (EOPNOTSUPP): nothing to judge on the host",
+		Message: "{head}: driver has no DCB ({answer})"})
+	losslessDCBUnreadable = declare(Finding{ID: "roce.lossless/dcb-unreadable", Status: report.Error,
+		When:    "the DCB state could not be read",
+		Message: "{netdev}: {cause}", Fix: dcbByHand})
+	losslessDCBAnswered = declare(Finding{ID: "roce.lossless/dcb-error", Status: report.Error,
+		When:    "the DCB request was answered with an error other than EOPNOTSUPP",
+		Message: "{netdev}: DCB answered {answer}", Fix: dcbByHand})
+	losslessLossy = declare(Finding{ID: "roce.lossless/lossy", Status: report.Warn,
+		When:    "RoCE runs lossy: PFC is off on every priority (fail with --expect-lossless)",
+		Message: "PFC off on every priority: RoCE runs lossy",
+		Fix:     losslessPFCFix + "."})
+	losslessLossyECN = declare(Finding{ID: "roce.lossless/lossy-ecn-off", Status: report.Warn,
+		When:    "RoCE runs lossy and ECN is off on the priority RoCE maps to (fail with --expect-lossless)",
+		Message: "PFC off on every priority: RoCE runs lossy",
+		Fix:     losslessPFCFix + "; and turn ECN on for it: {ecn_commands}."})
+	losslessDefaultClassOff = declare(Finding{ID: "roce.lossless/default-class-off-pfc", Status: report.Warn,
+		When:    "nothing sets a class, and ToS 0 — what applications send unless told — lands on a priority without PFC",
+		Message: losslessClassOffMessage, Fix: losslessTOSFix})
+	losslessTOSClassOff = declare(Finding{ID: "roce.lossless/tos-class-off-pfc", Status: report.Warn,
+		When:    "rdma_cm's default_roce_tos lands on a priority without PFC",
+		Message: losslessClassOffMessage,
+		Fix: "{port}: rdma_cm connections that set no ToS go out with DSCP {dscp}: `echo {want} > {tos_path}`, or map DSCP {dscp} to priority {pfc_prio}: " +
+			"`dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}`."})
+	losslessExpectedClassOff = declare(Finding{ID: "roce.lossless/expected-class-off-pfc", Status: report.Warn,
+		When:    "the expected class (--roce-tc, roce_tc in the expectations file) lands on a priority without PFC",
+		Message: losslessClassOffMessage,
+		Fix: "{netdev}: map DSCP {dscp} to the PFC priority {pfc_prio}: `dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}` (MLNX_OFED `mlnx_qos -i {netdev} --dscp2prio set,{dscp},{pfc_prio}`), " +
+			"or turn PFC on for priority {prio}: `dcb pfc set dev {netdev} prio-pfc {prio}:on` (`mlnx_qos -i {netdev} --pfc {bitmap}`) — whichever the switches match."})
+	losslessPFCDeviates = declare(Finding{ID: "roce.lossless/pfc-deviates", Status: report.Fail,
+		When:    "PFC is off on the priority the expectations file names (pfc_priority)",
+		Message: "PFC off on priority {want}, expected on by {cite} (PFC is on {pfc})",
+		Fix: "{netdev}: turn PFC on for priority {want} as its class says: `dcb pfc set dev {netdev} prio-pfc {want}:on` (MLNX_OFED `mlnx_qos -i {netdev} --pfc {bitmap}`), " +
+			"or update the expectations file if the fabric changed on purpose."})
+	losslessECNOff = declare(Finding{ID: "roce.lossless/ecn-off", Status: report.Warn,
+		When:    "half-configured: PFC on a priority whose ECN is off (fail with --expect-lossless)",
+		Message: "PFC on priority {prio} but ECN off there ({points})",
+		Fix:     "{netdev}: turn ECN (DCQCN) on for priority {prio}: {ecn_commands}."})
+	losslessTrustPCPMap = declare(Finding{ID: "roce.lossless/trust-pcp-dscp-mapped", Status: report.Warn,
+		When:    "half-configured: trust pcp while DSCP is mapped (fail with --expect-lossless)",
+		Message: "trust pcp while the APP table maps DSCP: the DSCP map is ignored and untagged RoCE lands on priority 0",
+		Fix:     "{netdev}: trust the DSCP marking: `mlnx_qos -i {netdev} --trust dscp`."})
+	losslessUntaggedPCP = declare(Finding{ID: "roce.lossless/untagged-pcp", Status: report.Warn,
+		When:    "half-configured: untagged RoCE with trust pcp goes to priority 0, which has no PFC (fail with --expect-lossless)",
+		Message: "untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on {pfc})",
+		Fix: "{netdev}: classify RoCE by DSCP onto priority {pfc_prio}: `mlnx_qos -i {netdev} --trust dscp --dscp2prio set,{dscp},{pfc_prio}` (MLNX_OFED), or upstream " +
+			"`dcb app add dev {netdev} dscp-prio {dscp}:{pfc_prio}` (a DSCP entry switches mlx5 to trust dscp); or carry RoCE on a VLAN whose egress priority is {pfc_prio}."})
+	losslessExpected = declare(Finding{ID: "roce.lossless/lossless-expected", Status: report.Fail,
+		When:    "lossless RoCE is expected (--expect-lossless, lossless = true in the expectations file) and a netdev is not lossless",
+		Message: "lossless expected: {source}"})
+	losslessNoneJudged = declare(Finding{ID: "roce.lossless/none-judged", Status: report.Skip,
+		When:    "no ACTIVE hardware RoCE port: software RoCE, VFs, representors and ports that are down are not judged",
+		Message: "no ACTIVE hardware RoCE port to judge ({count} not judged, see details)"})
+	losslessNoPort = declare(Finding{ID: "roce.lossless/no-rdma-port", Status: report.Skip,
+		When:    "the host has no RDMA port",
+		Message: "no RDMA port: PFC/ECN do not apply"})
+	losslessNotRoCE = declare(Finding{ID: "roce.lossless/not-roce", Status: report.Skip,
+		When:    "the host's ports are InfiniBand, Omni-Path or another transport without RoCE",
+		Message: "no RoCE port ({transports}): PFC, trust and ECN for RoCE do not apply"})
+	losslessIWARP = declare(Finding{ID: "roce.lossless/iwarp", Status: report.Skip,
+		When:    "the host's Ethernet RDMA ports are iWARP",
+		Message: "no RoCE port ({transports}): PFC, trust and ECN for RoCE do not apply" + whyIWARP})
+	losslessEFA = declare(Finding{ID: "roce.lossless/efa", Status: report.Skip,
+		When:    "the host's RDMA ports are EFA",
+		Message: "no RoCE port ({transports}): PFC, trust and ECN for RoCE do not apply" + whyEFA})
+	losslessUSNIC = declare(Finding{ID: "roce.lossless/usnic", Status: report.Skip,
+		When:    "the host's RDMA ports are Cisco usNIC",
+		Message: "no RoCE port ({transports}): PFC, trust and ECN for RoCE do not apply" + whyUSNIC})
+)
+
+const (
+	losslessClassOffMessage = "{class} lands on priority {prio}, which has no PFC (PFC is on {pfc})"
+	losslessPFCFix          = "{netdev}: turn PFC on for priority {prio}, the one {class} maps to, as the switches are configured: `mlnx_qos -i {netdev} --trust dscp --pfc {bitmap}` (MLNX_OFED/DOCA), " +
+		"or upstream iproute2 `dcb pfc set dev {netdev} prio-pfc {prio}:on` and `dcb app add dev {netdev} dscp-prio {dscp}:{prio}`"
+	losslessTOSFix = "Applications send ToS 0 unless told, and ToS 0 lands on a priority without PFC. Make them mark TC {tc} (DSCP {tc_dscp}), the class the PFC priority expects: " +
+		"rdma_cm users with {tos_commands} (rdma_cm loaded, configfs mounted; not persistent: set it from a boot unit), NCCL with NCCL_IB_TC={tc}, UCX with UCX_IB_TRAFFIC_CLASS={tc}, perftest with --tclass={tc}. " +
+		"If the applications already set a class, tell rdmadoctor which: --roce-tc N (or roce_tc in the expectations file)."
+)
 
 // losslessPort is one netdev to judge — where PFC, trust and ECN live for
 // the ports it carries: the port's netdev, or each slave of a LAG's bond.
@@ -119,24 +198,22 @@ func ecnFix(netdev string, prio int, points ...string) string {
 	return strings.Join(cmds, " and ")
 }
 
-// tosFix is the remedy that makes applications mark RoCE traffic with the
-// class whose DSCP lands on the PFC priority, for the ports given.
-func tosFix(ports []portRef, tc int) string {
+// tosSlots are the slots of the remedy that makes applications mark RoCE
+// traffic with the class whose DSCP lands on the PFC priority, for the
+// ports given.
+func tosSlots(ports []portRef, tc int) Slots {
 	var cmds []string
 	for _, p := range ports {
 		cmds = append(cmds, fmt.Sprintf("`mkdir -p %s && echo %d > %s`", path.Dir(path.Dir(path.Dir(sysfs.RoCETOSPath(p.dev, p.port)))),
 			tc, sysfs.RoCETOSPath(p.dev, p.port)))
 	}
-	return fmt.Sprintf("Applications send ToS 0 unless told, and ToS 0 lands on a priority without PFC. Make them mark TC %d (DSCP %d), the class the PFC priority expects: "+
-		"rdma_cm users with %s (rdma_cm loaded, configfs mounted; not persistent: set it from a boot unit), NCCL with NCCL_IB_TC=%d, UCX with UCX_IB_TRAFFIC_CLASS=%d, perftest with --tclass=%d. "+
-		"If the applications already set a class, tell rdmadoctor which: --roce-tc N (or roce_tc in the expectations file).",
-		tc, tc>>2, strings.Join(cmds, ", "), tc, tc, tc)
+	return Slots{"tc": fmt.Sprint(tc), "tc_dscp": fmt.Sprint(tc >> 2), "tos_commands": strings.Join(cmds, ", ")}
 }
 
 func runRoCELossless(_ context.Context, env *Env) Result {
-	targets, notJudged, skipReason := losslessTargets(env)
+	targets, notJudged, skipped := losslessTargets(env)
 	if len(targets) == 0 {
-		r := skip(skipReason)
+		r := skipped
 		r.Details = notJudged
 		return r
 	}
@@ -151,7 +228,7 @@ func runRoCELossless(_ context.Context, env *Env) Result {
 // losslessTargets lists the netdevs to judge for every ACTIVE hardware RoCE
 // port; the ports not judged with why; and, when nothing is judged, the
 // reason for the skip.
-func losslessTargets(env *Env) ([]*losslessPort, []string, string) {
+func losslessTargets(env *Env) ([]*losslessPort, []string, Result) {
 	var targets []*losslessPort
 	byNetdev := map[string]*losslessPort{}
 	var notJudged, other []*PortModel
@@ -185,15 +262,19 @@ func losslessTargets(env *Env) ([]*losslessPort, []string, string) {
 		if len(other) > 0 {
 			lines = append(lines, "not RoCE, not judged here: "+transportTally(other))
 		}
-		return targets, lines, ""
+		return targets, lines, Result{}
 	}
 	switch {
 	case len(notJudged) > 0:
-		return nil, lines, fmt.Sprintf("no ACTIVE hardware RoCE port to judge (%d not judged, see details)", len(notJudged))
+		return nil, lines, losslessNoneJudged.result("", Slots{"count": fmt.Sprint(len(notJudged))})
 	case len(other) > 0:
-		return nil, lines, "no RoCE port (" + transportTally(other) + "): PFC, trust and ECN for RoCE do not apply" + transportWhy(other)
+		f := map[Transport]*Finding{IWARP: losslessIWARP, EFA: losslessEFA, USNIC: losslessUSNIC}[etherTransport(other)]
+		if f == nil {
+			f = losslessNotRoCE
+		}
+		return nil, lines, f.result("", Slots{"transports": transportTally(other)})
 	}
-	return nil, lines, "no RDMA port: PFC/ECN do not apply"
+	return nil, lines, losslessNoPort.result("", nil)
 }
 
 // losslessNotJudged says why a RoCE port's lossless setup is not judged,
@@ -231,6 +312,7 @@ type losslessJudge struct {
 type losslessOutcome struct {
 	netdev   string
 	kind     string // "ok", "issues", "no-dcb", "unknown"
+	findings []report.Finding
 	problems []string
 	remedies []string
 	defaults []portRef // ports judged at ToS 0 because nothing sets a class
@@ -244,6 +326,23 @@ type losslessOutcome struct {
 	details    []string
 	ecnKnown   bool
 	ev         map[string]any
+}
+
+// add records a finding about the netdev: its message is a problem (or a
+// deviation from the expectations file), its fix a remedy.
+func (o *losslessOutcome) add(f *Finding, slots Slots) {
+	rf := f.At(o.netdev, slots.with("netdev", o.netdev))
+	o.findings = append(o.findings, rf)
+	if f == losslessPFCDeviates {
+		o.deviations = append(o.deviations, rf.Message)
+	} else {
+		o.problems = append(o.problems, rf.Message)
+	}
+	if f != losslessDefaultClassOff {
+		// The default class's remedy is one for every such port,
+		// written by losslessResult.
+		o.remedies = append(o.remedies, rf.Fix)
+	}
 }
 
 // dcbView is a netdev's DCB answer read for judging.
@@ -291,16 +390,17 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	switch {
 	case err != nil:
 		o.kind, o.ev["dcb"] = "unknown", "unknown"
-		o.problems = []string{fmt.Sprintf("%s: %v", nd, err)}
+		o.add(losslessDCBUnreadable, Slots{"cause": err.Error()})
 		o.details = []string{fmt.Sprintf("%s: DCB unknown: %v", head, err)}
 		return o
 	case dcb.Err == sysfs.ErrNoDCB:
 		o.kind, o.ev["dcb"] = "no-dcb", dcb.Err
-		o.details = []string{fmt.Sprintf("%s: driver has no DCB (%s)", head, dcb.Err)}
+		o.findings = []report.Finding{losslessNoDCB.At(nd, Slots{"head": head, "answer": dcb.Err})}
+		o.details = []string{o.findings[0].Message}
 		return o
 	case dcb.Err != "":
 		o.kind, o.ev["dcb"] = "unknown", dcb.Err
-		o.problems = []string{fmt.Sprintf("%s: DCB answered %s", nd, dcb.Err)}
+		o.add(losslessDCBAnswered, Slots{"answer": dcb.Err})
 		o.details = []string{fmt.Sprintf("%s: DCB answered %s", head, dcb.Err)}
 		return o
 	}
@@ -331,6 +431,8 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	if len(o.problems) > 0 || len(o.deviations) > 0 {
 		line += " — " + strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")
 		o.kind = "issues"
+	} else {
+		o.findings = []report.Finding{losslessOK.At(nd, Slots{"observed": line})}
 	}
 	o.ev["issues"] = nonNil(o.problems)
 	o.details = append(o.details, line)
@@ -413,14 +515,12 @@ func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []t
 func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, ecn sysfs.ECNState, o *losslessOutcome) {
 	if len(v.pfc) == 0 {
 		target := v.prioOf(classes[0].dscp)
-		o.problems = append(o.problems, "PFC off on every priority: RoCE runs lossy")
-		fix := fmt.Sprintf("%s: turn PFC on for priority %d, the one %s maps to, as the switches are configured: `mlnx_qos -i %s --trust dscp --pfc %s` (MLNX_OFED/DOCA), "+
-			"or upstream iproute2 `dcb pfc set dev %s prio-pfc %d:on` and `dcb app add dev %s dscp-prio %d:%d`",
-			nd, target, classes[0], nd, pfcBitmapArg(1<<target), nd, target, nd, classes[0].dscp, target)
+		slots := Slots{"prio": fmt.Sprint(target), "class": classes[0].String(), "bitmap": pfcBitmapArg(1 << target), "dscp": fmt.Sprint(classes[0].dscp)}
 		if ecn.Present && !(ecn.NP[target] && ecn.RP[target]) {
-			fix += "; and turn ECN on for it: " + ecnFix(nd, target, "roce_np", "roce_rp")
+			o.add(losslessLossyECN, slots.with("ecn_commands", ecnFix(nd, target, "roce_np", "roce_rp")))
+			return
 		}
-		o.remedies = append(o.remedies, fix+".")
+		o.add(losslessLossy, slots)
 		return
 	}
 	if v.trust != "dscp" {
@@ -431,21 +531,28 @@ func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, 
 		if v.dcb.PFCEn&(1<<prio) != 0 {
 			continue
 		}
-		o.problems = append(o.problems, fmt.Sprintf("%s lands on priority %d, which has no PFC (PFC is on %s)", c, prio, priorityList(v.pfc)))
 		o.classNamed = true
 		want := v.dscpFor(v.pfc[0])<<2 | 2
+		slots := Slots{"class": c.String(), "prio": fmt.Sprint(prio), "pfc": priorityList(v.pfc), "dscp": fmt.Sprint(c.dscp), "pfc_prio": fmt.Sprint(v.pfc[0])}
 		switch {
 		case c.defaulted:
 			o.wantTC = want // one remedy for every such port, written by losslessResult
+			o.add(losslessDefaultClassOff, slots.with(slotsList(tosSlots(o.defaults, want))...))
 		case strings.HasSuffix(c.source, "default_roce_tos"):
-			o.remedies = append(o.remedies, fmt.Sprintf("%s: rdma_cm connections that set no ToS go out with DSCP %d: `echo %d > %s`, or map DSCP %d to priority %d: `dcb app replace dev %s dscp-prio %d:%d`.",
-				c.port.label, c.dscp, want, sysfs.RoCETOSPath(c.port.dev, c.port.port), c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0]))
+			o.add(losslessTOSClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tos_path", sysfs.RoCETOSPath(c.port.dev, c.port.port)))
 		default:
-			o.remedies = append(o.remedies, fmt.Sprintf("%s: map DSCP %d to the PFC priority %d: `dcb app replace dev %s dscp-prio %d:%d` (MLNX_OFED `mlnx_qos -i %s --dscp2prio set,%d,%d`), "+
-				"or turn PFC on for priority %d: `dcb pfc set dev %s prio-pfc %d:on` (`mlnx_qos -i %s --pfc %s`) — whichever the switches match.",
-				nd, c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0], nd, c.dscp, v.pfc[0], prio, nd, prio, nd, pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
+			o.add(losslessExpectedClassOff, slots.with("bitmap", pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
 		}
 	}
+}
+
+// slotsList flattens slots for Slots.with.
+func slotsList(s Slots) []string {
+	var kv []string
+	for k, v := range s {
+		kv = append(kv, k, v)
+	}
+	return kv
 }
 
 // judgeExpectedPriority compares PFC with the pfc_priority the
@@ -456,9 +563,7 @@ func (lj *losslessJudge) judgeExpectedPriority(t *losslessPort, nd string, v dcb
 		if want == nil || want.V < 0 || want.V > 7 || v.dcb.PFCEn&(1<<want.V) != 0 {
 			continue
 		}
-		o.deviations = append(o.deviations, fmt.Sprintf("PFC off on priority %d, expected on by %s (PFC is on %s)", want.V, want.Cite(), priorityList(v.pfc)))
-		o.remedies = append(o.remedies, fmt.Sprintf("%s: turn PFC on for priority %d as its class says: `dcb pfc set dev %s prio-pfc %d:on` (MLNX_OFED `mlnx_qos -i %s --pfc %s`), "+
-			"or update the expectations file if the fabric changed on purpose.", nd, want.V, nd, want.V, nd, pfcBitmapArg(v.dcb.PFCEn|1<<want.V)))
+		o.add(losslessPFCDeviates, Slots{"want": fmt.Sprint(want.V), "cite": want.Cite(), "pfc": priorityList(v.pfc), "bitmap": pfcBitmapArg(v.dcb.PFCEn | 1<<want.V)})
 		return
 	}
 }
@@ -482,8 +587,7 @@ func (lj *losslessJudge) judgeECN(nd string, v dcbView, ecn sysfs.ECNState, head
 			off = append(off, "roce_rp")
 		}
 		if len(off) > 0 {
-			o.problems = append(o.problems, fmt.Sprintf("PFC on priority %d but ECN off there (%s)", p, strings.Join(off, ", ")))
-			o.remedies = append(o.remedies, fmt.Sprintf("%s: turn ECN (DCQCN) on for priority %d: %s.", nd, p, ecnFix(nd, p, off...)))
+			o.add(losslessECNOff, Slots{"prio": fmt.Sprint(p), "points": strings.Join(off, ", "), "ecn_commands": ecnFix(nd, p, off...)})
 		}
 	}
 	o.ev["ecn"] = ecnEv
@@ -498,17 +602,13 @@ func (lj *losslessJudge) judgeECN(nd string, v dcbView, ecn sysfs.ECNState, head
 func (lj *losslessJudge) judgeTrust(nd string, v dcbView, classes []trafficClass, vlan bool, o *losslessOutcome) {
 	switch {
 	case v.trust == "pcp" && len(v.dscpMap) > 0:
-		o.problems = append(o.problems, "trust pcp while the APP table maps DSCP: the DSCP map is ignored and untagged RoCE lands on priority 0")
-		o.remedies = append(o.remedies, fmt.Sprintf("%s: trust the DSCP marking: `mlnx_qos -i %s --trust dscp`.", nd, nd))
+		o.add(losslessTrustPCPMap, nil)
 	case v.trust == "pcp" && !vlan && len(v.pfc) > 0 && v.dcb.PFCEn&1 == 0:
-		o.problems = append(o.problems, fmt.Sprintf("untagged RoCE with trust pcp goes to priority 0, which has no PFC (PFC is on %s)", priorityList(v.pfc)))
 		dscp := v.dscpFor(v.pfc[0])
 		if !classes[0].defaulted {
 			dscp = classes[0].dscp // the class the applications send
 		}
-		o.remedies = append(o.remedies, fmt.Sprintf("%s: classify RoCE by DSCP onto priority %d: `mlnx_qos -i %s --trust dscp --dscp2prio set,%d,%d` (MLNX_OFED), or upstream "+
-			"`dcb app add dev %s dscp-prio %d:%d` (a DSCP entry switches mlx5 to trust dscp); or carry RoCE on a VLAN whose egress priority is %d.",
-			nd, v.pfc[0], nd, dscp, v.pfc[0], nd, dscp, v.pfc[0], v.pfc[0]))
+		o.add(losslessUntaggedPCP, Slots{"pfc": priorityList(v.pfc), "pfc_prio": fmt.Sprint(v.pfc[0]), "dscp": fmt.Sprint(dscp)})
 	}
 }
 
@@ -522,7 +622,9 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	var deviations []string
 	wantTC := 0
 	judged := 0
+	var findings []report.Finding
 	for _, o := range outs {
+		findings = append(findings, o.findings...)
 		if o.wantTC != 0 {
 			defaults, wantTC = append(defaults, o.defaults...), o.wantTC
 		}
@@ -557,12 +659,14 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 		case len(deviations) > 0:
 			r = fail(msg)
 		case expectLossless:
-			r = fail(msg + " (lossless expected: " + lossSrc + ")")
+			ex := losslessExpected.At("", Slots{"source": lossSrc})
+			r = fail(msg + " (" + ex.Message + ")")
+			findings = append(findings, ex)
 		default:
 			r = warn(msg + " (--expect-lossless makes this fail)")
 		}
 		if wantTC != 0 {
-			remedies = append(remedies, tosFix(defaults, wantTC))
+			remedies = append(remedies, render(losslessTOSFix, tosSlots(defaults, wantTC)))
 		}
 		r.Remedy = strings.Join(remedies, "\n")
 		r.Observed = issues[0]
@@ -584,6 +688,7 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	}
 	r.Expected = "PFC on the priority the RoCE traffic really uses (rdma_cm's default ToS, else ToS 0, or the expected class), trust dscp (or pcp with tagged traffic), ECN on the PFC priority; " + howAppsChooseTC
 	r.Details = details
+	r.Findings = findings
 	r.Evidence = map[string]any{"netdevs": evs, "expect_lossless": expectLossless}
 	return r
 }
