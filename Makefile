@@ -70,6 +70,11 @@ package: $(NFPM)
 	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/rdmadoctor ./cmd/rdmadoctor
 	mkdir -p dist .cache/package
 	gzip -n -9 <deploy/packaging/changelog >.cache/package/changelog.gz
+	gzip -n -9 <docs/man/rdmadoctor.1 >.cache/package/rdmadoctor.1.gz
+	gzip -n -9 <docs/man/rdmadoctor-expect.5 >.cache/package/rdmadoctor-expect.5.gz
+	bin/rdmadoctor completion bash >.cache/package/rdmadoctor.bash
+	bin/rdmadoctor completion zsh >.cache/package/_rdmadoctor
+	bin/rdmadoctor completion fish >.cache/package/rdmadoctor.fish
 	rm -f dist/rdmadoctor_*.deb dist/rdmadoctor-*.rpm
 	for p in deb rpm; do VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package --config deploy/packaging/nfpm.yaml --packager $$p --target dist/ || exit 1; done
 

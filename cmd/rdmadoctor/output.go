@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/adapter"
 	"github.com/rdmadoctor/rdmadoctor/report/state"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -33,10 +36,27 @@ func renderReport(w io.Writer, f *flags, host *sysfs.Host, rep *report.Report) e
 	case "prometheus":
 		return report.WritePrometheus(w, rep)
 	default:
-		return report.WriteText(w, withKernelLogPointers(host, rep), report.TextOptions{
-			Color: useColor(w, f.noColor), Verbose: f.verbose,
-			Width: textWidth(w), NotRun: notRun(f.checkIDs, rep)})
+		return writeText(w, func(w io.Writer) error {
+			return report.WriteText(w, withKernelLogPointers(host, rep), report.TextOptions{
+				Color: useColor(w, f.noColor), Verbose: f.verbose,
+				Width: textWidth(w), NotRun: notRun(f.checkIDs, rep)})
+		})
 	}
+}
+
+// writeText writes what render writes, transliterated to ASCII when the
+// locale is not UTF-8 (LANG=C, a cron job, a minimal container): arrows and
+// dashes would otherwise reach the reader as mojibake or '?'.
+func writeText(w io.Writer, render func(io.Writer) error) error {
+	if adapter.UTF8Locale(os.Getenv) {
+		return render(w)
+	}
+	var b strings.Builder
+	if err := render(&b); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, adapter.ASCIIText(b.String()))
+	return err
 }
 
 // writeOutputs writes the report where the flags say: stdout or --output,

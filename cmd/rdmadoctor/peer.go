@@ -273,7 +273,9 @@ func cmdPeerTest(args []string, stdout, stderr io.Writer) int {
 	if run.format == "json" {
 		err = report.WriteJSON(stdout, rep)
 	} else {
-		err = report.WriteText(stdout, rep, report.TextOptions{Color: useColor(stdout, run.noColor), Verbose: run.verbose, Width: textWidth(stdout)})
+		err = writeText(stdout, func(w io.Writer) error {
+			return report.WriteText(w, rep, report.TextOptions{Color: useColor(stdout, run.noColor), Verbose: run.verbose, Width: textWidth(stdout)})
+		})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor peer test: write report: %v\n", err)

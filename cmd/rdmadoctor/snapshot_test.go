@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
 		os.Exit(probe.ChildMain(os.Args[2:]))
 	}
+	// The reports are UTF-8 where the locale is (the goldens are); a run
+	// under LANG=C is tested on its own (TestASCIIUnderCLocale).
+	os.Setenv("LC_ALL", "C.UTF-8")
 	code := m.Run()
 	fakeverbs.Cleanup()
 	os.Exit(code)

@@ -64,3 +64,36 @@ func cutASCII(s string, max int) string {
 	}
 	return keep + ell
 }
+
+// ASCIIText is s for a terminal whose locale is not UTF-8 (LANG=C): the
+// characters the reports use transliterated, any other non-ASCII rune
+// '?', lines and their layout kept.
+func ASCIIText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch t, ok := transliterations[r]; {
+		case r < 0x80:
+			b.WriteRune(r)
+		case ok:
+			b.WriteString(t)
+		case r == '\u00a0':
+			b.WriteByte(' ')
+		default:
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}
+
+// UTF8Locale tells from the locale variables (LC_ALL, then LC_CTYPE, then
+// LANG, as setlocale reads them; get is os.Getenv) whether the terminal
+// takes UTF-8. No locale at all is the C locale: ASCII.
+func UTF8Locale(get func(string) string) bool {
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := get(k); v != "" {
+			v = strings.ToLower(v)
+			return strings.Contains(v, "utf-8") || strings.Contains(v, "utf8")
+		}
+	}
+	return false
+}

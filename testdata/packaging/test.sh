@@ -17,6 +17,11 @@ common="/usr/bin/rdmadoctor
 /usr/share/doc/rdmadoctor/README.md
 $(for f in docs/*.md; do echo "/usr/share/doc/rdmadoctor/$f"; done)
 /usr/share/rdmadoctor/prometheus/rdmadoctor.rules.yml
+/usr/share/man/man1/rdmadoctor.1.gz
+/usr/share/man/man5/rdmadoctor-expect.5.gz
+/usr/share/bash-completion/completions/rdmadoctor
+/usr/share/zsh/vendor-completions/_rdmadoctor
+/usr/share/fish/vendor_completions.d/rdmadoctor.fish
 /var/lib/node_exporter/textfile_collector
 /var/lib/rdmadoctor"
 want_deb=$(printf '%s\n' "$common" /lib/systemd/system/rdmadoctor.service /lib/systemd/system/rdmadoctor.timer \
@@ -74,6 +79,17 @@ ver=$(/usr/bin/rdmadoctor --version | head -n 1) || fail "/usr/bin/rdmadoctor --
 want_ver=$(dpkg-deb -f "$deb" Version | sed 's/~/-/')
 [ "$ver" = "rdmadoctor $want_ver" ] || fail "--version says '$ver', want 'rdmadoctor $want_ver'"
 say "installed: $ver"
+# The man pages render without a warning; the bash completion loads.
+if command -v groff >/dev/null 2>&1; then
+  for m in /usr/share/man/man1/rdmadoctor.1.gz /usr/share/man/man5/rdmadoctor-expect.5.gz; do
+    warn=$(zcat "$m" | groff -man -Tutf8 -ww -z 2>&1) || fail "groff on $m failed: $warn"
+    [ -z "$warn" ] || fail "groff warns on $m: $warn"
+  done
+  say "man pages render clean"
+fi
+bash -c 'source /usr/share/bash-completion/completions/rdmadoctor && complete -p rdmadoctor' >/dev/null \
+  || fail "the installed bash completion does not register rdmadoctor"
+say "bash completion registers"
 if command -v systemd-analyze >/dev/null 2>&1; then
   err=$(systemd-analyze verify /lib/systemd/system/rdmadoctor.service /lib/systemd/system/rdmadoctor.timer 2>&1 >/dev/null) || true
   [ -z "$err" ] || fail "systemd-analyze verify on the installed units: $err"
