@@ -31,7 +31,7 @@ func init() {
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.CQOverflow, judgeCQOverflow)
+			return runLevel2(ctx, env, probe.CQOverflow, nil, judgeCQOverflow)
 		},
 	})
 }

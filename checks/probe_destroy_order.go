@@ -38,7 +38,7 @@ func init() {
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.DestroyOrder, judgeDestroyOrder)
+			return runLevel2(ctx, env, probe.DestroyOrder, nil, judgeDestroyOrder)
 		},
 	})
 }

@@ -50,7 +50,7 @@ func init() {
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.GPUMemory, judgeGPUMemory)
+			return runLevel2(ctx, env, probe.GPUMemory, nil, judgeGPUMemory)
 		},
 	})
 }

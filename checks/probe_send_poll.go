@@ -34,7 +34,7 @@ func init() {
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.SendPoll, judgeSendPoll)
+			return runLevel2(ctx, env, probe.SendPoll, nil, judgeSendPoll)
 		},
 	})
 }

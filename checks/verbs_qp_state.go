@@ -36,7 +36,7 @@ func init() {
 			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.QPState, judgeQPState)
+			return runLevel2(ctx, env, probe.QPState, nil, judgeQPState)
 		},
 	})
 }
