@@ -79,3 +79,6 @@ func ProbeOf(pr *probe.PortResult, id string) *probe.Probe {
 	}
 	return nil
 }
+
+// GPUResult is a probe.gpu_memory result with the paths given (gpuResult).
+func GPUResult(paths ...probe.GPUPath) *probe.GPUMemoryResult { return gpuResult(paths...) }

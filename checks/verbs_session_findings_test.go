@@ -12,7 +12,7 @@ import (
 
 // level2InFindings are the level-2 checks written in findings: each has
 // the frame's findings under its own ID.
-var level2InFindings = []string{"verbs.resources", "verbs.qp_state", "probe.send_poll", "probe.cq_overflow", "probe.destroy_order", "probe.ud"}
+var level2InFindings = []string{"verbs.resources", "verbs.qp_state", "probe.send_poll", "probe.cq_overflow", "probe.destroy_order", "probe.ud", "probe.gpu_memory"}
 
 // level2One is one probed port, mlx5_0 port 1, with its result.
 func level2One(pr *probe.PortResult, dr *probe.DeviceResult) checks.Level2Case {
