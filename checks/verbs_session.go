@@ -256,21 +256,19 @@ type probeJudge func(label string, software bool, pr *probe.PortResult) (verdict
 // runLevel2 is the frame of every level-2 check: no probes on a snapshot,
 // the probes run once, each probed port judged, the verdicts combined
 // (the worst wins: fail, error, warn, pass). frame holds the check's own
-// findings for the frame's verdicts; nil for a check still written in prose.
+// findings for the frame's verdicts.
 func runLevel2(ctx context.Context, env *Env, name string, frame *level2Frame, judge probeJudge) Result {
 	if !env.Host.Live() {
-		r := frame.hostResult(frame.get(func(f *level2Frame) *Finding { return f.snapshot }),
-			skip("no live device in a snapshot: the verbs probes run only on the host itself"), nil)
+		r := frame.snapshot.result("", nil)
 		r.Details = []string{"root: " + env.Host.Root()}
 		return r
 	}
 	res, plan, err := env.probeResults(ctx)
 	if plan.err != nil {
-		return frame.hostResult(frame.get(func(f *level2Frame) *Finding { return f.devicesUnreadable }),
-			errorf("could not list the RDMA devices to probe: %v", plan.err), Slots{"cause": plan.err.Error()})
+		return frame.devicesUnreadable.result("", Slots{"cause": plan.err.Error()})
 	}
 	if len(plan.targets) == 0 {
-		r := frame.hostResult(frame.get(func(f *level2Frame) *Finding { return f.noActivePort }), skip("no ACTIVE port to probe"), nil)
+		r := frame.noActivePort.result("", nil)
 		r.Details = plan.skipped
 		return r
 	}
@@ -279,7 +277,7 @@ func runLevel2(ctx context.Context, env *Env, name string, frame *level2Frame, j
 		if u := errors.Unwrap(err); u != nil {
 			cause = u
 		}
-		return frame.hostResult(frame.get(func(f *level2Frame) *Finding { return f.unfinished }), errorf("%v", err), Slots{"cause": cause.Error()})
+		return frame.unfinished.result("", Slots{"cause": cause.Error()})
 	}
 	var (
 		verdicts []verdict
@@ -339,6 +337,9 @@ const (
 		"and the firmware, and report the crash to the provider's maintainers with `ibv_devinfo -v` output."
 )
 
+// level2Frames are the frames of the level-2 checks, by check ID.
+var level2Frames = map[string]*level2Frame{}
+
 // declareLevel2Frame declares the frame's findings of level-2 check id.
 func declareLevel2Frame(id string) *level2Frame {
 	d := func(slug string, st report.Status, when, msg, fix string) *Finding {
@@ -346,7 +347,7 @@ func declareLevel2Frame(id string) *level2Frame {
 	}
 	const died = "{label}: {error}"
 	const notRun = "{label}: not run: {error}"
-	return &level2Frame{
+	f := &level2Frame{
 		snapshot: d("snapshot", report.Skip, "the host is a snapshot: the verbs probes run only on the live host",
 			"no live device in a snapshot: the verbs probes run only on the host itself", ""),
 		devicesUnreadable: d("devices-unreadable", report.Error, "the RDMA devices to probe could not be listed",
@@ -374,23 +375,8 @@ func declareLevel2Frame(id string) *level2Frame {
 		outOfTime: d("out-of-time", report.Error, "the probes before it on the port spent the port's --probe-timeout, so this one was left out",
 			"{label}: {why}", outOfTimeFix),
 	}
-}
-
-// get picks one of the frame's findings; nil for a check in prose.
-func (f *level2Frame) get(pick func(*level2Frame) *Finding) *Finding {
-	if f == nil {
-		return nil
-	}
-	return pick(f)
-}
-
-// hostResult is the frame's result about the host as a whole: the finding
-// fd with slots, or the prose result old for a check not in findings.
-func (f *level2Frame) hostResult(fd *Finding, old Result, slots Slots) Result {
-	if fd == nil {
-		return old
-	}
-	return fd.result("", slots)
+	level2Frames[id] = f
+	return f
 }
 
 // portUnitOf is the finding unit of a port label: "mlx5_0 port 1" → "mlx5_0/1".
@@ -399,12 +385,9 @@ func portUnitOf(label string) string {
 	return dev + "/" + port
 }
 
-// childFailure is childFailureVerdict in findings: the child died
-// (timeout, crash, signal) before it reached this probe, or never ran.
+// childFailure explains a missing result: the child died (timeout, crash,
+// signal) in this probe or before it reached it, or never ran.
 func (f *level2Frame) childFailure(label, name string, dr *probe.DeviceResult) verdict {
-	if f == nil {
-		return childFailureVerdict(label, name, dr)
-	}
 	unit, slots := portUnitOf(label), Slots{"label": label}
 	var v verdict
 	switch {
@@ -443,11 +426,10 @@ func (f *level2Frame) childDied(cf *probe.ChildFailure, name string) *Finding {
 	return pick(f.childFailed, f.notRun)
 }
 
-// skippedVerdict is skippedVerdict (below) in findings.
+// skippedVerdict is a probe the child did not run on a port, and why. One
+// that ran out of the port's time was not judged, which is not the same as
+// not applicable: it is an error, so the run does not read as healthy.
 func (f *level2Frame) skippedVerdict(label string, p *probe.Probe) verdict {
-	if f == nil {
-		return skippedVerdict(label, p)
-	}
 	slots := Slots{"label": label, "why": p.Skipped}
 	if p.OutOfTime {
 		v := f.outOfTime.unit(portUnitOf(label), slots)
@@ -457,34 +439,10 @@ func (f *level2Frame) skippedVerdict(label string, p *probe.Probe) verdict {
 	return f.skipped.unit(portUnitOf(label), slots)
 }
 
-// childFailureVerdict explains a missing result: the child died (timeout,
-// crash, signal) before it reached this probe, or never ran.
+// childFailureVerdict is the verdict of level-2 check name's frame for a
+// port whose result is missing.
 func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
-	v := verdict{status: report.Error}
-	switch {
-	case dr == nil:
-		v.line = fmt.Sprintf("%s: the verbs child reported nothing", label)
-	case dr.Failure != nil:
-		f := dr.Failure
-		v.line = fmt.Sprintf("%s: %s", label, f.Error)
-		if f.InProgress != "" && !strings.Contains(f.InProgress, name) {
-			v.line = fmt.Sprintf("%s: not run: %s", label, f.Error)
-		}
-		if f.TimedOut && strings.Contains(f.InProgress, "open the GPU driver") {
-			v.remedy = gpuInitTimeoutFix
-		} else if f.TimedOut {
-			v.remedy = verbTimeoutFix
-		} else if f.Signal != "" {
-			v.remedy = providerCrashFix
-		}
-		v.evidence = map[string]any{"failure": f}
-	default:
-		v.line = fmt.Sprintf("%s: the verbs child sent no %s result", label, name)
-	}
-	if dr != nil && dr.Stderr != "" {
-		v.details = append(v.details, "child's stderr: "+lastLines(dr.Stderr, 5))
-	}
-	return v
+	return level2Frames[name].childFailure(label, name, dr)
 }
 
 // probeExpected is what a healthy port shows each probe, for the report's
@@ -539,17 +497,6 @@ func softwareNote(software bool) string {
 // fmtNS prints a duration in nanoseconds with a readable unit.
 func fmtNS(ns float64) string {
 	return time.Duration(ns).Round(100 * time.Nanosecond).String()
-}
-
-// skippedVerdict is a probe the child did not run on a port, and why. One
-// that ran out of the port's time was not judged, which is not the same as
-// not applicable: it is an error, so the run does not read as healthy.
-func skippedVerdict(label string, p *probe.Probe) verdict {
-	if p.OutOfTime {
-		return verdict{status: report.Error, line: fmt.Sprintf("%s: %s", label, p.Skipped), remedy: outOfTimeFix,
-			evidence: map[string]any{"skipped": p.Skipped, "out_of_time": true}}
-	}
-	return verdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
 }
 
 // outOfTimeFix is for a probe left out because the probes before it on the
