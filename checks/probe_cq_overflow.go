@@ -24,14 +24,9 @@ func init() {
 				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
 			Why: "An application whose CQ is too small loses completions; the only signal it gets is IBV_EVENT_CQ_ERR on the async fd. " +
 				"A stack that drops completions without that event turns a sizing bug into silent hangs.",
-			Failures: []Failure{
-				{report.Fail, "completions were lost and no IBV_EVENT_CQ_ERR came", cqSizingRule + " " + providerStateFix},
-				{report.Error, "the CQ could not be overrun (the SENDs did not arrive, or the provider grew the CQ)", cqSizingRule},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.CQOverflow, judgeCQOverflow)
+			return runLevel2(ctx, env, probe.CQOverflow, cqOverflowFrame, judgeCQOverflow)
 		},
 	})
 }
@@ -42,6 +37,29 @@ const cqSizingRule = "Size every CQ for all the completions that can be outstand
 	"max_send_wr (signaled sends) and max_recv_wr, plus what the application leaves unpolled; read ibv_cq->cqe for what was granted, and " +
 	"watch the async fd (ibv_get_async_event) for IBV_EVENT_CQ_ERR, after which the CQ is unusable."
 
+// probe.cq_overflow's findings.
+var (
+	cqOverflowFrame  = declareLevel2Frame("probe.cq_overflow")
+	cqOverflowRaised = declare(Finding{ID: "probe.cq_overflow/event-raised", Status: report.Pass,
+		When: "the overrun CQ raised IBV_EVENT_CQ_ERR on the async fd",
+		Message: "{label}: a CQ granted {granted} entries, overrun by {sends} signaled SENDs, raised IBV_EVENT_CQ_ERR " +
+			"({events} event(s), {lost} completion(s) lost)"})
+	cqOverflowLost = declare(Finding{ID: "probe.cq_overflow/lost-silently", Status: report.Fail,
+		When:    "completions were lost and no IBV_EVENT_CQ_ERR came",
+		Message: "{label}: {lost} of {sends} completions were lost and no IBV_EVENT_CQ_ERR came within {waited} ms", Fix: cqSizingRule})
+	cqOverflowNotOverrun = declare(Finding{ID: "probe.cq_overflow/not-overrun", Status: report.Error,
+		When:    "the CQ could not be overrun (the SENDs did not arrive, or the provider grew the CQ)",
+		Message: "{label}: could not overrun the CQ: {cause}", Fix: cqSizingRule})
+	cqOverflowNoJudgement = declare(Finding{ID: "probe.cq_overflow/no-judgement", Status: report.Error,
+		When:    "the probe ended without judging the overrun (no event, no completion lost, no step failed)",
+		Message: "{label}: the probe did not reach its judgement", Fix: portTemplate(genericVerbsFix)})
+	cqOverflowConnect = declare(Finding{ID: "probe.cq_overflow/connect-refused", Status: report.Fail,
+		When:    "connecting the two QPs fails (the loopback address, or a transition of ibv_modify_qp)",
+		Message: "{label}: {step}", Fix: rtrFixTemplate})
+	cqOverflowStepFailed = declare(Finding{ID: "probe.cq_overflow/step-failed", Status: report.Fail,
+		When: verbsStepFixWhen, Message: "{label}: {step}", Fix: "{verbs_fix}"})
+)
+
 // judgeCQOverflow judges probe.cq_overflow on one port.
 func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.CQOverflow
@@ -49,7 +67,7 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (verdict
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return cqOverflowFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := map[string]any{
 		"cqe_asked": r.CQEAsked, "cqe_granted": r.CQEGranted, "sends_posted": r.SendsPosted, "retry_cnt": r.RetryCnt,
@@ -60,24 +78,30 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (verdict
 		ev["poll_error"] = r.PollError
 	}
 	const judged = "IBV_EVENT_CQ_ERR for the overrun CQ"
+	unit, slots := portUnitOf(label), Slots{"label": label}
 	if st := firstFailure(&r.Probe, judged); st != nil {
 		ev["failed_step"] = st
-		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		slots = slots.with("step", stepText(st))
+		var v verdict
 		if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {
-			v.remedy = rtrFixFor(label)
+			v = cqOverflowConnect.unit(unit, slots.with(slotPairs(rtrSlots(label))...))
 		} else {
-			v.remedy = resourcesRemedy(st, label, nil)
+			v = cqOverflowStepFailed.unit(unit, slots.with("verbs_fix", resourcesRemedy(st, label, nil)))
 		}
+		v.evidence = ev
 		return v, true
 	}
-	details := []string{fmt.Sprintf("cqe asked 1, granted %d; %d signaled SENDs posted; %d completion(s) polled, %d lost; %d IBV_EVENT_CQ_ERR; QP after: %s",
-		r.CQEGranted, r.SendsPosted, r.Completions, r.Lost, r.CQErrOnCQ, firstOr([]string{r.QPStateAfter}, "unknown"))}
-	if r.PollError != "" {
-		details = append(details, "polling the overrun CQ: "+r.PollError)
-	}
-	for _, e := range r.Events {
-		details = append(details, fmt.Sprintf("event %s on %s after %.1f ms (acked)", e.Type, e.Object, e.AfterMS))
-	}
+	v := cqOverflowJudgement(label, r, judged)
+	v.evidence, v.details = ev, cqOverflowDetails(r)
+	return v, true
+}
+
+// cqOverflowJudgement judges the overrun: the event came, completions were
+// lost silently, the CQ could not be overrun, or the probe did not get
+// that far.
+func cqOverflowJudgement(label string, r *probe.CQOverflowResult, judged string) verdict {
+	unit, slots := portUnitOf(label), Slots{"label": label, "granted": fmt.Sprint(r.CQEGranted), "sends": fmt.Sprint(r.SendsPosted),
+		"events": fmt.Sprint(r.CQErrOnCQ), "lost": fmt.Sprint(r.Lost)}
 	var judgement *probe.Step
 	for i := range r.Steps {
 		if r.Steps[i].Name == judged {
@@ -86,16 +110,25 @@ func judgeCQOverflow(label string, software bool, pr *probe.PortResult) (verdict
 	}
 	switch {
 	case r.CQErrOnCQ > 0:
-		return verdict{status: report.Pass, evidence: ev, details: details,
-			line: fmt.Sprintf("%s: a CQ granted %d entries, overrun by %d signaled SENDs, raised IBV_EVENT_CQ_ERR (%d event(s), %d completion(s) lost)",
-				label, r.CQEGranted, r.SendsPosted, r.CQErrOnCQ, r.Lost)}, true
+		return cqOverflowRaised.unit(unit, slots)
 	case r.Lost > 0:
-		return verdict{status: report.Fail, evidence: ev, details: details, remedy: cqSizingRule,
-			line: fmt.Sprintf("%s: %d of %d completions were lost and no IBV_EVENT_CQ_ERR came within %.0f ms", label, r.Lost, r.SendsPosted, r.WaitedMS)}, true
+		return cqOverflowLost.unit(unit, slots.with("waited", fmt.Sprintf("%.0f", r.WaitedMS)))
 	case judgement != nil && judgement.Error != "":
-		return verdict{status: report.Error, evidence: ev, details: details, remedy: cqSizingRule,
-			line: fmt.Sprintf("%s: could not overrun the CQ: %s", label, judgement.Error)}, true
+		return cqOverflowNotOverrun.unit(unit, slots.with("cause", judgement.Error))
 	}
-	return verdict{status: report.Error, evidence: ev, details: details, remedy: genericVerbsFixFor(label, nil),
-		line: fmt.Sprintf("%s: the probe did not reach its judgement", label)}, true
+	return cqOverflowNoJudgement.unit(unit, portFixSlots(label, nil).with("label", label))
+}
+
+// cqOverflowDetails says what the overrun did: the CQ's size, the SENDs,
+// the completions and the events.
+func cqOverflowDetails(r *probe.CQOverflowResult) []string {
+	details := []string{fmt.Sprintf("cqe asked 1, granted %d; %d signaled SENDs posted; %d completion(s) polled, %d lost; %d IBV_EVENT_CQ_ERR; QP after: %s",
+		r.CQEGranted, r.SendsPosted, r.Completions, r.Lost, r.CQErrOnCQ, firstOr([]string{r.QPStateAfter}, "unknown"))}
+	if r.PollError != "" {
+		details = append(details, "polling the overrun CQ: "+r.PollError)
+	}
+	for _, e := range r.Events {
+		details = append(details, fmt.Sprintf("event %s on %s after %.1f ms (acked)", e.Type, e.Object, e.AfterMS))
+	}
+	return details
 }

@@ -27,18 +27,9 @@ func init() {
 				"skipped: their RC QPs connect only through rdma_cm; so are devices without RC QPs (EFA: UD and SRD only).",
 			Why: "A stack that frees a PD or a CQ under a live QP lets a buggy application corrupt kernel state; one that completes a SEND " +
 				"through a deregistered key reads freed memory; one whose counts do not come back leaks kernel resources on every job.",
-			Failures: []Failure{
-				{report.Fail, "ibv_dealloc_pd or ibv_destroy_cq succeeded under a live QP", providerStateFix},
-				{report.Fail, "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", staleKeyFix},
-				{report.Fail, "a destroy in the right order failed, or the resource counts did not return to their baseline", leakFix},
-				{report.Warn, "a refusal came with another errno than EBUSY", providerStateFix},
-				{report.Warn, "the resource counts could not be read", countsFix},
-				{report.Warn, "only the device-wide counts could be read, and they differ after the probe (other users of the device may have changed them)", countsDriftFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.DestroyOrder, judgeDestroyOrder)
+			return runLevel2(ctx, env, probe.DestroyOrder, destroyOrderFrame, judgeDestroyOrder)
 		},
 	})
 }
@@ -64,6 +55,39 @@ const (
 	staleStep = "stale-lkey SEND completes in error"
 )
 
+// probe.destroy_order's findings. A port's line names the port and joins
+// every finding about it (the failures; the warnings when nothing failed).
+var (
+	destroyOrderFrame = declareLevel2Frame("probe.destroy_order")
+	destroyFreedOwn   = declare(Finding{ID: "probe.destroy_order/freed-own-counts-back", Status: report.Pass,
+		When: "frees out of order were refused with EBUSY, the stale-lkey SEND did not succeed, and the teardown in order brought the probe's own resource counts back",
+		Message: "{label}: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with {stale}; " +
+			"teardown in order freed everything (its own resource counts back to baseline)"})
+	destroyFreedDevice = declare(Finding{ID: "probe.destroy_order/freed-counts-back", Status: report.Pass,
+		When: "as freed-own-counts-back, with the device-wide resource counts back to their baseline",
+		Message: "{label}: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with {stale}; " +
+			"teardown in order freed everything (resource counts back to baseline)"})
+	destroyFreed = declare(Finding{ID: "probe.destroy_order/freed", Status: report.Pass,
+		When: "as freed-own-counts-back, with no resource counts to compare",
+		Message: "{label}: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with {stale}; " +
+			"teardown in order freed everything"})
+	destroyFreedLive = declare(Finding{ID: "probe.destroy_order/freed-under-live-qp", Status: report.Fail,
+		When:    "ibv_dealloc_pd or ibv_destroy_cq succeeded under a live QP",
+		Message: "{verb} succeeded under a live QP; a correct stack refuses it with EBUSY", Fix: providerStateFix})
+	destroyOtherErrno = declare(Finding{ID: "probe.destroy_order/refused-other-errno", Status: report.Warn,
+		When:    "a refusal came with another errno than EBUSY",
+		Message: "{verb} was refused with errno {errno} instead of EBUSY", Fix: providerStateFix})
+	destroyStaleKey = declare(Finding{ID: "probe.destroy_order/stale-key-accepted", Status: report.Fail,
+		When: "a SEND through a deregistered MR's lkey completed with IBV_WC_SUCCESS", Message: "{step}", Fix: staleKeyFix})
+	destroyLeak = declare(Finding{ID: "probe.destroy_order/teardown-failed", Status: report.Fail,
+		When: "a destroy in the right order failed, or the resource counts did not return to their baseline", Message: "{step}", Fix: leakFix})
+	destroyCountsUnread = declare(Finding{ID: "probe.destroy_order/counts-unreadable", Status: report.Warn,
+		When: "the resource counts could not be read", Message: "resource counts not verified: {cause}", Fix: countsFix})
+	destroyCountsDrift = declare(Finding{ID: "probe.destroy_order/counts-drift", Status: report.Warn,
+		When:    "only the device-wide counts could be read, and they differ after the probe (other users of the device may have changed them)",
+		Message: "{drift}: other users of the device may have changed the counts, so this is not attributed to the probe", Fix: countsDriftFix})
+)
+
 // judgeDestroyOrder judges probe.destroy_order on one port.
 func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.DestroyOrder
@@ -71,10 +95,10 @@ func judgeDestroyOrder(label string, software bool, pr *probe.PortResult) (verdi
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return destroyOrderFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := destroyOrderEvidence(r)
-	var f destroyFindings
+	f := destroyFindings{unit: portUnitOf(label)}
 	f.judgeRefusal("ibv_dealloc_pd", r.DeallocPDLiveQP, hasStep(&r.Probe, pdStep))
 	f.judgeRefusal("ibv_destroy_cq", r.DestroyCQLiveQP, hasStep(&r.Probe, cqStep))
 	if st := f.judgeFailedStep(r); st != nil {
@@ -120,18 +144,22 @@ func destroyOrderEvidence(r *probe.DestroyOrderResult) map[string]any {
 // its own fix: the provider's state checks, the memory key check, a leak,
 // or counts that could not be read.
 type destroyFindings struct {
-	fails, warns, details []string
-	failFix, warnFix      []string
+	unit             string
+	fails, warns     []report.Finding
+	details          []string
+	failFix, warnFix []string
 }
 
-func (f *destroyFindings) fail(msg, fix string) {
-	f.fails = append(f.fails, msg)
-	f.failFix = appendUnique(f.failFix, fix)
+func (f *destroyFindings) fail(fd *Finding, slots Slots) {
+	rf := fd.At(f.unit, slots)
+	f.fails = append(f.fails, rf)
+	f.failFix = appendUnique(f.failFix, rf.Fix)
 }
 
-func (f *destroyFindings) warn(msg, fix string) {
-	f.warns = append(f.warns, msg)
-	f.warnFix = appendUnique(f.warnFix, fix)
+func (f *destroyFindings) warn(fd *Finding, slots Slots) {
+	rf := fd.At(f.unit, slots)
+	f.warns = append(f.warns, rf)
+	f.warnFix = appendUnique(f.warnFix, rf.Fix)
 }
 
 // judgeRefusal judges a destroy that a correct stack refuses with EBUSY
@@ -141,9 +169,9 @@ func (f *destroyFindings) judgeRefusal(what string, errno int, ran bool) {
 	switch {
 	case !ran:
 	case errno == 0:
-		f.fail(what+" succeeded under a live QP; a correct stack refuses it with EBUSY", providerStateFix)
+		f.fail(destroyFreedLive, Slots{"verb": what})
 	case errno != 16:
-		f.warn(fmt.Sprintf("%s was refused with errno %d instead of EBUSY", what, errno), providerStateFix)
+		f.warn(destroyOtherErrno, Slots{"verb": what, "errno": fmt.Sprint(errno)})
 	}
 }
 
@@ -156,11 +184,11 @@ func (f *destroyFindings) judgeFailedStep(r *probe.DestroyOrderResult) *probe.St
 	if st == nil {
 		return nil
 	}
-	fix := leakFix
+	fd := destroyLeak
 	if st.Name == staleStep {
-		fix = staleKeyFix
+		fd = destroyStaleKey
 	}
-	f.fail(stepText(st), fix)
+	f.fail(fd, Slots{"step": stepText(st)})
 	return st
 }
 
@@ -182,9 +210,9 @@ func (f *destroyFindings) judgeCounts(r *probe.DestroyOrderResult) bool {
 	counts := countsWhose(r) + ": before " + fmtCounts(r.CountsBefore) + "; during " + fmtCounts(r.CountsDuring) + "; after " + fmtCounts(r.CountsAfter)
 	switch {
 	case r.CountsError != "":
-		f.warn("resource counts not verified: "+r.CountsError, countsFix)
+		f.warn(destroyCountsUnread, Slots{"cause": r.CountsError})
 	case r.CountsDrift != "":
-		f.warn(r.CountsDrift+": other users of the device may have changed the counts, so this is not attributed to the probe", countsDriftFix)
+		f.warn(destroyCountsDrift, Slots{"drift": r.CountsDrift})
 		f.details = append(f.details, counts)
 	case r.CountsAfter != nil:
 		f.details = append(f.details, counts)
@@ -208,42 +236,52 @@ func countsWhose(r *probe.DestroyOrderResult) string {
 // verdict is the port's verdict: any failure fails it, with the warnings'
 // fixes after the failures'; else any warning warns; else it passes.
 func (f *destroyFindings) verdict(label string, r *probe.DestroyOrderResult, countsOK bool, ev map[string]any) verdict {
-	v := verdict{evidence: ev, details: f.details}
+	if len(f.fails) == 0 && len(f.warns) == 0 {
+		v := destroyOrderPass(label, r, countsOK)
+		v.evidence, v.details = ev, f.details
+		return v
+	}
+	v := verdict{evidence: ev, details: f.details, findings: append(append([]report.Finding{}, f.fails...), f.warns...)}
 	switch {
 	case len(f.fails) > 0:
 		v.status = report.Fail
-		v.line = fmt.Sprintf("%s: %s", label, strings.Join(f.fails, "; "))
+		v.line = fmt.Sprintf("%s: %s", label, findingMessages(f.fails))
 		v.remedy = strings.Join(append(f.failFix, f.warnFix...), "\n")
 		if len(f.warns) > 0 {
-			v.details = append(v.details, "also: "+strings.Join(f.warns, "; "))
+			v.details = append(v.details, "also: "+findingMessages(f.warns))
 		}
-	case len(f.warns) > 0:
-		v.status = report.Warn
-		v.line = fmt.Sprintf("%s: %s", label, strings.Join(f.warns, "; "))
-		v.remedy = strings.Join(f.warnFix, "\n")
 	default:
-		v.status = report.Pass
-		v.line = destroyOrderPassLine(label, r, countsOK)
+		v.status = report.Warn
+		v.line = fmt.Sprintf("%s: %s", label, findingMessages(f.warns))
+		v.remedy = strings.Join(f.warnFix, "\n")
 	}
 	return v
 }
 
-// destroyOrderPassLine says what a clean run showed, and whose counts came
+// findingMessages joins the findings' messages: "a; b".
+func findingMessages(fs []report.Finding) string {
+	texts := make([]string, len(fs))
+	for i, f := range fs {
+		texts[i] = f.Message
+	}
+	return strings.Join(texts, "; ")
+}
+
+// destroyOrderPass says what a clean run showed, and whose counts came
 // back to their baseline when they were read.
-func destroyOrderPassLine(label string, r *probe.DestroyOrderResult, countsOK bool) string {
+func destroyOrderPass(label string, r *probe.DestroyOrderResult, countsOK bool) verdict {
 	stale := r.StaleStatus
 	if stale == "" {
 		stale = "a refused post"
 	}
-	line := fmt.Sprintf("%s: dealloc_pd and destroy_cq under a live QP refused with EBUSY; stale-lkey SEND completed with %s; teardown in order freed everything",
-		label, stale)
+	slots := Slots{"label": label, "stale": stale}
 	switch {
 	case countsOK && r.CountsMethod == probe.CountsProcess:
-		line += " (its own resource counts back to baseline)"
+		return destroyFreedOwn.unit(portUnitOf(label), slots)
 	case countsOK:
-		line += " (resource counts back to baseline)"
+		return destroyFreedDevice.unit(portUnitOf(label), slots)
 	}
-	return line
+	return destroyFreed.unit(portUnitOf(label), slots)
 }
 
 func hasStep(p *probe.Probe, name string) bool {

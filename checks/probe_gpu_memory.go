@@ -40,17 +40,9 @@ func init() {
 				"cannot register GPU memory, those libraries fall back to staging every byte through host memory — slower, and silent — or " +
 				"stop at their first collective. Peer memory needs a kernel module and an RDMA stack with the peer-memory API; DMA-BUF needs " +
 				"recent enough kernel, GPU driver and rdma-core. This check says which of the two this host has.",
-			Failures: []Failure{
-				{report.Fail, "neither path registers GPU memory (NVIDIA)", gpuFixes["NVIDIA"].peer + " Or: " + gpuFixes["NVIDIA"].dmabuf},
-				{report.Fail, "neither path registers GPU memory (AMD)", gpuFixes["AMD"].peer + " Or: " + gpuFixes["AMD"].dmabuf},
-				{report.Fail, "GPU memory registered, but the SEND into it completes in error or its bytes differ", gpuBrokenFix},
-				{report.Fail, "a GPU driver call fails (cuInit, hipMalloc, ...) with its status", gpuDriverFix},
-				{report.Error, "the GPU is taken: CUDA_ERROR_DEVICE_UNAVAILABLE (exclusive-process compute mode with a job on it)", gpuBusyFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.GPUMemory, judgeGPUMemory)
+			return runLevel2(ctx, env, probe.GPUMemory, gpuMemoryFrame, judgeGPUMemory)
 		},
 	})
 }
@@ -107,6 +99,37 @@ const (
 		"for NVRM Xid or amdgpu errors."
 )
 
+// probe.gpu_memory's findings.
+var (
+	gpuMemoryFrame  = declareLevel2Frame("probe.gpu_memory")
+	gpuMemoryWrites = declare(Finding{ID: "probe.gpu_memory/writes-gpu-memory", Status: report.Pass,
+		When: "at least one path (peer memory, DMA-BUF) registers GPU memory and a SEND into it arrives intact, and no path that registered is broken",
+		Message: "{label}: the NIC writes GPU memory through {paths}: {size}-byte SEND into {gpu} intact; {n} round trips: " +
+			"min {min}, median {median}, p99 {p99}"})
+	gpuMemoryBusy = declare(Finding{ID: "probe.gpu_memory/gpu-busy", Status: report.Error,
+		When:    "the GPU is taken: CUDA_ERROR_DEVICE_UNAVAILABLE (exclusive-process compute mode with a job on it)",
+		Message: "{label}: could not use {gpu}: {step} — the GPU is taken (exclusive-process compute mode, a job on it)", Fix: gpuBusyFix})
+	gpuMemoryDriverFailed = declare(Finding{ID: "probe.gpu_memory/gpu-driver-failed", Status: report.Fail,
+		When: "a GPU driver call fails (cuInit, hipMalloc, ...) with its status", Message: "{label}: {step}", Fix: gpuDriverFix})
+	gpuMemoryConnect = declare(Finding{ID: "probe.gpu_memory/connect-refused", Status: report.Fail,
+		When:    "connecting the two QPs fails (the loopback address, or a transition of ibv_modify_qp)",
+		Message: "{label}: {step}", Fix: rtrFixTemplate})
+	gpuMemoryStepFailed = declare(Finding{ID: "probe.gpu_memory/step-failed", Status: report.Fail,
+		When: verbsStepFixWhen, Message: "{label}: {step}", Fix: "{verbs_fix}"})
+	gpuMemoryPathBroken = declare(Finding{ID: "probe.gpu_memory/path-broken", Status: report.Fail,
+		When:    "GPU memory registered, but the SEND into it completes in error or its bytes differ",
+		Message: "{label}: GPU memory registered through {path}, but {step}",
+		Fix:     strings.NewReplacer("<device>", "{device}", "<port>", "{num}").Replace(gpuBrokenFix)})
+	gpuMemoryNoPathNVIDIA = declare(Finding{ID: "probe.gpu_memory/no-path-nvidia", Status: report.Fail,
+		When:    "neither path registers GPU memory (NVIDIA, or a GPU driver of another vendor)",
+		Message: "{label}: the NIC cannot register GPU memory through either path — {unavailable}",
+		Fix:     gpuFixes["NVIDIA"].peer + "\nOr: " + gpuFixes["NVIDIA"].dmabuf})
+	gpuMemoryNoPathAMD = declare(Finding{ID: "probe.gpu_memory/no-path-amd", Status: report.Fail,
+		When:    "neither path registers GPU memory (AMD)",
+		Message: "{label}: the NIC cannot register GPU memory through either path — {unavailable}",
+		Fix:     gpuFixes["AMD"].peer + "\nOr: " + gpuFixes["AMD"].dmabuf})
+)
+
 // judgeGPUMemory judges probe.gpu_memory on one port.
 func judgeGPUMemory(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.GPUMemory
@@ -114,21 +137,44 @@ func judgeGPUMemory(label string, software bool, pr *probe.PortResult) (verdict,
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return gpuMemoryFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := gpuEvidence(r, software)
-	if st := r.Unexplained(); st != nil && strings.Contains(st.Error, "CUDA_ERROR_DEVICE_UNAVAILABLE") {
-		// Exclusive-process compute mode with a job on the GPU: not a
-		// fault, and nothing this run could judge.
+	var v verdict
+	if st := r.Unexplained(); st != nil {
 		ev["failed_step"] = st
-		return verdict{status: report.Error, evidence: ev, details: gpuDetails(r),
-			line:   fmt.Sprintf("%s: could not use %s: %s — the GPU is taken (exclusive-process compute mode, a job on it)", label, gpuName(r), stepText(st)),
-			remedy: gpuBusyFix}, true
-	} else if st != nil {
-		ev["failed_step"] = st
-		return verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev,
-			remedy: gpuSetupRemedy(st, label, r), details: gpuDetails(r)}, true
+		v = gpuSetupFailure(st, label, r)
+	} else {
+		v = gpuPaths(label, r)
 	}
+	if v.status == "" {
+		return gpuPass(label, r, ev), true
+	}
+	v.evidence, v.details = ev, gpuDetails(r)
+	return v, true
+}
+
+// gpuSetupFailure is the verdict for a step outside the registration paths:
+// the GPU is taken (exclusive-process compute mode with a job on it: not a
+// fault, and nothing this run could judge), a GPU driver call, the
+// connection, or another verb.
+func gpuSetupFailure(st *probe.Step, label string, r *probe.GPUMemoryResult) verdict {
+	unit, slots := portUnitOf(label), Slots{"label": label, "step": stepText(st)}
+	switch {
+	case strings.Contains(st.Error, "CUDA_ERROR_DEVICE_UNAVAILABLE"):
+		return gpuMemoryBusy.unit(unit, slots.with("gpu", gpuName(r)))
+	case strings.HasPrefix(st.Name, "cu") || strings.HasPrefix(st.Name, "hip") || strings.HasPrefix(st.Name, "dlsym"):
+		return gpuMemoryDriverFailed.unit(unit, slots)
+	case strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve"):
+		return gpuMemoryConnect.unit(unit, slots.with(slotPairs(rtrSlots(label))...))
+	}
+	return gpuMemoryStepFailed.unit(unit, slots.with("verbs_fix", resourcesRemedy(st, label, r.Addressing)))
+}
+
+// gpuPaths judges the registration paths: one that registered but broke
+// the data fails, and so does having none that works; the zero verdict
+// when at least one works and none is broken.
+func gpuPaths(label string, r *probe.GPUMemoryResult) verdict {
 	var works, broken []probe.GPUPath
 	for _, p := range r.Paths {
 		switch {
@@ -138,31 +184,37 @@ func judgeGPUMemory(label string, software bool, pr *probe.PortResult) (verdict,
 			broken = append(broken, p)
 		}
 	}
+	unit := portUnitOf(label)
 	switch {
 	case len(broken) > 0:
 		b := broken[0]
-		return verdict{status: report.Fail, evidence: ev, details: gpuDetails(r),
-			line:   fmt.Sprintf("%s: GPU memory registered through %s, but %s", label, b.Name, stepText(b.Failed)),
-			remedy: fillDevice(gpuBrokenFix, label)}, true
+		return gpuMemoryPathBroken.unit(unit, rtrSlots(label).with("label", label, "path", b.Name, "step", stepText(b.Failed)))
 	case len(works) == 0:
-		return verdict{status: report.Fail, evidence: ev, details: gpuDetails(r),
-			line:   fmt.Sprintf("%s: the NIC cannot register GPU memory through either path — %s", label, gpuUnavailableText(r)),
-			remedy: fixesFor(r.Vendor).peer + "\nOr: " + fixesFor(r.Vendor).dmabuf}, true
+		fd := gpuMemoryNoPathNVIDIA
+		if r.Vendor == "AMD" {
+			fd = gpuMemoryNoPathAMD
+		}
+		return fd.unit(unit, Slots{"label": label, "unavailable": gpuUnavailableText(r)})
 	}
-	return gpuPass(label, r, works, ev), true
+	return verdict{}
 }
 
-// gpuPass is the line of a port whose NIC reaches GPU memory through at
+// gpuPass is the verdict of a port whose NIC reaches GPU memory through at
 // least one path.
-func gpuPass(label string, r *probe.GPUMemoryResult, works []probe.GPUPath, ev map[string]any) verdict {
-	names := make([]string, len(works))
-	for i, p := range works {
-		names[i] = p.Name
+func gpuPass(label string, r *probe.GPUMemoryResult, ev map[string]any) verdict {
+	var names []string
+	var w *probe.GPUPath
+	for i, p := range r.Paths {
+		if p.OK() {
+			names = append(names, p.Name)
+			if w == nil {
+				w = &r.Paths[i]
+			}
+		}
 	}
-	w := works[0]
-	line := fmt.Sprintf("%s: the NIC writes GPU memory through %s: %d-byte SEND into %s intact; %d round trips: min %s, median %s, p99 %s",
-		label, strings.Join(names, " and "), r.Size, gpuName(r), w.Latency.N, fmtNS(w.Latency.MinNS), fmtNS(w.Latency.MedNS), fmtNS(w.Latency.P99NS))
-	v := verdict{status: report.Pass, line: line, evidence: ev, details: gpuDetails(r)}
+	v := gpuMemoryWrites.unit(portUnitOf(label), Slots{"label": label, "paths": strings.Join(names, " and "), "size": fmt.Sprint(r.Size),
+		"gpu": gpuName(r), "n": fmt.Sprint(w.Latency.N), "min": fmtNS(w.Latency.MinNS), "median": fmtNS(w.Latency.MedNS), "p99": fmtNS(w.Latency.P99NS)})
+	v.evidence, v.details = ev, gpuDetails(r)
 	for _, p := range r.Paths {
 		if !p.Registered {
 			v.details = append(v.details, fmt.Sprintf("%s not available: %s — %s", p.Name, p.Unavailable, gpuEnable(r.Vendor, p.Name)))
@@ -211,24 +263,6 @@ func gpuDetails(r *probe.GPUMemoryResult) []string {
 		out = append(out, "driver: "+r.Driver)
 	}
 	return out
-}
-
-// gpuSetupRemedy is the fix for a step outside the registration paths: a
-// GPU driver call, or a verb of the loopback.
-func gpuSetupRemedy(st *probe.Step, label string, r *probe.GPUMemoryResult) string {
-	if strings.HasPrefix(st.Name, "cu") || strings.HasPrefix(st.Name, "hip") || strings.HasPrefix(st.Name, "dlsym") {
-		return gpuDriverFix
-	}
-	if strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve") {
-		return rtrFixFor(label)
-	}
-	return resourcesRemedy(st, label, r.Addressing)
-}
-
-// fillDevice puts the port's device and number into a fix.
-func fillDevice(fix, label string) string {
-	dev, port := labelParts(label)
-	return strings.NewReplacer("<device>", dev, "<port>", port).Replace(fix)
 }
 
 func gpuEvidence(r *probe.GPUMemoryResult, software bool) map[string]any {

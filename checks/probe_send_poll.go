@@ -25,16 +25,9 @@ func init() {
 				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
 			Why: "It is the smallest real data transfer through the whole stack: if it does not complete, or completes with an error status, " +
 				"no application on this port will work. A hardware port whose data counters do not move while traffic flows is not counting.",
-			Failures: []Failure{
-				{report.Fail, "no completion within the deadline", sendTimeoutFix + " On rxe also check that no firewall drops UDP 4791 (rxe's RoCE v2 packets pass through the host's netfilter)."},
-				{report.Fail, "a completion with an error status (RETRY_EXC_ERR, LOC_PROT_ERR, ...)", sendStatusFix},
-				{report.Fail, "wrong byte_len or a payload that differs", "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."},
-				{report.Warn, "a hardware port's port_xmit_data did not move while the probe sent data: possibly internal loopback", counterFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.SendPoll, judgeSendPoll)
+			return runLevel2(ctx, env, probe.SendPoll, sendPollFrame, judgeSendPoll)
 		},
 	})
 }
@@ -54,6 +47,37 @@ const (
 		"`perfquery -x -C <device> -P <port>` on InfiniBand or `ethtool -S <if>` on RoCE; counters that stay frozen under real traffic need a firmware update."
 )
 
+// wrongDataFix is for a device that delivered other bytes than were sent.
+const wrongDataFix = "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."
+
+// probe.send_poll's findings.
+var (
+	sendPollFrame     = declareLevel2Frame("probe.send_poll")
+	sendPollCompleted = declare(Finding{ID: "probe.send_poll/completed", Status: report.Pass,
+		When: "the SEND completed IBV_WC_SUCCESS with the right byte count and payload (the port's counters moved, or could not be judged)",
+		Message: "{label}: {size}-byte SEND completed IBV_WC_SUCCESS with the right byte count and payload; {n} round trips: " +
+			"min {min}, median {median}, p99 {p99}; ibv_post_send CPU cost median {post_send}"})
+	sendPollCountersFrozen = declare(Finding{ID: "probe.send_poll/counters-frozen", Status: report.Warn,
+		When: "a hardware port's port_xmit_data did not move while the probe sent data: possibly internal loopback",
+		Message: "{label}: traffic completed but port_xmit_data did not move ({bytes} bytes sent): possibly internal loopback in the NIC, " +
+			"or a counter that does not count",
+		Fix: strings.NewReplacer("<pingpong>", "{pingpong_cmd}", "<device>", "{device}", "<port>", "{num}").Replace(counterFix)})
+	sendPollNoCompletion = declare(Finding{ID: "probe.send_poll/no-completion", Status: report.Fail,
+		When: "no completion within the deadline", Message: "{label}: {step}", Fix: portTemplate(sendTimeoutFix)})
+	sendPollNoCompletionRXE = declare(Finding{ID: "probe.send_poll/no-completion-rxe", Status: report.Fail,
+		When:    "no completion within the deadline on software RoCE (rxe), whose packets pass through the host's firewall",
+		Message: "{label}: {step}", Fix: portTemplate(sendTimeoutFix) + rxeFirewallNote})
+	sendPollStatus = declare(Finding{ID: "probe.send_poll/completion-error", Status: report.Fail,
+		When: "a completion with an error status (RETRY_EXC_ERR, LOC_PROT_ERR, ...)", Message: "{label}: {step}", Fix: portTemplate(sendStatusFix)})
+	sendPollWrongData = declare(Finding{ID: "probe.send_poll/wrong-data", Status: report.Fail,
+		When: "wrong byte_len or a payload that differs", Message: "{label}: {step}", Fix: wrongDataFix})
+	sendPollConnect = declare(Finding{ID: "probe.send_poll/connect-refused", Status: report.Fail,
+		When:    "connecting the two QPs fails (the loopback address, or a transition of ibv_modify_qp)",
+		Message: "{label}: {step}", Fix: rtrFixTemplate})
+	sendPollStepFailed = declare(Finding{ID: "probe.send_poll/step-failed", Status: report.Fail,
+		When: verbsStepFixWhen, Message: "{label}: {step}", Fix: "{verbs_fix}"})
+)
+
 // judgeSendPoll judges probe.send_poll on one port.
 func judgeSendPoll(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.SendPoll
@@ -61,7 +85,7 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (verdict, 
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return sendPollFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := map[string]any{
 		"size": r.Size, "send_status": r.SendStatus, "recv_status": r.RecvStatus, "byte_len": r.ByteLen,
@@ -74,30 +98,40 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (verdict, 
 	}
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
-		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
-		pp := pingpong(label, r.Addressing)
-		switch {
-		case strings.Contains(st.Error, "no completion"):
-			v.remedy = strings.ReplaceAll(sendTimeoutFix, pingpongGeneric, pp)
-			if software {
-				v.remedy += rxeFirewallNote
-			}
-		case strings.Contains(st.Name, "IBV_WC_SUCCESS") || strings.Contains(st.Error, "completed with"):
-			v.remedy = strings.ReplaceAll(sendStatusFix, pingpongGeneric, pp)
-		case strings.Contains(st.Name, "payload") || strings.Contains(st.Name, "byte_len"):
-			v.remedy = "The device delivered wrong data: update the firmware and the driver, and report it to the vendor."
-		case strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve"):
-			v.remedy = rtrFixFor(label)
-		default:
-			v.remedy = resourcesRemedy(st, label, r.Addressing)
-		}
+		v := sendPollFailure(st, label, software, r.Addressing)
+		v.evidence = ev
 		return v, true
 	}
-	line := fmt.Sprintf("%s: %d-byte SEND completed IBV_WC_SUCCESS with the right byte count and payload; %d round trips: min %s, median %s, p99 %s; ibv_post_send CPU cost median %s",
-		label, r.Size, r.Latency.N, fmtNS(r.Latency.MinNS), fmtNS(r.Latency.MedNS), fmtNS(r.Latency.P99NS), fmtNS(r.PostSendCPU.MedNS))
-	v := verdict{status: report.Pass, line: line, evidence: ev}
+	return sendPollPass(label, software, r, ev), true
+}
+
+// sendPollFailure is the verdict for a failed step, by what failed: no
+// completion, an error completion, wrong data, the connection, or another
+// verb (verbs.resources's fix).
+func sendPollFailure(st *probe.Step, label string, software bool, a *probe.Addressing) verdict {
+	unit, slots := portUnitOf(label), portFixSlots(label, a).with("label", label, "step", stepText(st))
+	switch {
+	case strings.Contains(st.Error, "no completion") && software:
+		return sendPollNoCompletionRXE.unit(unit, slots)
+	case strings.Contains(st.Error, "no completion"):
+		return sendPollNoCompletion.unit(unit, slots)
+	case strings.Contains(st.Name, "IBV_WC_SUCCESS") || strings.Contains(st.Error, "completed with"):
+		return sendPollStatus.unit(unit, slots)
+	case strings.Contains(st.Name, "payload") || strings.Contains(st.Name, "byte_len"):
+		return sendPollWrongData.unit(unit, slots)
+	case strings.Contains(st.Name, "ibv_modify_qp") || strings.Contains(st.Name, "resolve"):
+		return sendPollConnect.unit(unit, slots.with(slotPairs(rtrSlots(label))...))
+	}
+	return sendPollStepFailed.unit(unit, slots.with("verbs_fix", resourcesRemedy(st, label, a)))
+}
+
+// sendPollPass is the verdict of a port whose SEND completed: it passes,
+// or warns when a hardware port's data counter did not move.
+func sendPollPass(label string, software bool, r *probe.SendPollResult, ev map[string]any) verdict {
+	unit := portUnitOf(label)
+	var details []string
 	if software {
-		v.details = append(v.details, "software device"+softwareNote(true))
+		details = append(details, "software device"+softwareNote(true))
 	}
 	var deltas []string
 	var xmit *probe.CounterDelta
@@ -109,18 +143,20 @@ func judgeSendPoll(label string, software bool, pr *probe.PortResult) (verdict, 
 	}
 	switch {
 	case len(deltas) > 0:
-		v.details = append(v.details, fmt.Sprintf("port counters while %d bytes were sent: %s", r.BytesSent, strings.Join(deltas, ", ")))
+		details = append(details, fmt.Sprintf("port counters while %d bytes were sent: %s", r.BytesSent, strings.Join(deltas, ", ")))
 	case r.CountersError != "":
-		v.details = append(v.details, "port counters not read: "+r.CountersError)
+		details = append(details, "port counters not read: "+r.CountersError)
 	}
+	var v verdict
 	if !software && xmit != nil && xmit.Delta == 0 && r.BytesSent > 0 {
 		// A loopback between two QPs of one port may never leave the NIC:
 		// a frozen counter here is a hint, not a finding.
-		v.status = report.Warn
-		v.line = fmt.Sprintf("%s: traffic completed but port_xmit_data did not move (%d bytes sent): possibly internal loopback in the NIC, or a counter that does not count",
-			label, r.BytesSent)
-		dev, port := labelParts(label)
-		v.remedy = strings.NewReplacer("<pingpong>", pingpongCmd(label, r.Addressing), "<device>", dev, "<port>", port).Replace(counterFix)
+		v = sendPollCountersFrozen.unit(unit, portFixSlots(label, r.Addressing).with(slotPairs(rtrSlots(label))...).
+			with("label", label, "bytes", fmt.Sprint(r.BytesSent)))
+	} else {
+		v = sendPollCompleted.unit(unit, Slots{"label": label, "size": fmt.Sprint(r.Size), "n": fmt.Sprint(r.Latency.N),
+			"min": fmtNS(r.Latency.MinNS), "median": fmtNS(r.Latency.MedNS), "p99": fmtNS(r.Latency.P99NS), "post_send": fmtNS(r.PostSendCPU.MedNS)})
 	}
-	return v, true
+	v.evidence, v.details = ev, details
+	return v
 }

@@ -37,20 +37,9 @@ func init() {
 				"Q_Key). Every ConnectX supports UD: a UD SEND that never arrives is an address handle that was not created or not filled " +
 				"(the destination LID or GID, is_global on RoCE), a remote_qpn or remote_qkey that is not the receiver's, or a receive buffer " +
 				"without the 40 bytes the GRH area takes.",
-			Failures: []Failure{
-				{report.Fail, "ibv_create_ah fails", ahFix},
-				{report.Fail, "the SEND never arrives (no receive completion)", udNoDeliveryFix + " On rxe also check that no firewall drops UDP 4791."},
-				{report.Fail, "a completion with an error status", udStatusFix},
-				{report.Fail, "another byte_len, a wrong src_qp or the payload not at offset 40", udLayoutFix},
-				{report.Warn, "no IBV_WC_GRH on a RoCE receive completion", udGRHFlagFix},
-				{report.Warn, "byte_len counts the payload alone (the payload itself intact at offset 40)", udByteLenFix},
-				{report.Warn, "a SEND with the wrong Q_Key is delivered", udQKeyFix},
-				{report.Warn, "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all", udGRHRoomFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.UD, judgeUD)
+			return runLevel2(ctx, env, probe.UD, udFrame, judgeUD)
 		},
 	})
 }
@@ -88,9 +77,10 @@ const (
 		"`ibv_ud_pingpong -d <device> -i <port> -g <gid index> -s <size> localhost`"
 )
 
-// udPingpong is udPingpongGeneric for one port, with the probe's GID index
-// and payload size (InfiniBand needs no GID: the LID addresses the port).
-func udPingpong(label string, r *probe.UDResult) string {
+// udPingpongCmd is rdma-core's ibv_ud_pingpong for the port of label, with
+// the probe's GID index and payload size (InfiniBand needs no GID: the LID
+// addresses the port).
+func udPingpongCmd(label string, r *probe.UDResult) string {
 	dev, port := labelParts(label)
 	g := " -g <gid index>"
 	switch {
@@ -99,9 +89,65 @@ func udPingpong(label string, r *probe.UDResult) string {
 	case r.Addressing != nil && r.Addressing.GID != "":
 		g = fmt.Sprintf(" -g %d", r.Addressing.GIDIndex)
 	}
-	cmd := fmt.Sprintf("ibv_ud_pingpong -d %s -i %s%s -s %d", dev, port, g, r.Payload)
-	return fmt.Sprintf("`%s` and, in a second shell, `%s localhost`", cmd, cmd)
+	return fmt.Sprintf("ibv_ud_pingpong -d %s -i %s%s -s %d", dev, port, g, r.Payload)
 }
+
+// udTemplate turns a UD fix written for any port into a template: the
+// slots {ud_pingpong_cmd}, {device} and {num} (udSlots).
+func udTemplate(fix string) string {
+	return strings.NewReplacer(udPingpongGeneric, "`{ud_pingpong_cmd}` and, in a second shell, `{ud_pingpong_cmd} localhost`",
+		"<device>", "{device}", "<port>", "{num}").Replace(fix)
+}
+
+// udSlots are the slots of a port's UD findings.
+func udSlots(label string, r *probe.UDResult) Slots {
+	dev, port := labelParts(label)
+	return Slots{"label": label, "device": dev, "num": port, "ud_pingpong_cmd": udPingpongCmd(label, r)}
+}
+
+// udModifyQPFix is for a UD QP whose transition was refused.
+const udModifyQPFix = "A UD QP takes pkey_index, port and qkey at INIT, only the state at RTR and sq_psn at RTS; the probe gave exactly those, so " +
+	"the refusal is the provider's or the kernel's: " + genericVerbsFix
+
+// probe.ud's findings.
+var (
+	udFrame       = declareLevel2Frame("probe.ud")
+	udArrivedWhen = "the UD SEND arrived intact through the address handle, with byte_len = payload + 40 and the payload at offset 40, " +
+		"and the classic mistakes came out as on a correct stack"
+	udArrivedGRH = declare(Finding{ID: "probe.ud/arrived-grh", Status: report.Pass,
+		When: udArrivedWhen + " (IBV_WC_GRH set)",
+		Message: "{label}: {payload}-byte UD SEND through an address handle arrived IBV_WC_SUCCESS, byte_len {byte_len} (payload + 40-byte GRH area), " +
+			"payload at offset 40, IBV_WC_GRH set; {n} round trips: min {min}, median {median}, p99 {p99}"})
+	udArrived = declare(Finding{ID: "probe.ud/arrived", Status: report.Pass,
+		When: udArrivedWhen + " (no IBV_WC_GRH: EFA, InfiniBand without a GRH)",
+		Message: "{label}: {payload}-byte UD SEND through an address handle arrived IBV_WC_SUCCESS, byte_len {byte_len} (payload + 40-byte GRH area), " +
+			"payload at offset 40; {n} round trips: min {min}, median {median}, p99 {p99}"})
+	udAHRefused = declare(Finding{ID: "probe.ud/ah-refused", Status: report.Fail,
+		When: "ibv_create_ah fails", Message: "{label}: {step}", Fix: udTemplate(ahFix)})
+	udNoDelivery = declare(Finding{ID: "probe.ud/no-delivery", Status: report.Fail,
+		When: "the SEND never arrives (no receive completion)", Message: "{label}: {step}", Fix: udTemplate(udNoDeliveryFix)})
+	udNoDeliveryRXE = declare(Finding{ID: "probe.ud/no-delivery-rxe", Status: report.Fail,
+		When:    "the SEND never arrives on software RoCE (rxe), whose packets pass through the host's firewall",
+		Message: "{label}: {step}", Fix: udTemplate(udNoDeliveryFix) + rxeFirewallNote})
+	udCompletionError = declare(Finding{ID: "probe.ud/completion-error", Status: report.Fail,
+		When: "a completion with an error status", Message: "{label}: {step}", Fix: udTemplate(udStatusFix)})
+	udLayoutWrong = declare(Finding{ID: "probe.ud/layout-wrong", Status: report.Fail,
+		When: "another byte_len, a wrong src_qp or the payload not at offset 40", Message: "{label}: {step}", Fix: udLayoutFix})
+	udModifyQPRefused = declare(Finding{ID: "probe.ud/modify-qp-refused", Status: report.Fail,
+		When: "a UD QP's transition (RESET→INIT, INIT→RTR, RTR→RTS) is refused", Message: "{label}: {step}", Fix: portTemplate(udModifyQPFix)})
+	udStepFailed = declare(Finding{ID: "probe.ud/step-failed", Status: report.Fail,
+		When: verbsStepFixWhen, Message: "{label}: {step}", Fix: "{verbs_fix}"})
+	udWrongQKey = declare(Finding{ID: "probe.ud/wrong-qkey-delivered", Status: report.Warn,
+		When: "a SEND with the wrong Q_Key is delivered", Message: "{label}: UD data path works, but {step}", Fix: udQKeyFix})
+	udNoGRHFlag = declare(Finding{ID: "probe.ud/no-grh-flag", Status: report.Warn,
+		When: "no IBV_WC_GRH on a RoCE receive completion", Message: "{label}: UD data path works, but {step}", Fix: udGRHFlagFix})
+	udByteLenShort = declare(Finding{ID: "probe.ud/byte-len-short", Status: report.Warn,
+		When:    "byte_len counts the payload alone (the payload itself intact at offset 40)",
+		Message: "{label}: UD data path works, but {step}", Fix: udByteLenFix})
+	udGRHRoom = declare(Finding{ID: "probe.ud/no-grh-room-accepted", Status: report.Warn,
+		When:    "a receive without room for the GRH completes IBV_WC_SUCCESS or not at all",
+		Message: "{label}: UD data path works, but {step}", Fix: udGRHRoomFix})
+)
 
 // udFailed splits the probe's failed steps: the first that broke the data
 // path (a fail) and the first classic-mistake observation that came out
@@ -127,35 +173,38 @@ func judgeUD(label string, software bool, pr *probe.PortResult) (verdict, bool) 
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return udFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := udEvidence(r, software)
 	broken, deviation := udFailed(&r.Probe)
+	var v verdict
 	switch {
 	case broken != nil:
 		ev["failed_step"] = broken
-		return verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(broken)), evidence: ev,
-			remedy: udRemedy(broken, label, r, software), details: []string{stepsDone(&r.Probe)}}, true
+		v = udBroken(broken, label, r, software)
+		v.details = []string{stepsDone(&r.Probe)}
 	case deviation != nil:
 		ev["failed_step"] = deviation
-		return verdict{status: report.Warn, line: fmt.Sprintf("%s: UD data path works, but %s", label, stepText(deviation)),
-			evidence: ev, remedy: udDeviationFix(deviation)}, true
+		v = udDeviation(deviation).unit(portUnitOf(label), Slots{"label": label, "step": stepText(deviation)})
+	default:
+		v = udPass(label, software, r)
 	}
-	return udPass(label, software, r, ev), true
+	v.evidence = ev
+	return v, true
 }
 
-// udDeviationFix is the fix for an observation that came out otherwise
+// udDeviation is the finding for an observation that came out otherwise
 // than on a correct stack.
-func udDeviationFix(st *probe.Step) string {
+func udDeviation(st *probe.Step) *Finding {
 	switch {
 	case strings.Contains(st.Name, "Q_Key"):
-		return udQKeyFix
+		return udWrongQKey
 	case strings.Contains(st.Name, "IBV_WC_GRH"):
-		return udGRHFlagFix
+		return udNoGRHFlag
 	case strings.Contains(st.Name, "byte_len"):
-		return udByteLenFix
+		return udByteLenShort
 	}
-	return udGRHRoomFix
+	return udGRHRoom
 }
 
 func udEvidence(r *probe.UDResult, software bool) map[string]any {
@@ -175,42 +224,35 @@ func udEvidence(r *probe.UDResult, software bool) map[string]any {
 	return ev
 }
 
-// udRemedy picks the fix for a step that broke the UD data path.
-func udRemedy(st *probe.Step, label string, r *probe.UDResult, software bool) string {
-	dev, port := labelParts(label)
-	pp := udPingpong(label, r)
-	fill := func(s string) string {
-		return strings.NewReplacer(udPingpongGeneric, pp, "<device>", dev, "<port>", port).Replace(s)
-	}
+// udBroken is the verdict for a step that broke the UD data path, by what
+// the step says.
+func udBroken(st *probe.Step, label string, r *probe.UDResult, software bool) verdict {
+	unit, slots := portUnitOf(label), udSlots(label, r).with("step", stepText(st))
 	switch {
 	case strings.HasPrefix(st.Name, "ibv_create_ah"):
-		return fill(ahFix)
+		return udAHRefused.unit(unit, slots)
+	case strings.Contains(st.Error, "no completion") && software:
+		return udNoDeliveryRXE.unit(unit, slots)
 	case strings.Contains(st.Error, "no completion"):
-		fix := fill(udNoDeliveryFix)
-		if software {
-			fix += rxeFirewallNote
-		}
-		return fix
+		return udNoDelivery.unit(unit, slots)
 	case strings.Contains(st.Name, "IBV_WC_SUCCESS"):
-		return fill(udStatusFix)
+		return udCompletionError.unit(unit, slots)
 	case strings.Contains(st.Name, "byte_len"), strings.Contains(st.Name, "src_qp"), strings.Contains(st.Name, "payload"):
-		return udLayoutFix
+		return udLayoutWrong.unit(unit, slots)
 	case strings.HasPrefix(st.Name, "ibv_modify_qp"):
-		return "A UD QP takes pkey_index, port and qkey at INIT, only the state at RTR and sq_psn at RTS; the probe gave exactly those, so " +
-			"the refusal is the provider's or the kernel's: " + genericVerbsFixFor(label, nil)
+		return udModifyQPRefused.unit(unit, slots.with(slotPairs(portFixSlots(label, nil))...))
 	}
-	return resourcesRemedy(st, label, nil)
+	return udStepFailed.unit(unit, slots.with("verbs_fix", resourcesRemedy(st, label, nil)))
 }
 
-// udPass is the line of a port where UD behaved as a correct stack does.
-func udPass(label string, software bool, r *probe.UDResult, ev map[string]any) verdict {
-	grh := ""
+// udPass is the verdict of a port where UD behaved as a correct stack does.
+func udPass(label string, software bool, r *probe.UDResult) verdict {
+	fd := udArrived
 	if r.GRHFlag {
-		grh = ", IBV_WC_GRH set"
+		fd = udArrivedGRH
 	}
-	line := fmt.Sprintf("%s: %d-byte UD SEND through an address handle arrived IBV_WC_SUCCESS, byte_len %d (payload + 40-byte GRH area), payload at offset 40%s; %d round trips: min %s, median %s, p99 %s",
-		label, r.Payload, r.ByteLen, grh, r.Latency.N, fmtNS(r.Latency.MinNS), fmtNS(r.Latency.MedNS), fmtNS(r.Latency.P99NS))
-	v := verdict{status: report.Pass, line: line, evidence: ev}
+	v := fd.unit(portUnitOf(label), Slots{"label": label, "payload": fmt.Sprint(r.Payload), "byte_len": fmt.Sprint(r.ByteLen),
+		"n": fmt.Sprint(r.Latency.N), "min": fmtNS(r.Latency.MinNS), "median": fmtNS(r.Latency.MedNS), "p99": fmtNS(r.Latency.P99NS)})
 	if r.WrongQKey != "" {
 		d := fmt.Sprintf("a SEND with the wrong Q_Key was %s", r.WrongQKey)
 		if q := r.QKeyViolations; q != nil {

@@ -25,18 +25,9 @@ func init() {
 			Why: "Connection setup is where most RDMA applications fail in the field: a wrong GID index, a path MTU above the port's, a LID of 0 " +
 				"with no subnet manager. A provider that accepts illegal transitions hides application bugs until they corrupt traffic; " +
 				"one that cannot recover a QP from ERR forces applications to leak QPs.",
-			Failures: []Failure{
-				{report.Fail, "INIT→RTR fails (EINVAL): the address vector does not fit the port (GID index, path MTU)", rtrFix},
-				{report.Fail, "the port has LID 0 (InfiniBand): no subnet manager", noSMFix},
-				{report.Fail, "the port has no GID (RoCE): the netdev has no address", noGIDFix},
-				{report.Fail, "the provider accepted RESET→RTS", providerStateFix},
-				{report.Warn, "RESET→RTS was refused, but with another errno than EINVAL", providerStateFix},
-				{report.Fail, "RTS→ERR→RESET→INIT does not recover the QP", providerStateFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.QPState, judgeQPState)
+			return runLevel2(ctx, env, probe.QPState, qpStateFrame, judgeQPState)
 		},
 	})
 }
@@ -63,6 +54,71 @@ func rtrFixFor(label string) string {
 	return strings.NewReplacer("<dev>", dev, "<port>", port).Replace(rtrFix)
 }
 
+// rtrFixTemplate is rtrFix as a template: {device} and {num} (rtrSlots).
+var rtrFixTemplate = strings.NewReplacer("<dev>", "{device}", "<port>", "{num}").Replace(rtrFix)
+
+// rtrSlots are the slots of rtrFixTemplate for the port of label.
+func rtrSlots(label string) Slots {
+	dev, port := labelParts(label)
+	return Slots{"device": dev, "num": port}
+}
+
+// verbsStepFixWhen is the When of a probe's finding for a failed step whose
+// fix is verbs.resources's for that verb and errno ({verbs_fix}).
+const verbsStepFixWhen = "another verbs step fails (the fix is the one verbs.resources gives for that verb and errno: device node, locked memory, caps, or the driver)"
+
+// verbs.qp_state's findings.
+var (
+	qpStateFrame  = declareLevel2Frame("verbs.qp_state")
+	qpStateWalked = declare(Finding{ID: "verbs.qp_state/walked", Status: report.Pass,
+		When:    "the QPs walked RESET→INIT→RTR→RTS, RESET→RTS was refused with EINVAL, and RTS→ERR→RESET→INIT recovered",
+		Message: "{label}: RESET→INIT→RTR→RTS walked and read back ({addressing}); RESET→RTS refused with EINVAL; RTS→ERR→RESET→INIT recovered"})
+	qpStateNoLID = declare(Finding{ID: "verbs.qp_state/no-lid", Status: report.Fail,
+		When:    "the port has LID 0 (InfiniBand): no subnet manager",
+		Message: "{label}: {step}", Fix: "The port has LID 0: no subnet manager has configured it. {manager_fix}"})
+	qpStateNoGID = declare(Finding{ID: "verbs.qp_state/no-gid", Status: report.Fail,
+		When:    "the port has no GID (RoCE): the netdev has no address",
+		Message: "{label}: {step}", Fix: noGIDFix})
+	qpStateRTRRefused = declare(Finding{ID: "verbs.qp_state/rtr-refused", Status: report.Fail,
+		When:    "INIT→RTR or RTR→RTS fails (EINVAL): the address vector does not fit the port (GID index, path MTU)",
+		Message: "{label}: {step}", Fix: rtrFixTemplate})
+	qpStateReadBack = declare(Finding{ID: "verbs.qp_state/state-wrong", Status: report.Fail,
+		When:    "ibv_query_qp fails, or reads back another state than the transition set",
+		Message: "{label}: {step}", Fix: providerStateFix})
+	qpStateStepFailed = declare(Finding{ID: "verbs.qp_state/step-failed", Status: report.Fail,
+		When: verbsStepFixWhen, Message: "{label}: {step}", Fix: "{verbs_fix}"})
+	qpStateAccepted = declare(Finding{ID: "verbs.qp_state/reset-to-rts-accepted", Status: report.Fail,
+		When:    "the provider accepted RESET→RTS",
+		Message: "{label}: the provider accepted RESET→RTS on a fresh QP; a correct stack refuses it with EINVAL", Fix: providerStateFix})
+	qpStateOtherErrno = declare(Finding{ID: "verbs.qp_state/reset-to-rts-errno", Status: report.Warn,
+		When:    "RESET→RTS was refused, but with another errno than EINVAL",
+		Message: "{label}: RESET→RTS was refused with errno {errno} instead of EINVAL", Fix: providerStateFix})
+	qpStateLeftReset = declare(Finding{ID: "verbs.qp_state/refusal-left-reset", Status: report.Fail,
+		When:    "RESET→RTS was refused, but the QP is no longer RESET",
+		Message: "{label}: RESET→RTS was refused but the QP is now {state}, not RESET", Fix: providerStateFix})
+	qpStateNotRecovered = declare(Finding{ID: "verbs.qp_state/not-recovered", Status: report.Fail,
+		When:    "RTS→ERR→RESET→INIT does not recover the QP",
+		Message: "{label}: the QP did not recover through RTS→ERR→RESET→INIT", Fix: providerStateFix})
+)
+
+// qpRefusal judges the refusal of RESET→RTS on its own: a provider that
+// accepts it fails even when everything else works. It returns the text
+// for the details, and the finding with its slots; nil when all is well.
+func qpRefusal(r *probe.QPStateResult) (string, *Finding, Slots) {
+	switch {
+	case !r.ResetToRTSTried:
+	case r.ResetToRTSErrno == 0:
+		return "the provider accepted RESET→RTS on a fresh QP; a correct stack refuses it with EINVAL", qpStateAccepted, nil
+	case r.ResetToRTSErrno != 22:
+		return fmt.Sprintf("RESET→RTS was refused with errno %d instead of EINVAL", r.ResetToRTSErrno), qpStateOtherErrno,
+			Slots{"errno": fmt.Sprint(r.ResetToRTSErrno)}
+	case r.StateAfterRefusal != "" && r.StateAfterRefusal != "RESET":
+		return fmt.Sprintf("RESET→RTS was refused but the QP is now %s, not RESET", r.StateAfterRefusal), qpStateLeftReset,
+			Slots{"state": r.StateAfterRefusal}
+	}
+	return "", nil, nil
+}
+
 // judgeQPState judges verbs.qp_state on one port.
 func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.QPState
@@ -70,7 +126,7 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, b
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return qpStateFrame.skippedVerdict(label, &r.Probe), true
 	}
 	ev := map[string]any{
 		"reset_to_rts_errno": r.ResetToRTSErrno, "state_after_refusal": r.StateAfterRefusal,
@@ -81,31 +137,15 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, b
 	}
 	addr := addressingText(r.Addressing)
 	walk := strings.Join(r.Walk, "→")
-
-	// The refusal of RESET→RTS is judged on its own: a provider that
-	// accepts it fails even when everything else works.
-	refusal := ""
-	var refusalStatus report.Status
-	if r.ResetToRTSTried {
-		switch {
-		case r.ResetToRTSErrno == 0:
-			refusal = "the provider accepted RESET→RTS on a fresh QP; a correct stack refuses it with EINVAL"
-			refusalStatus = report.Fail
-		case r.ResetToRTSErrno != 22:
-			refusal = fmt.Sprintf("RESET→RTS was refused with errno %d instead of EINVAL", r.ResetToRTSErrno)
-			refusalStatus = report.Warn
-		case r.StateAfterRefusal != "" && r.StateAfterRefusal != "RESET":
-			refusal = fmt.Sprintf("RESET→RTS was refused but the QP is now %s, not RESET", r.StateAfterRefusal)
-			refusalStatus = report.Fail
-		}
-	}
+	unit := portUnitOf(label)
+	refusal, refusalFinding, refusalSlots := qpRefusal(r)
 
 	st := firstFailure(&r.Probe, "ibv_modify_qp C RESET→RTS", "C is RESET")
+	var v verdict
 	switch {
 	case st != nil:
-		v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev}
+		v = qpStepFinding(st, label, r.Addressing)
 		ev["failed_step"] = st
-		v.remedy = qpStateRemedy(st, label, r.Addressing)
 		if walk != "" {
 			v.details = append(v.details, "states read back: "+walk)
 		}
@@ -115,18 +155,45 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, b
 		if refusal != "" {
 			v.details = append(v.details, refusal)
 		}
-		return v, true
-	case refusalStatus != "":
-		return verdict{status: refusalStatus, line: fmt.Sprintf("%s: %s", label, refusal), evidence: ev,
-			remedy: providerStateFix, details: []string{"states read back: " + walk}}, true
+	case refusalFinding != nil:
+		v = refusalFinding.unit(unit, Slots{"label": label}.with(slotPairs(refusalSlots)...))
+		v.details = []string{"states read back: " + walk}
 	case !r.Recovered:
-		return verdict{status: report.Fail, line: fmt.Sprintf("%s: the QP did not recover through RTS→ERR→RESET→INIT", label),
-			evidence: ev, remedy: providerStateFix}, true
+		v = qpStateNotRecovered.unit(unit, Slots{"label": label})
+	default:
+		v = qpStateWalked.unit(unit, Slots{"label": label, "addressing": addr})
+		v.details = append(v.details, "states read back: "+walk)
 	}
-	v := verdict{status: report.Pass, evidence: ev,
-		line: fmt.Sprintf("%s: RESET→INIT→RTR→RTS walked and read back (%s); RESET→RTS refused with EINVAL; RTS→ERR→RESET→INIT recovered", label, addr)}
-	v.details = append(v.details, "states read back: "+walk)
+	v.evidence = ev
 	return v, true
+}
+
+// slotPairs lists slots as key, value pairs for Slots.with.
+func slotPairs(s Slots) []string {
+	var kv []string
+	for k, v := range s {
+		kv = append(kv, k, v)
+	}
+	return kv
+}
+
+// qpStepFinding is the verdict for a failed step, by what the step and its
+// error say: no LID, no GID, the address vector, the provider's states, or
+// verbs.resources's fix for the verb and errno.
+func qpStepFinding(st *probe.Step, label string, a *probe.Addressing) verdict {
+	unit, slots := portUnitOf(label), Slots{"label": label, "step": stepText(st)}
+	switch {
+	case strings.Contains(st.Error, "LID 0"):
+		dev, port := labelParts(label)
+		return qpStateNoLID.unit(unit, slots.with("manager_fix", subnetManagerFixFor(dev, port, "")))
+	case strings.Contains(st.Error, "has no GID"):
+		return qpStateNoGID.unit(unit, slots)
+	case strings.Contains(st.Name, "→RTR") || strings.Contains(st.Name, "→RTS"):
+		return qpStateRTRRefused.unit(unit, slots.with(slotPairs(rtrSlots(label))...))
+	case strings.HasPrefix(st.Name, "ibv_query_qp") || strings.Contains(st.Name, " is "):
+		return qpStateReadBack.unit(unit, slots)
+	}
+	return qpStateStepFailed.unit(unit, slots.with("verbs_fix", resourcesRemedy(st, label, a)))
 }
 
 // firstFailure is the first step that failed, ignoring the named steps
@@ -158,19 +225,4 @@ func addressingText(a *probe.Addressing) string {
 		return fmt.Sprintf("RoCE, GID index %d %s (%s), path MTU %d", a.GIDIndex, a.GID, a.GIDType, a.PathMTU)
 	}
 	return fmt.Sprintf("InfiniBand, dlid 0x%x, path MTU %d", a.DLID, a.PathMTU)
-}
-
-func qpStateRemedy(st *probe.Step, label string, a *probe.Addressing) string {
-	switch {
-	case strings.Contains(st.Error, "LID 0"):
-		dev, port := labelParts(label)
-		return "The port has LID 0: no subnet manager has configured it. " + subnetManagerFixFor(dev, port, "")
-	case strings.Contains(st.Error, "has no GID"):
-		return noGIDFix
-	case strings.Contains(st.Name, "→RTR") || strings.Contains(st.Name, "→RTS"):
-		return rtrFixFor(label)
-	case strings.HasPrefix(st.Name, "ibv_query_qp") || strings.Contains(st.Name, " is "):
-		return providerStateFix
-	}
-	return resourcesRemedy(st, label, a)
 }

@@ -24,17 +24,9 @@ func init() {
 			Why: "This is the sequence every RDMA application runs first. When it breaks, the layer that breaks says why: " +
 				"EACCES at open is the device node's permissions, ENOMEM at reg_mr is the locked-memory limit, EINVAL at create_qp is " +
 				"caps beyond the device's limits or a library that does not match the kernel.",
-			Failures: []Failure{
-				{report.Fail, "ibv_open_device fails with EACCES/EPERM", uverbsPermFix},
-				{report.Fail, "ibv_reg_mr fails with ENOMEM", memlockFix},
-				{report.Fail, "ibv_create_cq or ibv_create_qp fails with ENOMEM", "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix},
-				{report.Fail, "ibv_create_qp fails with EINVAL although the caps are within ibv_query_device's limits", createQPFix},
-				{report.Fail, "another step fails", genericVerbsFix},
-				childFailure,
-			},
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.Resources, judgeResources)
+			return runLevel2(ctx, env, probe.Resources, resourcesFrame, judgeResources)
 		},
 	})
 }
@@ -102,6 +94,50 @@ func forPort(fix, label string, a *probe.Addressing) string {
 	return strings.ReplaceAll(fix, "ibv_devinfo -v -d <device>", "ibv_devinfo -v -d "+dev)
 }
 
+// verbs.resources's findings: the objects were created, or the first step
+// that failed, by what its verb and errno say of the cause.
+var (
+	resourcesFrame   = declareLevel2Frame("verbs.resources")
+	resourcesCreated = declare(Finding{ID: "verbs.resources/created", Status: report.Pass,
+		When: "PD, MR, CQ and QP were created on the port and destroyed in order",
+		Message: "{label}: PD, MR ({mr}, page aligned), CQ ({cqe_asked} asked, {cqe_granted} granted), {qp_type} QP " +
+			"(send/recv {send_wr}/{recv_wr} work requests granted) created and destroyed"})
+	resourcesOpenDenied = declare(Finding{ID: "verbs.resources/open-denied", Status: report.Fail,
+		When:    "ibv_open_device fails with EACCES/EPERM: the device node's permissions",
+		Message: "{label}: {step}", Fix: uverbsPermFix})
+	resourcesNoNode = declare(Finding{ID: "verbs.resources/no-device-node", Status: report.Fail,
+		When:    "ibv_open_device fails with ENOENT/ENODEV/ENXIO: no uverbs device node",
+		Message: "{label}: {step}", Fix: uverbsMissingFix})
+	resourcesMemlock = declare(Finding{ID: "verbs.resources/memlock", Status: report.Fail,
+		When:    "ibv_reg_mr fails with ENOMEM: the locked-memory limit",
+		Message: "{label}: {step}", Fix: memlockFix})
+	resourcesQueueMemlock = declare(Finding{ID: "verbs.resources/queue-memlock", Status: report.Fail,
+		When:    "ibv_create_cq or ibv_create_qp fails with ENOMEM",
+		Message: "{label}: {step}", Fix: queueMemlockFix})
+	resourcesCreateQPRefused = declare(Finding{ID: "verbs.resources/create-qp-refused", Status: report.Fail,
+		When:    "ibv_create_qp fails with EINVAL although the caps are within ibv_query_device's limits",
+		Message: "{label}: {step}", Fix: portTemplate(createQPFix)})
+	resourcesStepFailed = declare(Finding{ID: "verbs.resources/step-failed", Status: report.Fail,
+		When:    "another step fails",
+		Message: "{label}: {step}", Fix: portTemplate(genericVerbsFix)})
+)
+
+// queueMemlockFix is for a CQ or QP the provider could not pin.
+const queueMemlockFix = "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix
+
+// portTemplate turns a fix written for any port (forPort fills it in) into
+// a template: {device} and {pingpong_cmd} are slots (portFixSlots).
+func portTemplate(fix string) string {
+	return strings.NewReplacer(pingpongGeneric, "`{pingpong_cmd}` and, in a second shell, `{pingpong_cmd} localhost`",
+		"ibv_devinfo -v -d <device>", "ibv_devinfo -v -d {device}").Replace(fix)
+}
+
+// portFixSlots are the slots portTemplate's fixes take for the port of label.
+func portFixSlots(label string, a *probe.Addressing) Slots {
+	dev, _ := labelParts(label)
+	return Slots{"device": dev, "pingpong_cmd": pingpongCmd(label, a)}
+}
+
 // judgeResources judges verbs.resources on one port.
 func judgeResources(label string, software bool, pr *probe.PortResult) (verdict, bool) {
 	r := pr.Resources
@@ -109,8 +145,21 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (verdict,
 		return verdict{}, false
 	}
 	if r.Skipped != "" {
-		return skippedVerdict(label, &r.Probe), true
+		return resourcesFrame.skippedVerdict(label, &r.Probe), true
 	}
+	ev := resourcesEvidence(r, software)
+	st := r.Failed()
+	if st == nil {
+		return resourcesPass(label, software, r, ev), true
+	}
+	ev["failed_step"] = st
+	v := resourcesFailure(st).unit(portUnitOf(label), portFixSlots(label, nil).with("label", label, "step", stepText(st)))
+	v.evidence = ev
+	v.details = append(v.details, stepsDone(&r.Probe))
+	return v, true
+}
+
+func resourcesEvidence(r *probe.ResourcesResult, software bool) map[string]any {
 	ev := map[string]any{
 		"mr_bytes": r.MRBytes, "cqe_asked": r.CQEAsked, "cqe_granted": r.CQEGranted,
 		"qp_caps_asked": r.QPAsked, "qp_caps_granted": r.QPGranted, "qp_type": r.QPType, "memlock_bytes": r.MemlockBytes,
@@ -125,46 +174,89 @@ func judgeResources(label string, software bool, pr *probe.PortResult) (verdict,
 	if r.NoRC != "" {
 		ev["no_rc"] = r.NoRC
 	}
-	st := r.Failed()
-	if st == nil {
-		qpType := r.QPType
-		if qpType == "" {
-			qpType = "RC"
-		}
-		line := fmt.Sprintf("%s: PD, MR (%s, page aligned), CQ (%d asked, %d granted), %s QP (send/recv %d/%d work requests granted) created and destroyed",
-			label, fmtBytes(r.MRBytes), r.CQEAsked, r.CQEGranted, qpType, r.QPGranted.MaxSendWR, r.QPGranted.MaxRecvWR)
-		v := verdict{status: report.Pass, line: line, evidence: ev}
-		if r.NoRC != "" {
-			v.details = append(v.details, "a UD QP, not RC: "+r.NoRC)
-		}
-		if r.Port != nil {
-			v.details = append(v.details, fmt.Sprintf("port %s, %s, active MTU %d", r.Port.State, r.Port.LinkLayer, r.Port.ActiveMTU))
-		}
-		if software {
-			v.details = append(v.details, "software device"+softwareNote(true))
-		}
-		return v, true
+	return ev
+}
+
+// resourcesPass is the verdict of a port where every object was created.
+func resourcesPass(label string, software bool, r *probe.ResourcesResult, ev map[string]any) verdict {
+	qpType := r.QPType
+	if qpType == "" {
+		qpType = "RC"
 	}
-	ev["failed_step"] = st
-	v := verdict{status: report.Fail, line: fmt.Sprintf("%s: %s", label, stepText(st)), evidence: ev, remedy: resourcesRemedy(st, label, nil)}
-	v.details = append(v.details, stepsDone(&r.Probe))
-	return v, true
+	v := resourcesCreated.unit(portUnitOf(label), Slots{"label": label, "mr": fmtBytes(r.MRBytes),
+		"cqe_asked": fmt.Sprint(r.CQEAsked), "cqe_granted": fmt.Sprint(r.CQEGranted), "qp_type": qpType,
+		"send_wr": fmt.Sprint(r.QPGranted.MaxSendWR), "recv_wr": fmt.Sprint(r.QPGranted.MaxRecvWR)})
+	v.evidence = ev
+	if r.NoRC != "" {
+		v.details = append(v.details, "a UD QP, not RC: "+r.NoRC)
+	}
+	if r.Port != nil {
+		v.details = append(v.details, fmt.Sprintf("port %s, %s, active MTU %d", r.Port.State, r.Port.LinkLayer, r.Port.ActiveMTU))
+	}
+	if software {
+		v.details = append(v.details, "software device"+softwareNote(true))
+	}
+	return v
+}
+
+// resourcesFailure picks verbs.resources's finding for a failed step by
+// the verb and errno, as resourcesRemedy picks the fix.
+func resourcesFailure(st *probe.Step) *Finding {
+	switch resourcesCause(st) {
+	case causeOpenDenied:
+		return resourcesOpenDenied
+	case causeNoNode:
+		return resourcesNoNode
+	case causeMemlock:
+		return resourcesMemlock
+	case causeQueueMemlock:
+		return resourcesQueueMemlock
+	case causeCreateQP:
+		return resourcesCreateQPRefused
+	}
+	return resourcesStepFailed
+}
+
+// What a failed verbs step says of its cause, by its verb and errno.
+const (
+	causeOther = iota
+	causeOpenDenied
+	causeNoNode
+	causeMemlock
+	causeQueueMemlock
+	causeCreateQP
+)
+
+func resourcesCause(st *probe.Step) int {
+	verb := strings.Fields(st.Name)[0]
+	switch {
+	case verb == "ibv_open_device" && (st.ErrnoName == "EACCES" || st.ErrnoName == "EPERM"):
+		return causeOpenDenied
+	case verb == "ibv_open_device" && (st.ErrnoName == "ENOENT" || st.ErrnoName == "ENODEV" || st.ErrnoName == "ENXIO"):
+		return causeNoNode
+	case verb == "ibv_reg_mr" && st.ErrnoName == "ENOMEM":
+		return causeMemlock
+	case (verb == "ibv_create_cq" || verb == "ibv_create_qp") && st.ErrnoName == "ENOMEM":
+		return causeQueueMemlock
+	case verb == "ibv_create_qp" && st.ErrnoName == "EINVAL":
+		return causeCreateQP
+	}
+	return causeOther
 }
 
 // resourcesRemedy picks the fix for a failed step by the verb and errno;
 // label and a (may be nil) fill in the port's commands.
 func resourcesRemedy(st *probe.Step, label string, a *probe.Addressing) string {
-	verb := strings.Fields(st.Name)[0]
-	switch {
-	case verb == "ibv_open_device" && (st.ErrnoName == "EACCES" || st.ErrnoName == "EPERM"):
+	switch resourcesCause(st) {
+	case causeOpenDenied:
 		return uverbsPermFix
-	case verb == "ibv_open_device" && (st.ErrnoName == "ENOENT" || st.ErrnoName == "ENODEV" || st.ErrnoName == "ENXIO"):
+	case causeNoNode:
 		return uverbsMissingFix
-	case verb == "ibv_reg_mr" && st.ErrnoName == "ENOMEM":
+	case causeMemlock:
 		return memlockFix
-	case (verb == "ibv_create_cq" || verb == "ibv_create_qp") && st.ErrnoName == "ENOMEM":
-		return "The provider pins the queues' memory: the same locked-memory fix as for ibv_reg_mr. " + memlockFix
-	case verb == "ibv_create_qp" && st.ErrnoName == "EINVAL":
+	case causeQueueMemlock:
+		return queueMemlockFix
+	case causeCreateQP:
 		return createQPFixFor(label, a)
 	}
 	return genericVerbsFixFor(label, a)

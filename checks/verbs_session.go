@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -254,24 +255,29 @@ type probeJudge func(label string, software bool, pr *probe.PortResult) (verdict
 
 // runLevel2 is the frame of every level-2 check: no probes on a snapshot,
 // the probes run once, each probed port judged, the verdicts combined
-// (the worst wins: fail, error, warn, pass).
-func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Result {
+// (the worst wins: fail, error, warn, pass). frame holds the check's own
+// findings for the frame's verdicts.
+func runLevel2(ctx context.Context, env *Env, name string, frame *level2Frame, judge probeJudge) Result {
 	if !env.Host.Live() {
-		r := skip("no live device in a snapshot: the verbs probes run only on the host itself")
+		r := frame.snapshot.result("", nil)
 		r.Details = []string{"root: " + env.Host.Root()}
 		return r
 	}
 	res, plan, err := env.probeResults(ctx)
 	if plan.err != nil {
-		return errorf("could not list the RDMA devices to probe: %v", plan.err)
+		return frame.devicesUnreadable.result("", Slots{"cause": plan.err.Error()})
 	}
 	if len(plan.targets) == 0 {
-		r := skip("no ACTIVE port to probe")
+		r := frame.noActivePort.result("", nil)
 		r.Details = plan.skipped
 		return r
 	}
 	if err != nil {
-		return errorf("%v", err)
+		cause := err
+		if u := errors.Unwrap(err); u != nil {
+			cause = u
+		}
+		return frame.unfinished.result("", Slots{"cause": cause.Error()})
 	}
 	var (
 		verdicts []verdict
@@ -290,7 +296,7 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 				v, ok = judge(label, plan.software[t.Device], pr)
 			}
 			if !ok {
-				v = childFailureVerdict(label, name, dr)
+				v = frame.childFailure(label, name, dr)
 			}
 			verdicts = append(verdicts, v)
 			if v.evidence != nil {
@@ -308,38 +314,135 @@ func runLevel2(ctx context.Context, env *Env, name string, judge probeJudge) Res
 	return r
 }
 
-// childFailureVerdict explains a missing result: the child died (timeout,
-// crash, signal) before it reached this probe, or never ran.
-func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
-	v := verdict{status: report.Error}
+// level2Frame is what runLevel2 itself finds, declared under each level-2
+// check's own ID (a check returns only findings it declares): the host
+// cannot be probed, or a port's probe brought no result, or the child left
+// the probe out.
+type level2Frame struct {
+	snapshot, devicesUnreadable, noActivePort, unfinished  *Finding
+	childSilent, noResult                                  *Finding
+	childTimeout, childGPUTimeout, childCrash, childFailed *Finding
+	notRunTimeout, notRunGPUTimeout, notRunCrash, notRun   *Finding
+	skipped, outOfTime                                     *Finding
+}
+
+// The fixes for a child that died: it hung, or the provider crashed it.
+const (
+	gpuInitTimeoutFix = "The GPU driver did not initialise within --probe-timeout: without the persistence daemon cuInit brings every GPU up " +
+		"first, which takes seconds on a node with many GPUs. Run nvidia-persistenced (`systemctl enable --now nvidia-persistenced`) " +
+		"or give the probes more time (--probe-timeout); `nvidia-smi` hanging as well means the driver itself is stuck (read `dmesg`)."
+	verbTimeoutFix = "A verb did not return within --probe-timeout: the provider or the device hangs. Look at `dmesg` for the driver's errors " +
+		"and at the firmware; a larger --probe-timeout tells a slow device from a hung one."
+	providerCrashFix = "The provider library crashed the process inside a verb: check that rdma-core (or MLNX_OFED) matches the kernel driver " +
+		"and the firmware, and report the crash to the provider's maintainers with `ibv_devinfo -v` output."
+)
+
+// level2Frames are the frames of the level-2 checks, by check ID.
+var level2Frames = map[string]*level2Frame{}
+
+// declareLevel2Frame declares the frame's findings of level-2 check id.
+func declareLevel2Frame(id string) *level2Frame {
+	d := func(slug string, st report.Status, when, msg, fix string) *Finding {
+		return declare(Finding{ID: id + "/" + slug, Status: st, When: when, Message: msg, Fix: fix})
+	}
+	const died = "{label}: {error}"
+	const notRun = "{label}: not run: {error}"
+	f := &level2Frame{
+		snapshot: d("snapshot", report.Skip, "the host is a snapshot: the verbs probes run only on the live host",
+			"no live device in a snapshot: the verbs probes run only on the host itself", ""),
+		devicesUnreadable: d("devices-unreadable", report.Error, "the RDMA devices to probe could not be listed",
+			"could not list the RDMA devices to probe: {cause}", ""),
+		noActivePort: d("no-active-port", report.Skip, "no port of any RDMA device is ACTIVE: nothing to probe", "no ACTIVE port to probe", ""),
+		unfinished: d("unfinished", report.Error, "the check's deadline (or the run's) passed while the probes ran",
+			"waiting for the verbs probes: {cause}", ""),
+		childSilent: d("child-silent", report.Error, "the verbs child reported nothing for the port's device",
+			"{label}: the verbs child reported nothing", ""),
+		noResult: d("no-result", report.Error, "the verbs child reported on the port but sent no result of this probe",
+			"{label}: the verbs child sent no "+id+" result", ""),
+		childGPUTimeout: d("child-gpu-timeout", report.Error, "the verbs child timed out in this probe while opening the GPU driver",
+			died, gpuInitTimeoutFix),
+		childTimeout: d("child-timeout", report.Error, "the verbs child timed out in this probe: a verb did not return", died, verbTimeoutFix),
+		childCrash:   d("child-crash", report.Error, "the verbs child was killed by a signal in this probe: the provider crashed it", died, providerCrashFix),
+		childFailed:  d("child-failed", report.Error, "the verbs child failed otherwise in this probe", died, ""),
+		notRunGPUTimeout: d("not-run-gpu-timeout", report.Error, "the verbs child timed out opening the GPU driver before it reached this probe",
+			notRun, gpuInitTimeoutFix),
+		notRunTimeout: d("not-run-timeout", report.Error, "the verbs child timed out in an earlier probe: this one never ran", notRun, verbTimeoutFix),
+		notRunCrash: d("not-run-crash", report.Error, "the verbs child was killed by a signal in an earlier probe: this one never ran",
+			notRun, providerCrashFix),
+		notRun: d("not-run", report.Error, "the verbs child failed otherwise before it reached this probe", notRun, ""),
+		skipped: d("skipped", report.Skip, "the child did not run this probe on the port, and says why (the port or the device cannot take it)",
+			"{label}: {why}", ""),
+		outOfTime: d("out-of-time", report.Error, "the probes before it on the port spent the port's --probe-timeout, so this one was left out",
+			"{label}: {why}", outOfTimeFix),
+	}
+	level2Frames[id] = f
+	return f
+}
+
+// portUnitOf is the finding unit of a port label: "mlx5_0 port 1" → "mlx5_0/1".
+func portUnitOf(label string) string {
+	dev, port := labelParts(label)
+	return dev + "/" + port
+}
+
+// childFailure explains a missing result: the child died (timeout, crash,
+// signal) in this probe or before it reached it, or never ran.
+func (f *level2Frame) childFailure(label, name string, dr *probe.DeviceResult) verdict {
+	unit, slots := portUnitOf(label), Slots{"label": label}
+	var v verdict
 	switch {
 	case dr == nil:
-		v.line = fmt.Sprintf("%s: the verbs child reported nothing", label)
+		v = f.childSilent.unit(unit, slots)
 	case dr.Failure != nil:
-		f := dr.Failure
-		v.line = fmt.Sprintf("%s: %s", label, f.Error)
-		if f.InProgress != "" && !strings.Contains(f.InProgress, name) {
-			v.line = fmt.Sprintf("%s: not run: %s", label, f.Error)
-		}
-		if f.TimedOut && strings.Contains(f.InProgress, "open the GPU driver") {
-			v.remedy = "The GPU driver did not initialise within --probe-timeout: without the persistence daemon cuInit brings every GPU up " +
-				"first, which takes seconds on a node with many GPUs. Run nvidia-persistenced (`systemctl enable --now nvidia-persistenced`) " +
-				"or give the probes more time (--probe-timeout); `nvidia-smi` hanging as well means the driver itself is stuck (read `dmesg`)."
-		} else if f.TimedOut {
-			v.remedy = "A verb did not return within --probe-timeout: the provider or the device hangs. Look at `dmesg` for the driver's errors " +
-				"and at the firmware; a larger --probe-timeout tells a slow device from a hung one."
-		} else if f.Signal != "" {
-			v.remedy = "The provider library crashed the process inside a verb: check that rdma-core (or MLNX_OFED) matches the kernel driver " +
-				"and the firmware, and report the crash to the provider's maintainers with `ibv_devinfo -v` output."
-		}
-		v.evidence = map[string]any{"failure": f}
+		v = f.childDied(dr.Failure, name).unit(unit, slots.with("error", dr.Failure.Error))
+		v.evidence = map[string]any{"failure": dr.Failure}
 	default:
-		v.line = fmt.Sprintf("%s: the verbs child sent no %s result", label, name)
+		v = f.noResult.unit(unit, slots)
 	}
 	if dr != nil && dr.Stderr != "" {
 		v.details = append(v.details, "child's stderr: "+lastLines(dr.Stderr, 5))
 	}
 	return v
+}
+
+// childDied picks the finding for a child that failed: in this probe or
+// before it, hung in the GPU driver or in a verb, crashed, or otherwise.
+func (f *level2Frame) childDied(cf *probe.ChildFailure, name string) *Finding {
+	inThis := cf.InProgress == "" || strings.Contains(cf.InProgress, name)
+	pick := func(here, before *Finding) *Finding {
+		if inThis {
+			return here
+		}
+		return before
+	}
+	switch {
+	case cf.TimedOut && strings.Contains(cf.InProgress, "open the GPU driver"):
+		return pick(f.childGPUTimeout, f.notRunGPUTimeout)
+	case cf.TimedOut:
+		return pick(f.childTimeout, f.notRunTimeout)
+	case cf.Signal != "":
+		return pick(f.childCrash, f.notRunCrash)
+	}
+	return pick(f.childFailed, f.notRun)
+}
+
+// skippedVerdict is a probe the child did not run on a port, and why. One
+// that ran out of the port's time was not judged, which is not the same as
+// not applicable: it is an error, so the run does not read as healthy.
+func (f *level2Frame) skippedVerdict(label string, p *probe.Probe) verdict {
+	slots := Slots{"label": label, "why": p.Skipped}
+	if p.OutOfTime {
+		v := f.outOfTime.unit(portUnitOf(label), slots)
+		v.evidence = map[string]any{"skipped": p.Skipped, "out_of_time": true}
+		return v
+	}
+	return f.skipped.unit(portUnitOf(label), slots)
+}
+
+// childFailureVerdict is the verdict of level-2 check name's frame for a
+// port whose result is missing.
+func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
+	return level2Frames[name].childFailure(label, name, dr)
 }
 
 // probeExpected is what a healthy port shows each probe, for the report's
@@ -394,17 +497,6 @@ func softwareNote(software bool) string {
 // fmtNS prints a duration in nanoseconds with a readable unit.
 func fmtNS(ns float64) string {
 	return time.Duration(ns).Round(100 * time.Nanosecond).String()
-}
-
-// skippedVerdict is a probe the child did not run on a port, and why. One
-// that ran out of the port's time was not judged, which is not the same as
-// not applicable: it is an error, so the run does not read as healthy.
-func skippedVerdict(label string, p *probe.Probe) verdict {
-	if p.OutOfTime {
-		return verdict{status: report.Error, line: fmt.Sprintf("%s: %s", label, p.Skipped), remedy: outOfTimeFix,
-			evidence: map[string]any{"skipped": p.Skipped, "out_of_time": true}}
-	}
-	return verdict{status: report.Skip, line: fmt.Sprintf("%s: %s", label, p.Skipped)}
 }
 
 // outOfTimeFix is for a probe left out because the probes before it on the
