@@ -47,7 +47,7 @@ func init() {
 }
 
 func runGPUACS(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, gpuPre{}); stop {
 		return r
 	}
 	g := env.GPUs()

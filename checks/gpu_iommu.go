@@ -46,7 +46,7 @@ type iommuMember struct {
 }
 
 func runGPUIOMMU(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, gpuPre{}); stop {
 		return r
 	}
 	h, g := env.Host, env.GPUs()

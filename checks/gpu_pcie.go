@@ -36,7 +36,7 @@ func init() {
 }
 
 func runGPUPCIe(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, gpuPre{}); stop {
 		return r
 	}
 	g := env.GPUs()

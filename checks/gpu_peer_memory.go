@@ -62,7 +62,7 @@ type peerPaths struct {
 }
 
 func runGPUPeerMemory(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, gpuPre{}); stop {
 		return r
 	}
 	h := env.Host
