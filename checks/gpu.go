@@ -166,9 +166,6 @@ func declareGPUPre(check string) gpuPre {
 // an unreadable PCI bus, or no RDMA NIC to pair with; the findings are
 // the check's own (pre).
 func gpuPrecondition(env *Env, pre gpuPre) (Result, bool) {
-	if pre.noGPU == nil {
-		return gpuPreconditionProse(env)
-	}
 	s := env.Survey()
 	if s.PCIErr != nil {
 		r := pre.pciUnreadable.result("", Slots{"cause": s.PCIErr.Error()})
@@ -183,31 +180,6 @@ func gpuPrecondition(env *Env, pre gpuPre) (Result, bool) {
 	}
 	if len(g.NICs) == 0 {
 		r := pre.noNIC.result("", Slots{"gpus": fmt.Sprint(len(g.GPUs))})
-		r.Observed, r.Expected = fmt.Sprintf("%d GPU(s), no RDMA NIC", len(g.GPUs)), "an RDMA NIC for the GPUs"
-		r.Evidence = map[string]any{"gpus": gpuAddresses(g)}
-		return r, true
-	}
-	return Result{}, false
-}
-
-// gpuPreconditionProse is gpuPrecondition for the GPU checks not yet
-// written in findings.
-func gpuPreconditionProse(env *Env) (Result, bool) {
-	s := env.Survey()
-	if s.PCIErr != nil {
-		r := errorf("could not list PCI functions: %v", s.PCIErr)
-		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
-		r.Remedy = gpuPCIByHand
-		return r, true
-	}
-	g := env.GPUs()
-	if len(g.GPUs) == 0 {
-		r := skip("no GPU on this host (no NVIDIA 0x10de or AMD 0x1002 display, 3D or processing-accelerator function)")
-		r.Observed, r.Expected = "no GPU", "a GPU, for GPUDirect RDMA to apply"
-		return r, true
-	}
-	if len(g.NICs) == 0 {
-		r := skip(fmt.Sprintf("%d GPU(s) but no RDMA NIC this host can use: GPUDirect RDMA has no NIC to pair with", len(g.GPUs)))
 		r.Observed, r.Expected = fmt.Sprintf("%d GPU(s), no RDMA NIC", len(g.GPUs)), "an RDMA NIC for the GPUs"
 		r.Evidence = map[string]any{"gpus": gpuAddresses(g)}
 		return r, true
