@@ -138,24 +138,48 @@ func nicName(n NIC) string {
 	return n.Fn.Address
 }
 
+// gpuPre are a GPU check's findings about what it needs before judging:
+// a readable PCI bus, a GPU, an RDMA NIC to pair with. Every GPU check
+// declares its own (declareGPUPre), under its own ID.
+type gpuPre struct {
+	pciUnreadable, noGPU, noNIC *Finding
+}
+
+const gpuPCIByHand = "Run where sysfs is mounted and readable; by hand: `lspci -d 10de: ; lspci -d 1002:` and `nvidia-smi topo -m`."
+
+// declareGPUPre declares check's precondition findings.
+func declareGPUPre(check string) gpuPre {
+	return gpuPre{
+		pciUnreadable: declare(Finding{ID: check + "/pci-unreadable", Status: report.Error,
+			When:    "the PCI functions (/sys/bus/pci/devices) could not be listed",
+			Message: "could not list PCI functions: {cause}", Fix: gpuPCIByHand}),
+		noGPU: declare(Finding{ID: check + "/no-gpu", Status: report.Skip,
+			When:    "the host has no GPU: GPUDirect RDMA does not apply",
+			Message: "no GPU on this host (no NVIDIA 0x10de or AMD 0x1002 display, 3D or processing-accelerator function)"}),
+		noNIC: declare(Finding{ID: check + "/no-nic", Status: report.Skip,
+			When:    "the host has GPUs but no RDMA NIC it can use: no pair to judge",
+			Message: "{gpus} GPU(s) but no RDMA NIC this host can use: GPUDirect RDMA has no NIC to pair with"}),
+	}
+}
+
 // gpuPrecondition is the result of a GPU check that cannot judge: no GPU,
-// an unreadable PCI bus, or (pairs) no RDMA NIC to pair with.
-func gpuPrecondition(env *Env, needNIC bool) (Result, bool) {
+// an unreadable PCI bus, or no RDMA NIC to pair with; the findings are
+// the check's own (pre).
+func gpuPrecondition(env *Env, pre gpuPre) (Result, bool) {
 	s := env.Survey()
 	if s.PCIErr != nil {
-		r := errorf("could not list PCI functions: %v", s.PCIErr)
+		r := pre.pciUnreadable.result("", Slots{"cause": s.PCIErr.Error()})
 		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
-		r.Remedy = "Run where sysfs is mounted and readable; by hand: `lspci -d 10de: ; lspci -d 1002:` and `nvidia-smi topo -m`."
 		return r, true
 	}
 	g := env.GPUs()
 	if len(g.GPUs) == 0 {
-		r := skip("no GPU on this host (no NVIDIA 0x10de or AMD 0x1002 display, 3D or processing-accelerator function)")
+		r := pre.noGPU.result("", nil)
 		r.Observed, r.Expected = "no GPU", "a GPU, for GPUDirect RDMA to apply"
 		return r, true
 	}
-	if needNIC && len(g.NICs) == 0 {
-		r := skip(fmt.Sprintf("%d GPU(s) but no RDMA NIC this host can use: GPUDirect RDMA has no NIC to pair with", len(g.GPUs)))
+	if len(g.NICs) == 0 {
+		r := pre.noNIC.result("", Slots{"gpus": fmt.Sprint(len(g.GPUs))})
 		r.Observed, r.Expected = fmt.Sprintf("%d GPU(s), no RDMA NIC", len(g.GPUs)), "an RDMA NIC for the GPUs"
 		r.Evidence = map[string]any{"gpus": gpuAddresses(g)}
 		return r, true

@@ -33,21 +33,47 @@ func init() {
 				"optimization (ACS off for peer-to-peer).",
 			Why: "With ACS redirect on a switch port, every GPUDirect RDMA transfer between a GPU and the NIC beside it climbs to the CPU's root " +
 				"complex and back: bandwidth drops to a fraction, and on some platforms the transfer hangs (NCCL's first collective never ends).",
-			Failures: []Failure{
-				{report.Fail, "a bridge between a GPU and its NIC has ACS P2P Request/Completion Redirect or Egress Control on",
-					"`setpci -s <bridge> ECAP_ACS+0x6.w=0000` (as root; not persistent: run it at every boot, e.g. from a systemd unit), or disable " +
-						"ACS / PCIe virtualization in the BIOS. The kernel enables ACS when an IOMMU driver is active, even in passthrough mode."},
-				{report.Error, "a bridge's extended configuration space is not readable (needs root) or not parsable",
-					"Run as root (reading ACS needs CAP_SYS_ADMIN); by hand: `sudo lspci -vvv | grep ACSCtl`."},
-				{report.Skip, "no GPU, no RDMA NIC, only pairs through the root complex, or a VM", "Nothing to do on this host."},
-			},
 		},
 		Run: runGPUACS,
 	})
 }
 
+// gpu.acs's findings: one per GPU (its PCI address) about the bridges
+// between it and its NIC, or one about the host in a VM.
+const acsPair = "{gpu} {gpu_addr} ↔ {nic} {nic_addr}"
+
+var (
+	acsPre = declareGPUPre("gpu.acs")
+	acsVM  = declare(Finding{ID: "gpu.acs/virtual-machine", Status: report.Skip,
+		When: "in a VM: the guest's bridges are virtual, ACS and ATS are set on the hypervisor host (the NIC's ATS state is listed)",
+		Message: "virtual machine: ACS lives on the hypervisor host's switches, not on the guest's virtual bridges — check it there " +
+			"(ATS on the NIC, ACS allowing direct translated P2P)",
+		Fix: "On the hypervisor host: enable ATS on the NIC (`mlxconfig -d <dev> set ATS_ENABLED=true`, then reboot the host) and configure ACS " +
+			"on its switches to let translated requests go direct, as NVIDIA's \"ATS and ACS configuration\" for VMs describes."})
+	acsThroughRoot = declare(Finding{ID: "gpu.acs/through-root-complex", Status: report.Skip,
+		When:    "the GPU and its NIC meet only at the root complex (PHB, NODE, SYS): their traffic passes through it anyway",
+		Message: acsPair + ": {relation}, through the root complex: ACS redirect does not change the path"})
+	acsPathUnreadable = declare(Finding{ID: "gpu.acs/path-unreadable", Status: report.Error,
+		When:    "the bridges between the GPU and its NIC could not be told from their PCI paths",
+		Message: acsPair + ": {cause}"})
+	acsRedirect = declare(Finding{ID: "gpu.acs/redirect", Status: report.Fail,
+		When:    "bare metal: a bridge between the GPU and its NIC has ACS P2P Request/Completion Redirect or Egress Control on",
+		Message: acsPair + " ({relation}): {bridges} — peer-to-peer traffic is sent up to the root complex",
+		Fix: "Turn ACS redirect off on the switch ports between the GPUs and their NICs, as root: `{commands}` " +
+			"(not persistent: run it at every boot, e.g. from a systemd unit before the GPU jobs start), or disable ACS / PCIe virtualization in the BIOS " +
+			"(NCCL troubleshooting, \"PCI Access Control Services\"). Check with `sudo lspci -vvv | grep ACSCtl`: ReqRedir- CmpltRedir- EgressCtrl-."})
+	acsConfigUnreadable = declare(Finding{ID: "gpu.acs/config-unreadable", Status: report.Error,
+		When:    "a bridge's extended configuration space is not readable (needs CAP_SYS_ADMIN) or not parsable",
+		Message: acsPair + " ({relation}): {bridges}",
+		Fix: "Run rdmadoctor as root: the ACS registers are in the extended configuration space, which the kernel shows only to CAP_SYS_ADMIN " +
+			"(the shipped systemd unit and DaemonSet grant it; a drop-in or patch that removes it makes this check unknown); by hand: `sudo lspci -vvv | grep ACSCtl`."})
+	acsNoRedirect = declare(Finding{ID: "gpu.acs/no-redirect", Status: report.Pass,
+		When:    "no bridge between the GPU and its NIC redirects peer-to-peer traffic",
+		Message: acsPair + " ({relation}): no ACS redirect on the {count} bridge(s) between them"})
+)
+
 func runGPUACS(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, acsPre); stop {
 		return r
 	}
 	g := env.GPUs()
@@ -86,20 +112,59 @@ type acsRead struct {
 func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead) verdict {
 	gpu, n := g.GPUs[i], g.NICs[g.Paired[i]]
 	l := g.Matrix[i][g.Paired[i]]
-	name := fmt.Sprintf("%s %s ↔ %s %s", gpu.Name, gpu.Fn.Address, nicName(n), n.Fn.Address)
+	slots := Slots{"gpu": gpu.Name, "gpu_addr": gpu.Fn.Address, "nic": nicName(n), "nic_addr": n.Fn.Address, "relation": l.rel.String()}
 	ev := map[string]any{"gpu": gpu.Fn.Address, "nic": n.Fn.Address, "relation": l.rel.String()}
-	v := verdict{evidence: ev}
+	var v verdict
 	if l.rel != sysfs.RelPIX && l.rel != sysfs.RelPXB {
-		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s, through the root complex: ACS redirect does not change the path", name, l.rel)
+		v = acsThroughRoot.unit(gpu.Fn.Address, slots)
+		v.evidence = ev
 		return v
 	}
 	bridges, err := sysfs.BridgesBetween(gpu.Fn, n.Fn)
 	if err != nil {
-		v.status, v.line = report.Error, fmt.Sprintf("%s: %v", name, err)
+		slots["cause"] = err.Error()
+		v = acsPathUnreadable.unit(gpu.Fn.Address, slots)
+		v.evidence = ev
 		return v
 	}
-	var bad, unread, ok []string
-	var bridgeEv []map[string]any
+	b := readACSBridges(h, bridges, configs)
+	ev["bridges"] = b.ev
+	switch {
+	case len(b.bad) > 0:
+		var cmds []string
+		for _, bev := range b.ev {
+			if bev["redirect"] == true {
+				cmds = append(cmds, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000", bev["address"]))
+			}
+		}
+		slots["bridges"], slots["commands"] = strings.Join(b.bad, "; "), strings.Join(cmds, "; ")
+		v = acsRedirect.unit(gpu.Fn.Address, slots)
+	case len(b.unread) > 0:
+		slots["bridges"] = strings.Join(b.unread, "; ")
+		v = acsConfigUnreadable.unit(gpu.Fn.Address, slots)
+	default:
+		slots["count"] = fmt.Sprint(len(bridges))
+		v = acsNoRedirect.unit(gpu.Fn.Address, slots)
+	}
+	// A pair that passes is one line; one that does not lists every bridge.
+	if len(b.bad)+len(b.unread) > 0 {
+		v.details = append(append(append(v.details, b.bad...), b.unread...), b.ok...)
+	}
+	v.evidence = ev
+	return v
+}
+
+// acsBridges are the bridges between a GPU and its NIC as judged: the
+// notes of those that redirect, could not be read and are fine, and the
+// evidence of each.
+type acsBridges struct {
+	bad, unread, ok []string
+	ev              []map[string]any
+}
+
+// readACSBridges reads (once per run: configs) and judges each bridge.
+func readACSBridges(h *sysfs.Host, bridges []string, configs map[string]acsRead) acsBridges {
+	var out acsBridges
 	for _, b := range bridges {
 		rd, seen := configs[b]
 		if !seen {
@@ -110,44 +175,17 @@ func judgeACSPair(h *sysfs.Host, g *gpuSurvey, i int, configs map[string]acsRead
 			configs[b] = rd
 		}
 		st, note, bev := judgeACSBridge(b, rd)
-		bridgeEv = append(bridgeEv, bev)
+		out.ev = append(out.ev, bev)
 		switch st {
 		case report.Fail:
-			bad = append(bad, note)
+			out.bad = append(out.bad, note)
 		case report.Error:
-			unread = append(unread, note)
+			out.unread = append(out.unread, note)
 		default:
-			ok = append(ok, note)
+			out.ok = append(out.ok, note)
 		}
 	}
-	ev["bridges"] = bridgeEv
-	// A pair that passes is one line; one that does not lists every bridge.
-	if len(bad)+len(unread) > 0 {
-		v.details = append(append(append(v.details, bad...), unread...), ok...)
-	}
-	switch {
-	case len(bad) > 0:
-		v.status = report.Fail
-		v.line = fmt.Sprintf("%s (%s): %s — peer-to-peer traffic is sent up to the root complex", name, l.rel, strings.Join(bad, "; "))
-		var cmds []string
-		for _, bev := range bridgeEv {
-			if bev["redirect"] == true {
-				cmds = append(cmds, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000", bev["address"]))
-			}
-		}
-		v.remedy = "Turn ACS redirect off on the switch ports between the GPUs and their NICs, as root: `" + strings.Join(cmds, "; ") + "` " +
-			"(not persistent: run it at every boot, e.g. from a systemd unit before the GPU jobs start), or disable ACS / PCIe virtualization in the BIOS " +
-			"(NCCL troubleshooting, \"PCI Access Control Services\"). Check with `sudo lspci -vvv | grep ACSCtl`: ReqRedir- CmpltRedir- EgressCtrl-."
-	case len(unread) > 0:
-		v.status = report.Error
-		v.line = fmt.Sprintf("%s (%s): %s", name, l.rel, strings.Join(unread, "; "))
-		v.remedy = "Run rdmadoctor as root: the ACS registers are in the extended configuration space, which the kernel shows only to CAP_SYS_ADMIN " +
-			"(the shipped systemd unit and DaemonSet grant it; a drop-in or patch that removes it makes this check unknown); by hand: `sudo lspci -vvv | grep ACSCtl`."
-	default:
-		v.status = report.Pass
-		v.line = fmt.Sprintf("%s (%s): no ACS redirect on the %d bridge(s) between them", name, l.rel, len(bridges))
-	}
-	return v
+	return out
 }
 
 // judgeACSBridge judges one bridge's ACS control: the status, a note for
@@ -200,8 +238,7 @@ func portTypeName(t uint8) string {
 // matters (ACS on the host's switches allowing translated requests, ATS on
 // the NIC) is set on the host. The NIC's ATS state is listed where seen.
 func acsInVM(env *Env, g *gpuSurvey) Result {
-	r := skip("virtual machine: ACS lives on the hypervisor host's switches, not on the guest's virtual bridges — check it there " +
-		"(ATS on the NIC, ACS allowing direct translated P2P)")
+	r := acsVM.result("", nil)
 	var ats []map[string]any
 	for _, n := range g.NICs {
 		c, err := env.Host.ReadPCIConfig(n.Fn.Address)
@@ -218,8 +255,6 @@ func acsInVM(env *Env, g *gpuSurvey) Result {
 		}
 	}
 	r.Observed, r.Expected = "virtual machine", "on the host: ATS on the NIC, ACS allowing translated P2P (NVIDIA AI Enterprise VM guide)"
-	r.Remedy = "On the hypervisor host: enable ATS on the NIC (`mlxconfig -d <dev> set ATS_ENABLED=true`, then reboot the host) and configure ACS " +
-		"on its switches to let translated requests go direct, as NVIDIA's \"ATS and ACS configuration\" for VMs describes."
 	r.Evidence = map[string]any{"virtual_machine": true, "ats": ats, "sys_vendor": g.Virt.SysVendor}
 	return r
 }

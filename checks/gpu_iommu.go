@@ -25,14 +25,6 @@ func init() {
 				"ROCm's ROCmRDMA notes and MI300X system optimization guide (IOMMU disabled or iommu=pt), NVIDIA AI Enterprise VM guide (ATS/ACS in VMs).",
 			Why: "GPUDirect RDMA relies on the GPU's BAR addresses being the same for the NIC as for the CPU. An IOMMU that translates the NIC's " +
 				"DMA breaks that: registrations fail or peer traffic is redirected through the root complex, and NCCL falls back or hangs.",
-			Failures: []Failure{
-				{report.Fail, "bare metal: a GPU or NIC sits in an IOMMU group that translates (DMA, DMA-FQ)",
-					"Add `iommu=pt` to the kernel command line (with `intel_iommu=on` or `amd_iommu=on` where SR-IOV or VFIO needs the IOMMU), " +
-						"or disable VT-d / AMD-Vi in the BIOS; then reboot."},
-				{report.Warn, "VM: the guest has its own IOMMU translating the devices", "Remove the guest's virtual IOMMU or set it to passthrough (`iommu=pt` in the guest)."},
-				{report.Error, "the IOMMU mode cannot be told (group type unreadable and nothing on the command line)", "By hand: `cat /proc/cmdline`, `cat /sys/kernel/iommu_groups/*/type`."},
-				{report.Skip, "no GPU, or no RDMA NIC", "Nothing to do."},
-			},
 		},
 		Run: runGPUIOMMU,
 	})
@@ -46,7 +38,7 @@ type iommuMember struct {
 }
 
 func runGPUIOMMU(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, iommuPre); stop {
 		return r
 	}
 	h, g := env.Host, env.GPUs()
@@ -159,25 +151,58 @@ const iommuPTFix = "Put the IOMMU in passthrough for the host's own devices: add
 	"and reboot; or disable VT-d / AMD-Vi in the BIOS on a node that needs neither. NVIDIA's GPUDirect RDMA guide and AMD's ROCm guides require 1:1 " +
 	"(passthrough) mappings for peer-to-peer DMA."
 
+// gpu.iommu's findings: the host's IOMMU mode for its GPUs and their
+// NICs (unit ""), on bare metal and in a VM's guest.
+var (
+	iommuPre        = declareGPUPre("gpu.iommu")
+	iommuTranslated = declare(Finding{ID: "gpu.iommu/translated", Status: report.Fail,
+		When:    "bare metal: a GPU or NIC sits in an IOMMU group that translates (DMA, DMA-FQ)",
+		Message: "bare metal with the IOMMU translating DMA of {devices}: GPUDirect RDMA needs passthrough (1:1) mappings", Fix: iommuPTFix})
+	iommuNone = declare(Finding{ID: "gpu.iommu/no-iommu", Status: report.Pass,
+		When:    "bare metal: no IOMMU registered",
+		Message: "no IOMMU registered (/sys/class/iommu is empty): DMA addresses are physical"})
+	iommuOff = declare(Finding{ID: "gpu.iommu/off", Status: report.Pass,
+		When:    "bare metal: no IOMMU registered, the command line turns it off",
+		Message: "IOMMU off on the command line: DMA addresses are physical"})
+	iommuPassthrough = declare(Finding{ID: "gpu.iommu/passthrough", Status: report.Pass,
+		When:    "bare metal: the GPUs and their NICs are in identity groups, or in none",
+		Message: "IOMMU ({units}) in passthrough for the GPUs and their NICs (identity groups, or none)"})
+	iommuPassthroughCmdline = declare(Finding{ID: "gpu.iommu/passthrough-by-cmdline", Status: report.Pass,
+		When:    "bare metal: a group's type could not be read, and the command line sets passthrough (iommu=pt, iommu.passthrough=1)",
+		Message: "IOMMU in passthrough by the command line ({params}); the groups' type could not be read"})
+	iommuModeUnknown = declare(Finding{ID: "gpu.iommu/mode-unknown", Status: report.Error,
+		When:    "bare metal: a group's type could not be read and nothing on the command line tells the IOMMU mode",
+		Message: "cannot tell the IOMMU mode of {devices}: their group type is unreadable and the command line sets no passthrough",
+		Fix:     "By hand: `cat /proc/cmdline` and `cat /sys/kernel/iommu_groups/*/type` (identity = passthrough). " + iommuPTFix})
+	iommuGuestTranslates = declare(Finding{ID: "gpu.iommu/guest-translates", Status: report.Warn,
+		When:    "in a VM: the guest has its own IOMMU translating the devices",
+		Message: "virtual machine whose own IOMMU translates {devices}: a second translation in the guest",
+		Fix: "Remove the guest's virtual IOMMU or boot the guest with `iommu=pt`; the hypervisor's IOMMU and ATS on the NIC " +
+			"are what GPUDirect RDMA needs in a VM (NVIDIA AI Enterprise \"ATS and ACS configuration\")."})
+	iommuGuestNone = declare(Finding{ID: "gpu.iommu/guest-no-iommu", Status: report.Pass,
+		When:    "in a VM without a guest IOMMU: the hypervisor's IOMMU maps the passed-through devices",
+		Message: "virtual machine without a guest IOMMU: the hypervisor's IOMMU maps the passed-through devices (judge ATS/ACS on the host)"})
+	iommuGuestPassthrough = declare(Finding{ID: "gpu.iommu/guest-passthrough", Status: report.Pass,
+		When:    "in a VM whose guest IOMMU does not translate the GPUs and NICs",
+		Message: "virtual machine: guest IOMMU ({units}) in passthrough for the GPUs and NICs"})
+)
+
 func judgeIOMMUBareMetal(st sysfs.IOMMUState, translated, unknown []string) Result {
 	var r Result
 	units := len(st.Units)
 	switch {
 	case len(translated) > 0:
-		r = fail(fmt.Sprintf("bare metal with the IOMMU translating DMA of %s: GPUDirect RDMA needs passthrough (1:1) mappings", strings.Join(translated, ", ")))
-		r.Remedy = iommuPTFix
+		r = iommuTranslated.result("", Slots{"devices": strings.Join(translated, ", ")})
+	case units == 0 && len(unknown) == 0 && cmdlineOff(st):
+		r = iommuOff.result("", nil)
 	case units == 0 && len(unknown) == 0:
-		r = pass("no IOMMU registered (/sys/class/iommu is empty): DMA addresses are physical")
-		if cmdlineOff(st) {
-			r.Summary = "IOMMU off on the command line: DMA addresses are physical"
-		}
+		r = iommuNone.result("", nil)
 	case len(unknown) == 0:
-		r = pass(fmt.Sprintf("IOMMU (%s) in passthrough for the GPUs and their NICs (identity groups, or none)", unitList(st.Units)))
+		r = iommuPassthrough.result("", Slots{"units": unitList(st.Units)})
 	case cmdlinePassthrough(st):
-		r = pass("IOMMU in passthrough by the command line (" + strings.Join(st.Params, " ") + "); the groups' type could not be read")
+		r = iommuPassthroughCmdline.result("", Slots{"params": strings.Join(st.Params, " ")})
 	default:
-		r = errorf("cannot tell the IOMMU mode of %s: their group type is unreadable and the command line sets no passthrough", strings.Join(unknown, ", "))
-		r.Remedy = "By hand: `cat /proc/cmdline` and `cat /sys/kernel/iommu_groups/*/type` (identity = passthrough). " + iommuPTFix
+		r = iommuModeUnknown.result("", Slots{"devices": strings.Join(unknown, ", ")})
 	}
 	r.Observed = fmt.Sprintf("%d IOMMU unit(s); %d translated device(s)", units, len(translated))
 	r.Expected = "IOMMU off, or passthrough (identity groups, iommu=pt) for the GPUs and NICs"
@@ -188,13 +213,11 @@ func judgeIOMMUGuest(st sysfs.IOMMUState, translated []string) Result {
 	var r Result
 	switch {
 	case len(translated) > 0:
-		r = warn(fmt.Sprintf("virtual machine whose own IOMMU translates %s: a second translation in the guest", strings.Join(translated, ", ")))
-		r.Remedy = "Remove the guest's virtual IOMMU or boot the guest with `iommu=pt`; the hypervisor's IOMMU and ATS on the NIC " +
-			"are what GPUDirect RDMA needs in a VM (NVIDIA AI Enterprise \"ATS and ACS configuration\")."
+		r = iommuGuestTranslates.result("", Slots{"devices": strings.Join(translated, ", ")})
 	case len(st.Units) == 0:
-		r = pass("virtual machine without a guest IOMMU: the hypervisor's IOMMU maps the passed-through devices (judge ATS/ACS on the host)")
+		r = iommuGuestNone.result("", nil)
 	default:
-		r = pass("virtual machine: guest IOMMU (" + unitList(st.Units) + ") in passthrough for the GPUs and NICs")
+		r = iommuGuestPassthrough.result("", Slots{"units": unitList(st.Units)})
 	}
 	r.Observed = fmt.Sprintf("VM; %d guest IOMMU unit(s)", len(st.Units))
 	r.Expected = "no guest IOMMU translation; ATS and ACS set on the host"

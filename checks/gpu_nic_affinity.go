@@ -25,22 +25,43 @@ func init() {
 			Why: "NCCL, UCX and NVSHMEM send each GPU's traffic through the NIC nearest to it. When that NIC is across the socket interconnect, " +
 				"GPUDirect RDMA is not used: every byte is staged through host memory and crosses UPI/Infinity Fabric, and the all-reduce bandwidth " +
 				"of the whole job drops to that GPU's.",
-			Failures: []Failure{
-				{report.Fail, "a GPU's nearest free RDMA NIC is on another NUMA node (SYS)",
-					"Move the NIC (or the GPU) so that each GPU has a NIC under its own PCIe switch, as the platform's slot guide pairs them; until then " +
-						"NCCL stages that GPU's traffic through host memory."},
-				{report.Warn, "a GPU's NIC is only at PHB/NODE while other GPUs have one under their switch",
-					"Check the cabling and slot plan against the platform's (nvidia-smi topo -m shows the same classes)."},
-				{report.Error, "a GPU's or NIC's PCI path could not be read", "Run where /sys is readable; by hand: `nvidia-smi topo -m` and `lspci -tv`."},
-				{report.Skip, "no GPU, or no RDMA NIC", "Nothing to do."},
-			},
 		},
 		Run: runGPUNICAffinity,
 	})
 }
 
+// gpu.nic_affinity's findings, one per GPU (its PCI address): the pair's
+// line names the GPU, its NIC and their relation.
+const affinityPair = "{gpu} {gpu_addr} ({product}): {nic} {nic_addr} {relation} ({path})"
+
+var (
+	affinityPre    = declareGPUPre("gpu.nic_affinity")
+	affinityPaired = declare(Finding{ID: "gpu.nic_affinity/paired", Status: report.Pass,
+		When:    "the GPU's NIC is as near as the platform allows (under its switch, or no GPU of the host has better)",
+		Message: affinityPair})
+	affinityVirtual = declare(Finding{ID: "gpu.nic_affinity/virtual-topology", Status: report.Pass,
+		When:    "in a VM: the topology is the hypervisor's invention, shown and not judged",
+		Message: affinityPair + " — virtual topology: the hypervisor's placement decides, check it on the host"})
+	affinityUnknown = declare(Finding{ID: "gpu.nic_affinity/path-unreadable", Status: report.Error,
+		When:    "the GPU's or its NIC's PCI path could not be read, so their relation is unknown",
+		Message: affinityPair,
+		Fix:     "Run where /sys is readable; by hand: `nvidia-smi topo -m` and `lspci -tv`."})
+	affinityAcrossSockets = declare(Finding{ID: "gpu.nic_affinity/across-sockets", Status: report.Fail,
+		When: "bare metal: the GPU's nearest free RDMA NIC is on another NUMA node (SYS)",
+		Message: "{gpu} {gpu_addr} ({product}) on NUMA node {gpu_numa}: nearest free RDMA NIC {nic} ({nic_addr}) is on NUMA node {nic_numa} — " +
+			"SYS, {meaning} ({path})",
+		Fix: "Put an RDMA NIC under {gpu}'s PCIe switch (or at least on NUMA node {gpu_numa}), as the platform's slot guide pairs GPUs and NICs; " +
+			"check `nvidia-smi topo -m` (or `lspci -tv`) after the move. Until then NCCL does not use GPUDirect RDMA across sockets " +
+			"(NCCL_NET_GDR_LEVEL) and stages {gpu}'s traffic through host memory."})
+	affinityFar = declare(Finding{ID: "gpu.nic_affinity/nic-not-under-switch", Status: report.Warn,
+		When:    "bare metal: the GPU's NIC is only at PHB/NODE while other GPUs of the host have one under their switch",
+		Message: affinityPair + " — other GPUs here have a NIC at {best}",
+		Fix: "Compare the NIC slots and cabling with the platform's GPU–NIC pairing (`nvidia-smi topo -m`): this GPU's rail has no NIC under its switch; " +
+			"NCCL uses GPUDirect RDMA up to PXB by default (NCCL_NET_GDR_LEVEL)."})
+)
+
 func runGPUNICAffinity(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, affinityPre); stop {
 		return r
 	}
 	g := env.GPUs()
@@ -77,30 +98,23 @@ func judgeAffinity(g *gpuSurvey, i int, best sysfs.PCIRelation) verdict {
 	gpu := g.GPUs[i]
 	n := g.NICs[g.Paired[i]]
 	l := g.Matrix[i][g.Paired[i]]
-	name := fmt.Sprintf("%s %s (%s)", gpu.Name, gpu.Fn.Address, gpu.Product)
-	v := verdict{line: fmt.Sprintf("%s: %s %s %s (%s)", name, nicName(n), n.Fn.Address, l.rel, l.why)}
-	v.evidence = map[string]any{"gpu": gpu.Fn.Address, "nic": n.Fn.Address, "rdma_device": nicName(n), "relation": l.rel.String(), "path": l.why}
+	slots := Slots{"gpu": gpu.Name, "gpu_addr": gpu.Fn.Address, "product": gpu.Product, "nic": nicName(n), "nic_addr": n.Fn.Address,
+		"relation": l.rel.String(), "path": l.why}
+	var v verdict
 	switch {
 	case l.rel == sysfs.RelUnknown:
-		v.status = report.Error
-		v.remedy = "Run where /sys is readable; by hand: `nvidia-smi topo -m` and `lspci -tv`."
+		v = affinityUnknown.unit(gpu.Fn.Address, slots)
 	case g.Virt.Guest():
-		v.status = report.Pass
-		v.line += " — virtual topology: the hypervisor's placement decides, check it on the host"
+		v = affinityVirtual.unit(gpu.Fn.Address, slots)
 	case l.rel == sysfs.RelSYS:
-		v.status = report.Fail
-		v.line = fmt.Sprintf("%s on NUMA node %d: nearest free RDMA NIC %s (%s) is on NUMA node %d — SYS, %s (%s)",
-			name, gpu.Fn.NUMANode, nicName(n), n.Fn.Address, n.Fn.NUMANode, l.rel.Meaning(), l.why)
-		v.remedy = fmt.Sprintf("Put an RDMA NIC under %s's PCIe switch (or at least on NUMA node %d), as the platform's slot guide pairs GPUs and NICs; "+
-			"check `nvidia-smi topo -m` (or `lspci -tv`) after the move. Until then NCCL does not use GPUDirect RDMA across sockets "+
-			"(NCCL_NET_GDR_LEVEL) and stages %s's traffic through host memory.", gpu.Name, gpu.Fn.NUMANode, gpu.Name)
+		slots["gpu_numa"], slots["nic_numa"], slots["meaning"] = fmt.Sprint(gpu.Fn.NUMANode), fmt.Sprint(n.Fn.NUMANode), l.rel.Meaning()
+		v = affinityAcrossSockets.unit(gpu.Fn.Address, slots)
 	case l.rel > sysfs.RelPXB && best <= sysfs.RelPXB:
-		v.status = report.Warn
-		v.line += fmt.Sprintf(" — other GPUs here have a NIC at %s", best)
-		v.remedy = "Compare the NIC slots and cabling with the platform's GPU–NIC pairing (`nvidia-smi topo -m`): this GPU's rail has no NIC under its switch; " +
-			"NCCL uses GPUDirect RDMA up to PXB by default (NCCL_NET_GDR_LEVEL)."
+		slots["best"] = best.String()
+		v = affinityFar.unit(gpu.Fn.Address, slots)
 	default:
-		v.status = report.Pass
+		v = affinityPaired.unit(gpu.Fn.Address, slots)
 	}
+	v.evidence = map[string]any{"gpu": gpu.Fn.Address, "nic": n.Fn.Address, "rdma_device": nicName(n), "relation": l.rel.String(), "path": l.why}
 	return v
 }

@@ -23,20 +23,41 @@ func init() {
 				"own link is pci.link's.",
 			Why: "A GPU that trained at x8 or at a lower generation halves what GPUDirect RDMA can move between it and its NIC: the job runs, slowly, " +
 				"and nothing else says why.",
-			Failures: []Failure{
-				{report.Fail, "a GPU trained below min(its max, its path's max), or a bridge above it carries less",
-					"Reseat the GPU or its riser/cable (power off), check the BIOS PCIe speed and bifurcation settings; compare `lspci -vv -s <addr>` LnkCap with LnkSta."},
-				{report.Warn, "a bridge above a GPU trained below its capability without limiting it", "Check the bridge's riser or cable when convenient."},
-				{report.Error, "a GPU's link attributes could not be read", "Run where /sys is readable; the message names the file."},
-				{report.Skip, "no GPU, or no RDMA NIC", "Nothing to do."},
-			},
 		},
 		Run: runGPUPCIe,
 	})
 }
 
+// gpu.pcie's findings, one per GPU (its PCI address). The GPU's link is
+// judged by pci.link's own code (judgeLink): {link} is that judgement's
+// line, so the words stay pci.link's.
+var (
+	pciePre      = declareGPUPre("gpu.pcie")
+	pcieExpected = declare(Finding{ID: "gpu.pcie/link-expected", Status: report.Pass,
+		When:    "the GPU trained at min(its max, its path's max) and no bridge above it is slower",
+		Message: "{gpu} {link}"})
+	pcieDegraded = declare(Finding{ID: "gpu.pcie/link-degraded", Status: report.Fail,
+		When:    "the GPU trained below min(its max, its path's max), or a bridge above it carries less than its link",
+		Message: "{gpu} {link}",
+		Fix: "Reseat the GPU or its riser/cable with the host powered off, or check the baseboard's PCIe cabling and the BIOS PCIe speed and " +
+			"bifurcation settings; compare `lspci -vv -s {gpu_addr} | grep -e LnkCap -e LnkSta`."})
+	pcieSlowBridge = declare(Finding{ID: "gpu.pcie/slow-bridge", Status: report.Warn,
+		When:    "a bridge above the GPU trained below its capability without limiting the GPU's link",
+		Message: "{gpu} {link}"})
+	pcieUnreadable = declare(Finding{ID: "gpu.pcie/link-unreadable", Status: report.Error,
+		When:    "the GPU's link attributes, or those of a bridge that may limit it, could not be read",
+		Message: "{gpu} {link}"})
+	pcieUnknown = declare(Finding{ID: "gpu.pcie/link-unknown", Status: report.Skip,
+		When:    "the GPU reports no trained link, or neither it nor its bridges say what it could train at",
+		Message: "{gpu} {link}"})
+)
+
+// pcieFindings are gpu.pcie's findings by the status of pci.link's judgement.
+var pcieFindings = map[report.Status]*Finding{report.Pass: pcieExpected, report.Fail: pcieDegraded, report.Warn: pcieSlowBridge,
+	report.Error: pcieUnreadable, report.Skip: pcieUnknown}
+
 func runGPUPCIe(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, pciePre); stop {
 		return r
 	}
 	g := env.GPUs()
@@ -45,13 +66,15 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 	for i, gpu := range g.GPUs {
 		// The GPU goes through pci.link's own judgement: one rule, one code.
 		j := judgeLink(env.Host, NIC{Fn: gpu.Fn, Product: gpu.Product})
-		v := verdict{status: j.status, line: gpu.Name + " " + j.detail, evidence: j.evidence}
 		links = appendUnique(links, j.observed)
+		slots := Slots{"gpu": gpu.Name, "gpu_addr": gpu.Fn.Address, "link": j.detail}
 		if j.status == report.Fail {
-			v.line = gpu.Name + " " + j.summary
+			slots["link"] = j.summary
+		}
+		v := pcieFindings[j.status].unit(gpu.Fn.Address, slots)
+		v.evidence = j.evidence
+		if j.status == report.Fail {
 			v.details = append(v.details, j.detail)
-			v.remedy = "Reseat the GPU or its riser/cable with the host powered off, or check the baseboard's PCIe cabling and the BIOS PCIe speed and " +
-				"bifurcation settings; compare `lspci -vv -s " + gpu.Fn.Address + " | grep -e LnkCap -e LnkSta`."
 		}
 		v.details = append(v.details, devCtlLine(env, gpu.Name, gpu.Fn.Address, j.evidence))
 		if k := g.Paired[i]; k >= 0 {

@@ -37,47 +37,77 @@ func init() {
 				"and the open driver R515+), ROCm's ROCmRDMA notes.",
 			Why: "Without a peer-memory path, registering GPU memory fails (ibv_reg_mr on a cudaMalloc pointer returns EFAULT) and NCCL silently " +
 				"falls back to staging every transfer through host memory — the job runs, at a fraction of its bandwidth.",
-			Failures: []Failure{
-				{report.Fail, "NVIDIA GPUs and neither nvidia_peermem loaded nor DMA-BUF available",
-					"`modprobe nvidia-peermem` and load it at boot (`echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf`); or move to DMA-BUF: " +
-						"NVIDIA's open kernel modules R515+, kernel 5.12+, rdma-core 34+."},
-				{report.Fail, "NVIDIA GPUs without the nvidia driver loaded", "Install and load the NVIDIA driver (`modprobe nvidia`); `nvidia-smi` must list the GPUs."},
-				{report.Fail, "AMD GPUs and no DMA-BUF path (amdgpu not bound, kernel < 5.12 or rdma-core < 34)",
-					"Load amdgpu (the ROCm driver), run a 5.12+ kernel and rdma-core 34+."},
-				{report.Error, "what decides the path could not be read (kernel release, the module list, the NVIDIA driver's version, rdma-core's release) and no path was found", "Run where /proc is readable; by hand: `lsmod | grep -e peermem -e amdgpu`, `cat /proc/driver/nvidia/version`."},
-				{report.Skip, "no GPU, or no RDMA NIC", "Nothing to do."},
-			},
 		},
 		Run: runGPUPeerMemory,
 	})
 }
 
+// gpu.peer_memory's findings. The verdict is the host's (unit ""): a path
+// found, none, or none found and DMA-BUF's availability unknown; each
+// vendor without a path adds a finding about its driver ("nvidia",
+// "amdgpu") whose fix is the remedy.
+var (
+	peerPre               = declareGPUPre("gpu.peer_memory")
+	peerModulesUnreadable = declare(Finding{ID: "gpu.peer_memory/modules-unreadable", Status: report.Error,
+		When:    "the module list (/proc/modules) could not be read",
+		Message: "could not read the module list: {cause}",
+		Fix:     "Run where /proc is readable; by hand: `lsmod | grep -e nvidia -e amdgpu`."})
+	peerKernelUnreadable = declare(Finding{ID: "gpu.peer_memory/kernel-unreadable", Status: report.Error,
+		When:    "the kernel release could not be read or parsed",
+		Message: "could not read the kernel release: {cause}",
+		Fix:     "Run where /proc is readable; by hand: `uname -r`."})
+	peerAvailable = declare(Finding{ID: "gpu.peer_memory/available", Status: report.Pass,
+		When:    "every GPU vendor of the host has a path for the NIC into GPU memory (peer memory or DMA-BUF)",
+		Message: "{vendors} GPUs: {available}"})
+	peerNoPath = declare(Finding{ID: "gpu.peer_memory/no-path", Status: report.Fail,
+		When:    "a GPU vendor of the host has no path for the NIC into GPU memory (its finding below says which and the fix)",
+		Message: "{vendors} GPUs: no path for the NIC into GPU memory — {missing}"})
+	peerPathUnknown = declare(Finding{ID: "gpu.peer_memory/path-unknown", Status: report.Error,
+		When:    "no path was found, and what decides DMA-BUF (the NVIDIA driver's version, rdma-core's release) could not be read",
+		Message: "{vendors} GPUs: no path into GPU memory found, and whether DMA-BUF is available could not be told — {missing}",
+		Fix: "Run where /proc and the loader cache are readable; by hand: `cat /proc/driver/nvidia/version` (\"Open Kernel Module\", R515+), " +
+			"`ls -l $(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')` (rdma-core 34+), `uname -r` (5.12+). Otherwise:"})
+	peerNVIDIADriverMissing = declare(Finding{ID: "gpu.peer_memory/nvidia-driver-missing", Status: report.Fail,
+		When:    "NVIDIA GPUs without the nvidia driver loaded",
+		Message: "the nvidia driver is not loaded",
+		Fix:     "Install and load the NVIDIA driver (`modprobe nvidia`); `nvidia-smi` must list the GPUs."})
+	peerNVIDIANoPath = declare(Finding{ID: "gpu.peer_memory/nvidia-no-path", Status: report.Fail,
+		When:    "NVIDIA GPUs and neither nvidia_peermem loaded nor DMA-BUF available",
+		Message: "nvidia_peermem not loaded and no DMA-BUF: {why}",
+		Fix: "Load the peer-memory module: `modprobe nvidia-peermem`, and at boot: `echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf` " +
+			"(it ships with the NVIDIA driver since R470; it needs the RDMA stack's ib_core loaded first). Or move to DMA-BUF, which NVIDIA now recommends: " +
+			"the open kernel modules R515+ (`nvidia-driver-<branch>-open`), kernel 5.12+, rdma-core 34+."})
+	peerAMDNoPath = declare(Finding{ID: "gpu.peer_memory/amd-no-path", Status: report.Fail,
+		When:    "AMD GPUs and no DMA-BUF path (amdgpu not bound, kernel < 5.12 or rdma-core < 34)",
+		Message: "no DMA-BUF for the AMD GPUs: {why}",
+		Fix: "For AMD GPUs load amdgpu (the ROCm driver: `amdgpu-install --usecase=dkms`), run a 5.12+ kernel and rdma-core 34+ " +
+			"so that the NIC registers GPU memory through DMA-BUF (ibv_reg_dmabuf_mr)."})
+)
+
 // peerPaths is what was found of each path to GPU memory.
 type peerPaths struct {
-	ev                 map[string]any
-	have, lack, remedy []string
+	ev         map[string]any
+	have, lack []string
+	// causes are the findings of the vendors without a path.
+	causes []report.Finding
 	// unknown: what DMA-BUF needs could not all be read, so a host with
 	// no path found may still have one — could not look, not a fault.
 	unknown bool
 }
 
 func runGPUPeerMemory(_ context.Context, env *Env) Result {
-	if r, stop := gpuPrecondition(env, true); stop {
+	if r, stop := gpuPrecondition(env, peerPre); stop {
 		return r
 	}
 	h := env.Host
 	mods, err := h.ReadModules()
 	if err != nil {
-		r := errorf("could not read the module list: %v", err)
-		r.Remedy = "Run where /proc is readable; by hand: `lsmod | grep -e nvidia -e amdgpu`."
-		return r
+		return peerModulesUnreadable.result("", Slots{"cause": err.Error()})
 	}
 	rel, err := h.KernelRelease()
 	kv, perr := sysfs.ParseKernelRelease(rel)
 	if err != nil || perr != nil {
-		r := errorf("could not read the kernel release: %v", firstNonNil(err, perr))
-		r.Remedy = "Run where /proc is readable; by hand: `uname -r`."
-		return r
+		return peerKernelUnreadable.result("", Slots{"cause": firstNonNil(err, perr).Error()})
 	}
 	p := &peerPaths{ev: map[string]any{"kernel": rel}}
 	dmabufBase := p.dmabufBase(h, rel, kv)
@@ -91,19 +121,7 @@ func runGPUPeerMemory(_ context.Context, env *Env) Result {
 		p.amd(env.GPUs(), mods, dmabufBase)
 	}
 	p.ev["available"], p.ev["missing"] = nonNil(p.have), nonNil(p.lack)
-	var r Result
-	switch {
-	case len(p.remedy) > 0 && p.unknown:
-		r = errorf("%s GPUs: no path into GPU memory found, and whether DMA-BUF is available could not be told — %s",
-			strings.Join(vendors, " and "), strings.Join(p.lack, "; "))
-		r.Remedy = "Run where /proc and the loader cache are readable; by hand: `cat /proc/driver/nvidia/version` (\"Open Kernel Module\", R515+), " +
-			"`ls -l $(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')` (rdma-core 34+), `uname -r` (5.12+). Otherwise:\n" + strings.Join(p.remedy, "\n")
-	case len(p.remedy) > 0:
-		r = fail(fmt.Sprintf("%s GPUs: no path for the NIC into GPU memory — %s", strings.Join(vendors, " and "), strings.Join(p.lack, "; ")))
-		r.Remedy = strings.Join(p.remedy, "\n")
-	default:
-		r = pass(fmt.Sprintf("%s GPUs: %s", strings.Join(vendors, " and "), strings.Join(p.have, "; ")))
-	}
+	r := p.result(strings.Join(vendors, " and "))
 	r.Observed = strings.Join(p.have, "; ")
 	if r.Observed == "" {
 		r.Observed = "no peer-memory path"
@@ -111,6 +129,32 @@ func runGPUPeerMemory(_ context.Context, env *Env) Result {
 	r.Expected = "nvidia_peermem loaded or DMA-BUF (kernel ≥ 5.12, rdma-core ≥ 34, NVIDIA open modules R515+ / amdgpu)"
 	r.Details = append(append([]string(nil), prefixAll("available: ", p.have)...), prefixAll("missing: ", p.lack)...)
 	r.Evidence = p.ev
+	return r
+}
+
+// result is the host's verdict from the paths found: the verdict's
+// finding, then the vendors' causes, whose fixes are the remedy.
+func (p *peerPaths) result(vendors string) Result {
+	slots := Slots{"vendors": vendors, "available": strings.Join(p.have, "; "), "missing": strings.Join(p.lack, "; ")}
+	var main *Finding
+	switch {
+	case len(p.causes) > 0 && p.unknown:
+		main = peerPathUnknown
+	case len(p.causes) > 0:
+		main = peerNoPath
+	default:
+		return peerAvailable.result("", slots)
+	}
+	r := main.result("", slots)
+	var fixes []string
+	if r.Remedy != "" {
+		fixes = append(fixes, r.Remedy)
+	}
+	for _, c := range p.causes {
+		fixes = append(fixes, c.Fix)
+	}
+	r.Findings = append(r.Findings, p.causes...)
+	r.Remedy = strings.Join(fixes, "\n")
 	return r
 }
 
@@ -208,7 +252,7 @@ func (p *peerPaths) nvidia(h *sysfs.Host, mods *sysfs.Modules, base string) {
 	drv, err := h.ReadNVIDIADriver()
 	if err != nil && mods.State("nvidia") == sysfs.ModuleAbsent {
 		p.lack = append(p.lack, "the nvidia driver is not loaded")
-		p.remedy = append(p.remedy, "Install and load the NVIDIA driver (`modprobe nvidia`); `nvidia-smi` must list the GPUs.")
+		p.causes = append(p.causes, peerNVIDIADriverMissing.At("nvidia", nil))
 		return
 	}
 	p.ev["nvidia_driver"] = map[string]any{"version": drv.Version, "open_kernel_modules": drv.Open, "line": drv.Line}
@@ -242,9 +286,7 @@ func (p *peerPaths) nvidia(h *sysfs.Host, mods *sysfs.Modules, base string) {
 		p.lack = append(p.lack, "DMA-BUF: "+strings.Join(why, ", "))
 	}
 	if peer == "" && len(why) > 0 {
-		p.remedy = append(p.remedy, "Load the peer-memory module: `modprobe nvidia-peermem`, and at boot: `echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf` "+
-			"(it ships with the NVIDIA driver since R470; it needs the RDMA stack's ib_core loaded first). Or move to DMA-BUF, which NVIDIA now recommends: "+
-			"the open kernel modules R515+ (`nvidia-driver-<branch>-open`), kernel 5.12+, rdma-core 34+.")
+		p.causes = append(p.causes, peerNVIDIANoPath.At("nvidia", Slots{"why": strings.Join(why, ", ")}))
 	}
 }
 
@@ -268,6 +310,5 @@ func (p *peerPaths) amd(g *gpuSurvey, mods *sysfs.Modules, base string) {
 		return
 	}
 	p.lack = append(p.lack, "AMD DMA-BUF: "+strings.Join(why, ", "))
-	p.remedy = append(p.remedy, "For AMD GPUs load amdgpu (the ROCm driver: `amdgpu-install --usecase=dkms`), run a 5.12+ kernel and rdma-core 34+ "+
-		"so that the NIC registers GPU memory through DMA-BUF (ibv_reg_dmabuf_mr).")
+	p.causes = append(p.causes, peerAMDNoPath.At("amdgpu", Slots{"why": strings.Join(why, ", ")}))
 }
