@@ -308,7 +308,9 @@ func runLevel2(ctx context.Context, env *Env, name string, frame *level2Frame, j
 		}
 	}
 	r := combine(verdicts)
-	r.Expected = probeExpected[name]
+	if k, ok := probe.LookupKind(name); ok {
+		r.Expected = k.Expected
+	}
 	r.Details = append(r.Details, plan.skipped...)
 	r.Evidence = ev
 	return r
@@ -443,18 +445,6 @@ func (f *level2Frame) skippedVerdict(label string, p *probe.Probe) verdict {
 // port whose result is missing.
 func childFailureVerdict(label, name string, dr *probe.DeviceResult) verdict {
 	return level2Frames[name].childFailure(label, name, dr)
-}
-
-// probeExpected is what a healthy port shows each probe, for the report's
-// "expected" beside the observed tally.
-var probeExpected = map[string]string{
-	probe.Resources:    "open, PD, MR, CQ and RC QP (UD where the device has no RC) created on every ACTIVE port",
-	probe.QPState:      "RESET→INIT→RTR→RTS walked, RESET→RTS refused with EINVAL, ERR→RESET recovers",
-	probe.SendPoll:     "the SEND completes IBV_WC_SUCCESS with the right byte count and payload",
-	probe.CQOverflow:   "an overrun CQ raises IBV_EVENT_CQ_ERR",
-	probe.DestroyOrder: "EBUSY for frees out of order, an error completion for a stale lkey, counts back to baseline",
-	probe.UD:           "a UD SEND through an address handle arrives with byte_len = payload + 40 and the payload at offset 40; a wrong Q_Key is dropped",
-	probe.GPUMemory:    "GPU memory registers with the NIC through peer memory or DMA-BUF, and a SEND into it arrives intact",
 }
 
 func lastLines(s string, n int) string {

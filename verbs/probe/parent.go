@@ -176,39 +176,6 @@ func probeDevice(ctx context.Context, exe string, t Target, opts Options) *Devic
 	return dr
 }
 
-func decodeProbe(pr *PortResult, name string, raw json.RawMessage) error {
-	var err error
-	switch name {
-	case Resources:
-		pr.Resources = &ResourcesResult{}
-		err = json.Unmarshal(raw, pr.Resources)
-	case QPState:
-		pr.QPState = &QPStateResult{}
-		err = json.Unmarshal(raw, pr.QPState)
-	case SendPoll:
-		pr.SendPoll = &SendPollResult{}
-		err = json.Unmarshal(raw, pr.SendPoll)
-	case CQOverflow:
-		pr.CQOverflow = &CQOverflowResult{}
-		err = json.Unmarshal(raw, pr.CQOverflow)
-	case DestroyOrder:
-		pr.DestroyOrder = &DestroyOrderResult{}
-		err = json.Unmarshal(raw, pr.DestroyOrder)
-	case UD:
-		pr.UD = &UDResult{}
-		err = json.Unmarshal(raw, pr.UD)
-	case GPUMemory:
-		pr.GPUMemory = &GPUMemoryResult{}
-		err = json.Unmarshal(raw, pr.GPUMemory)
-	default:
-		return fmt.Errorf("result of unknown probe %q", name)
-	}
-	if err != nil {
-		return fmt.Errorf("decode %s: %w", name, err)
-	}
-	return nil
-}
-
 // childOutcome is how a child ended.
 type childOutcome struct {
 	failure *ChildFailure // nil when it finished ("done")

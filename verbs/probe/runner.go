@@ -106,26 +106,17 @@ func runProbes(em *emitter, req request) {
 				if res = outOfTime(name, port, opts.Timeout); res == nil {
 					continue
 				}
-			case name == Resources:
-				rr := r.resources()
-				if st := rr.Failed(); st != nil {
-					resourcesFailed = fmt.Sprintf("blocked by %s: %s failed", Resources, st.Name)
-				}
-				res = rr
-			case name == QPState:
-				res = r.qpState(resourcesFailed)
-			case name == SendPoll:
-				res = r.sendPoll(resourcesFailed)
-			case name == CQOverflow:
-				res = r.cqOverflow(resourcesFailed)
-			case name == DestroyOrder:
-				res = r.destroyOrder(resourcesFailed)
-			case name == UD:
-				res = r.ud(resourcesFailed)
-			case name == GPUMemory:
-				res = r.gpuMemory(resourcesFailed)
 			default:
-				continue
+				k, ok := LookupKind(name)
+				if !ok {
+					continue
+				}
+				res = k.run(r, resourcesFailed)
+				if rr, ok := res.(*ResourcesResult); ok {
+					if st := rr.Failed(); st != nil {
+						resourcesFailed = fmt.Sprintf("blocked by %s: %s failed", Resources, st.Name)
+					}
+				}
 			}
 			b, err := json.Marshal(res)
 			if err != nil {
@@ -135,31 +126,6 @@ func runProbes(em *emitter, req request) {
 			em.emit(event{Kind: "result", Port: port, Probe: name, Result: b})
 		}
 	}
-}
-
-// outOfTime is the result of a probe that was not run because the port's
-// deadline had passed; nil for an unknown probe name.
-func outOfTime(name string, port int, timeout time.Duration) any {
-	p := newProbe(name)
-	p.Skipped = fmt.Sprintf("not run: port %d's deadline (%v for all its probes, --probe-timeout) passed in the probes before it", port, timeout)
-	p.OutOfTime = true
-	switch name {
-	case Resources:
-		return &ResourcesResult{Probe: p}
-	case QPState:
-		return &QPStateResult{Probe: p}
-	case SendPoll:
-		return &SendPollResult{Probe: p}
-	case CQOverflow:
-		return &CQOverflowResult{Probe: p, Events: []AsyncEventRecord{}}
-	case DestroyOrder:
-		return &DestroyOrderResult{Probe: p}
-	case UD:
-		return &UDResult{Probe: p, PayloadOffset: -1}
-	case GPUMemory:
-		return &GPUMemoryResult{Probe: p, Paths: []GPUPath{}}
-	}
-	return nil
 }
 
 func (r *runner) begin(p *Probe, step string) {

@@ -18,8 +18,6 @@ const (
 	GPUMemory    = "probe.gpu_memory"
 )
 
-// AllProbes lists every probe in run order: the catalog's.
-var AllProbes = []string{Resources, QPState, SendPoll, CQOverflow, DestroyOrder, UD, GPUMemory}
 
 // Target is one device and the ports to probe on it (normally its ACTIVE
 // ports).
