@@ -18,7 +18,6 @@ const (
 	GPUMemory    = "probe.gpu_memory"
 )
 
-
 // Target is one device and the ports to probe on it (normally its ACTIVE
 // ports).
 type Target struct {
