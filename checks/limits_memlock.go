@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -613,4 +615,11 @@ func judgeOwnMemlock(h *sysfs.Host, lim sysfs.Rlimit, threshold uint64, hasCap b
 	}
 	r = f.result("", slots.with("remedy", memlockRemedy(mc, why)))
 	return r, details
+}
+
+// limits.memlock's flag: the limit that passes without CAP_IPC_LOCK.
+func init() {
+	declareKnob(18, func(fs *pflag.FlagSet, o *Options) {
+		fs.Var(newSizeFlag(&o.MinMemlock, "64MiB"), "min-memlock", "limits.memlock: smallest RLIMIT_MEMLOCK that passes without CAP_IPC_LOCK")
+	}, nil)
 }

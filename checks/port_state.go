@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
+	"github.com/spf13/pflag"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -570,4 +572,16 @@ func valueOrUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// port.state's flag: the rate a port must reach.
+func init() {
+	declareKnob(19, func(fs *pflag.FlagSet, o *Options) {
+		fs.Float64Var(&o.ExpectRate, "expect-rate", 0, "port.state: fail ports slower than this many Gb/s (0: any rate)")
+	}, func(o *Options, _ func(string) bool) error {
+		if o.ExpectRate < 0 {
+			return fmt.Errorf("--expect-rate %g: a rate is not negative (0: any rate)", o.ExpectRate)
+		}
+		return nil
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
 )
@@ -159,4 +161,16 @@ func sendPollPass(label string, software bool, r *probe.SendPollResult, ev map[s
 	}
 	v.evidence, v.details = ev, details
 	return v
+}
+
+// probe.send_poll's flag: the SEND's size.
+func init() {
+	declareKnob(32, func(fs *pflag.FlagSet, o *Options) {
+		fs.IntVar(&o.ProbeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
+	}, func(o *Options, _ func(string) bool) error {
+		if o.ProbeSize <= 0 {
+			return fmt.Errorf("--probe-size %d must be positive", o.ProbeSize)
+		}
+		return nil
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -756,4 +758,19 @@ func nonNilInts(v []int) []int {
 		return []int{}
 	}
 	return v
+}
+
+// roce.lossless's flags: whether lossy RoCE fails, and the traffic class
+// applications use.
+func init() {
+	declareKnob(21, func(fs *pflag.FlagSet, o *Options) {
+		fs.BoolVar(&o.ExpectLossless, "expect-lossless", false, "roce.lossless: fail (not warn) when RoCE runs lossy or half-configured")
+		fs.IntVar(&o.RoCETC, "roce-tc", -1, "roce.lossless: the traffic class (ToS, 0-255) RoCE applications use (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS); default: rdma_cm's default_roce_tos, else 0")
+	}, func(o *Options, changed func(string) bool) error {
+		if changed("roce-tc") && (o.RoCETC < 0 || o.RoCETC > 255) {
+			return fmt.Errorf("--roce-tc %d: a traffic class is 0-255 (106 is DSCP 26 with ECT)", o.RoCETC)
+		}
+		o.RoCETCSet = o.RoCETC >= 0
+		return nil
+	})
 }

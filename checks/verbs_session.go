@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -521,4 +523,17 @@ func StartEarly(ctx context.Context, env *Env, sel []*Check) {
 			return
 		}
 	}
+}
+
+// The level-2 checks' flags: the verbs child's deadline and library.
+func init() {
+	declareKnob(30, func(fs *pflag.FlagSet, o *Options) {
+		fs.DurationVar(&o.ProbeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
+		fs.StringVar(&o.Libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	}, func(o *Options, _ func(string) bool) error {
+		if o.ProbeTimeout <= 0 {
+			return fmt.Errorf("--probe-timeout %v must be positive", o.ProbeTimeout)
+		}
+		return nil
+	})
 }

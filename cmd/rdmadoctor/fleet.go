@@ -35,7 +35,7 @@ type fleetFlags struct {
 
 func addFleetFlags(fs *pflag.FlagSet, f *fleetFlags) {
 	fs.StringVarP(&f.output, "output", "o", "", "write the report to this file atomically (a temporary file in the same directory, fsync, rename) instead of stdout")
-	fs.StringVar(&f.state, "state", "", "keep each check's last result (and the counter history) in this file, atomically, for `rdmadoctor npd` and other adapters (they default to "+DefaultStatePath+"); a run updates only the checks it ran; an overlapping run holding FILE.lock exits 3 at once")
+	fs.StringVar(&f.state, "state", "", "keep each check's last result (and the counter history) in `FILE`, atomically, for rdmadoctor npd and other adapters (they default to "+DefaultStatePath+"); a run updates only the checks it ran; an overlapping run holding FILE.lock exits 3 at once")
 	fs.DurationVar(&f.repeat, "repeat", 0, "run again every DURATION (±10% jitter) until SIGTERM or SIGINT, then exit 0; implies --periodic")
 	fs.BoolVar(&f.periodic, "periodic", false, "leave out the probes that make the kernel log a line (probe.cq_overflow) unless --check names them; on by default with --repeat")
 }

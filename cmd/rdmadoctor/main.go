@@ -99,16 +99,11 @@ type flags struct {
 	verbose        bool
 	timeout        time.Duration
 	showVersion    bool
-	minMemlock     string
-	expectRate     float64
-	expectLossless bool
-	roceTC         int
-	interval       time.Duration
-	probeSize      int
-	probeTimeout   time.Duration
-	libibverbs     string
 	expect         string
 	fleet          fleetFlags
+	// checkOpts are the checks' own flags (checks.BindFlags): each check
+	// declares its knobs beside its judgement.
+	checkOpts checks.Options
 }
 
 func newFlagSet(f *flags) *pflag.FlagSet {
@@ -126,14 +121,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the details of passing checks too")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "deadline for the whole run")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
-	fs.StringVar(&f.minMemlock, "min-memlock", "64MiB", "limits.memlock: smallest RLIMIT_MEMLOCK that passes without CAP_IPC_LOCK")
-	fs.Float64Var(&f.expectRate, "expect-rate", 0, "port.state: fail ports slower than this many Gb/s (0: any rate)")
-	fs.BoolVar(&f.expectLossless, "expect-lossless", false, "roce.lossless: fail (not warn) when RoCE runs lossy or half-configured")
-	fs.IntVar(&f.roceTC, "roce-tc", -1, "roce.lossless: the traffic class (ToS, 0-255) RoCE applications use (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS); default: rdma_cm's default_roce_tos, else 0")
-	fs.DurationVar(&f.interval, "interval", 0, "counters.errors: sample the error counters twice this far apart; a rising counter fails")
-	fs.IntVar(&f.probeSize, "probe-size", 1024, "probe.send_poll: bytes per SEND")
-	fs.DurationVar(&f.probeTimeout, "probe-timeout", 8*time.Second, "deadline of the verbs child process per device")
-	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")
+	checks.BindFlags(fs, &f.checkOpts)
 	fs.StringVar(&f.expect, "expect", "", expectFlagHelp)
 	addFleetFlags(fs, &f.fleet)
 	return fs
@@ -169,14 +157,11 @@ func parseFlags(args []string) (*flags, error) {
 	if f.failOn != "fail" && f.failOn != "warn" {
 		return nil, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", f.failOn)}
 	}
-	if _, err := parseSize(f.minMemlock); err != nil {
-		return nil, usageError{fmt.Sprintf("bad --min-memlock %q: %v", f.minMemlock, err)}
+	if err := checks.CheckFlags(fs, &f.checkOpts); err != nil {
+		return nil, usageError{err.Error()}
 	}
-	if fs.Changed("roce-tc") && (f.roceTC < 0 || f.roceTC > 255) {
-		return nil, usageError{fmt.Sprintf("--roce-tc %d: a traffic class is 0-255 (106 is DSCP 26 with ECT)", f.roceTC)}
-	}
-	if f.timeout <= 0 || f.probeTimeout <= 0 || f.interval < 0 || f.probeSize <= 0 || f.expectRate < 0 {
-		return nil, usageError{"--timeout, --probe-timeout and --probe-size must be positive; --interval and --expect-rate must not be negative"}
+	if f.timeout <= 0 {
+		return nil, usageError{fmt.Sprintf("--timeout %v must be positive", f.timeout)}
 	}
 	if err := f.fleet.validate(fs); err != nil {
 		return nil, err
@@ -196,29 +181,6 @@ func parseFlags(args []string) (*flags, error) {
 		}
 	}
 	return f, nil
-}
-
-// parseSize reads "64MiB", "65536", "1G", "unlimited" into bytes.
-func parseSize(s string) (uint64, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	if t == "unlimited" {
-		return ^uint64(0), nil
-	}
-	mult := uint64(1)
-	for _, u := range []struct {
-		suf string
-		m   uint64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}} {
-		if strings.HasSuffix(t, u.suf) {
-			t, mult = strings.TrimSuffix(t, u.suf), u.m
-			break
-		}
-	}
-	var n uint64
-	if _, err := fmt.Sscanf(t, "%d", &n); err != nil || fmt.Sprint(n) != t {
-		return 0, errors.New("want a size such as 65536, 64MiB or unlimited")
-	}
-	return n * mult, nil
 }
 
 func cmdDiagnose(args []string, stdout io.Writer) (int, error) {
@@ -321,14 +283,10 @@ func catchSignals(timeout time.Duration) (ctx context.Context, stop func(), caug
 // for the verbs checks, one probe child per device whose ports are probed
 // one after another.
 func newRunEnv(ctx context.Context, f *flags, host *sysfs.Host, class *expect.Class, kept *state.State) *checks.Env {
-	memlock, _ := parseSize(f.minMemlock)
-	exe, _ := os.Executable()
-	env := checks.NewEnv(host, checks.Options{
-		Level: f.level, MinMemlock: memlock, ExpectRate: f.expectRate, ExpectLossless: f.expectLossless,
-		RoCETC: f.roceTC, RoCETCSet: f.roceTC >= 0,
-		Interval: f.interval, ProbeSize: f.probeSize, ProbeTimeout: f.probeTimeout,
-		Libibverbs: f.libibverbs, Executable: exe, Expect: class, State: kept,
-	})
+	opts := f.checkOpts
+	opts.Level, opts.Expect, opts.State = f.level, class, kept
+	opts.Executable, _ = os.Executable()
+	env := checks.NewEnv(host, opts)
 	maxPorts := 1
 	if f.level >= 2 {
 		if s, ok := within(ctx, env.Survey); ok {
@@ -337,7 +295,7 @@ func newRunEnv(ctx context.Context, f *flags, host *sysfs.Host, class *expect.Cl
 			}
 		}
 	}
-	env.Opts.CheckTimeout = 10*time.Second + f.interval + time.Duration(maxPorts)*f.probeTimeout
+	env.Opts.CheckTimeout = 10*time.Second + opts.Interval + time.Duration(maxPorts)*opts.ProbeTimeout
 	return env
 }
 

@@ -129,7 +129,7 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if err := peer.CheckListen(*listen, peer.ListenRules{NoToken: token == ""}); err != nil {
 		return usage(err.Error())
 	}
-	mem, err := parseSize(*maxMemory)
+	mem, err := checks.ParseSize(*maxMemory)
 	if err != nil || mem == 0 || mem > 1<<40 {
 		return usage(fmt.Sprintf("--max-memory %q: want a size such as 256MiB", *maxMemory))
 	}

@@ -273,7 +273,7 @@ func TestSlurmPrologDrainsAndExits1(t *testing.T) {
 		t.Fatalf("prolog on a fault exited %d, want 1 (Slurm requeues the job held)", r.code)
 	}
 	u := f.updates(t)
-	if len(u) != 1 || u[0][2] != "state=drain" || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: limits.memlock(18) ") {
+	if len(u) != 1 || u[0][2] != "state=drain" || !strings.HasPrefix(u[0][3], "reason=rdmadoctor: limits.memlock/below(18) ") {
 		t.Fatalf("updates %q: want one drain for limits.memlock(18)", u)
 	}
 

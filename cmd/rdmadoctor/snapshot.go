@@ -97,7 +97,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	defer cleanup()
 
 	exe, _ := os.Executable()
-	memlock, _ := parseSize("64MiB")
+	memlock, _ := checks.ParseSize("64MiB")
 	opts := checks.Options{Level: 1, MinMemlock: memlock, Libibverbs: f.libibverbs, Executable: exe, ProbeTimeout: 10 * time.Second}
 	lv := &level1Capture{opts: opts}
 	snap, capErr := snapshot.Capture(ctx, host, snapshot.Options{
