@@ -89,18 +89,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type flags struct {
-	level          int
-	format         string
-	root           string
-	checkIDs       []string
-	skipIDs        []string
-	failOn         string
-	noColor        bool
-	verbose        bool
-	timeout        time.Duration
-	showVersion    bool
-	expect         string
-	fleet          fleetFlags
+	level       int
+	format      string
+	root        string
+	checkIDs    []string
+	skipIDs     []string
+	failOn      string
+	noColor     bool
+	verbose     bool
+	timeout     time.Duration
+	showVersion bool
+	expect      string
+	fleet       fleetFlags
 	// checkOpts are the checks' own flags (checks.BindFlags): each check
 	// declares its knobs beside its judgement.
 	checkOpts checks.Options
