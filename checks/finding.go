@@ -33,11 +33,21 @@ type Finding struct {
 // Slots are the named values a finding's templates are rendered from.
 type Slots map[string]string
 
+// with returns a copy of s with more slots (name, value pairs): a unit's
+// common slots and one finding's own.
+func (s Slots) with(kv ...string) Slots {
+	out := make(Slots, len(s)+len(kv)/2)
+	for k, v := range s {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
 // slotRE is a template slot: {name}.
 var slotRE = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
-
-// findingIDRE is the shape of a finding ID.
-var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // findings is the registry of every declared finding, by ID.
 var (
@@ -49,7 +59,7 @@ var (
 // variables beside the check that returns it. A malformed or duplicate ID
 // is a programming error and panics at start.
 func declare(f Finding) *Finding {
-	if !findingIDRE.MatchString(f.ID) {
+	if !expect.IsFindingID(f.ID) {
 		panic(fmt.Sprintf("checks: bad finding ID %q (want check.id/slug)", f.ID))
 	}
 	if _, dup := findings[f.ID]; dup {

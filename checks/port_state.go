@@ -281,18 +281,6 @@ func portSlots(pm *PortModel) Slots {
 		"state_name": p.State.String(), "phys": p.PhysState.String(), "rate": p.Rate, "netdev": pm.Netdev}
 }
 
-// with returns the port's slots and more.
-func (s Slots) with(kv ...string) Slots {
-	out := make(Slots, len(s)+len(kv)/2)
-	for k, v := range s {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i]] = kv[i+1]
-	}
-	return out
-}
-
 // portObserved is the line that shows a port as it is: state, rate,
 // transport, netdev and, on InfiniBand, its LIDs.
 func portObserved(pm *PortModel, ib bool) string {

@@ -71,6 +71,11 @@ var checkIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+$`)
 // findingIDRE is the shape of a finding ID ("counters.errors/symbol-errors").
 var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9]+)*$`)
 
+// IsFindingID reports whether id has the shape of a finding ID: the
+// check's ID, "/", a slug of lower-case words joined by '-'. The catalog
+// declares its findings in this shape (checks.declare).
+func IsFindingID(id string) bool { return findingIDRE.MatchString(id) }
+
 const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {

@@ -42,11 +42,7 @@ func ASCIILine(s string, max int) string {
 				b.WriteByte(' ')
 				space = false
 			}
-			if t, ok := transliterations[r]; ok {
-				b.WriteString(t)
-			} else {
-				b.WriteByte('?')
-			}
+			b.WriteString(asciiRune(r))
 		}
 	}
 	return cutASCII(b.String(), max)
@@ -71,18 +67,25 @@ func cutASCII(s string, max int) string {
 func ASCIIText(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		switch t, ok := transliterations[r]; {
-		case r < 0x80:
+		if r < 0x80 {
 			b.WriteRune(r)
-		case ok:
-			b.WriteString(t)
-		case r == '\u00a0':
-			b.WriteByte(' ')
-		default:
-			b.WriteByte('?')
+		} else {
+			b.WriteString(asciiRune(r))
 		}
 	}
 	return b.String()
+}
+
+// asciiRune spells a non-ASCII rune in ASCII: its transliteration, a
+// space for a no-break space, else '?'.
+func asciiRune(r rune) string {
+	if t, ok := transliterations[r]; ok {
+		return t
+	}
+	if r == '\u00a0' {
+		return " "
+	}
+	return "?"
 }
 
 // UTF8Locale tells from the locale variables (LC_ALL, then LC_CTYPE, then
