@@ -133,7 +133,7 @@ func (c CheckRecord) asOf(now time.Time, maxAge time.Duration) report.CheckResul
 		r.Status = report.Error
 		// The age limit first: a one-line adapter message (NPD's 80 bytes)
 		// must still say why the check is unknown.
-		r.Summary = fmt.Sprintf("stale: max age %v, judged %s; run it again — was: %s %s", maxAge, ran, c.Status, c.Summary)
+		r.Summary = fmt.Sprintf("older than the max age %v, judged %s; run it again — was: %s %s", maxAge, ran, c.Status, c.Summary)
 	}
 	return r
 }

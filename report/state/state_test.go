@@ -82,7 +82,7 @@ func TestJudgeAgesRecords(t *testing.T) {
 		say    string
 	}{
 		{t0.Add(10 * time.Minute), 15 * time.Minute, report.Healthy, ""},
-		{t0.Add(20 * time.Minute), 15 * time.Minute, report.Unknown, "stale: max age 15m0s, judged 2026-12-01T10:00:00Z;"},
+		{t0.Add(20 * time.Minute), 15 * time.Minute, report.Unknown, "older than the max age 15m0s, judged 2026-12-01T10:00:00Z;"},
 		{t0.Add(100 * time.Hour), 0, report.Healthy, ""},
 		{t0.Add(-time.Hour), 0, report.Unknown, "ahead of this clock"},
 		{t0.Add(-time.Minute), 0, report.Healthy, ""}, // within the skew

@@ -474,10 +474,10 @@ for n in node2 node3; do after_runs 2 "$n"; done
 unknown2() { [ "$(kept node1 's["unknown_runs"]')" -ge 2 ]; }
 until_ok $((3 * hci + 30)) 'node1 (only gpu.acs in error) had fewer than 2 unknown runs in a row: State=$(state node1)' unknown2
 expect node1 IDLE ""
-grep -q 'could not judge: gpu.acs(25) error: .*; the node is neither drained nor resumed' <(last_out node1 healthcheck) \
+grep -q 'could not judge: gpu.acs/config-unreadable(25) error: .*; the node is neither drained nor resumed' <(last_out node1 healthcheck) \
   || fail "node1's health check (only gpu.acs in error) said: $(last_out node1 healthcheck)"
 [ "$(awk '$2 == "end" { rc = $4 } END { print rc }' "$W/nodes/node1/healthcheck.log")" = 1 ] || fail "node1's health check on an unknown verdict did not exit 1"
-grep -q 'health_check failed: rc:1 output:.*could not judge: gpu.acs(25)' "$W/log/slurmd-node1.log" || fail "slurmd did not log node1's unknown verdict"
+grep -q 'health_check failed: rc:1 output:.*could not judge: gpu.acs/config-unreadable(25)' "$W/log/slurmd-node1.log" || fail "slurmd did not log node1's unknown verdict"
 [ "$(kept node1 's["unknown_runs"] >= 2 and [c["status"] for c in s["checks"] if c["status"] not in ("pass", "skip")] == ["error"]')" = True ] \
   || fail "node1's state: unknown_runs $(kept node1 's["unknown_runs"]'), want gpu.acs alone in error for 2 runs or more"
 expect node3 IDLE+DRAIN "$r3"
@@ -489,7 +489,7 @@ grep -q 'healthy (.*); not resumed: drained for probe.send_poll, which has not p
   || fail "node2's health check said: $(last_out node2 healthcheck)"
 # Three unknown runs are enough (node1 has had two or more): drained for gpu.acs with the count.
 echo "--unknown-drain-after 3" >"$W/nodes/node1/flags.healthcheck"
-until_ok $((2 * hci + 30)) 'node1 was not drained after 3 unknown runs: State=$(state node1) Reason=$(reason node1)' ours node1 "gpu.acs(25) could not check ("
+until_ok $((2 * hci + 30)) 'node1 was not drained after 3 unknown runs: State=$(state node1) Reason=$(reason node1)' ours node1 "gpu.acs/config-unreadable(25) could not check ("
 r1=$(reason node1 | sed 's/ \[[^][]*@[^][]*\]$//')
 # The fixes: node1's config space is whole again, node3 runs every level-1 check.
 rm -f "$W/nodes/node1/flags.healthcheck" "$W/nodes/node3/flags.healthcheck"
