@@ -292,7 +292,7 @@ expect() {
 # --- 1. the health check drains the faulty node, with its reason; the healthy stay idle -------
 until_ok $((3 * hci + 30)) 'node3 (port down) was not drained by rdmadoctor: State=$(state node3) Reason=$(reason node3)' ours node3 "port.state/admin-down(19) "
 r3=$(reason node3 | sed 's/ \[[^][]*@[^][]*\]$//')
-[[ "$r3" =~ ^rdmadoctor:\ port\.state\(19\)\ mlx5_1\ port\ 1\ DOWN ]] && [ ${#r3} -le 120 ] && [[ "$r3" != *\"* ]] \
+[[ "$r3" =~ ^rdmadoctor:\ port\.state/admin-down\(19\)\ mlx5_1\ port\ 1\ DOWN ]] && [ ${#r3} -le 120 ] && [[ "$r3" != *\"* ]] \
   || fail "node3's reason '$r3' is not rdmadoctor's port.state line of at most 120 bytes"
 # Slurm keeps the reason rdmadoctor gave, byte for byte.
 given=$(grep -h -o 'drained: rdmadoctor: .*' "$W"/nodes/node3/out.healthcheck.* | head -n 1)
