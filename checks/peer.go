@@ -94,7 +94,7 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 		}
 		for i := range pairs {
 			if b := firstBlocked(needs, blockedBy[i]); b != "" {
-				vs[i] = verdict{status: report.Skip, line: fmt.Sprintf("%s: blocked by %s", pairName(&pairs[i]), b)}
+				vs[i] = peerBlocked(&pairs[i], b)
 				blockedBy[i][c.ID] = b
 				continue
 			}
@@ -113,11 +113,19 @@ func PeerReport(pairs []peer.Pair) []report.CheckResult {
 		}
 		out = append(out, report.CheckResult{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: 2, Status: r.Status, Summary: r.Summary,
-			Observed: r.Observed, Details: nonNil(r.Details), Remedy: r.Remedy, Evidence: ev,
+			Observed: r.Observed, Details: nonNil(r.Details), Remedy: r.Remedy, Evidence: ev, Findings: r.Findings,
 			DurationMS: float64(time.Since(t0).Microseconds()) / 1000,
 		})
 	}
 	return out
+}
+
+// peerBlocked is the verdict on a pair where a check this one needs did
+// not pass: the runner's own finding, about the pair.
+func peerBlocked(p *peer.Pair, by string) verdict {
+	name := pairName(p)
+	f := runBlocked.At(name, Slots{"check": by})
+	return verdict{status: f.Status, line: name + ": " + f.Message, findings: []report.Finding{f}}
 }
 
 // localDeviceKey is the prerequisite, in blockedBy, of every check that
@@ -149,68 +157,97 @@ var peerControlExplain = Explanation{
 		"Connection refused, no answer, no route, a name that does not resolve, another service on the port, no common version, " +
 		"a wrong or missing token and a busy server are told apart.",
 	Why: "Every later check needs the control conversation to exchange QP numbers, GIDs and keys, as perftest and ibv_rc_pingpong do over TCP.",
-	Failures: []Failure{
-		{report.Fail, "connection refused: nothing listens on the port", "Start `rdmadoctor peer serve --listen <its address>:18516` on the peer."},
-		{report.Fail, "no answer within --io-timeout: a firewall drops the port, or the host is down", "Open TCP 18516 between the hosts (`nft list ruleset`, security groups) and check that the host is up."},
-		{report.Fail, "no route to the host", "Check the address and the routes (`ip route get <peer>`)."},
-		{report.Fail, "the token was refused or none was given", "Pass the server's token with --token or RDMADOCTOR_PEER_TOKEN."},
-		{report.Fail, "no protocol version in common", "Run the same rdmadoctor release on both hosts."},
-		{report.Error, "the server is busy (--max-sessions) or its memory cap is reached", "Retry later, or raise --max-sessions on the server."},
-	},
 }
 
-// peerControlFix is the remedy per control fault.
-var peerControlFix = map[peer.ControlFault]string{
-	peer.FaultAddress:  "Check the peer's name and port: HOST or HOST:PORT, the name resolvable here (`getent hosts HOST`).",
-	peer.FaultRefused:  "Nothing listens there: start `rdmadoctor peer serve --listen <peer address>:<port>` on the peer, or test the port it listens on.",
-	peer.FaultTimeout:  "No answer: a firewall drops the control port (open TCP %s between the hosts: `nft list ruleset`, security groups) or the host is down.",
-	peer.FaultNoRoute:  "No route to the peer: check the address and `ip route get <peer>` here.",
-	peer.FaultNotPeer:  "Something other than `rdmadoctor peer serve` answers on that port: pick the port the server listens on.",
-	peer.FaultVersion:  "The two rdmadoctor releases speak no protocol version in common: install the same release on both hosts.",
-	peer.FaultToken:    "Pass the server's token with --token or RDMADOCTOR_PEER_TOKEN (the same on both hosts).",
-	peer.FaultBusy:     "The server runs its most sessions at once (--max-sessions) or its memory cap is reached: retry, or test fewer pairs at a time (--concurrency).",
-	peer.FaultProtocol: "The conversation broke the protocol: run the same rdmadoctor release on both hosts; the server's log says what it received.",
-	peer.FaultNetwork:  "The connection failed: the error names the cause.",
+// peer.control's findings: the handshake done, or the fault that ended it.
+var (
+	peerControlAnswered = declare(Finding{ID: "peer.control/answered", Status: report.Pass,
+		When:    "the control port answered and the handshake (protocol version, token) completed",
+		Message: "{pair}: control port answered ({addr}), protocol {version}, connect {connect_ms} ms, handshake done in {handshake_ms} ms"})
+	peerControlFaults = map[peer.ControlFault]*Finding{
+		peer.FaultAddress: declarePeerControlFault("bad-address", report.Fail, "the peer's name does not resolve or the address is malformed",
+			"bad address", "Check the peer's name and port: HOST or HOST:PORT, the name resolvable here (`getent hosts HOST`)."),
+		peer.FaultRefused: declarePeerControlFault("refused", report.Fail, "connection refused: nothing listens on the port",
+			"connection refused", "Nothing listens there: start `rdmadoctor peer serve --listen <peer address>:<port>` on the peer, or test the port it listens on."),
+		peer.FaultTimeout: declarePeerControlFault("no-answer", report.Fail, "no answer within --io-timeout: a firewall drops the port, or the host is down",
+			"no answer (timed out)", "No answer: a firewall drops the control port (open TCP {port} between the hosts: `nft list ruleset`, security groups) or the host is down."),
+		peer.FaultNoRoute: declarePeerControlFault("no-route", report.Fail, "no route to the host",
+			"no route to the host", "No route to the peer: check the address and `ip route get <peer>` here."),
+		peer.FaultNotPeer: declarePeerControlFault("not-peer", report.Fail, "something other than `rdmadoctor peer serve` answers on the port",
+			"not an rdmadoctor peer server", "Something other than `rdmadoctor peer serve` answers on that port: pick the port the server listens on."),
+		peer.FaultVersion: declarePeerControlFault("version-mismatch", report.Fail, "the two sides speak no protocol version in common",
+			"protocol version mismatch", "The two rdmadoctor releases speak no protocol version in common: install the same release on both hosts."),
+		peer.FaultToken: declarePeerControlFault("token-refused", report.Fail, "the token was refused or none was given",
+			"token refused", "Pass the server's token with --token or RDMADOCTOR_PEER_TOKEN (the same on both hosts)."),
+		peer.FaultBusy: declarePeerControlFault("busy", report.Error, "the server is busy (--max-sessions) or its memory cap is reached: nothing was judged",
+			"server busy", "The server runs its most sessions at once (--max-sessions) or its memory cap is reached: retry, or test fewer pairs at a time (--concurrency)."),
+		peer.FaultProtocol: declarePeerControlFault("protocol-violation", report.Fail, "the conversation broke the protocol",
+			"protocol violation", "The conversation broke the protocol: run the same rdmadoctor release on both hosts; the server's log says what it received."),
+		peer.FaultNetwork: declarePeerControlFault("network-error", report.Error, "the connection failed otherwise (reset, closed early): nothing was judged",
+			"network error", "The connection failed: the error names the cause."),
+	}
+)
+
+// declarePeerControlFault declares the finding of one control fault.
+func declarePeerControlFault(slug string, st report.Status, when, text, fix string) *Finding {
+	return declare(Finding{ID: "peer.control/" + slug, Status: st, When: when, Message: "{pair}: " + text + " — {error}", Fix: fix})
 }
 
 func judgePeerControl(p *peer.Pair) verdict {
 	name, c := pairName(p), &p.Control
-	ev := map[string]any{"control": c}
+	slots := Slots{"pair": name}
+	var v verdict
 	if c.Fault == peer.FaultNone {
-		return verdict{status: report.Pass, evidence: ev,
-			line: fmt.Sprintf("%s: control port answered (%s), protocol %d, connect %.1f ms, handshake done in %.1f ms", name, c.Addr, c.Version, c.ConnectMillis, c.Millis)}
-	}
-	st := report.Fail
-	if c.Fault == peer.FaultBusy || c.Fault == peer.FaultNetwork {
-		st = report.Error // could not look
-	}
-	fix := peerControlFix[c.Fault]
-	if strings.Contains(fix, "%s") {
-		port := "18516"
-		if i := strings.LastIndex(name, ":"); i >= 0 {
-			port = name[i+1:]
+		v = peerControlAnswered.unit(name, slots.with("addr", c.Addr, "version", fmt.Sprint(c.Version),
+			"connect_ms", fmt.Sprintf("%.1f", c.ConnectMillis), "handshake_ms", fmt.Sprintf("%.1f", c.Millis)))
+	} else {
+		f, ok := peerControlFaults[c.Fault]
+		if !ok {
+			f = peerControlFaults[peer.FaultNetwork] // a fault this release does not know: could not look
 		}
-		fix = fmt.Sprintf(fix, port)
+		v = f.unit(name, slots.with("error", c.Error, "port", pairPort(name)))
 	}
-	return verdict{status: st, evidence: ev, remedy: fix,
-		line: fmt.Sprintf("%s: %s — %s", name, controlFaultText[c.Fault], c.Error)}
+	v.evidence = map[string]any{"control": c}
+	return v
 }
 
-var controlFaultText = map[peer.ControlFault]string{
-	peer.FaultAddress: "bad address", peer.FaultRefused: "connection refused", peer.FaultTimeout: "no answer (timed out)",
-	peer.FaultNoRoute: "no route to the host", peer.FaultNotPeer: "not an rdmadoctor peer server",
-	peer.FaultVersion: "protocol version mismatch", peer.FaultToken: "token refused", peer.FaultBusy: "server busy",
-	peer.FaultProtocol: "protocol violation", peer.FaultNetwork: "network error",
+// pairPort is the control port a pair's name gives, the default when it
+// names none.
+func pairPort(name string) string {
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		return name[i+1:]
+	}
+	return "18516"
 }
 
-// peerChildVerdict is the verdict of a check whose result the child never
-// sent: it crashed, was killed at the session's deadline, or stopped early.
-func peerChildVerdict(p *peer.Pair) verdict {
+// peerChild is the two findings every check the verbs child judges has
+// when the child sent no result for it: it crashed, was killed at the
+// session's deadline, or stopped early.
+type peerChild struct{ silent, failed *Finding }
+
+// peerChildFix is the remedy of a child that stopped.
+const peerChildFix = "Every wait has a deadline (--timeout for the pair); the step named is where the session stopped. " +
+	"`dmesg` on both hosts shows the driver's side."
+
+func declarePeerChild(id string) peerChild {
+	return peerChild{
+		silent: declare(Finding{ID: id + "/no-result", Status: report.Error,
+			When:    "the verbs child sent no result for this check and reported no failure",
+			Message: "{pair}: the verbs child sent no result for this check"}),
+		failed: declare(Finding{ID: id + "/child-failed", Status: report.Error,
+			When:    "the verbs child timed out, crashed or stopped before it sent this check's result",
+			Message: "{pair}: {error}", Fix: peerChildFix}),
+	}
+}
+
+// verdict is the check's verdict on a pair whose result the child never sent.
+func (c peerChild) verdict(p *peer.Pair) verdict {
 	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.Failure == nil {
-		return verdict{status: report.Error, line: name + ": the verbs child sent no result for this check"}
+		return c.silent.unit(name, Slots{"pair": name})
 	}
 	f := p.Verbs.Failure
-	return verdict{status: report.Error, line: name + ": " + f.Error, evidence: map[string]any{"failure": f, "stderr": p.Verbs.Stderr},
-		remedy: "Every wait has a deadline (--timeout for the pair); the step named is where the session stopped. `dmesg` on both hosts shows the driver's side."}
+	v := c.failed.unit(name, Slots{"pair": name, "error": f.Error})
+	v.evidence = map[string]any{"failure": f, "stderr": p.Verbs.Stderr}
+	return v
 }

@@ -72,29 +72,64 @@ func PeerLocalFault(h *sysfs.Host, sysDir, device string) *probe.Step {
 	return nil
 }
 
-// PeerLocalFaultText is a local-device step's cause and fix, the same
-// whether sysfs or the verbs child found it; "" when the step is not one
-// of those.
-func PeerLocalFaultText(st *probe.Step) (cause, fix string) {
+// peer.connect's findings about a host that cannot take part: each names
+// the cause, its fix the missing piece.
+var (
+	peerConnectNoDevice = declarePeerLocal("no-device",
+		"no RDMA device on this host (/sys/class/infiniband missing or empty), or libibverbs could not list the devices", peerNoDeviceFix)
+	peerConnectNoSuchDevice = declarePeerLocal("no-such-device", "this host has no device of the name --device gives", peerNoSuchDeviceFix)
+	peerConnectNoUverbs     = declarePeerLocal("no-uverbs",
+		"this host's kernel offers no userspace verbs: ib_uverbs is not loaded (no abi_version file, or ibv_get_device_list fails with ENOSYS)", peerNoUverbsFix)
+	peerConnectNoLibrary  = declarePeerLocal("no-libibverbs", "libibverbs could not be loaded on this host", peerNoLibraryFix)
+	peerConnectNoProvider = declarePeerLocal("no-provider", "libibverbs lists no device though sysfs has some: no provider claims them", peerNoProviderFix)
+	peerConnectNoPort     = declarePeerLocal("no-port", "this host has no port to test: no ACTIVE port, or none of the --device/--port given", peerNoPortFix)
+)
+
+func declarePeerLocal(slug, when, fix string) *Finding {
+	return declare(Finding{ID: probe.PeerConnect + "/" + slug, Status: report.Fail,
+		When: when + "; every later check is blocked by it", Message: "{pair}: {cause}", Fix: fix})
+}
+
+// peerLocalFinding is the finding of a local-device step and its cause,
+// the same whether sysfs or the verbs child found it; nil when the step is
+// not one of those.
+func peerLocalFinding(st *probe.Step) (*Finding, string) {
 	switch {
 	case st == nil || !probe.IsLocalStep(st.Name):
-		return "", ""
+		return nil, ""
 	case st.Name == probe.StepLocalSysfs:
-		return st.Error, st.Cause
+		// PeerLocalFault's step carries its finding's fix as the cause.
+		for _, f := range []*Finding{peerConnectNoSuchDevice, peerConnectNoUverbs} {
+			if st.Cause == f.Fix {
+				return f, st.Error
+			}
+		}
+		return peerConnectNoDevice, st.Error
 	case st.Name == probe.StepLocalLoad:
-		return "libibverbs could not be loaded on this host: " + st.Error, peerNoLibraryFix
+		return peerConnectNoLibrary, "libibverbs could not be loaded on this host: " + st.Error
 	case st.Name == probe.StepLocalList && st.ErrnoName == "ENOSYS":
 		// rdma-core's ibverbs_init returns ENOSYS when it cannot read
 		// class/infiniband_verbs/abi_version or the kernel's ABI is not one
 		// it speaks; find_sysfs_devs when class/infiniband_verbs is missing.
-		return "this host's kernel offers no userspace verbs: ibv_get_device_list failed with ENOSYS " +
-			"(libibverbs found no readable /sys/class/infiniband_verbs/abi_version: ib_uverbs is not loaded, or its ABI is not the library's)", peerNoUverbsFix
+		return peerConnectNoUverbs, "this host's kernel offers no userspace verbs: ibv_get_device_list failed with ENOSYS " +
+			"(libibverbs found no readable /sys/class/infiniband_verbs/abi_version: ib_uverbs is not loaded, or its ABI is not the library's)"
 	case st.Name == probe.StepLocalList && st.Errno == 0:
-		return "no RDMA device on this host that libibverbs can use: " + st.Error, peerNoProviderFix
+		return peerConnectNoProvider, "no RDMA device on this host that libibverbs can use: " + st.Error
 	case st.Name == probe.StepLocalList:
-		return "libibverbs could not list this host's RDMA devices: " + st.Error, peerNoDeviceFix
+		return peerConnectNoDevice, "libibverbs could not list this host's RDMA devices: " + st.Error
 	}
-	return "this host has no port to test: " + st.Error, peerNoPortFix
+	return peerConnectNoPort, "this host has no port to test: " + st.Error
+}
+
+// PeerLocalFaultText is a local-device step's cause and fix, the same
+// whether sysfs or the verbs child found it; "" when the step is not one
+// of those.
+func PeerLocalFaultText(st *probe.Step) (cause, fix string) {
+	f, cause := peerLocalFinding(st)
+	if f == nil {
+		return "", ""
+	}
+	return cause, f.Fix
 }
 
 // peerLocalFault is the local-device step peer.connect failed at on this
@@ -112,7 +147,9 @@ func peerLocalFault(p *peer.Pair) *probe.Step {
 // judgePeerLocal is peer.connect's verdict on a pair this host could not
 // take part in.
 func judgePeerLocal(p *peer.Pair, st *probe.Step) verdict {
-	cause, fix := PeerLocalFaultText(st)
-	return verdict{status: report.Fail, remedy: fix, evidence: map[string]any{"failed_step": st},
-		line: pairName(p) + ": " + cause}
+	f, cause := peerLocalFinding(st)
+	name := pairName(p)
+	v := f.unit(name, Slots{"pair": name, "cause": cause})
+	v.evidence = map[string]any{"failed_step": st}
+	return v
 }

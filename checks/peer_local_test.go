@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
@@ -94,27 +96,28 @@ func TestPeerReportLocalFault(t *testing.T) {
 		name       string
 		step       probe.Step
 		cause, fix string
+		finding    string
 	}{
 		{"sysfs: no device",
 			probe.Step{Name: probe.StepLocalSysfs, Error: "no RDMA device on this host: /sys/class/infiniband is empty", Cause: peerNoDeviceFix},
-			"no RDMA device on this host: /sys/class/infiniband is empty", peerNoDeviceFix},
+			"no RDMA device on this host: /sys/class/infiniband is empty", peerNoDeviceFix, "no-device"},
 		{"child: no libibverbs",
 			probe.Step{Name: probe.StepLocalLoad, Error: "dlopen libibverbs.so.1: libibverbs.so.1: cannot open shared object file: No such file or directory"},
 			"libibverbs could not be loaded on this host: dlopen libibverbs.so.1: libibverbs.so.1: cannot open shared object file: No such file or directory",
-			peerNoLibraryFix},
+			peerNoLibraryFix, "no-libibverbs"},
 		{"child: ENOSYS",
 			probe.Step{Name: probe.StepLocalList, Error: "ibv_get_device_list: ENOSYS (function not implemented)", Errno: 38, ErrnoName: "ENOSYS"},
 			"this host's kernel offers no userspace verbs: ibv_get_device_list failed with ENOSYS (libibverbs found no readable " +
 				"/sys/class/infiniband_verbs/abi_version: ib_uverbs is not loaded, or its ABI is not the library's)",
-			peerNoUverbsFix},
+			peerNoUverbsFix, "no-uverbs"},
 		{"child: no provider",
 			probe.Step{Name: probe.StepLocalList, Error: "libibverbs lists no RDMA device, though sysfs has some: no provider claims them"},
 			"no RDMA device on this host that libibverbs can use: libibverbs lists no RDMA device, though sysfs has some: no provider claims them",
-			peerNoProviderFix},
+			peerNoProviderFix, "no-provider"},
 		{"child: no ACTIVE port",
 			probe.Step{Name: probe.StepLocalDevice, Error: "no device has an ACTIVE port: bring a link up or name the device with --device"},
 			"this host has no port to test: no device has an ACTIVE port: bring a link up or name the device with --device",
-			peerNoPortFix},
+			peerNoPortFix, "no-port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := PeerReport([]peer.Pair{localFaultPair(tc.step)})
@@ -123,24 +126,24 @@ func TestPeerReportLocalFault(t *testing.T) {
 			if got := statuses(rs); got != want {
 				t.Fatalf("%s\nwant %s", got, want)
 			}
-			findings := 0
+			var got []unitFinding
 			for _, r := range rs {
 				if r.Status != report.Pass && r.Status != report.Skip {
-					findings++
+					got = append(got, unitFindings(r.Findings)...)
 				}
 				if r.Status == report.Skip && r.Summary != "b:18516: blocked by peer.connect" {
 					t.Errorf("%s: %q, want blocked by peer.connect", r.ID, r.Summary)
 				}
 			}
-			if findings != 1 {
-				t.Errorf("%d findings, want 1", findings)
+			if diff := cmp.Diff(onlyFinding("peer.connect/"+tc.finding, "b:18516"), got); diff != "" {
+				t.Errorf("the findings of the checks that did not pass (-want +got):\n%s", diff)
 			}
 			c := rs[1]
-			got := [3]any{c.Summary, c.Remedy, c.Evidence["b:18516"]}
+			got3 := [3]any{c.Summary, c.Remedy, c.Evidence["b:18516"]}
 			st := tc.step
 			want3 := [3]any{"b:18516: " + tc.cause, tc.fix, map[string]any{"failed_step": &st}}
-			if !reflect.DeepEqual(got, want3) {
-				t.Fatalf("peer.connect\n got %#v\nwant %#v", got, want3)
+			if !reflect.DeepEqual(got3, want3) {
+				t.Fatalf("peer.connect\n got %#v\nwant %#v", got3, want3)
 			}
 		})
 	}

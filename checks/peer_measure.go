@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -16,56 +15,79 @@ var peerWriteExplain = Explanation{
 		"a wrong rkey, an address outside the region, a region without remote write).",
 	Why: "\"The QP connects but WRITE fails\": SEND needs no remote key, WRITE and READ do; storage and collective libraries move " +
 		"their data with them.",
-	Failures: []Failure{
-		{report.Fail, "the WRITE completed with IBV_WC_REM_ACCESS_ERR or another error", "The peer refused the access: the rkey or address exchanged does not match a region registered with IBV_ACCESS_REMOTE_WRITE; compare with `ib_write_bw` between the hosts."},
-		{report.Fail, "the peer's memory differs from what was written", "Data was corrupted on the path or in the NIC: check both sides' error counters and firmware."},
-		childFailure,
-	},
 }
 
 var peerReadExplain = Explanation{
 	Judges: "The peer writes a seeded pattern into its region; this side READs it with RDMA READ through the peer's rkey and compares.",
 	Why:    "READ needs remote read access and the responder's read resources (max_dest_rd_atomic): a fabric where WRITE works can still fail READ.",
-	Failures: []Failure{
-		{report.Fail, "the READ completed with IBV_WC_REM_ACCESS_ERR or another error", "The peer refused the read: its region lacks IBV_ACCESS_REMOTE_READ or the rkey does not match; compare with `ib_read_bw`."},
-		{report.Fail, "the data read differs from the peer's pattern", "Data was corrupted on the path or in the NIC: check both sides' error counters."},
-		childFailure,
-	},
 }
 
-func judgePeerRDMA(p *peer.Pair, r *probe.PeerRDMAResult, verb string) verdict {
+// peerRDMA is the findings of peer.rdma_write or peer.rdma_read.
+type peerRDMA struct {
+	child                        peerChild
+	intact, remoteAccess, failed *Finding
+}
+
+// declarePeerRDMA declares the findings of the check of one RDMA verb
+// ("WRITE", "READ").
+func declarePeerRDMA(id, verb string) *peerRDMA {
+	flag, bw := "IBV_ACCESS_REMOTE_"+verb, "ib_"+strings.ToLower(verb)+"_bw"
+	return &peerRDMA{
+		child: declarePeerChild(id),
+		intact: declare(Finding{ID: id + "/intact", Status: report.Pass,
+			When:    "the RDMA " + verb + " completed and the data arrived intact",
+			Message: "{pair}: {size}-byte RDMA " + verb + " intact"}),
+		remoteAccess: declare(Finding{ID: id + "/remote-access", Status: report.Fail,
+			When:    "the " + verb + " completed with IBV_WC_REM_ACCESS_ERR: the peer refused the access",
+			Message: "{pair}: {step} — the QP connects but " + verb + " fails",
+			Fix: "The peer refused remote access: the rkey, the address or the region's access flags (" + flag +
+				") do not match; compare with `" + bw + "` between the hosts."}),
+		failed: declare(Finding{ID: id + "/failed", Status: report.Fail,
+			When:    "the " + verb + " completed with another error status, or the data differs from the pattern",
+			Message: "{pair}: {step}",
+			Fix:     "Compare with `" + bw + " -d <dev> -x <gid index>` on the peer and the same with the peer's address here."}),
+	}
+}
+
+var (
+	peerWrite = declarePeerRDMA(probe.PeerWrite, "WRITE")
+	peerRead  = declarePeerRDMA(probe.PeerRead, "READ")
+)
+
+func (c *peerRDMA) judge(p *peer.Pair, r *probe.PeerRDMAResult) verdict {
+	if p.Verbs == nil || r == nil {
+		return c.child.verdict(p)
+	}
 	name := pairName(p)
-	if r == nil {
-		return peerChildVerdict(p)
-	}
+	slots := Slots{"pair": name}
 	ev := map[string]any{"size": r.Size, "status": r.Status, "duration_ms": r.Millis}
-	if st := r.Failed(); st != nil {
+	var v verdict
+	switch st := r.Failed(); {
+	case st != nil && strings.Contains(r.Status, "REM_ACCESS"):
 		ev["failed_step"] = st
-		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st))}
-		switch {
-		case strings.Contains(r.Status, "REM_ACCESS"):
-			v.line += " — the QP connects but " + verb + " fails"
-			v.remedy = "The peer refused remote access: the rkey, the address or the region's access flags (IBV_ACCESS_REMOTE_WRITE/READ) do not match; compare with `ib_" + strings.ToLower(verb) + "_bw` between the hosts."
-		default:
-			v.remedy = "Compare with `ib_" + strings.ToLower(verb) + "_bw -d <dev> -x <gid index>` on the peer and the same with the peer's address here."
-		}
-		return v
+		v = c.remoteAccess.unit(name, slots.with("step", stepText(st)))
+	case st != nil:
+		ev["failed_step"] = st
+		v = c.failed.unit(name, slots.with("step", stepText(st)))
+	default:
+		v = c.intact.unit(name, slots.with("size", fmt.Sprint(r.Size)))
 	}
-	return verdict{status: report.Pass, evidence: ev, line: fmt.Sprintf("%s: %d-byte RDMA %s intact", name, r.Size, verb)}
+	v.evidence = ev
+	return v
 }
 
 func judgePeerWrite(p *peer.Pair) verdict {
 	if p.Verbs == nil {
-		return peerChildVerdict(p)
+		return peerWrite.child.verdict(p)
 	}
-	return judgePeerRDMA(p, p.Verbs.Write, "WRITE")
+	return peerWrite.judge(p, p.Verbs.Write)
 }
 
 func judgePeerRead(p *peer.Pair) verdict {
 	if p.Verbs == nil {
-		return peerChildVerdict(p)
+		return peerRead.child.verdict(p)
 	}
-	return judgePeerRDMA(p, p.Verbs.Read, "READ")
+	return peerRead.judge(p, p.Verbs.Read)
 }
 
 var peerLatencyExplain = Explanation{
@@ -73,40 +95,55 @@ var peerLatencyExplain = Explanation{
 		"answer's receive completion: min, median and p99. On hardware a p99 more than 10× the median warns (a tail of retransmissions " +
 		"or pauses); software devices (rxe, siw) are reported, not judged.",
 	Why: "A path that works but stalls now and then is what makes collective operations slow; the tail says more than the mean.",
-	Failures: []Failure{
-		{report.Fail, "a round trip did not complete", "The path stopped carrying traffic: the step names the direction."},
-		{report.Warn, "p99 above 10× the median", "Look for retransmissions and pauses: `rdmadoctor peer test` reports the counters that rose (peer.counters)."},
-		childFailure,
-	},
 }
+
+// peer.latency's findings.
+var (
+	peerLatencyChild    = declarePeerChild(probe.PeerLatency)
+	peerLatencyMeasured = declare(Finding{ID: "peer.latency/measured", Status: report.Pass,
+		When: "the round trips completed, the tail within 10× the median", Message: "{pair}: {stats}"})
+	peerLatencySoftware = declare(Finding{ID: "peer.latency/software", Status: report.Pass,
+		When:    "the round trips completed on a software device (rxe, siw): reported, not judged",
+		Message: "{pair}: {stats} (software device: the host CPU's timing, not a NIC's)"})
+	peerLatencyTail = declare(Finding{ID: "peer.latency/long-tail", Status: report.Warn,
+		When:    "on hardware, the p99 round trip is above 10× the median",
+		Message: "{pair}: {stats} — the tail is {ratio}× the median",
+		Fix: "A long tail is retransmissions or pauses on the path: see peer.counters, and check PFC/ECN on the traffic's priority " +
+			"(`rdmadoctor` roce.lossless on both hosts)."})
+	peerLatencyFailed = declare(Finding{ID: "peer.latency/failed", Status: report.Fail,
+		When:    "a round trip did not complete: the step names the direction",
+		Message: "{pair}: {step}",
+		Fix:     "Compare with `ib_send_lat` between the hosts; the counters of both ports (peer.counters) show retransmissions."})
+)
 
 // latencyTail is the p99/median ratio past which a hardware path warns.
 const latencyTail = 10
 
 func judgePeerLatency(p *peer.Pair) verdict {
-	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.Latency == nil {
-		return peerChildVerdict(p)
+		return peerLatencyChild.verdict(p)
 	}
+	name := pairName(p)
+	slots := Slots{"pair": name}
 	r := p.Verbs.Latency
 	l := r.Latency
 	ev := map[string]any{"size": r.Size, "iterations_asked": r.IterationsAsked, "warmup_round_trips": r.Warmup, "latency_ns": l, "duration_ms": r.Millis}
-	if st := r.Failed(); st != nil {
-		ev["failed_step"] = st
-		return verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st)),
-			remedy: "Compare with `ib_send_lat` between the hosts; the counters of both ports (peer.counters) show retransmissions."}
-	}
 	us := func(ns float64) string { return fmt.Sprintf("%.1f µs", ns/1000) }
-	line := fmt.Sprintf("%s: %d round trips of %d bytes: min %s, median %s, p99 %s", name, l.N, r.Size, us(l.MinNS), us(l.MedNS), us(l.P99NS))
-	software := softwarePair(p)
-	if software {
-		return verdict{status: report.Pass, evidence: ev, line: line + " (software device: the host CPU's timing, not a NIC's)"}
+	stats := fmt.Sprintf("%d round trips of %d bytes: min %s, median %s, p99 %s", l.N, r.Size, us(l.MinNS), us(l.MedNS), us(l.P99NS))
+	var v verdict
+	switch st := r.Failed(); {
+	case st != nil:
+		ev["failed_step"] = st
+		v = peerLatencyFailed.unit(name, slots.with("step", stepText(st)))
+	case softwarePair(p):
+		v = peerLatencySoftware.unit(name, slots.with("stats", stats))
+	case l.N >= 100 && l.MedNS > 0 && l.P99NS > latencyTail*l.MedNS:
+		v = peerLatencyTail.unit(name, slots.with("stats", stats, "ratio", fmt.Sprintf("%.0f", l.P99NS/l.MedNS)))
+	default:
+		v = peerLatencyMeasured.unit(name, slots.with("stats", stats))
 	}
-	if l.N >= 100 && l.MedNS > 0 && l.P99NS > latencyTail*l.MedNS {
-		return verdict{status: report.Warn, evidence: ev, line: line + fmt.Sprintf(" — the tail is %.0f× the median", l.P99NS/l.MedNS),
-			remedy: "A long tail is retransmissions or pauses on the path: see peer.counters, and check PFC/ECN on the traffic's priority (`rdmadoctor` roce.lossless on both hosts)."}
-	}
-	return verdict{status: report.Pass, evidence: ev, line: line}
+	v.evidence = ev
+	return v
 }
 
 // softwarePair says whether either side is a software device.
@@ -123,35 +160,69 @@ var peerBandwidthExplain = Explanation{
 		"each, as ib_write_bw does; the best rate is set beside the slower port's rate (the rate attribute of each side). On hardware " +
 		"below half the slower port's rate warns; software devices and ports of unknown rate are reported, not judged.",
 	Why: "A path that delivers a fraction of its rate has a slow hop, a lossy link retransmitting, or flow control pausing it.",
-	Failures: []Failure{
-		{report.Fail, "a WRITE completed in error or none completed in time under load", "Under load the path drops what single messages survive: an MTU mismatch on the path or a fabric without PFC; see peer.counters."},
-		{report.Warn, "below half the slower port's rate", "Compare with `ib_write_bw` between the hosts; check the PCIe link (pci.link), the ports' width and speed, and the counters."},
-		childFailure,
-	},
 }
+
+// peer.bandwidth's findings.
+const peerBandwidthFailFix = "Compare with `ib_write_bw` between the hosts; the counters of both ports (peer.counters) name what the path dropped."
+
+var (
+	peerBandwidthChild  = declarePeerChild(probe.PeerBandwidth)
+	peerBandwidthFailed = declare(Finding{ID: "peer.bandwidth/failed", Status: report.Fail,
+		When:    "a WRITE completed in error or none completed in time under load: the path drops what single messages survive",
+		Message: "{pair}: {step}", Fix: peerBandwidthFailFix})
+	peerBandwidthFailedMTU = declare(Finding{ID: "peer.bandwidth/failed-mtu-mismatch", Status: report.Fail,
+		When:    "the WRITEs failed under load and the two netdevs' MTUs differ",
+		Message: "{pair}: {step} — likely an MTU mismatch: netdev MTU {mtu} here, {peer_mtu} on the peer", Fix: peerBandwidthFailFix})
+	peerBandwidthNoSize = declare(Finding{ID: "peer.bandwidth/no-size", Status: report.Error,
+		When:    "no message size fitted the session's buffer: nothing was measured",
+		Message: "{pair}: no message size fitted the session's buffer"})
+	peerBandwidthSoftware = declare(Finding{ID: "peer.bandwidth/software", Status: report.Pass,
+		When:    "a software device (rxe, siw): the rate is reported, not judged",
+		Message: "{pair}: RDMA WRITE {runs} (software device: no NIC's rate to compare)"})
+	peerBandwidthRateUnknown = declare(Finding{ID: "peer.bandwidth/rate-unknown", Status: report.Pass,
+		When:    "neither port's rate is known: the rate is reported, not judged",
+		Message: "{pair}: RDMA WRITE {runs} (port rates unknown: not compared)"})
+	peerBandwidthMeasured = declare(Finding{ID: "peer.bandwidth/measured", Status: report.Pass,
+		When:    "the best rate is at least half the slower port's rate",
+		Message: "{pair}: RDMA WRITE {runs} — {percent}% of the slower port's {slower} Gb/s"})
+	peerBandwidthBelowHalf = declare(Finding{ID: "peer.bandwidth/below-half-rate", Status: report.Warn,
+		When:    "on hardware, the best rate is below half the slower port's rate",
+		Message: "{pair}: RDMA WRITE {runs} — {percent}% of the slower port's {slower} Gb/s",
+		Fix: "Compare with `ib_write_bw` between the hosts; check each side's PCIe link (pci.link), port width and speed, " +
+			"and peer.counters for retransmissions and pauses."})
+)
 
 // bandwidthFloor is the fraction of the slower port's rate below which a
 // hardware pair warns.
 const bandwidthFloor = 0.5
 
 func judgePeerBandwidth(p *peer.Pair) verdict {
-	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.Bandwidth == nil {
-		return peerChildVerdict(p)
+		return peerBandwidthChild.verdict(p)
 	}
 	r := p.Verbs.Bandwidth
 	ev := map[string]any{"runs": r.Runs, "local_rate_gbps": r.LocalRateGbps, "remote_rate_gbps": r.RemoteRateGbps, "duration_ms": r.Millis}
+	v := judgeBandwidthRuns(p, r, ev)
+	v.evidence = ev
+	return v
+}
+
+// judgeBandwidthRuns judges the runs: the best rate beside the slower
+// port's, on hardware whose rates are known.
+func judgeBandwidthRuns(p *peer.Pair, r *probe.PeerBandwidthResult, ev map[string]any) verdict {
+	name := pairName(p)
+	slots := Slots{"pair": name}
 	if st := r.Failed(); st != nil {
 		ev["failed_step"] = st
-		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: %s", name, stepText(st)),
-			remedy: "Compare with `ib_write_bw` between the hosts; the counters of both ports (peer.counters) name what the path dropped."}
-		if note := mtuSuspect(p); note != "" {
-			v.line += " — " + note
+		if mtuMismatch(p) {
+			c := p.Verbs.Connect
+			return peerBandwidthFailedMTU.unit(name, slots.with("step", stepText(st),
+				"mtu", fmt.Sprint(c.Local.NetdevMTU), "peer_mtu", fmt.Sprint(c.Remote.NetdevMTU)))
 		}
-		return v
+		return peerBandwidthFailed.unit(name, slots.with("step", stepText(st)))
 	}
 	if len(r.Runs) == 0 {
-		return verdict{status: report.Error, evidence: ev, line: name + ": no message size fitted the session's buffer"}
+		return peerBandwidthNoSize.unit(name, slots)
 	}
 	best := r.Runs[0]
 	var parts []string
@@ -161,23 +232,22 @@ func judgePeerBandwidth(p *peer.Pair) verdict {
 			best = run
 		}
 	}
-	line := fmt.Sprintf("%s: RDMA WRITE %s", name, strings.Join(parts, ", "))
+	slots["runs"] = strings.Join(parts, ", ")
 	slower := minKnown(r.LocalRateGbps, r.RemoteRateGbps)
 	ev["slower_rate_gbps"] = slower
 	switch {
 	case softwarePair(p) || r.Software:
-		return verdict{status: report.Pass, evidence: ev, line: line + " (software device: no NIC's rate to compare)"}
+		return peerBandwidthSoftware.unit(name, slots)
 	case slower <= 0:
-		return verdict{status: report.Pass, evidence: ev, line: line + " (port rates unknown: not compared)"}
+		return peerBandwidthRateUnknown.unit(name, slots)
 	}
 	frac := best.Gbps / slower
 	ev["fraction_of_rate"] = frac
-	line += fmt.Sprintf(" — %.0f%% of the slower port's %g Gb/s", 100*frac, slower)
+	slots = slots.with("percent", fmt.Sprintf("%.0f", 100*frac), "slower", fmt.Sprintf("%g", slower))
 	if frac < bandwidthFloor {
-		return verdict{status: report.Warn, evidence: ev, line: line,
-			remedy: "Compare with `ib_write_bw` between the hosts; check each side's PCIe link (pci.link), port width and speed, and peer.counters for retransmissions and pauses."}
+		return peerBandwidthBelowHalf.unit(name, slots)
 	}
-	return verdict{status: report.Pass, evidence: ev, line: line}
+	return peerBandwidthMeasured.unit(name, slots)
 }
 
 func sizeName(n int) string {
@@ -210,14 +280,45 @@ var peerCountersExplain = Explanation{
 		"judging, the device's own retransmissions: no fabric lies between a port and itself.",
 	Why: "RDMA over a lossy path works slowly, then not at all under load: the counters that rose during a known load say which side " +
 		"dropped and why, before an application finds out.",
-	Failures: []Failure{
-		{report.Fail, "an error counter rose during the run (symbol errors, discards, bad ICRC, send_err)", "The counter's meaning names the fault; check the cable and optics of that side."},
-		{report.Warn, "retransmission or sequence-error counters rose: packets were lost", "Make the fabric lossless for RDMA: PFC on the RoCE priority on both hosts and every switch port (`rdmadoctor` roce.lossless), ECN for congestion control."},
-		{report.Warn, "congestion counters rose (CNPs, port_xmit_wait)", "The path is congested at this load: ECN works if CNPs flow; check the switch's buffers and the traffic's priority."},
-		{report.Error, "neither side's counters could be read", "The error names the directory; a driver without counters cannot be judged."},
-		childFailure,
-	},
 }
+
+// peer.counters's findings. A pair's line names every counter that rose;
+// each kind of rise is a finding of its own, with its own fix.
+const peerLosslessFix = "Make the fabric lossless for RDMA: PFC on the RoCE priority on both hosts and every switch port between them, ECN for " +
+	"congestion control (`rdmadoctor` roce.lossless on both hosts says what is missing)."
+
+var (
+	peerCountersChild      = declarePeerChild(probe.PeerCounters)
+	peerCountersUnreadable = declare(Finding{ID: "peer.counters/unreadable", Status: report.Error,
+		When:    "neither side's counters could be read: a driver without counters cannot be judged",
+		Message: "{pair}: no counters on either side: here {local_error}; on the peer {remote_error}",
+		Fix:     "A driver without counters cannot be judged; the other peer checks stand."})
+	peerCountersQuiet = declare(Finding{ID: "peer.counters/quiet", Status: report.Pass,
+		When:    "no error or congestion counter rose on either side",
+		Message: "{pair}: no error or congestion counter rose during the session's transfers ({here} counters here, {there} on the peer)"})
+	peerCountersQuietOneSide = declare(Finding{ID: "peer.counters/quiet-one-side", Status: report.Pass,
+		When:    "one side's counters could not be read, and none of the other side's rose",
+		Message: "{pair}: no error or congestion counter rose during the session's transfers ({here} counters here, {there} on the peer) — {unread}"})
+	peerCountersLinkErrors = declare(Finding{ID: "peer.counters/link-errors", Status: report.Fail,
+		When:    "an error counter of counters.errors' table rose during the run (symbol errors, discards, bad ICRC)",
+		Message: "{counters}",
+		Fix:     "An error counter names a bad cable, optic or port on its side: reseat or replace it, and compare with the switch port's counters."})
+	peerCountersSendErr = declare(Finding{ID: "peer.counters/send-err", Status: report.Fail,
+		When:    "send_err rose: this host's own network stack refused the device's packets",
+		Message: "{counters}",
+		Fix: "send_err counts packets this host's own network stack refused: look for a qdisc that drops them " +
+			"(`tc -s qdisc show dev <netdev>`), the netdev down or its queue full, or frames above the netdev's MTU."})
+	peerCountersLoss = declare(Finding{ID: "peer.counters/packet-loss", Status: report.Warn,
+		When: "retransmission or sequence-error counters rose (out_of_sequence, packet_seq_err, duplicate_request, rcvd_seq_err, " +
+			"out_of_seq_request, retry_exceeded_err): packets were lost",
+		Message: "{counters} — " + lossCause, Fix: peerLosslessFix})
+	peerCountersCongestion = declare(Finding{ID: "peer.counters/congestion", Status: report.Warn,
+		When:    "congestion counters rose (CNPs, ECN marks, port_xmit_wait): the path is congested at this load",
+		Message: "{counters} — " + congestionCause, Fix: peerLosslessFix})
+	peerCountersLoopback = declare(Finding{ID: "peer.counters/loopback-retransmissions", Status: report.Pass,
+		When:    "both ends are one port (a host testing itself through its own address): its retransmissions are the device's own, not judged",
+		Message: "{counters} — both ends are this one port, with no fabric between them: the device's own retransmissions under load, not judged"})
+)
 
 // lossCounters and congestionCounters group the protocol statistics by
 // the cause a rise points at.
@@ -248,29 +349,12 @@ func counterSpecByName(group, name string) (counterSpec, bool) {
 	return counterSpec{}, false
 }
 
-// counterFindings is what one side's counters say: the status, one phrase
-// per counter that rose, the causes named, and which kinds of counter rose
-// (for the advice).
-type counterFindings struct {
-	status            report.Status
-	rose, causes      []string
-	sendErr, physical bool
-}
+// counterRise is what rose on both sides, one phrase per counter,
+// grouped by what a rise points at.
+type counterRise struct{ physical, sendErr, loss, congestion []string }
 
-// add merges another side's findings into f.
-func (f *counterFindings) add(o counterFindings) {
-	f.status = worseOf(f.status, o.status)
-	f.rose = append(f.rose, o.rose...)
-	for _, c := range o.causes {
-		f.causes = appendUnique(f.causes, c)
-	}
-	f.sendErr = f.sendErr || o.sendErr
-	f.physical = f.physical || o.physical
-}
-
-// judgeCounterSide judges one side's deltas.
-func judgeCounterSide(side string, cs []probe.PeerCounter) counterFindings {
-	f := counterFindings{status: report.Pass}
+// add groups one side's counters that rose; traffic counters are not judged.
+func (cr *counterRise) add(side string, cs []probe.PeerCounter) {
 	for _, c := range cs {
 		if c.After <= c.Before {
 			continue
@@ -282,25 +366,42 @@ func judgeCounterSide(side string, cs []probe.PeerCounter) counterFindings {
 		}
 		d := c.After - c.Before
 		switch {
+		case spec.class == errorCounter && name == "send_err":
+			cr.sendErr = append(cr.sendErr, fmt.Sprintf("%s %s +%d (%s)", side, name, d, spec.meaning))
 		case spec.class == errorCounter:
-			f.status = report.Fail
-			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d (%s)", side, name, d, spec.meaning))
-			if name == "send_err" {
-				f.sendErr = true
-			} else {
-				f.physical = true
-			}
+			cr.physical = append(cr.physical, fmt.Sprintf("%s %s +%d (%s)", side, name, d, spec.meaning))
 		case lossCounters[name]:
-			f.status = worseOf(f.status, report.Warn)
-			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d", side, name, d))
-			f.causes = appendUnique(f.causes, lossCause)
+			cr.loss = append(cr.loss, fmt.Sprintf("%s %s +%d", side, name, d))
 		case congestionCounters[name]:
-			f.status = worseOf(f.status, report.Warn)
-			f.rose = append(f.rose, fmt.Sprintf("%s %s +%d", side, name, d))
-			f.causes = appendUnique(f.causes, congestionCause)
+			cr.congestion = append(cr.congestion, fmt.Sprintf("%s %s +%d", side, name, d))
 		}
 	}
-	return f
+}
+
+// findings are the rise's findings about pair name. On a pair whose two
+// ends are one port, no fabric lies between them: retransmissions there
+// are the device's own under load, not a lossy network's.
+func (cr *counterRise) findings(name string, loopback bool) []report.Finding {
+	at := func(f *Finding, counters []string) report.Finding {
+		return f.At(name, Slots{"counters": strings.Join(counters, ", ")})
+	}
+	var fs []report.Finding
+	if len(cr.physical) > 0 {
+		fs = append(fs, at(peerCountersLinkErrors, cr.physical))
+	}
+	if len(cr.sendErr) > 0 {
+		fs = append(fs, at(peerCountersSendErr, cr.sendErr))
+	}
+	if loopback && len(fs) == 0 && len(cr.loss)+len(cr.congestion) > 0 {
+		return append(fs, at(peerCountersLoopback, append(append([]string(nil), cr.loss...), cr.congestion...)))
+	}
+	if len(cr.loss) > 0 {
+		fs = append(fs, at(peerCountersLoss, cr.loss))
+	}
+	if len(cr.congestion) > 0 {
+		fs = append(fs, at(peerCountersCongestion, cr.congestion))
+	}
+	return fs
 }
 
 func worseOf(a, b report.Status) report.Status {
@@ -311,27 +412,18 @@ func worseOf(a, b report.Status) report.Status {
 }
 
 func judgePeerCounters(p *peer.Pair) verdict {
-	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.Counters == nil {
-		return peerChildVerdict(p)
+		return peerCountersChild.verdict(p)
 	}
+	name := pairName(p)
 	r := p.Verbs.Counters
 	ev := map[string]any{"local": r.Local, "remote": r.Remote, "local_error": r.LocalError, "remote_error": r.RemoteError}
+	slots := Slots{"pair": name}
 	if r.LocalError != "" && r.RemoteError != "" {
-		return verdict{status: report.Error, evidence: ev, line: fmt.Sprintf("%s: no counters on either side: here %s; on the peer %s", name, r.LocalError, r.RemoteError),
-			remedy: "A driver without counters cannot be judged; the other peer checks stand."}
+		v := peerCountersUnreadable.unit(name, slots.with("local_error", r.LocalError, "remote_error", r.RemoteError))
+		v.evidence = ev
+		return v
 	}
-	remote := r.Remote
-	loopback := samePort(p)
-	if loopback {
-		// Both ends are this very port (a loopback through the port's
-		// own address): its counters are counted once.
-		remote = nil
-	}
-	f := judgeCounterSide("here", r.Local)
-	f.add(judgeCounterSide("peer", remote))
-	st, rose, causes := f.status, f.rose, f.causes
-	sort.Strings(causes)
 	var unread []string
 	if r.LocalError != "" {
 		unread = append(unread, "this side's counters unread: "+r.LocalError)
@@ -339,48 +431,36 @@ func judgePeerCounters(p *peer.Pair) verdict {
 	if r.RemoteError != "" {
 		unread = append(unread, "the peer's counters unread: "+r.RemoteError)
 	}
-	v := verdict{status: st, evidence: ev, details: unread}
-	if len(rose) == 0 {
-		v.line = fmt.Sprintf("%s: no error or congestion counter rose during the session's transfers (%d counters here, %d on the peer)", name, len(r.Local), len(r.Remote))
+	loopback := samePort(p)
+	var rise counterRise
+	rise.add("here", r.Local)
+	if !loopback {
+		// Both ends are this very port (a loopback through the port's
+		// own address): its counters are counted once.
+		rise.add("peer", r.Remote)
+	}
+	fs := rise.findings(name, loopback)
+	if len(fs) == 0 {
+		slots = slots.with("here", fmt.Sprint(len(r.Local)), "there", fmt.Sprint(len(r.Remote)))
+		v := peerCountersQuiet.unit(name, slots)
 		if len(unread) > 0 {
-			v.line += " — " + strings.Join(unread, "; ")
+			v = peerCountersQuietOneSide.unit(name, slots.with("unread", strings.Join(unread, "; ")))
 		}
+		v.evidence, v.details = ev, unread
 		return v
 	}
-	v.line = fmt.Sprintf("%s: rose during the session's transfers: %s", name, strings.Join(rose, ", "))
-	if loopback && st == report.Warn {
-		// No fabric lies between a port and itself: retransmissions there
-		// are the device's own under load, not a lossy network's.
-		v.status = report.Pass
-		v.line += " — both ends are this one port, with no fabric between them: the device's own retransmissions under load, not judged"
-		return v
+	v := verdict{status: report.Pass, evidence: ev, details: unread, findings: fs}
+	var texts, remedies []string
+	for _, f := range fs {
+		v.status = worseOf(v.status, f.Status)
+		texts = append(texts, f.Message)
+		if f.Fix != "" {
+			remedies = appendUnique(remedies, f.Fix)
+		}
 	}
-	if len(causes) > 0 {
-		v.line += " — " + strings.Join(causes, "; ")
-	}
-	v.remedy = countersRemedy(f)
+	v.line = name + ": rose during the session's transfers: " + strings.Join(texts, "; ")
+	v.remedy = strings.Join(remedies, " ")
 	return v
-}
-
-// countersRemedy advises on what rose: lost or congested packets want a
-// lossless fabric; send_err is the host's own network stack refusing the
-// device's packets, which no switch setting cures; any other error counter
-// is physical.
-func countersRemedy(f counterFindings) string {
-	lossy, sendErr, physical := len(f.causes) > 0, f.sendErr, f.physical
-	var parts []string
-	if sendErr {
-		parts = append(parts, "send_err counts packets this host's own network stack refused: look for a qdisc that drops them "+
-			"(`tc -s qdisc show dev <netdev>`), the netdev down or its queue full, or frames above the netdev's MTU.")
-	}
-	if physical {
-		parts = append(parts, "An error counter names a bad cable, optic or port on its side: reseat or replace it, and compare with the switch port's counters.")
-	}
-	if lossy || len(parts) == 0 {
-		parts = append(parts, "Make the fabric lossless for RDMA: PFC on the RoCE priority on both hosts and every switch port between them, ECN for "+
-			"congestion control (`rdmadoctor` roce.lossless on both hosts says what is missing).")
-	}
-	return strings.Join(parts, " ")
 }
 
 // samePort says whether the two ends of a pair are one port of one host.

@@ -18,80 +18,124 @@ var peerRDMACMExplain = Explanation{
 	Why: "Applications that connect through rdma_cm depend on what the hand-made QP does not: address and route resolution, the " +
 		"CM's own packets (UDP 4791 on RoCE v2), a listener on the peer. `ibv_rc_pingpong` working while `rping` or an MPI job " +
 		"hangs is this class of fault.",
-	Failures: []Failure{
-		{report.Fail, "librdmacm cannot be loaded", "Install rdma-core's librdmacm1 (Debian/Ubuntu) or librdmacm (RHEL, SUSE)."},
-		{report.Fail, "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR or no event)", "Check `ip route get <peer>` names the RDMA netdev, `ip neigh show <peer>` resolves, and the port is ACTIVE."},
-		{report.Fail, "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)", "On RoCE, the source address needs a GID (check the port's GID table); on InfiniBand, the subnet manager must answer path queries."},
-		{report.Fail, "the peer rejected the connection or never answered (REJECTED, UNREACHABLE)", "Nothing listens, or the CM's packets are lost: open UDP 4791 between the hosts on RoCE v2."},
-		{report.Fail, "connected, but the echo never came back or differed", "Where the netdevs' MTUs differ, larger frames are dropped: set one MTU on both hosts' RDMA netdevs and the switch ports; where they agree, the link loses frames: peer.counters and `ethtool -S` on both sides."},
-		{report.Error, "the server could not listen with rdma_cm", "Run `rdmadoctor` on the peer: its error names the step (no librdmacm there, rdma_ucm not loaded)."},
-		childFailure,
-	},
 }
 
-// cmStageFix is the remedy per failed stage of the client's side.
-var cmStageFix = map[string]string{
-	"library":   "Install rdma-core's librdmacm1 (Debian/Ubuntu) or librdmacm (RHEL, SUSE); `modprobe rdma_ucm` for its device node.",
-	"address":   "Address resolution: `ip route get <peer>` must leave through the RDMA netdev, `ip neigh show <peer>` must resolve, the port must be ACTIVE.",
-	"route":     "Route resolution: on RoCE the source address needs a RoCE v2 GID (`rdmadoctor inventory` lists the GIDs); on InfiniBand the subnet manager must answer path queries (`sminfo`).",
-	"resources": "Run `rdmadoctor` (level 2) on this host: it judges the device's verbs alone.",
-	"connect":   "Make sure `rdmadoctor peer serve` runs on the peer and the CM's packets pass: on RoCE v2, UDP port 4791 between the hosts (`nft list ruleset`, ACLs, security groups).",
-	"transfer":  "Set one MTU on both hosts' RDMA netdevs and on the switch ports between them (`ip link set <if> mtu <N>`); then check the link and its counters.",
-}
-
-// cmTransferFix is the remedy for an echo lost after the connection was
-// made: the MTU mismatch when the netdevs' MTUs differ; otherwise the
-// path's loss comes first (on a lossy link rdma_cm's QP waits out its ACK
-// timeout like any other), and the switch ports' MTU after it.
-func cmTransferFix(p *peer.Pair) string {
-	if mtuSuspect(p) != "" {
-		return cmStageFix["transfer"]
-	}
-	return "The connection was made and the echo was lost on the way: read peer.counters and `ethtool -S` on both netdevs " +
+// peer.rdma_cm's findings: one per stage of the client's side that can
+// fail, the echo lost (with the netdevs' MTUs the same or not), and the
+// server's side.
+const (
+	cmMTUFix = "Set one MTU on both hosts' RDMA netdevs and on the switch ports between them (`ip link set <if> mtu <N>`); then check the link and its counters."
+	// cmLossFix is for an echo lost where the netdevs agree: the path's
+	// loss comes first (on a lossy link rdma_cm's QP waits out its ACK
+	// timeout like any other), and the switch ports' MTU after it.
+	cmLossFix = "The connection was made and the echo was lost on the way: read peer.counters and `ethtool -S` on both netdevs " +
 		"(retransmissions and drops: a lossy link or fabric — a cable, PFC/ECN on the traffic's priority); " +
 		"then check that the switch ports between the hosts carry the hosts' MTU."
+	cmStepMessage = "{pair}: rdma_cm {step}{server}"
+)
+
+var (
+	peerRDMACMChild     = declarePeerChild(probe.RDMACM)
+	peerRDMACMConnected = declare(Finding{ID: "peer.rdma_cm/connected", Status: report.Pass,
+		When: "rdma_cm connected and the SEND came back intact",
+		Message: "{pair}: rdma_cm connected {device} port {num} → {listener} (path MTU {path_mtu}) in {connect_ms} ms; " +
+			"{size}-byte SEND echoed intact in {round_trip_ms} ms"})
+	peerRDMACMListenFailed = declare(Finding{ID: "peer.rdma_cm/listen-failed", Status: report.Error,
+		When:    "the server could not listen with rdma_cm (no librdmacm there, rdma_ucm not loaded): nothing was judged here",
+		Message: cmStepMessage, Fix: "Run `rdmadoctor` on the peer: its rdma_cm listener failed ({listen_error})."})
+	peerRDMACMControlBroke = declare(Finding{ID: "peer.rdma_cm/control-broke", Status: report.Error,
+		When:    "the control conversation broke before the rdma_cm test: nothing was judged",
+		Message: cmStepMessage, Fix: "The control conversation broke before the rdma_cm test; peer.control and the server's log say why."})
+	cmStageFindings = map[string]*Finding{
+		"library": declareCMStage("library", "librdmacm cannot be loaded",
+			"Install rdma-core's librdmacm1 (Debian/Ubuntu) or librdmacm (RHEL, SUSE); `modprobe rdma_ucm` for its device node."),
+		"address": declareCMStage("address", "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR or no event)",
+			"Address resolution: `ip route get <peer>` must leave through the RDMA netdev, `ip neigh show <peer>` must resolve, the port must be ACTIVE."),
+		"route": declareCMStage("route", "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)",
+			"Route resolution: on RoCE the source address needs a RoCE v2 GID (`rdmadoctor inventory` lists the GIDs); on InfiniBand the "+
+				"subnet manager must answer path queries (`sminfo`)."),
+		"resources": declareCMStage("resources", "creating the QP or its resources through rdma_cm failed",
+			"Run `rdmadoctor` (level 2) on this host: it judges the device's verbs alone."),
+		"connect": declareCMStage("connect", "the peer rejected the connection or never answered (REJECTED, UNREACHABLE)",
+			"Make sure `rdmadoctor peer serve` runs on the peer and the CM's packets pass: on RoCE v2, UDP port 4791 between the hosts "+
+				"(`nft list ruleset`, ACLs, security groups)."),
+	}
+	peerRDMACMFailed = declare(Finding{ID: "peer.rdma_cm/failed", Status: report.Fail,
+		When: "a step failed at a stage the client does not name", Message: cmStepMessage})
+	peerRDMACMEchoLost = declare(Finding{ID: "peer.rdma_cm/echo-lost", Status: report.Fail,
+		When:    "connected, but the echo never came back or differed, the netdevs' MTUs the same: the link loses frames",
+		Message: cmStepMessage, Fix: cmLossFix})
+	peerRDMACMEchoLostMTU = declare(Finding{ID: "peer.rdma_cm/echo-lost-mtu-mismatch", Status: report.Fail,
+		When: "connected, but the echo never came back, and the netdevs' MTUs differ: larger frames are dropped",
+		Message: cmStepMessage + " — likely an MTU mismatch: netdev MTU {mtu} here, {peer_mtu} on the peer; " +
+			"rdma_cm connected at path MTU {path_mtu}, taken from this (active) side",
+		Fix: cmMTUFix})
+	peerRDMACMServerFailed = declare(Finding{ID: "peer.rdma_cm/server-failed", Status: report.Fail,
+		When:    "this side finished, the server's side did not (its echo or its check of the data), the netdevs' MTUs the same",
+		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_step}: {server_error}", Fix: cmLossFix})
+	peerRDMACMServerFailedMTU = declare(Finding{ID: "peer.rdma_cm/server-failed-mtu-mismatch", Status: report.Fail,
+		When:    "this side finished, the server's side did not, and the netdevs' MTUs differ",
+		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_step}: {server_error}", Fix: cmMTUFix})
+)
+
+func declareCMStage(stage, when, fix string) *Finding {
+	return declare(Finding{ID: "peer.rdma_cm/" + stage + "-failed", Status: report.Fail, When: when, Message: cmStepMessage, Fix: fix})
 }
 
 func judgePeerRDMACM(p *peer.Pair) verdict {
-	name := pairName(p)
 	if p.Verbs == nil || p.Verbs.RDMACM == nil {
-		return peerChildVerdict(p)
+		return peerRDMACMChild.verdict(p)
 	}
+	name := pairName(p)
 	r := p.Verbs.RDMACM
 	ev := map[string]any{"device": r.Device, "port": r.Port, "sgid": r.SGID, "dgid": r.DGID, "listener": r.Listener,
 		"path_mtu": r.PathMTU, "size": r.Size, "connect_us": r.ConnectMicros, "round_trip_us": r.RoundTripMicros,
 		"remote": r.Remote, "duration_ms": r.Millis}
-	if st := r.Failed(); st != nil {
+	slots := Slots{"pair": name}
+	var v verdict
+	switch st := r.Failed(); {
+	case st != nil:
 		ev["failed_step"], ev["failed_stage"] = st, r.FailedStage
-		v := verdict{status: report.Fail, evidence: ev, line: fmt.Sprintf("%s: rdma_cm %s", name, stepText(st))}
-		switch {
-		case r.ListenError != "":
-			v.status = report.Error // the server could not take part: nothing was judged here
-			v.remedy = "Run `rdmadoctor` on the peer: its rdma_cm listener failed (" + r.ListenError + ")."
-		case r.FailedStage == "listen":
-			v.status = report.Error
-			v.remedy = "The control conversation broke before the rdma_cm test; peer.control and the server's log say why."
-		case r.FailedStage == "transfer":
-			v.remedy = cmTransferFix(p)
-		default:
-			v.remedy = cmStageFix[r.FailedStage]
+		v = cmStepFailure(p, st)
+	case r.Remote != nil && !r.Remote.OK:
+		f := peerRDMACMServerFailed
+		if mtuMismatch(p) {
+			f = peerRDMACMServerFailedMTU
 		}
-		if r.Remote != nil && !r.Remote.OK && r.Remote.Error != "" {
-			v.line += fmt.Sprintf("; on the server: %s: %s", r.Remote.Step, r.Remote.Error)
-		}
-		if note := mtuSuspect(p); note != "" && r.FailedStage == "transfer" {
-			v.line += fmt.Sprintf(" — %s; rdma_cm connected at path MTU %d, taken from this (active) side", note, r.PathMTU)
-		}
-		return v
+		v = f.unit(name, slots.with("server_step", r.Remote.Step, "server_error", r.Remote.Error))
+	default:
+		v = peerRDMACMConnected.unit(name, slots.with("device", r.Device, "num", fmt.Sprint(r.Port), "listener", r.Listener,
+			"path_mtu", fmt.Sprint(r.PathMTU), "connect_ms", fmt.Sprintf("%.1f", r.ConnectMicros/1000), "size", fmt.Sprint(r.Size),
+			"round_trip_ms", fmt.Sprintf("%.1f", r.RoundTripMicros/1000)))
 	}
-	if r.Remote != nil && !r.Remote.OK {
-		ev["remote"] = r.Remote
-		return verdict{status: report.Fail, evidence: ev, remedy: cmTransferFix(p),
-			line: fmt.Sprintf("%s: rdma_cm: this side finished, the server did not: %s: %s", name, r.Remote.Step, r.Remote.Error)}
+	v.evidence = ev
+	return v
+}
+
+// cmStepFailure is the verdict of a failed step of the client's side, by
+// its stage; the server's account of its side is added when it failed too.
+func cmStepFailure(p *peer.Pair, st *probe.Step) verdict {
+	name, r := pairName(p), p.Verbs.RDMACM
+	slots := Slots{"pair": name, "step": stepText(st), "server": ""}
+	if r.Remote != nil && !r.Remote.OK && r.Remote.Error != "" {
+		slots["server"] = fmt.Sprintf("; on the server: %s: %s", r.Remote.Step, r.Remote.Error)
 	}
-	return verdict{status: report.Pass, evidence: ev,
-		line: fmt.Sprintf("%s: rdma_cm connected %s port %d → %s (path MTU %d) in %.1f ms; %d-byte SEND echoed intact in %.1f ms",
-			name, r.Device, r.Port, r.Listener, r.PathMTU, r.ConnectMicros/1000, r.Size, r.RoundTripMicros/1000)}
+	switch {
+	case r.ListenError != "":
+		return peerRDMACMListenFailed.unit(name, slots.with("listen_error", r.ListenError))
+	case r.FailedStage == "listen":
+		return peerRDMACMControlBroke.unit(name, slots)
+	case r.FailedStage == "transfer" && mtuMismatch(p):
+		c := p.Verbs.Connect
+		return peerRDMACMEchoLostMTU.unit(name, slots.with("mtu", fmt.Sprint(c.Local.NetdevMTU), "peer_mtu", fmt.Sprint(c.Remote.NetdevMTU),
+			"path_mtu", fmt.Sprint(r.PathMTU)))
+	case r.FailedStage == "transfer":
+		return peerRDMACMEchoLost.unit(name, slots)
+	}
+	if f, ok := cmStageFindings[r.FailedStage]; ok {
+		return f.unit(name, slots)
+	}
+	return peerRDMACMFailed.unit(name, slots)
 }
 
 // peerRDMACMCheck is check 48; it needs peer.control only, not the

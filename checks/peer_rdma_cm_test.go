@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer"
 	"github.com/rdmadoctor/rdmadoctor/verbs/peer/wire"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -37,31 +38,35 @@ func TestPeerRDMACMGatedOnControlOnly(t *testing.T) {
 // a server that could not listen is an error (nothing was judged here).
 func TestPeerRDMACMStages(t *testing.T) {
 	cases := []struct {
-		res    *probe.CMPeerResult
-		status report.Status
-		line   string
-		remedy string
+		res     *probe.CMPeerResult
+		finding string
+		line    string
+		remedy  string
 	}{
 		{cmFailed("address", "RDMA_CM_EVENT_ADDR_RESOLVED", "got RDMA_CM_EVENT_ADDR_ERROR (status -110 ETIMEDOUT)", "address resolution failed"),
-			report.Fail, "ADDR_ERROR", "ip neigh show"},
+			"peer.rdma_cm/address-failed", "ADDR_ERROR", "ip neigh show"},
 		{cmFailed("route", "RDMA_CM_EVENT_ROUTE_RESOLVED", "got RDMA_CM_EVENT_ROUTE_ERROR", "route resolution failed"),
-			report.Fail, "ROUTE_ERROR", "GID"},
+			"peer.rdma_cm/route-failed", "ROUTE_ERROR", "GID"},
 		{cmFailed("connect", "RDMA_CM_EVENT_ESTABLISHED", "got RDMA_CM_EVENT_UNREACHABLE", "UDP port 4791 is blocked"),
-			report.Fail, "4791", "4791"},
+			"peer.rdma_cm/connect-failed", "4791", "4791"},
 		{cmFailed("library", "dlopen librdmacm", "dlopen librdmacm.so.1: not found", "install librdmacm1"),
-			report.Fail, "librdmacm", "librdmacm1"},
+			"peer.rdma_cm/library-failed", "librdmacm", "librdmacm1"},
 		{func() *probe.CMPeerResult {
 			r := cmFailed("listen", "the server's rdma_cm listener", "on the server: rdma_create_id: ENODEV", "")
 			r.ListenError = "rdma_create_id: ENODEV"
 			return r
-		}(), report.Error, "ENODEV", "on the peer"},
+		}(), "peer.rdma_cm/listen-failed", "ENODEV", "on the peer"},
 	}
 	for _, c := range cases {
 		p := healthyPair("a:1")
 		p.Verbs.RDMACM = c.res
 		v := judgePeerRDMACM(&p)
-		if v.status != c.status || !strings.Contains(v.line, c.line) || !strings.Contains(v.remedy, c.remedy) {
-			t.Errorf("stage %s: %s %q remedy %q; want %s, %q, %q", c.res.FailedStage, v.status, v.line, v.remedy, c.status, c.line, c.remedy)
+		if diff := cmp.Diff(onlyFinding(c.finding, "a:1"), refsOf(v)); diff != "" {
+			t.Errorf("stage %s (-want +got):\n%s", c.res.FailedStage, diff)
+		}
+		// The line names the step's event; the remedy is the stage's.
+		if !strings.Contains(v.line, c.line) || !strings.Contains(v.remedy, c.remedy) {
+			t.Errorf("stage %s: %q remedy %q; want %q, %q", c.res.FailedStage, v.line, v.remedy, c.line, c.remedy)
 		}
 	}
 }
@@ -76,28 +81,32 @@ func TestPeerRDMACMNamesMTUMismatch(t *testing.T) {
 	r.Remote = &wire.CMResult{Step: "SEND the 4096-byte echo", Error: "no completion of wr 1 within 3s"}
 	p.Verbs.RDMACM = r
 	v := judgePeerRDMACM(&p)
+	if diff := cmp.Diff(onlyFinding("peer.rdma_cm/echo-lost-mtu-mismatch", "a:1"), refsOf(v)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 	for _, want := range []string{"MTU mismatch", "9000 here, 1500 on the peer", "path MTU 4096", "on the server: SEND the 4096-byte echo"} {
 		if !strings.Contains(v.line, want) {
 			t.Errorf("line %q does not name %q", v.line, want)
 		}
-	}
-	if v.status != report.Fail || !strings.Contains(v.remedy, "MTU") {
-		t.Errorf("%s, remedy %q", v.status, v.remedy)
 	}
 }
 
 // An echo lost where both netdevs carry one MTU (a lossy link): the remedy
 // leads with the loss, not with an MTU change that would fix nothing.
 func TestPeerRDMACMEchoLostWithOneMTU(t *testing.T) {
-	for _, r := range []*probe.CMPeerResult{
-		cmFailed("transfer", "RECV the 4096-byte echo", "no completion of wr 2 within 3s", "the echo never arrived"),
-		{CMResult: probe.CMResult{Probe: probe.Probe{Name: probe.RDMACM}}, Remote: &wire.CMResult{Step: "SEND the 4096-byte echo", Error: "no completion of wr 1 within 3s"}},
+	for _, tc := range []struct {
+		r       *probe.CMPeerResult
+		finding string
+	}{
+		{cmFailed("transfer", "RECV the 4096-byte echo", "no completion of wr 2 within 3s", "the echo never arrived"), "peer.rdma_cm/echo-lost"},
+		{&probe.CMPeerResult{CMResult: probe.CMResult{Probe: probe.Probe{Name: probe.RDMACM}},
+			Remote: &wire.CMResult{Step: "SEND the 4096-byte echo", Error: "no completion of wr 1 within 3s"}}, "peer.rdma_cm/server-failed"},
 	} {
 		p := healthyPair("a:1")
-		p.Verbs.RDMACM = r
+		p.Verbs.RDMACM = tc.r
 		v := judgePeerRDMACM(&p)
-		if v.status != report.Fail || !strings.HasPrefix(v.remedy, "The connection was made and the echo was lost") || strings.Contains(v.line, "MTU mismatch") {
-			t.Errorf("%s %q, remedy %q", v.status, v.line, v.remedy)
+		if diff := cmp.Diff(onlyFinding(tc.finding, "a:1"), refsOf(v)); diff != "" || !strings.HasPrefix(v.remedy, "The connection was made and the echo was lost") {
+			t.Errorf("remedy %q (-want +got):\n%s", v.remedy, diff)
 		}
 	}
 }

@@ -31,11 +31,6 @@ func init() {
 	})
 }
 
-// childFailure is the finding every level-2 check shares: the child that
-// ran its probe hit its deadline or died.
-var childFailure = Failure{report.Error, "the verbs child timed out or crashed",
-	"The report names the step it was in and the signal; `dmesg` shows the driver's side of the failure."}
-
 const (
 	uverbsPermFix = "Let the user open /dev/infiniband/uverbsN. " + uverbsModeFix +
 		" In a container pass the node in (`--device=/dev/infiniband/uverbsN`)."
