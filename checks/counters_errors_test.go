@@ -45,16 +45,7 @@ func runCountersCases(t *testing.T, cases []countersCase) {
 			if diff := cmp.Diff(tc.want, refs(c.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s\n%s", diff, text)
 			}
-			for _, s := range tc.contains {
-				if !strings.Contains(text, s) {
-					t.Errorf("lacks %q:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.lacks {
-				if strings.Contains(text, s) {
-					t.Errorf("holds %q:\n%s", s, text)
-				}
-			}
+			checkTexts(t, text, tc.contains, tc.lacks)
 		})
 	}
 }
@@ -62,12 +53,16 @@ func runCountersCases(t *testing.T, cases []countersCase) {
 // ce is a counters.errors finding about a unit.
 func ce(slug, unit string) findingRef { return findingRef{"counters.errors/" + slug, unit} }
 
+// cx5With is CX5RoCE with its tree edited.
+func cx5With(t *testing.T, tree func(tr *sysfstest.Tree)) string {
+	tr := sysfstest.Build(sysfstest.CX5RoCE())
+	tree(tr)
+	return hwWrite(t, tr)
+}
+
+// Clean, unreadable and unjudged counters.
 func TestCountersErrors(t *testing.T) {
-	cx5 := func(tree func(tr *sysfstest.Tree)) string {
-		tr := sysfstest.Build(sysfstest.CX5RoCE())
-		tree(tr)
-		return hwWrite(t, tr)
-	}
+	cx5 := func(tree func(tr *sysfstest.Tree)) string { return cx5With(t, tree) }
 	clean := []findingRef{ce("zero", "mlx5_0/1"), ce("zero", "mlx5_1/1")}
 	runCountersCases(t, []countersCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, want: clean,
@@ -129,6 +124,21 @@ func TestCountersErrors(t *testing.T) {
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "hw_counters", "np_cnp_sent", "7")
 		}), status: report.Pass, want: clean, contains: []string{"2 protocol statistic(s) nonzero, reported, not judged",
 			"out_of_sequence = 42: packets received out of sequence: packets were lost on the way (reported, not judged)"}},
+		{name: "a VF's unreadable PMA names its PF", dir: cx5(func(tr *sysfstest.Tree) {
+			tr.RelLink("/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/physfn", "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
+			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
+		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
+			want:     []findingRef{ce("zero", "mlx5_0/1"), ce("vf-unreadable", "mlx5_1/1")},
+			contains: []string{"mlx5_1 is an SR-IOV VF of 0000:3b:00.0: the physical link's errors are counted on the PF's port"}},
+	})
+}
+
+// Counts: below the threshold, beyond it, saturated, and what --interval
+// makes of them.
+func TestCountersErrorsCounts(t *testing.T) {
+	cx5 := func(tree func(tr *sysfstest.Tree)) string { return cx5With(t, tree) }
+	runCountersCases(t, []countersCase{
 		{name: "symbol_error below its threshold warns", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "3")
 		}), status: report.Warn, want: []findingRef{ce("nonzero", "mlx5_0/1"), ce("zero", "mlx5_1/1")},
@@ -147,13 +157,6 @@ func TestCountersErrors(t *testing.T) {
 			contains: []string{"port_rcv_errors = 12, beyond the threshold 10: packets received with errors (CRC, length, malformed): usually a bad link; it did not rise in 50ms"}},
 		{name: "counters-above-threshold", dir: netFixture("counters-above-threshold"), status: report.Fail, exit: 22, rootCause: "counters.errors",
 			want: []findingRef{ce("rcv-errors", "mlx5_0/1")}, contains: []string{"perfquery -C mlx5_0 -P 1 -R"}},
-		{name: "a VF's unreadable PMA names its PF", dir: cx5(func(tr *sysfstest.Tree) {
-			tr.RelLink("/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/physfn", "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
-			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "counters", "N/A (no PMA)")
-			sysfstest.SetAllCounters(tr, "mlx5_1", 1, "hw_counters", "N/A (no PMA)")
-		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
-			want:     []findingRef{ce("zero", "mlx5_0/1"), ce("vf-unreadable", "mlx5_1/1")},
-			contains: []string{"mlx5_1 is an SR-IOV VF of 0000:3b:00.0: the physical link's errors are counted on the PF's port"}},
 	})
 }
 
@@ -253,17 +256,23 @@ func TestCountersErrorsByDriver(t *testing.T) {
 			if diff := cmp.Diff(tc.want, refs(c.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s\n%s", diff, text)
 			}
-			for _, s := range tc.contains {
-				if !strings.Contains(text, s) {
-					t.Errorf("lacks %q:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.lacks {
-				if strings.Contains(text, s) {
-					t.Errorf("holds %q:\n%s", s, text)
-				}
-			}
+			checkTexts(t, text, tc.contains, tc.lacks)
 		})
+	}
+}
+
+// checkTexts wants every one of contains in text and none of lacks.
+func checkTexts(t *testing.T, text string, contains, lacks []string) {
+	t.Helper()
+	for _, s := range contains {
+		if !strings.Contains(text, s) {
+			t.Errorf("lacks %q:\n%s", s, text)
+		}
+	}
+	for _, s := range lacks {
+		if strings.Contains(text, s) {
+			t.Errorf("holds %q:\n%s", s, text)
+		}
 	}
 }
 
