@@ -109,6 +109,14 @@ func TestCountersErrors(t *testing.T) {
 		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
 			want:  []findingRef{ce("zero", "mlx5_0/1"), ce("unreadable", "mlx5_1/1")},
 			lacks: []string{"management agent", "SR-IOV"}},
+		{name: "counter directories that cannot be listed are an error", dir: cx5(func(tr *sysfstest.Tree) {
+			for _, g := range []string{"counters", "hw_counters"} {
+				dir := sysfstest.PortDir(tr, "mlx5_1", 1) + "/" + g
+				tr.Remove(dir)
+				tr.File(dir, "not a directory\n")
+			}
+		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
+			want: []findingRef{ce("zero", "mlx5_0/1"), ce("read-failed", "mlx5_1/1")}, contains: []string{"mlx5_1 port 1: list ", "not a directory"}},
 		{name: "unreadable for two reasons", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "N/A (no PMA)")
 			sysfstest.SetCounter(tr, "mlx5_1", 1, "counters", "symbol_error", "N/A (no PMA)")
