@@ -138,7 +138,7 @@ var (
 // One error counter judged across runs (--state, counters_history.go).
 var (
 	ctrSinceBootRate = declare(Finding{ID: "counters.errors/since-boot-rate", Status: report.Fail,
-		When:    "with --state, a counter's first reading: its count since boot, at its average rate since boot, rose faster than its rate",
+		When:    "with --state, a counter's first reading (no earlier one): its average rate since boot is above its rate per hour",
 		Message: "{counter} = {value} since boot (no earlier reading): {rate}/h over {uptime}, above {limit}/h ({limit_from}): {meaning}; {failing}",
 		Fix:     historyFix})
 	ctrSinceBoot = declare(Finding{ID: "counters.errors/since-boot", Status: report.Warn,
