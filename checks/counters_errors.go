@@ -36,21 +36,12 @@ func init() {
 				"marks, completions in error — are reported when nonzero, not judged. Files reading \"N/A (no PMA)\" or refusing the read (EINVAL) " +
 				"are unknown; a port none of whose error counters can be read is an error (could not be determined), unless the port is not ACTIVE " +
 				"(nothing to count; port.state judges it). A driver without error " +
-				"counters in sysfs (siw; cxgb4, whose only counters are TCP statistics) is skipped with that reason.",
+				"counters in sysfs (siw; cxgb4, whose only counters are TCP statistics) is skipped with that reason. A count beyond its threshold is a " +
+				"finding named by the counter's family (counters.errors/symbol-errors, counters.errors/link-downed, …), which an expectations file may " +
+				"waive for a class of hosts; a rise — during --interval or across runs — has IDs of its own, so a waived count still fails when it rises.",
 			Why: "Error counters show a bad cable, corrupt or dropped packets or starving receivers long before an application reports a timeout. " +
 				"They count since boot, the driver's load or the last reset: a count beyond the threshold says the link or the NIC has been faulty; " +
 				"a rising one is a fault now.",
-			Failures: []Failure{
-				{report.Warn, "an error counter is nonzero, below its threshold", judgeByMeaning},
-				{report.Fail, "an error counter is beyond its threshold", judgeByMeaning},
-				{report.Warn, "an error counter is saturated, or beyond its threshold without rising during --interval", judgeByMeaning},
-				{report.Fail, "an error counter rose during --interval", risingFix},
-				{report.Fail, "with --state: an error counter rose faster than its rate since the previous run, or beyond its absolute threshold since its baseline, or did so within the last clean runs",
-					risingFix + " After a repair, `rdmadoctor ack counters.errors --unit DEV/PORT --reason TEXT` accepts the present level as the new baseline."},
-				{report.Error, "no RDMA device to read counters from, the counters could not be listed, or none of a port's error counters could be read (\"N/A (no PMA)\" or EINVAL)",
-					countersByHand},
-				{report.Skip, "the driver exposes no error counters in sysfs", "Nothing to do on the host: watch the switch port's counters for the same link."},
-			},
 		},
 		Run: runCountersErrors,
 	})
@@ -194,7 +185,7 @@ func secondSample(ctx context.Context, env *Env, units []counterUnit) (second []
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return nil, window, note, fmt.Errorf("stopped while waiting %v between the two counter samples: %v", window, ctx.Err())
+		return nil, window, note, ctx.Err()
 	}
 	return sampleCounters(env.Host, units), window, note, nil
 }
@@ -208,7 +199,7 @@ func runCountersErrors(ctx context.Context, env *Env) Result {
 	first := sampleCounters(env.Host, units)
 	second, window, note, err := secondSample(ctx, env, units)
 	if err != nil {
-		return couldNotCount(errorf("%v", err), "second sample not taken")
+		return couldNotCount(ctrIntervalStopped.result("", Slots{"window": window.String(), "cause": err.Error()}), "second sample not taken")
 	}
 	hr := newHistoryRun(env)
 	judged, ev := judgeCounterUnits(units, first, second, window, hr)
@@ -243,17 +234,17 @@ func verdictsOf(js []judgedUnit) []verdict {
 
 // couldNotCount fills a result that could not judge the counters.
 func couldNotCount(r Result, observed string) Result {
-	r.Observed, r.Expected, r.Remedy = observed, "error counters below their thresholds, none rising", countersByHand
+	r.Observed, r.Expected = observed, "error counters below their thresholds, none rising"
 	return r
 }
 
 // countersPrerequisites stops the check when there is no device to read.
 func countersPrerequisites(s *Survey) (Result, bool) {
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		return couldNotCount(errorf("could not list RDMA devices: %v", s.DevicesErr), "device list unreadable"), true
+		return couldNotCount(ctrDevicesUnreadable.result("", Slots{"cause": s.DevicesErr.Error()}), "device list unreadable"), true
 	}
 	if len(s.Devices) == 0 {
-		return couldNotCount(errorf("no RDMA device to read counters from"), "no RDMA device"), true
+		return couldNotCount(ctrNoDevice.result("", nil), "no RDMA device"), true
 	}
 	return Result{}, false
 }

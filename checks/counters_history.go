@@ -137,32 +137,50 @@ func newHistoryRun(env *Env) *historyRun {
 }
 
 // reading is the verdict on one counter against its history, before
-// hysteresis.
+// hysteresis: the finding (nil for a pass) and its slots.
 type reading struct {
-	status report.Status // Pass, Warn or Fail
-	text   string        // the finding; "" for a pass
-	note   string        // a new baseline, said in the details
-	rose   bool
-	ev     map[string]any
+	finding *Finding
+	slots   Slots
+	note    string // a new baseline, said in the details
+	rose    bool
+	ev      map[string]any
+}
+
+// status is the reading's status: its finding's, or a pass.
+func (r *reading) status() report.Status {
+	if r.finding == nil {
+		return report.Pass
+	}
+	return r.finding.Status
+}
+
+// message is the reading's finding as a person reads it ("" for a pass).
+func (r *reading) message() string {
+	if r.finding == nil {
+		return ""
+	}
+	return render(r.finding.Message, r.slots)
 }
 
 // judgeReading judges the value v of a counter read at now against its
 // series, and moves the series on: the reading is appended, and the
-// baseline set where a new one starts. name and meaning are for messages;
-// max is the counter's saturation value (0: it never saturates).
-func judgeReading(cs *state.CounterSeries, name, meaning string, v uint64, max uint64, lim counterLimits, now time.Time, bootID string, uptime time.Duration) reading {
+// baseline set where a new one starts. base are the counter's slots
+// (counter, meaning, unit); max is its saturation value (0: it never
+// saturates).
+func judgeReading(cs *state.CounterSeries, base Slots, v uint64, max uint64, lim counterLimits, now time.Time, bootID string, uptime time.Duration) reading {
 	cur := state.CounterSample{Value: v, At: now, BootID: bootID}
+	base = base.with("value", fmt.Sprint(v))
 	var r reading
 	if n := len(cs.Samples); n == 0 {
-		r = firstReading(cs, name, v, max, lim, now, bootID, uptime)
+		r = firstReading(cs, base, v, max, lim, now, bootID, uptime)
 	} else if why, note := newBaseline(cs.Samples[n-1], cur); why != "" {
 		cs.Baseline, cs.BaselineWhy = &cur, why
-		r = reading{status: report.Pass, note: name + ": " + note}
+		r = reading{note: base["counter"] + ": " + note}
 	} else {
-		r = laterReading(cs, name, v, max, lim, now)
+		r = laterReading(cs, base, v, max, lim, now)
 	}
-	if r.text != "" {
-		r.text += ": " + meaning
+	if r.slots == nil {
+		r.slots = base
 	}
 	cur.Rose = r.rose
 	appendSample(cs, cur)
@@ -202,36 +220,35 @@ func newBaseline(prev, cur state.CounterSample) (why, note string) {
 // firstReading judges a counter with no earlier reading: its count since
 // boot, at the average rate since boot. Only a rate beyond the limit
 // fails — a count since boot says nothing of when it grew.
-func firstReading(cs *state.CounterSeries, name string, v, max uint64, lim counterLimits, now time.Time, bootID string, uptime time.Duration) reading {
-	base := state.CounterSample{Value: 0, BootID: bootID}
+func firstReading(cs *state.CounterSeries, base Slots, v, max uint64, lim counterLimits, now time.Time, bootID string, uptime time.Duration) reading {
+	baseline := state.CounterSample{Value: 0, BootID: bootID}
 	if uptime > 0 {
-		base.At = now.Add(-uptime)
+		baseline.At = now.Add(-uptime)
 	}
-	cs.Baseline, cs.BaselineWhy = &base, "boot"
-	r := reading{status: report.Pass, rose: v > 0, ev: map[string]any{"since": "boot"}}
+	cs.Baseline, cs.BaselineWhy = &baseline, "boot"
+	r := reading{rose: v > 0, ev: map[string]any{"since": "boot"}}
 	if v == 0 {
 		return r
 	}
-	r.status = report.Warn
 	rate := "rate since boot unknown (uptime unreadable)"
 	if uptime > 0 {
 		perHour := float64(v) / uptime.Hours()
 		r.ev["rate_per_hour"] = perHour
 		rate = fmt.Sprintf("%s/h over %s", fmtRate(perHour), fmtDur(uptime))
 		if lim.ratePerHour > 0 && perHour > lim.ratePerHour {
-			r.status = report.Fail
-			r.text = fmt.Sprintf("%s = %d since boot (no earlier reading): %s, above %s/h (%s)", name, v, rate, fmtRate(lim.ratePerHour), lim.rateFrom)
+			r.finding = ctrSinceBootRate
+			r.slots = base.with("rate", fmtRate(perHour), "uptime", fmtDur(uptime), "limit", fmtRate(lim.ratePerHour), "limit_from", lim.rateFrom)
 			return r
 		}
 	}
+	r.slots = base.with("absolute", fmt.Sprint(lim.absolute), "absolute_from", lim.absFrom, "rate_since_boot", rate)
 	switch {
 	case max > 0 && v == max:
-		r.text = fmt.Sprintf("%s = %d since boot (no earlier reading), saturated (the real count is higher): whether it still rises cannot be told", name, v)
+		r.finding = ctrSinceBootSaturated
 	case v > lim.absolute:
-		r.text = fmt.Sprintf("%s = %d since boot (no earlier reading), beyond the absolute %d (%s), %s: whether it still rises shows on the next run",
-			name, v, lim.absolute, lim.absFrom, rate)
+		r.finding = ctrSinceBootBeyond
 	default:
-		r.text = fmt.Sprintf("%s = %d since boot (no earlier reading; absolute %d), %s", name, v, lim.absolute, rate)
+		r.finding = ctrSinceBoot
 	}
 	return r
 }
@@ -240,27 +257,26 @@ func firstReading(cs *state.CounterSeries, name string, v, max uint64, lim count
 // not lower, not earlier): a rise faster than the rate limit fails, and so
 // does one that takes the count since the baseline beyond the absolute; a
 // count that did not rise is history and warns.
-func laterReading(cs *state.CounterSeries, name string, v, max uint64, lim counterLimits, now time.Time) reading {
+func laterReading(cs *state.CounterSeries, base Slots, v, max uint64, lim counterLimits, now time.Time) reading {
 	prev := cs.Samples[len(cs.Samples)-1]
-	base := state.CounterSample{}
+	from := state.CounterSample{}
 	if cs.Baseline != nil && cs.Baseline.Value <= v {
-		base = *cs.Baseline
+		from = *cs.Baseline
 	}
-	since := v - base.Value
-	baseText := baselineText(cs.BaselineWhy, base)
-	r := reading{status: report.Pass, ev: map[string]any{"previous": prev.Value, "previous_at": prev.At, "since_baseline": since}}
+	since := v - from.Value
+	r := reading{ev: map[string]any{"previous": prev.Value, "previous_at": prev.At, "since_baseline": since},
+		slots: base.with("since", fmt.Sprint(since), "baseline", baselineText(cs.BaselineWhy, from), "absolute", fmt.Sprint(lim.absolute),
+			"absolute_from", lim.absFrom, "previous_at", stamp(prev.At))}
 	if v == prev.Value {
 		switch {
 		case since == 0:
-			return r
 		case max > 0 && v == max:
-			r.text = fmt.Sprintf("%s = %d, saturated (the real count is higher): whether it still rises cannot be told", name, v)
+			r.finding = ctrSteadySaturated
 		case since > lim.absolute:
-			r.text = fmt.Sprintf("%s = %d, %d %s, beyond the absolute %d (%s), but not rising since %s", name, v, since, baseText, lim.absolute, lim.absFrom, stamp(prev.At))
+			r.finding = ctrSteadyBeyond
 		default:
-			r.text = fmt.Sprintf("%s = %d, %d %s (absolute %d), not rising since %s", name, v, since, baseText, lim.absolute, stamp(prev.At))
+			r.finding = ctrSteady
 		}
-		r.status = report.Warn
 		return r
 	}
 	delta, dt := v-prev.Value, now.Sub(prev.At)
@@ -269,17 +285,18 @@ func laterReading(cs *state.CounterSeries, name string, v, max uint64, lim count
 		perHour = float64(delta) / dt.Hours()
 	}
 	r.rose, r.ev["rate_per_hour"] = true, jsonRate(perHour)
-	rise := fmt.Sprintf("%s rose by %d since %s (%s/h", name, delta, stamp(prev.At), fmtRate(perHour))
+	sat := ""
 	if max > 0 && v == max {
-		rise += ", at least: now saturated"
+		sat = ", at least: now saturated"
 	}
+	r.slots = r.slots.with("delta", fmt.Sprint(delta), "rate", fmtRate(perHour), "saturated", sat, "limit", fmtRate(lim.ratePerHour), "limit_from", lim.rateFrom)
 	switch {
 	case perHour > lim.ratePerHour:
-		r.status, r.text = report.Fail, fmt.Sprintf("%s, above %s/h: %s)", rise, fmtRate(lim.ratePerHour), lim.rateFrom)
+		r.finding = ctrRateExceeded
 	case since > lim.absolute:
-		r.status, r.text = report.Fail, fmt.Sprintf("%s): %d %s, beyond the absolute %d (%s)", rise, since, baseText, lim.absolute, lim.absFrom)
+		r.finding = ctrBeyondAbsolute
 	default:
-		r.status, r.text = report.Warn, fmt.Sprintf("%s, within %s/h): %d %s (absolute %d)", rise, fmtRate(lim.ratePerHour), since, baseText, lim.absolute)
+		r.finding = ctrRisingWithin
 	}
 	return r
 }
@@ -298,12 +315,12 @@ func baselineText(why string, base state.CounterSample) string {
 // hysteresis holds a failed counter failing until it has had cleanRuns
 // clean runs, and says for how long it has been failing.
 func hysteresis(cs *state.CounterSeries, r *reading, name string, now time.Time, cleanRuns int) {
-	if r.status == report.Fail {
+	if r.status() == report.Fail {
 		if cs.FailingSince.IsZero() || cs.FailingSince.After(now) {
 			cs.FailingSince = now
 		}
 		cs.CleanRuns = 0
-		r.text += "; " + risingSince(cs)
+		r.slots = r.slots.with("failing", risingSince(cs), "history", "; "+risingSince(cs))
 		return
 	}
 	if cs.FailingSince.IsZero() {
@@ -315,15 +332,15 @@ func hysteresis(cs *state.CounterSeries, r *reading, name string, now time.Time,
 		cs.FailingSince, cs.CleanRuns = time.Time{}, 0
 		return
 	}
-	now1 := r.text
+	now1 := r.message()
 	if now1 == "" {
 		now1 = name + " did not rise"
 		if r.note != "" {
 			now1 = r.note
 		}
 	}
-	r.status = report.Fail
-	r.text = fmt.Sprintf("%s; still failing: %s; passes again after %d clean runs (%d so far)", now1, risingSince(cs), cleanRuns, cs.CleanRuns)
+	r.finding = ctrStillFailing
+	r.slots = r.slots.with("now", now1, "failing", risingSince(cs), "clean_runs", fmt.Sprint(cleanRuns), "clean_so_far", fmt.Sprint(cs.CleanRuns))
 }
 
 // risingSince is "rising since T, in k of the last n runs".
@@ -434,23 +451,20 @@ func (j *unitJudgement) judgeWithHistory(u *counterUnit, c sysfs.Counter, spec c
 		max = 1<<spec.bits - 1
 	}
 	cs := hr.series(seriesKey(u, c))
-	r := judgeReading(cs, c.Name, spec.meaning, v, max, limitsOf(c, spec, hr.class), hr.now, hr.bootID, hr.uptime)
+	base := counterSlots(u, c, spec)
+	r := judgeReading(cs, base, v, max, limitsOf(c, spec, hr.class), hr.now, hr.bootID, hr.uptime)
 	if hasLater && l.Known && l.Value > c.Value {
-		r.status, r.rose = report.Fail, true
-		r.text = fmt.Sprintf("%s rose by %d in %v (%d → %d): %s", c.Name, l.Value-c.Value, window.Round(time.Millisecond), c.Value, l.Value, spec.meaning)
+		r.finding, r.slots, r.rose = ctrRising, risingSlots(u, c, spec, l, window), true
 		cs.Samples[len(cs.Samples)-1].Rose = true
 	}
 	hysteresis(cs, &r, c.Name, hr.now, hr.cleanRuns)
 	if r.note != "" {
 		j.notes = append(j.notes, r.note)
 	}
-	switch r.status {
-	case report.Fail:
-		j.fails = append(j.fails, r.text)
-	case report.Warn:
-		j.warns = append(j.warns, r.text)
+	if r.finding != nil {
+		j.add(r.finding.At(u.key(), r.slots))
 	}
-	if r.status != report.Pass || v != 0 || r.note != "" {
+	if r.status() != report.Pass || v != 0 || r.note != "" {
 		j.values[c.Name] = r.ev
 	}
 	if max > 0 && v == max {

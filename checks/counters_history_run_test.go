@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,17 @@ func runWithState(t *testing.T, dir string, st *state.State, now time.Time) repo
 	return report.CheckResult{}
 }
 
+// findingsAbout lists the IDs of a result's findings about one unit.
+func findingsAbout(r report.CheckResult, unit string) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.Unit == unit {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
 func setFile(t *testing.T, p, v string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
@@ -60,19 +72,20 @@ func TestCountersErrorsAcrossRuns(t *testing.T) {
 	type step struct {
 		set, boot string
 		status    report.Status
+		finding   string // the slug of the finding about mlx5_0/1
 		has       []string
 	}
 	steps := []step{
-		{status: report.Pass, has: []string{"no error counter rising or beyond its threshold since its baseline on 1 port(s)"}},
-		{set: "600", status: report.Fail, has: []string{"mlx5_0 port 1: symbol_error rose by 600 since 2026-02-01T08:00:00Z (600/h, above 120/h: " + srcBER + ")",
+		{status: report.Pass, finding: "none-rising", has: []string{"no error counter rising or beyond its threshold since its baseline on 1 port(s)"}},
+		{set: "600", status: report.Fail, finding: "rate-exceeded", has: []string{"mlx5_0 port 1: symbol_error rose by 600 since 2026-02-01T08:00:00Z (600/h, above 120/h: " + srcBER + ")",
 			"rising since 2026-02-01T09:00:00Z, in 1 of the last 2 runs"}},
-		{status: report.Fail, has: []string{"symbol_error = 600, 600 since boot, beyond the absolute 10 (rdma-core's error_thresholds), but not rising since 2026-02-01T09:00:00Z",
+		{status: report.Fail, finding: "still-failing", has: []string{"symbol_error = 600, 600 since boot, beyond the absolute 10 (rdma-core's error_thresholds), but not rising since 2026-02-01T09:00:00Z",
 			"still failing: rising since 2026-02-01T09:00:00Z, in 1 of the last 3 runs; passes again after 3 clean runs (1 so far)"}},
-		{set: "2", status: report.Fail, has: []string{"new baseline: counter reset (driver reload?): 2 now, 600 at 2026-02-01T10:00:00Z", "(2 so far)"}},
-		{set: "0", boot: "44444444-4444-4444-8444-444444444444", status: report.Pass,
+		{set: "2", status: report.Fail, finding: "still-failing", has: []string{"new baseline: counter reset (driver reload?): 2 now, 600 at 2026-02-01T10:00:00Z", "(2 so far)"}},
+		{set: "0", boot: "44444444-4444-4444-8444-444444444444", status: report.Pass, finding: "none-rising",
 			has: []string{"symbol_error: new baseline: new boot (boot_id 44444444, was 3f1b2c4d); 0 now, 2 before",
 				"symbol_error: clean for 3 runs after failing since 2026-02-01T09:00:00Z: passes again"}},
-		{set: "7", status: report.Warn, has: []string{"symbol_error rose by 7 since 2026-02-01T12:00:00Z (7.0/h, within 120/h): 7 since the new baseline (new boot) at 2026-02-01T12:00:00Z (absolute 10)"}},
+		{set: "7", status: report.Warn, finding: "rising-within-rate", has: []string{"symbol_error rose by 7 since 2026-02-01T12:00:00Z (7.0/h, within 120/h): 7 since the new baseline (new boot) at 2026-02-01T12:00:00Z (absolute 10)"}},
 	}
 	for i, s := range steps {
 		if s.set != "" {
@@ -85,6 +98,9 @@ func TestCountersErrorsAcrossRuns(t *testing.T) {
 		text := r.Summary + "\n" + strings.Join(r.Details, "\n")
 		if r.Status != s.status {
 			t.Fatalf("run %d: %s, want %s\n%s", i+1, r.Status, s.status, text)
+		}
+		if got := findingsAbout(r, "mlx5_0/1"); !reflect.DeepEqual(got, []string{"counters.errors/" + s.finding}) {
+			t.Errorf("run %d: findings about mlx5_0/1 %v, want %s", i+1, got, s.finding)
 		}
 		for _, h := range s.has {
 			if !strings.Contains(text, h) {
@@ -116,7 +132,7 @@ func TestCountersErrorsAcrossRuns(t *testing.T) {
 		t.Errorf("ack recorded = %+v", a)
 	}
 	r := runWithState(t, dir, st, at(7))
-	if r.Status != report.Pass || !strings.Contains(strings.Join(r.Details, "\n"), "acknowledged at 2026-02-01T14:00:00Z: cable replaced, INC-1234") {
+	if got := findingsAbout(r, "mlx5_0/1"); r.Status != report.Pass || !reflect.DeepEqual(got, []string{"counters.errors/none-rising"}) || !strings.Contains(strings.Join(r.Details, "\n"), "acknowledged at 2026-02-01T14:00:00Z: cable replaced, INC-1234") {
 		t.Errorf("after the ack: %s %s\n%s", r.Status, r.Summary, strings.Join(r.Details, "\n"))
 	}
 	if ev, _ := r.Evidence["units"].(map[string]any)["mlx5_0/1"].(map[string]any)["acknowledged"].(map[string]any); ev["reason"] != "cable replaced, INC-1234" {
@@ -148,7 +164,7 @@ func TestCountersErrorsWithoutStateUnchanged(t *testing.T) {
 	defer h.Close()
 	c, _ := Lookup("counters.errors")
 	r := c.Run(context.Background(), NewEnv(h, Options{Level: 1}))
-	if r.Status != report.Fail || !strings.Contains(r.Summary, "port_rcv_errors = 12, beyond the threshold 10") || r.Evidence["history"] != nil {
+	if r.Status != report.Fail || len(r.Findings) != 1 || r.Findings[0].ID != "counters.errors/rcv-errors" || r.Evidence["history"] != nil {
 		t.Errorf("%s %s %v", r.Status, r.Summary, r.Evidence["history"])
 	}
 }

@@ -20,7 +20,7 @@ type judgedUnit struct {
 
 // unitJudgement collects the findings on one unit's counters.
 type unitJudgement struct {
-	fails, warns []string
+	fails, warns []report.Finding
 	stats        []string
 	unknown      map[string][]string // reason → counter names
 	readable     int
@@ -31,6 +31,15 @@ type unitJudgement struct {
 	// says that is no finding (new baselines, acks, hysteresis ended).
 	hist  *historyRun
 	notes []string
+}
+
+// add files a counter's finding with the unit's faults or its warnings.
+func (j *unitJudgement) add(f report.Finding) {
+	if f.Status == report.Fail {
+		j.fails = append(j.fails, f)
+	} else {
+		j.warns = append(j.warns, f)
+	}
 }
 
 // judgeCounterUnits judges every unit that has counters. A device none of
@@ -68,8 +77,8 @@ func judgeCounterUnits(units []counterUnit, first, second []counterSample, windo
 }
 
 func noCountersVerdict(u *counterUnit) verdict {
-	return verdict{status: report.Skip,
-		line: fmt.Sprintf("%s: %s exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)", u.dev.Name, u.drv.name(u.dev))}
+	f := ctrNoCounters.At(u.dev.Name, Slots{"device": u.dev.Name, "driver": u.drv.name(u.dev)})
+	return verdict{status: f.Status, line: f.Message, findings: []report.Finding{f}}
 }
 
 // judgeUnit judges one unit's counters against the table, with the second
@@ -118,6 +127,12 @@ func (j *unitJudgement) noteStat(c sysfs.Counter, spec counterSpec) {
 	j.stats = append(j.stats, fmt.Sprintf("%s = %d: %s", c.Name, c.Value, spec.meaning))
 }
 
+// counterSlots are the slots every finding about one error counter may use.
+func counterSlots(u *counterUnit, c sysfs.Counter, spec counterSpec) Slots {
+	return Slots{"unit": u.key(), "counter": c.Name, "value": fmt.Sprint(c.Value), "threshold": fmt.Sprint(spec.threshold),
+		"meaning": spec.meaning}
+}
+
 // judgeError judges one error counter: risen in the window, beyond its
 // threshold (or saturated), or nonzero.
 func (j *unitJudgement) judgeError(u *counterUnit, c sysfs.Counter, spec counterSpec, l sysfs.Counter, hasLater bool, window time.Duration) {
@@ -132,8 +147,7 @@ func (j *unitJudgement) judgeError(u *counterUnit, c sysfs.Counter, spec counter
 		return
 	}
 	if hasLater && l.Known && l.Value > c.Value {
-		j.fails = append(j.fails, fmt.Sprintf("%s rose by %d in %v (%d → %d): %s", c.Name, l.Value-c.Value,
-			window.Round(time.Millisecond), c.Value, l.Value, spec.meaning))
+		j.add(ctrRising.At(u.key(), risingSlots(u, c, spec, l, window)))
 		j.values[c.Name] = map[string]any{"first": c.Value, "second": l.Value}
 		return
 	}
@@ -145,39 +159,41 @@ func (j *unitJudgement) judgeError(u *counterUnit, c sysfs.Counter, spec counter
 	if sat {
 		j.saturated = append(j.saturated, c.Name)
 	}
-	text := describeCount(u, c, spec, sat, hasLater, window)
-	// A saturated counter is pinned at its maximum: it says "at least this
-	// many since the last reset", possibly years ago, and can no longer
-	// show a fault of today — said, not failed. A count beyond the
-	// threshold that did not rise during --interval is history too.
-	stale := sat || (hasLater && l.Known)
-	if c.Value > spec.threshold && !stale {
-		j.fails = append(j.fails, text)
-	} else {
-		j.warns = append(j.warns, text)
-	}
+	j.add(countFinding(u, c, spec, sat, hasLater && l.Known, window))
 }
 
-// describeCount says one nonzero error counter with its threshold and
-// meaning, and what --interval showed of it.
-func describeCount(u *counterUnit, c sysfs.Counter, spec counterSpec, sat, sampled bool, window time.Duration) string {
-	var s string
+// risingSlots are the slots of a counter that rose between the two samples
+// of --interval (ctrRising); "history" is filled across runs (--state).
+func risingSlots(u *counterUnit, c sysfs.Counter, spec counterSpec, l sysfs.Counter, window time.Duration) Slots {
+	return counterSlots(u, c, spec).with("delta", fmt.Sprint(l.Value-c.Value), "window", window.Round(time.Millisecond).String(),
+		"first", fmt.Sprint(c.Value), "second", fmt.Sprint(l.Value), "history", "")
+}
+
+// countFinding judges one nonzero error counter that did not rise. A
+// saturated counter is pinned at its maximum: it says "at least this many
+// since the last reset", possibly years ago, and can no longer show a
+// fault of today — said, not failed. A count beyond the threshold that did
+// not rise during --interval (sampled) is history too.
+func countFinding(u *counterUnit, c sysfs.Counter, spec counterSpec, sat, sampled bool, window time.Duration) report.Finding {
+	slots := counterSlots(u, c, spec)
+	win := window.Round(time.Millisecond).String()
 	switch {
 	case sat:
-		s = fmt.Sprintf("%s = %d, saturated (the real count is higher; threshold %d): %s", c.Name, c.Value, spec.threshold, spec.meaning)
+		still := ""
 		if sampled {
-			s += "; whether it still rises cannot be told: " + resetHint(u)
+			still = "; whether it still rises cannot be told: " + resetHint(u)
 		}
-		return s
+		return ctrSaturated.At(u.key(), slots.with("sampled", still))
+	case c.Value > spec.threshold && sampled:
+		return ctrNotRising.At(u.key(), slots.with("window", win))
 	case c.Value > spec.threshold:
-		s = fmt.Sprintf("%s = %d, beyond the threshold %d: %s", c.Name, c.Value, spec.threshold, spec.meaning)
-	default:
-		s = fmt.Sprintf("%s = %d (threshold %d): %s", c.Name, c.Value, spec.threshold, spec.meaning)
+		return spec.family.At(u.key(), slots)
 	}
+	tail := ""
 	if sampled {
-		s += fmt.Sprintf("; it did not rise in %v", window.Round(time.Millisecond))
+		tail = "; it did not rise in " + win
 	}
-	return s
+	return ctrNonzero.At(u.key(), slots.with("sampled", tail))
 }
 
 // resetHint is how a unit's counters start from zero: perfquery on an
@@ -189,54 +205,96 @@ func resetHint(u *counterUnit) string {
 	return "it resets only when the driver reloads: judge it by the other counters, or on the switch"
 }
 
-// verdict turns the findings into the unit's status: a fault fails, a
-// count below its threshold warns, clean counters pass; a unit whose error
-// counters all failed to read is an error, one without error counters a skip.
+// verdict turns the findings into the unit's verdict: its counters'
+// findings, worst first, when there are any; else one finding about the
+// unit — clean, unreadable (an error, or a skip on a port that is down), or
+// without error counters (a skip).
 func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
-	label := u.label()
 	v := verdict{details: j.detailLines(s)}
-	findings := append(append([]string(nil), j.fails...), j.warns...)
-	switch {
-	case len(j.fails) > 0:
-		v.status, v.line, v.remedy = report.Fail, label+": "+strings.Join(findings, "; "), judgeByMeaning
-		if j.rose() {
-			v.remedy = risingFix
-		}
-	case len(j.warns) > 0:
-		v.status, v.line, v.remedy = report.Warn, label+": "+strings.Join(findings, "; "), judgeByMeaning
-	case j.readable > 0 && j.hist != nil:
-		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, none rising or beyond its threshold since its baseline", label, j.readable)
-	case j.readable > 0:
-		v.status, v.line = report.Pass, fmt.Sprintf("%s: %d error counters read, all zero", label, j.readable)
-	case len(j.unknown) > 0 && u.down != "":
-		// A port whose link is down has nothing to count, and its management
-		// agent often cannot answer: port.state judges the port itself.
-		v.status = report.Skip
-		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s) and the port is not ACTIVE (%s): nothing to judge",
-			label, j.unknownCount(), strings.Join(j.reasonKeys(), "; "), u.down)
-	case len(j.unknown) > 0:
-		v.status = report.Error
-		v.line = fmt.Sprintf("%s: none of its %d error counters could be read (%s): whether it is clean could not be determined",
-			label, j.unknownCount(), strings.Join(j.reasonKeys(), "; "))
-		v.remedy = unreadableRemedy(u, j.unknown)
-	case len(s.probs) > 0:
-		v.status, v.line, v.remedy = report.Error, fmt.Sprintf("%s: %v", label, s.probs[0]), countersByHand
-	default:
-		v.status, v.line = report.Skip, fmt.Sprintf("%s: %s exposes no error counters here (%s)", label, u.drv.name(u.dev), u.drv.noErrorsWhy(s.groups))
+	if fs := append(append([]report.Finding(nil), j.fails...), j.warns...); len(fs) > 0 {
+		return countersVerdict(u, fs, v)
 	}
-	if len(j.stats) > 0 && v.status == report.Pass {
-		v.line += fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", len(j.stats))
+	slots := Slots{"label": u.label(), "unit": u.key(), "device": u.dev.Name, "driver": u.drv.name(u.dev)}
+	var f report.Finding
+	switch {
+	case j.readable > 0:
+		stats := ""
+		if len(j.stats) > 0 {
+			stats = fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", len(j.stats))
+		}
+		clean := ctrZero
+		if j.hist != nil {
+			clean = ctrNoneRising
+		}
+		f = clean.At(u.key(), slots.with("readable", fmt.Sprint(j.readable), "statistics", stats))
+	case len(j.unknown) > 0:
+		f = j.unreadableFinding(u, slots)
+	case len(s.probs) > 0:
+		f = ctrReadFailed.At(u.key(), slots.with("cause", s.probs[0].Error()))
+	default:
+		f = noErrorCountersFinding(u, s.groups, slots)
+	}
+	v.status, v.line, v.findings = f.Status, f.Message, []report.Finding{f}
+	if f.Status != report.Skip {
+		// A skip's advice is in the catalog; a skipped unit asks nothing.
+		v.remedy = f.Fix
 	}
 	return v
 }
 
-func (j *unitJudgement) rose() bool {
-	for _, f := range j.fails {
-		if strings.Contains(f, " rose by ") {
-			return true
+// countersVerdict is a unit with findings about its counters: the worst
+// decides, the line names the unit and joins every counter's message, the
+// fixes of the worst findings are the remedy.
+func countersVerdict(u *counterUnit, fs []report.Finding, v verdict) verdict {
+	v.status, v.findings = report.Pass, fs
+	var texts, fixes []string
+	for _, f := range fs {
+		if worse(f.Status, v.status) {
+			v.status = f.Status
+		}
+		texts = append(texts, f.Message)
+	}
+	for _, f := range fs {
+		if f.Status == v.status && f.Fix != "" {
+			fixes = appendUnique(fixes, f.Fix)
 		}
 	}
-	return false
+	v.line, v.remedy = u.label()+": "+strings.Join(texts, "; "), strings.Join(fixes, "\n")
+	return v
+}
+
+// unreadableFinding is a unit none of whose error counters could be read.
+// "N/A (no PMA)" and EINVAL come from the driver's management agent
+// (process_mad), which did not answer; only a VF gets the advice to look
+// at its PF, because only a VF has one. A port whose link is down has
+// nothing to count, and its management agent often cannot answer:
+// port.state judges the port itself.
+func (j *unitJudgement) unreadableFinding(u *counterUnit, slots Slots) report.Finding {
+	slots = slots.with("count", fmt.Sprint(j.unknownCount()), "reasons", strings.Join(j.reasonKeys(), "; "))
+	agent := false
+	for r := range j.unknown {
+		agent = agent || strings.HasPrefix(r, "N/A") || strings.HasPrefix(r, "EINVAL")
+	}
+	switch {
+	case u.down != "":
+		return ctrDownUnreadable.At(u.key(), slots.with("state", u.down))
+	case !agent:
+		return ctrUnreadable.At(u.key(), slots)
+	case u.pf != "":
+		return ctrVFUnreadable.At(u.key(), slots.with("pf", u.pf))
+	}
+	return ctrUnreadableNoPMA.At(u.key(), slots)
+}
+
+// noErrorCountersFinding is a unit with counter directories but no error
+// counter: the driver's counters are statistics only (from its source), or
+// the table does not know them.
+func noErrorCountersFinding(u *counterUnit, groups []string, slots Slots) report.Finding {
+	slots = slots.with("dirs", strings.Join(groups, "/ and ")+"/")
+	if u.drv != nil && len(u.drv.hw) > 0 {
+		return ctrStatisticsOnly.At(u.key(), slots)
+	}
+	return ctrNotInTable.At(u.key(), slots.with("source", u.drv.sourceOrUnknown()))
 }
 
 func (j *unitJudgement) unknownCount() int {
@@ -281,24 +339,4 @@ func (j *unitJudgement) detailLines(s counterSample) []string {
 		out = append(out, p.Error())
 	}
 	return append(out, j.notes...)
-}
-
-// unreadableRemedy explains counters that could not be read. "N/A (no
-// PMA)" and EINVAL come from the driver's management agent (process_mad),
-// which did not answer; only a VF gets the advice to look at its PF,
-// because only a VF has one.
-func unreadableRemedy(u *counterUnit, unknown map[string][]string) string {
-	agent := false
-	for r := range unknown {
-		agent = agent || strings.HasPrefix(r, "N/A") || strings.HasPrefix(r, "EINVAL")
-	}
-	if !agent {
-		return "The files exist but could not be read as counters (see the reasons above): run as a user who may read them, or look at the driver. " + countersByHand
-	}
-	s := "The driver did not answer these reads (\"N/A (no PMA)\" or EINVAL: its management agent did not answer the PerfMgt query, " +
-		"e.g. when the firmware does not serve PortCounters). "
-	if u.pf != "" {
-		s += fmt.Sprintf("%s is an SR-IOV VF of %s: the physical link's errors are counted on the PF's port — read them there. ", u.dev.Name, u.pf)
-	}
-	return s + countersByHand
 }

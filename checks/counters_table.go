@@ -1,10 +1,6 @@
 package checks
 
-import (
-	"strings"
-
-	"github.com/rdmadoctor/rdmadoctor/sysfs"
-)
+import "github.com/rdmadoctor/rdmadoctor/sysfs"
 
 // counterClass is what counters.errors does with a counter.
 type counterClass int
@@ -29,6 +25,9 @@ type counterSpec struct {
 	bits int
 	// threshold: an error counter beyond it fails; nonzero below it warns.
 	threshold uint64
+	// family is the finding of an error counter beyond its threshold
+	// (counters_findings.go): what an expectations file waives by name.
+	family *Finding
 }
 
 // Thresholds of the driver counters (hw_counters/), which have no published
@@ -50,15 +49,15 @@ const (
 	deviceFaultThreshold = 10
 )
 
-func errC(meaning string, threshold uint64) counterSpec {
-	return counterSpec{class: errorCounter, meaning: meaning, threshold: threshold}
+func errC(fam *Finding, meaning string, threshold uint64) counterSpec {
+	return counterSpec{class: errorCounter, meaning: meaning, threshold: threshold, family: fam}
 }
 
 func statC(meaning string) counterSpec { return counterSpec{class: protocolStat, meaning: meaning} }
 
 // pmaCounter is an IB PortCounters error counter of the given width.
-func pmaCounter(meaning string, bits int, threshold uint64) counterSpec {
-	return counterSpec{class: errorCounter, meaning: meaning, bits: bits, threshold: threshold}
+func pmaCounter(fam *Finding, meaning string, bits int, threshold uint64) counterSpec {
+	return counterSpec{class: errorCounter, meaning: meaning, bits: bits, threshold: threshold, family: fam}
 }
 
 // pmaCounters are the files of ports/N/counters/, which the core creates for
@@ -69,18 +68,18 @@ func pmaCounter(meaning string, bits int, threshold uint64) counterSpec {
 // counter that exceeds its threshold. Data and packet counters are not
 // listed: they are traffic, not errors.
 var pmaCounters = map[string]counterSpec{
-	"symbol_error":                    pmaCounter("minor link errors on the physical lanes: a marginal cable, dirty or loose optics", 16, 10),
-	"link_error_recovery":             pmaCounter("the link retrained after errors: a marginal cable or transceiver", 8, 10),
-	"link_downed":                     pmaCounter("the link went down: cable pulled, peer reset or training failed", 8, 10),
-	"port_rcv_errors":                 pmaCounter("packets received with errors (CRC, length, malformed): usually a bad link", 16, 10),
-	"port_rcv_remote_physical_errors": pmaCounter("packets received marked bad by an upstream device: a fault elsewhere in the fabric", 16, 100),
-	"port_rcv_switch_relay_errors":    pmaCounter("packets the port could not relay", 16, 100),
-	"port_xmit_discards":              pmaCounter("outbound packets discarded: the port was down or congested", 16, 100),
-	"port_xmit_constraint_errors":     pmaCounter("outbound packets dropped by partition or raw-packet constraints", 8, 100),
-	"port_rcv_constraint_errors":      pmaCounter("inbound packets dropped by partition (P_Key) or raw-packet constraints", 8, 100),
-	"local_link_integrity_errors":     pmaCounter("the local link passed its physical error threshold", 4, 10),
-	"excessive_buffer_overrun_errors": pmaCounter("receive buffer overruns: flow control on the link is not working", 4, 10),
-	"VL15_dropped":                    pmaCounter("subnet management packets dropped (VL15): a busy or misbehaving subnet manager", 16, 100),
+	"symbol_error":                    pmaCounter(famSymbolErrors, "minor link errors on the physical lanes: a marginal cable, dirty or loose optics", 16, 10),
+	"link_error_recovery":             pmaCounter(famLinkRecovery, "the link retrained after errors: a marginal cable or transceiver", 8, 10),
+	"link_downed":                     pmaCounter(famLinkDowned, "the link went down: cable pulled, peer reset or training failed", 8, 10),
+	"port_rcv_errors":                 pmaCounter(famRcvErrors, "packets received with errors (CRC, length, malformed): usually a bad link", 16, 10),
+	"port_rcv_remote_physical_errors": pmaCounter(famRemoteErrors, "packets received marked bad by an upstream device: a fault elsewhere in the fabric", 16, 100),
+	"port_rcv_switch_relay_errors":    pmaCounter(famRemoteErrors, "packets the port could not relay", 16, 100),
+	"port_xmit_discards":              pmaCounter(famXmitDiscards, "outbound packets discarded: the port was down or congested", 16, 100),
+	"port_xmit_constraint_errors":     pmaCounter(famConstraintErrors, "outbound packets dropped by partition or raw-packet constraints", 8, 100),
+	"port_rcv_constraint_errors":      pmaCounter(famConstraintErrors, "inbound packets dropped by partition (P_Key) or raw-packet constraints", 8, 100),
+	"local_link_integrity_errors":     pmaCounter(famLinkIntegrity, "the local link passed its physical error threshold", 4, 10),
+	"excessive_buffer_overrun_errors": pmaCounter(famBufferOverrun, "receive buffer overruns: flow control on the link is not working", 4, 10),
+	"VL15_dropped":                    pmaCounter(famVL15Dropped, "subnet management packets dropped (VL15): a busy or misbehaving subnet manager", 16, 100),
 	// error_thresholds lists PortXmitWait too, but waiting for credits is
 	// congestion, not a fault of this host.
 	"port_xmit_wait": {class: protocolStat, meaning: "time the port had data to send but no flow-control credits: congestion", bits: 32},
@@ -119,8 +118,8 @@ var counterDrivers = []driverCounters{
 // out_of_seq_q_cnts, retrans_q_cnts, extended_err_cnts, roce_accl_cnts,
 // cong_cnts, ext_ppcnt_cnts). Per port; per device in switchdev mode.
 var mlx5Counters = map[string]counterSpec{
-	"out_of_buffer":        errC("packets dropped because no receive WQE was posted: a receive queue ran dry", rxQueueThreshold),
-	"rx_icrc_encapsulated": errC("RoCE packets with a bad ICRC: corruption on the way", corruptThreshold),
+	"out_of_buffer":        errC(famRxQueueDrops, "packets dropped because no receive WQE was posted: a receive queue ran dry", rxQueueThreshold),
+	"rx_icrc_encapsulated": errC(famCorruptPackets, "RoCE packets with a bad ICRC: corruption on the way", corruptThreshold),
 
 	"out_of_sequence":                statC("packets received out of sequence: packets were lost on the way"),
 	"duplicate_request":              statC("retransmitted requests seen by the responder: the sender timed out"),
@@ -152,8 +151,8 @@ var mlx5Counters = map[string]counterSpec{
 // efaCounters: drivers/infiniband/hw/efa/efa_verbs.c. Port statistics
 // (EFA_DEFINE_PORT_STATS) and device statistics (EFA_DEFINE_DEVICE_STATS).
 var efaCounters = map[string]counterSpec{
-	"rx_drops":           errC("packets received and then dropped (no receive buffer posted, or no room)", rxQueueThreshold),
-	"no_completion_cmds": errC("admin commands to the device that never completed: the device stopped answering its driver", deviceFaultThreshold),
+	"rx_drops":           errC(famRxQueueDrops, "packets received and then dropped (no receive buffer posted, or no room)", rxQueueThreshold),
+	"no_completion_cmds": errC(famDeviceFaults, "admin commands to the device that never completed: the device stopped answering its driver", deviceFaultThreshold),
 
 	"rdma_read_wr_err":            statC("RDMA read work requests completed in error"),
 	"rdma_write_wr_err":           statC("RDMA write work requests completed in error"),
@@ -175,13 +174,13 @@ var efaCounters = map[string]counterSpec{
 // irdmaCounters: drivers/infiniband/hw/irdma/verbs.c (irdma_hw_stat_descs),
 // per port.
 var irdmaCounters = map[string]counterSpec{
-	"ip4InDiscards":      errC("IPv4 packets discarded on receive", discardThreshold),
-	"ip6InDiscards":      errC("IPv6 packets discarded on receive", discardThreshold),
-	"ip4InTruncatedPkts": errC("IPv4 packets received truncated: corruption on the link", corruptThreshold),
-	"ip6InTruncatedPkts": errC("IPv6 packets received truncated: corruption on the link", corruptThreshold),
-	"tcpInProtoErrors":   errC("iWARP TCP segments with protocol errors", discardThreshold),
-	"tcpInOptErrors":     errC("iWARP TCP segments with bad options", discardThreshold),
-	"rxVlanErrors":       errC("packets received on a VLAN the port is not set up for", discardThreshold),
+	"ip4InDiscards":      errC(famDiscards, "IPv4 packets discarded on receive", discardThreshold),
+	"ip6InDiscards":      errC(famDiscards, "IPv6 packets discarded on receive", discardThreshold),
+	"ip4InTruncatedPkts": errC(famCorruptPackets, "IPv4 packets received truncated: corruption on the link", corruptThreshold),
+	"ip6InTruncatedPkts": errC(famCorruptPackets, "IPv6 packets received truncated: corruption on the link", corruptThreshold),
+	"tcpInProtoErrors":   errC(famTCPErrors, "iWARP TCP segments with protocol errors", discardThreshold),
+	"tcpInOptErrors":     errC(famTCPErrors, "iWARP TCP segments with bad options", discardThreshold),
+	"rxVlanErrors":       errC(famDiscards, "packets received on a VLAN the port is not set up for", discardThreshold),
 
 	"tcpRetransSegs": statC("iWARP TCP segments retransmitted"),
 	"ip4OutNoRoutes": statC("IPv4 packets not sent for want of a route"),
@@ -197,11 +196,11 @@ var irdmaCounters = map[string]counterSpec{
 // driver fills it with the function's transmitted broadcast packets
 // (hw_stats->tx_bcast_pkts), so it is no error count.
 var bnxtReCounters = map[string]counterSpec{
-	"rx_roce_errors":   errC("RoCE packets received with errors", corruptThreshold),
-	"rx_roce_discards": errC("RoCE packets discarded on receive", discardThreshold),
-	"rx_out_of_buffer": errC("packets dropped because no receive buffer was posted", rxQueueThreshold),
-	"res_tx_pci_err":   errC("PCI errors on the responder's transmit path", deviceFaultThreshold),
-	"res_rx_pci_err":   errC("PCI errors on the responder's receive path", deviceFaultThreshold),
+	"rx_roce_errors":   errC(famCorruptPackets, "RoCE packets received with errors", corruptThreshold),
+	"rx_roce_discards": errC(famDiscards, "RoCE packets discarded on receive", discardThreshold),
+	"rx_out_of_buffer": errC(famRxQueueDrops, "packets dropped because no receive buffer was posted", rxQueueThreshold),
+	"res_tx_pci_err":   errC(famDeviceFaults, "PCI errors on the responder's transmit path", deviceFaultThreshold),
+	"res_rx_pci_err":   errC(famDeviceFaults, "PCI errors on the responder's receive path", deviceFaultThreshold),
 
 	"to_retransmits":         statC("retransmissions after a timeout"),
 	"seq_err_naks_rcvd":      statC("sequence-error NAKs received: the peer saw packet loss"),
@@ -248,7 +247,7 @@ var cxgb4Counters = map[string]counterSpec{
 // manaCounters: drivers/infiniband/hw/mana/counters.c, per port
 // (mana_ib_port_stats_desc) and for the device (mana_ib_device_stats_desc).
 var manaCounters = map[string]counterSpec{
-	"general_hw_error": errC("hardware errors the adapter reported", deviceFaultThreshold),
+	"general_hw_error": errC(famDeviceFaults, "hardware errors the adapter reported", deviceFaultThreshold),
 
 	"requester_timeout":                  statC("requests that timed out"),
 	"requester_oos_nak":                  statC("out-of-sequence NAKs received"),
@@ -282,8 +281,8 @@ var manaCounters = map[string]counterSpec{
 // rxeCounters: drivers/infiniband/sw/rxe/rxe_hw_counters.c, per port.
 // rxe's link_downed is a 64-bit software count, not the 8-bit PMA one.
 var rxeCounters = map[string]counterSpec{
-	"send_err":    errC("packets the device failed to hand to the network stack", discardThreshold),
-	"link_downed": errC("times the underlying netdev went down", 10),
+	"send_err":    errC(famDiscards, "packets the device failed to hand to the network stack", discardThreshold),
+	"link_downed": errC(famLinkDowned, "times the underlying netdev went down", 10),
 
 	"duplicate_request":      statC("duplicate requests seen by the responder"),
 	"out_of_seq_request":     statC("requests received out of sequence"),
@@ -338,17 +337,6 @@ func (dc *driverCounters) name(d sysfs.RDMADevice) string {
 		return d.Driver
 	}
 	return "the driver of " + d.Name
-}
-
-// noErrorsWhy says why a unit with counter directories has no error
-// counter: the driver's counters are statistics only (from its source), or
-// the table does not know them.
-func (dc *driverCounters) noErrorsWhy(groups []string) string {
-	dirs := strings.Join(groups, "/ and ") + "/"
-	if dc != nil && len(dc.hw) > 0 {
-		return "its " + dirs + " hold statistics only"
-	}
-	return "none of its " + dirs + " files is an error counter in rdmadoctor's table (" + dc.sourceOrUnknown() + ")"
 }
 
 func (dc *driverCounters) sourceOrUnknown() string {
