@@ -81,7 +81,7 @@ var (
 		When:    "the link trained, but neither the card nor a bridge has max_link_* to say what it could train at",
 		Message: "{function}: trained at {link}; no max_link_* on the card or its bridges, so the expected link is unknown"})
 	linkNoStatus = declare(Finding{ID: "pci.link/no-link-status", Status: report.Skip,
-		When:    "no function exposes its trained link and what it could train at (mlx4)",
+		When:    "no function can be judged: none exposes its trained link (mlx4), or none says what it could train at",
 		Message: "no RDMA function exposes its PCIe link status (current_link_* absent, as on mlx4): cannot judge",
 		Fix:     "Read it by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta`."})
 	linkNoNIC = declare(Finding{ID: "pci.link/no-nic", Status: report.Skip,
