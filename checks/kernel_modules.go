@@ -44,7 +44,7 @@ var (
 		Fix: "{module_list} is not installed for the running kernel: install the kernel's module package (or rebuild MLNX_OFED/DOCA for this kernel) first, " +
 			"then `modprobe -a {module_args}`; to load at boot, add {module_list} to /etc/modules-load.d/rdma.conf."})
 	modulesStateUnknown = declare(Finding{ID: "kernel.modules/state-unknown", Status: report.Error,
-		When:    "whether a required module is loaded cannot be told (not in /proc/modules, and /sys/module or modules.builtin unreadable)",
+		When:    "whether a required module is loaded cannot be told: neither /proc/modules nor modules.builtin lists it, and /sys/module/<name> could not be looked at",
 		Message: "could not tell whether {modules} is loaded",
 		Fix:     "Look by hand: `lsmod | grep -w -e {grep_args}`, `ls -d {sys_module_dirs}` and `grep -e {grep_args} /lib/modules/$(uname -r)/modules.builtin`."})
 	modulesCMMissing = declare(Finding{ID: "kernel.modules/rdma-cm-missing", Status: report.Warn,
