@@ -21,8 +21,6 @@ const (
 // TestPCILinkFindings: each host gives the findings named, function by
 // function (its PCI address), or about the host when none can be judged.
 func TestPCILinkFindings(t *testing.T) {
-	// An x16 card in an x8 slot is expected at x8; a switch's uplink
-	// counts as much as the card's own link.
 	cx5 := func(edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
 		h := sysfstest.CX5RoCE()
 		if edit != nil {
@@ -54,6 +52,8 @@ func TestPCILinkFindings(t *testing.T) {
 			[]findingRef{{"pci.link/degraded", cx5Fn0}, {"pci.link/deviates", cx5Fn0}, {"pci.link/degraded", cx5Fn1}, {"pci.link/deviates", cx5Fn1}}},
 		{"wider than the class", netFixture("cx5-roce-healthy"), classOf(t, "mlx5_1.pcie_width = 8\n"),
 			[]findingRef{{"pci.link/expected", cx5Fn0}, {"pci.link/deviates", cx5Fn1}}},
+		// An x16 card in an x8 slot is expected at x8; a switch's uplink
+		// counts as much as the card's own link.
 		{"an x16 card in an x8 slot", cx5(func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				h.NICs[i].Width, h.NICs[i].BridgeWidth = 8, 8
