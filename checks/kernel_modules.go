@@ -20,21 +20,53 @@ func init() {
 				"Loaded modules come from /proc/modules, built-ins from modules.builtin and /sys/module/<name>. rdma_cm and rdma_ucm only warn.",
 			Why: "The NIC driver alone gives an Ethernet port; without the RDMA module there is no RDMA device, and without ib_uverbs " +
 				"no user-space verbs. rdma_cm/rdma_ucm serve librdmacm (MPI, NCCL, NVMe-oF, storage) — verbs work without them, connections by IP do not.",
-			Failures: []Failure{
-				{report.Fail, "a required module (e.g. mlx5_ib, ib_uverbs) is not loaded",
-					"`modprobe <module>`; to load it at boot add it to /etc/modules-load.d/rdma.conf. If modprobe cannot find it, install the module package for the running kernel (or rebuild MLNX_OFED/DOCA for it)."},
-				{report.Warn, "rdma_cm / rdma_ucm not loaded", "`modprobe rdma_ucm` (it pulls rdma_cm) for librdmacm users."},
-				{report.Error, "/proc/modules could not be read", "Run where /proc is mounted."},
-			},
 		},
 		Run: runKernelModules,
 	})
 }
 
+// kernel.modules's findings, about the host: the modules of one kind
+// (absent, absent and not installed, of unknown state) are one finding
+// whose fix loads them all at once; {modules} lists them ("mlx5_ib,
+// ib_uverbs"), {module_args} as modprobe takes them, {module_list} as a
+// sentence names them.
+var (
+	modulesPresent = declare(Finding{ID: "kernel.modules/present", Status: report.Pass,
+		When:    "every module the host's RDMA functions need is loaded or built in (and rdma_cm/rdma_ucm where a port connects through them)",
+		Message: "{count} RDMA modules present: {modules}"})
+	modulesNotLoaded = declare(Finding{ID: "kernel.modules/not-loaded", Status: report.Fail,
+		When:    "a required module (the NIC driver, its RDMA module such as mlx5_ib, ib_core, ib_uverbs) is neither loaded nor built in",
+		Message: "{modules} not loaded",
+		Fix:     "`modprobe -a {module_args}`, then check `dmesg` for errors; to load at boot, add {module_list} to /etc/modules-load.d/rdma.conf."})
+	modulesNotInstalled = declare(Finding{ID: "kernel.modules/not-installed", Status: report.Fail,
+		When:    "a required module is not loaded and its file is not installed for the running kernel (modules.dep does not list it)",
+		Message: "{modules} not loaded, and not installed for the running kernel",
+		Fix: "{module_list} is not installed for the running kernel: install the kernel's module package (or rebuild MLNX_OFED/DOCA for this kernel) first, " +
+			"then `modprobe -a {module_args}`; to load at boot, add {module_list} to /etc/modules-load.d/rdma.conf."})
+	modulesStateUnknown = declare(Finding{ID: "kernel.modules/state-unknown", Status: report.Error,
+		When:    "whether a required module is loaded cannot be told: neither /proc/modules nor modules.builtin lists it, and /sys/module/<name> could not be looked at",
+		Message: "could not tell whether {modules} is loaded",
+		Fix:     "Look by hand: `lsmod | grep -w -e {grep_args}`, `ls -d {sys_module_dirs}` and `grep -e {grep_args} /lib/modules/$(uname -r)/modules.builtin`."})
+	modulesCMMissing = declare(Finding{ID: "kernel.modules/rdma-cm-missing", Status: report.Warn,
+		When:    "rdma_cm or rdma_ucm is not loaded where a port connects through rdma_cm (InfiniBand, RoCE, iWARP)",
+		Message: "{modules} not loaded: verbs work, librdmacm connections (rdma_cm, MPI, NCCL, NVMe-oF) do not",
+		Fix:     "`modprobe rdma_ucm` (it loads rdma_cm too); add rdma_ucm to /etc/modules-load.d/rdma.conf to load it at boot."})
+	modulesUnreadable = declare(Finding{ID: "kernel.modules/list-unreadable", Status: report.Error,
+		When:    "/proc/modules could not be read",
+		Message: "could not read the module list: {cause}",
+		Fix:     "Run where /proc is mounted and readable; by hand: `lsmod | grep -e ib_ -e rdma -e mlx` and `ls /sys/module`."})
+	modulesMalformed = declare(Finding{ID: "kernel.modules/list-malformed", Status: report.Error,
+		When:    "/proc/modules was read but not one line of it is a module line, so every module would look absent",
+		Message: "could not parse {path}: {count} malformed lines, none a module line (first: {first})",
+		Fix:     "Read the module list by hand: `lsmod` or `cat /proc/modules`; a snapshot must carry /proc/modules as the kernel wrote it."})
+)
+
 func runKernelModules(_ context.Context, env *Env) Result {
 	mods, err := env.Host.ReadModules()
 	if err != nil {
-		return moduleListUnreadable(env.Host, err)
+		r := modulesUnreadable.result("", Slots{"cause": err.Error()})
+		r.Observed, r.Expected = "module list unreadable", "a readable "+env.Host.Display(sysfs.ProcModules)
+		return r
 	}
 	need := requiredModules(env.Survey(), mods)
 	mj := moduleJudgement{states: map[string]string{}}
@@ -44,29 +76,19 @@ func runKernelModules(_ context.Context, env *Env) Result {
 		return moduleListMalformed(env.Host, mods)
 	}
 	mj.details = append(mj.details, parseErrorLines(env.Host, mods)...)
-	r := mj.result(mods, need.order)
+	r := combineFindings(mj.findings(mods, need.order), false)
 	r.Observed = observedModules(need.order, mj.states)
 	r.Expected = strings.Join(need.order, ", ") + " loaded"
 	r.Details, r.Evidence = mj.details, map[string]any{"modules": mj.states, "required": need.order}
 	return r
 }
 
-// moduleListUnreadable is an error: without /proc/modules nothing can be
-// judged; the remedy says how to look by hand.
-func moduleListUnreadable(h *sysfs.Host, err error) Result {
-	r := errorf("could not read the module list: %v", err)
-	r.Observed, r.Expected = "module list unreadable", "a readable "+h.Display(sysfs.ProcModules)
-	r.Remedy = "Run where /proc is mounted and readable; by hand: `lsmod | grep -e ib_ -e rdma -e mlx` and `ls /sys/module`."
-	return r
-}
-
 // moduleListMalformed is an error: /proc/modules was read but not one line
 // of it is a module line, so every module would look absent.
 func moduleListMalformed(h *sysfs.Host, mods *sysfs.Modules) Result {
-	r := errorf("could not parse %s: %d malformed lines, none a module line (first: %v)",
-		h.Display(sysfs.ProcModules), len(mods.ParseErrors), mods.ParseErrors[0])
+	r := modulesMalformed.result("", Slots{"path": h.Display(sysfs.ProcModules), "count": fmt.Sprint(len(mods.ParseErrors)),
+		"first": fmt.Sprint(mods.ParseErrors[0])})
 	r.Observed, r.Expected = fmt.Sprintf("%d malformed lines", len(mods.ParseErrors)), "one \"name size refcount deps state address\" line per module"
-	r.Remedy = "Read the module list by hand: `lsmod` or `cat /proc/modules`; a snapshot must carry /proc/modules as the kernel wrote it."
 	return r
 }
 
@@ -164,27 +186,42 @@ func (mj *moduleJudgement) judgeCM(mods *sysfs.Modules, cmUsed bool) {
 	}
 }
 
-// result is the check's status and remedy: a missing required module
-// fails, one of unknown state is an error, missing rdma_cm modules only
-// warn (verbs work without them), else it passes.
-func (mj *moduleJudgement) result(mods *sysfs.Modules, order []string) Result {
-	var r Result
-	switch {
-	case len(mj.missing) > 0:
-		r = fail(fmt.Sprintf("%s not loaded", strings.Join(mj.missing, ", ")))
-		r.Remedy = moduleRemedy(mods, mj.missing)
-	case len(mj.unknown) > 0:
-		u := mj.unknown
-		r = errorf("could not tell whether %s is loaded", strings.Join(u, ", "))
-		r.Remedy = fmt.Sprintf("Look by hand: `lsmod | grep -w -e %s`, `ls -d /sys/module/{%s}` and `grep -e %s /lib/modules/$(uname -r)/modules.builtin`.",
-			strings.Join(u, " -e "), strings.Join(u, ","), strings.Join(u, " -e "))
-	case len(mj.cmMissing) > 0:
-		r = warn(fmt.Sprintf("%s not loaded: verbs work, librdmacm connections (rdma_cm, MPI, NCCL, NVMe-oF) do not", strings.Join(mj.cmMissing, ", ")))
-		r.Remedy = "`modprobe rdma_ucm` (it loads rdma_cm too); add rdma_ucm to /etc/modules-load.d/rdma.conf to load it at boot."
-	default:
-		r = pass(fmt.Sprintf("%d RDMA modules present: %s", len(order), strings.Join(order, ", ")))
+// findings are what was found of the modules: the absent required ones
+// (those installed for the running kernel apart from those that are not),
+// those of unknown state, the rdma_cm modules absent where a port needs
+// them; when there is none of these, that every module is present.
+func (mj *moduleJudgement) findings(mods *sysfs.Modules, order []string) []report.Finding {
+	var loadable, notInstalled []string
+	for _, m := range mj.missing {
+		if ok, err := mods.Available(m); err == nil && !ok {
+			notInstalled = append(notInstalled, m)
+		} else {
+			loadable = append(loadable, m)
+		}
 	}
-	return r
+	var fs []report.Finding
+	for _, g := range []struct {
+		f    *Finding
+		mods []string
+	}{{modulesNotLoaded, loadable}, {modulesNotInstalled, notInstalled}, {modulesStateUnknown, mj.unknown}, {modulesCMMissing, mj.cmMissing}} {
+		if len(g.mods) > 0 {
+			fs = append(fs, g.f.At("", moduleSlots(g.mods)))
+		}
+	}
+	if len(fs) == 0 {
+		fs = append(fs, modulesPresent.At("", Slots{"count": fmt.Sprint(len(order)), "modules": strings.Join(order, ", ")}))
+	}
+	return fs
+}
+
+// moduleSlots name a set of modules the ways the findings' templates say them.
+func moduleSlots(mods []string) Slots {
+	dirs := make([]string, len(mods))
+	for i, m := range mods {
+		dirs[i] = "/sys/module/" + m
+	}
+	return Slots{"modules": strings.Join(mods, ", "), "module_args": strings.Join(mods, " "), "module_list": strings.Join(mods, " and "),
+		"grep_args": strings.Join(mods, " -e "), "sys_module_dirs": strings.Join(dirs, " ")}
 }
 
 func observedModules(order []string, states map[string]string) string {
@@ -201,25 +238,6 @@ func observedModules(order []string, states map[string]string) string {
 		return "all present"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// moduleRemedy prints the modprobe line and, when the module file is not
-// installed for the running kernel, says that modprobe will not find it.
-func moduleRemedy(mods *sysfs.Modules, missing []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "`modprobe -a %s`, then check `dmesg` for errors; to load at boot, add %s to /etc/modules-load.d/rdma.conf.",
-		strings.Join(missing, " "), strings.Join(missing, " and "))
-	var absent []string
-	for _, m := range missing {
-		if ok, err := mods.Available(m); err == nil && !ok {
-			absent = append(absent, m)
-		}
-	}
-	if len(absent) > 0 {
-		fmt.Fprintf(&b, "\n%s is not installed for the running kernel: install the kernel's module package "+
-			"(or rebuild MLNX_OFED/DOCA for this kernel) first.", strings.Join(absent, ", "))
-	}
-	return b.String()
 }
 
 // usesRDMACM tells whether any port's transport connects through rdma_cm:

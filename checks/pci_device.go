@@ -22,89 +22,114 @@ func init() {
 				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too.",
 			Why: "Everything else in the RDMA stack hangs off this function. When the card is missing, disabled in firmware, " +
 				"has no driver or is handed to a VM, every later error (no device, no provider, OFED 'mismatch') is an echo of this one.",
-			Failures: []Failure{
-				{report.Fail, "no RDMA-capable PCI function and no software RDMA device",
-					"Check the card is seated and enabled (BIOS/UEFI; " + lspciHint + " lists the controllers and the driver bound to each); in a VM pass the function through. " +
-						"For testing without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <if>`."},
-				{report.Fail, "an RDMA NIC has no driver bound",
-					"Load its driver (`modprobe mlx5_core`, …) and read `dmesg` for probe errors (firmware, IOMMU, unsupported card)."},
-				{report.Fail, "an RDMA NIC (a PF) is bound to vfio-pci or another driver outside the table: passed through, not usable on the host",
-					"If it is meant for a VM, run rdmadoctor inside the VM. Otherwise give it back to its driver: `driverctl unset-override <addr>`, or unbind it " +
-						"(`echo <addr> > /sys/bus/pci/devices/<addr>/driver/unbind`), clear driver_override and `echo <addr> > /sys/bus/pci/drivers_probe`; " +
-						"remove the `vfio-pci.ids=` kernel parameter or modprobe.d option that claims it at boot."},
-				{report.Warn, "only software RDMA (rxe/siw) is present",
-					"Fine for development and tests; a production host needs an RDMA NIC. SoftRoCE latencies are not a NIC's."},
-				{report.Error, "the PCI bus could not be listed", "Mount sysfs (`mount -t sysfs sysfs /sys`) or run where /sys is visible."},
-			},
 		},
 		Run: runPCIDevice,
 	})
 }
 
+// pci.device's findings: one about each RDMA NIC function (its PCI
+// address) and each RDMA device on a function of a driver outside the
+// table; one about the host when it has neither.
+var (
+	pciBound = declare(Finding{ID: "pci.device/bound", Status: report.Pass,
+		When:    "an RDMA NIC function is bound to its driver from the table",
+		Message: "{function}: driver {driver}"})
+	pciUntabled = declare(Finding{ID: "pci.device/driver-not-in-table", Status: report.Pass,
+		When:    "the kernel registered an RDMA device on a function whose driver is not in rdmadoctor's table (ionic_rdma, usnic_verbs, a newer driver): present, not judged",
+		Message: "{device} on {address} (driver {driver}): driver not in rdmadoctor's table, not judged"})
+	pciAssignedVF = declare(Finding{ID: "pci.device/vf-assigned", Status: report.Skip,
+		When:    "an SR-IOV VF is held by vfio-pci or another driver outside the table: assigned to a VM, not judged",
+		Message: "{function}: bound to {driver} — assigned to a VM (passthrough), not judged"})
+	pciUnbound = declare(Finding{ID: "pci.device/unbound", Status: report.Fail,
+		When:    "an RDMA NIC function has no driver bound",
+		Message: "{function} without a driver",
+		Fix:     "Load the driver: `modprobe {pci_driver}`, then read `dmesg | grep -i {pci_driver}` for probe errors (firmware, IOMMU, unsupported card)."})
+	pciPassthrough = declare(Finding{ID: "pci.device/passthrough", Status: report.Fail,
+		When:    "an RDMA NIC (a PF) is bound to vfio-pci or another driver outside the table: passed through, not usable on the host",
+		Message: "{function} bound to {driver} (passthrough), not usable on the host",
+		Fix: "{address} is bound to {driver}: it is reserved for a VM (or a user-space driver such as DPDK) and the host cannot use it for RDMA. " +
+			"If that is intended, run rdmadoctor inside the VM instead. Otherwise give it back to {rdma_driver}: `driverctl unset-override {address}` when driverctl set it; " +
+			"else `echo {address} > /sys/bus/pci/devices/{address}/driver/unbind; echo > /sys/bus/pci/devices/{address}/driver_override; echo {address} > /sys/bus/pci/drivers_probe`, " +
+			"and remove what binds it at boot (a `vfio-pci.ids={ids}` kernel parameter or an `options vfio-pci ids=` line in /etc/modprobe.d)."})
+	pciSoftwareOnly = declare(Finding{ID: "pci.device/software-only", Status: report.Warn,
+		When:    "only software RDMA (rxe/siw) is present: no RDMA NIC",
+		Message: "only software RDMA: {devices} — no RDMA NIC",
+		Fix:     "Nothing to fix for a test host; a production host needs an RDMA NIC."})
+	pciNoNIC = declare(Finding{ID: "pci.device/no-rdma-nic", Status: report.Fail,
+		When:    "no RDMA-capable PCI function and no software RDMA device",
+		Message: "no RDMA-capable PCI function and no software RDMA device on this host ({scanned} PCI functions scanned)",
+		Fix: "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
+			"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."})
+	pciDeviceBusUnreadable = declare(Finding{ID: "pci.device/bus-unreadable", Status: report.Error,
+		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
+		Message: "could not list PCI functions: {cause}",
+		Fix:     "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`); by hand: " + lspciHint + "."})
+)
+
 func runPCIDevice(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.PCIErr != nil {
-		r := errorf("could not list PCI functions: %v", s.PCIErr)
+		r := pciDeviceBusUnreadable.result("", Slots{"cause": s.PCIErr.Error()})
 		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
-		r.Remedy = "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`); by hand: " + lspciHint + "."
 		return r
 	}
 	c := sortNICs(s)
-	var r Result
+	fs := append(append([]report.Finding(nil), c.findings...), c.untabled...)
+	if len(c.boundNICs)+len(c.foreignNICs)+len(c.unbound)+len(c.untabled) == 0 {
+		// No RDMA NIC the host can use, nor one of a driver outside the table.
+		if len(c.softNames) > 0 {
+			fs = append(fs, pciSoftwareOnly.At("", Slots{"devices": strings.Join(c.softNames, ", ")}))
+		} else {
+			fs = append(fs, pciNoNIC.At("", Slots{"scanned": fmt.Sprint(len(s.PCI))}))
+		}
+	}
+	r := combineFindings(fs, false)
 	switch {
 	case len(c.unbound) > 0 || len(c.foreign) > 0:
-		r = unusableNICsResult(s, c)
+		unusableNICsView(s, c, &r)
 	case len(c.boundNICs) > 0:
-		r = boundNICsResult(c)
-		r.Details = append(r.Details, c.untabled...)
+		boundNICsView(c, &r)
 	case len(c.untabled) > 0:
-		r = untabledResult(c)
+		untabledView(c, &r)
 	case len(c.softNames) > 0:
-		r = warn(fmt.Sprintf("only software RDMA: %s — no RDMA NIC", strings.Join(c.softNames, ", ")))
 		r.Observed, r.Expected = "software RDMA only", "an RDMA NIC"
 		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, c.assigned...)
-		r.Remedy = "Nothing to fix for a test host; a production host needs an RDMA NIC."
 	default:
-		r = noNICResult(env, s, c)
+		noNICView(env, s, c, &r)
 	}
 	r.Evidence = map[string]any{"pci_functions_scanned": len(s.PCI), "rdma_nics": c.nicEv, "software_devices": c.softNames}
 	return r
 }
 
-// nicSort is the host's RDMA NIC functions sorted by what holds them.
+// nicSort is the host's RDMA NIC functions sorted by what holds them, with
+// the finding about each.
 type nicSort struct {
-	nicEv                             []map[string]any
-	unbound, foreign, assigned, bound []string
-	boundNICs, foreignNICs            []NIC
-	softNames                         []string
-	untabled                          []string // RDMA devices on functions whose driver is outside the table
+	nicEv                      []map[string]any
+	findings                   []report.Finding
+	unbound, foreign, assigned []string
+	bound                      []string
+	boundNICs, foreignNICs     []NIC
+	softNames                  []string
+	untabled                   []report.Finding // RDMA devices on functions whose driver is outside the table
 }
 
 func sortNICs(s *Survey) nicSort {
 	var c nicSort
 	for _, n := range s.NICs {
-		desc := fmt.Sprintf("%s %s", n.Fn.Address, n.Product)
-		if n.Fn.PhysFn != "" {
-			desc += " (SR-IOV VF of " + n.Fn.PhysFn + ")"
-		}
-		nev := map[string]any{"address": n.Fn.Address, "product": n.Product,
-			"vendor_id": fmt.Sprintf("0x%04x", n.Fn.Vendor), "device_id": fmt.Sprintf("0x%04x", n.Fn.Device),
-			"driver": n.Fn.Driver}
-		if n.Foreign != "" {
-			nev["passthrough"] = true
-		}
-		c.nicEv = append(c.nicEv, nev)
-		switch {
-		case n.Bound:
-			c.bound = append(c.bound, desc+": driver "+n.Fn.Driver)
+		f := judgeNIC(n)
+		c.findings = append(c.findings, f)
+		c.nicEv = append(c.nicEv, nicEvidence(n))
+		switch f.ID {
+		case pciBound.ID:
+			c.bound = append(c.bound, f.Message)
 			c.boundNICs = append(c.boundNICs, n)
-		case n.AssignedVF():
-			c.assigned = append(c.assigned, fmt.Sprintf("%s: bound to %s — assigned to a VM (passthrough), not judged", desc, n.Foreign))
-		case n.Foreign != "":
-			c.foreign = append(c.foreign, fmt.Sprintf("%s bound to %s (passthrough), not usable on the host", desc, n.Foreign))
+		case pciAssignedVF.ID:
+			c.assigned = append(c.assigned, f.Message)
+		case pciPassthrough.ID:
+			c.foreign = append(c.foreign, f.Message)
 			c.foreignNICs = append(c.foreignNICs, n)
 		default:
-			c.unbound = append(c.unbound, desc)
+			c.unbound = append(c.unbound, f.Message)
 		}
 	}
 	c.untabled = untabledDevices(s)
@@ -119,49 +144,65 @@ func sortNICs(s *Survey) nicSort {
 	return c
 }
 
-// unusableNICsResult fails NICs without a driver or held by a passthrough
-// driver.
-func unusableNICsResult(s *Survey, c nicSort) Result {
-	var parts, observed, remedies []string
+// judgeNIC is the finding about one RDMA NIC function: bound to its
+// driver, a VF assigned to a VM, passed through, or without a driver.
+func judgeNIC(n NIC) report.Finding {
+	desc := fmt.Sprintf("%s %s", n.Fn.Address, n.Product)
+	if n.Fn.PhysFn != "" {
+		desc += " (SR-IOV VF of " + n.Fn.PhysFn + ")"
+	}
+	slots := Slots{"function": desc, "address": n.Fn.Address}
+	switch {
+	case n.Bound:
+		return pciBound.At(n.Fn.Address, slots.with("driver", n.Fn.Driver))
+	case n.AssignedVF():
+		return pciAssignedVF.At(n.Fn.Address, slots.with("driver", n.Foreign))
+	case n.Foreign != "":
+		return pciPassthrough.At(n.Fn.Address, passthroughSlots(n, slots))
+	}
+	drv := "<driver>"
+	if n.Driver != nil {
+		drv = n.Driver.PCIDriver
+	}
+	return pciUnbound.At(n.Fn.Address, slots.with("pci_driver", drv))
+}
+
+// nicEvidence is what the evidence says of one RDMA NIC function.
+func nicEvidence(n NIC) map[string]any {
+	nev := map[string]any{"address": n.Fn.Address, "product": n.Product,
+		"vendor_id": fmt.Sprintf("0x%04x", n.Fn.Vendor), "device_id": fmt.Sprintf("0x%04x", n.Fn.Device),
+		"driver": n.Fn.Driver}
+	if n.Foreign != "" {
+		nev["passthrough"] = true
+	}
+	return nev
+}
+
+// unusableNICsView is what a host with NICs without a driver or held by a
+// passthrough driver shows: how many of each, and the functions that are fine.
+func unusableNICsView(s *Survey, c nicSort, r *Result) {
+	var observed []string
 	if len(c.unbound) > 0 {
-		parts = append(parts, fmt.Sprintf("%d RDMA NIC function(s) without a driver: %s", len(c.unbound), strings.Join(c.unbound, ", ")))
 		observed = append(observed, fmt.Sprintf("%d unbound", len(c.unbound)))
-		var mods []string
-		for _, n := range s.NICs {
-			if !n.Bound && n.Foreign == "" && n.Driver != nil {
-				mods = appendUnique(mods, n.Driver.PCIDriver)
-			}
-		}
-		remedies = append(remedies, fmt.Sprintf("Load the driver: `modprobe %s`, then read `dmesg | grep -i %s` for probe errors (firmware, IOMMU, unsupported card).",
-			strings.Join(mods, " "), firstOr(mods, "<driver>")))
 	}
-	if len(c.foreign) > 0 {
-		parts = append(parts, strings.Join(c.foreign, "; "))
-		byDriver := map[string]int{}
-		var drvs []string
-		for _, n := range c.foreignNICs {
-			if byDriver[n.Foreign] == 0 {
-				drvs = append(drvs, n.Foreign)
-			}
-			byDriver[n.Foreign]++
+	byDriver := map[string]int{}
+	var drvs []string
+	for _, n := range c.foreignNICs {
+		if byDriver[n.Foreign] == 0 {
+			drvs = append(drvs, n.Foreign)
 		}
-		for _, d := range drvs {
-			observed = append(observed, fmt.Sprintf("%d bound to %s", byDriver[d], d))
-		}
-		for _, n := range c.foreignNICs {
-			remedies = append(remedies, passthroughFix(n))
-		}
+		byDriver[n.Foreign]++
 	}
-	r := fail(strings.Join(parts, "; "))
+	for _, d := range drvs {
+		observed = append(observed, fmt.Sprintf("%d bound to %s", byDriver[d], d))
+	}
 	r.Observed = strings.Join(observed, ", ")
 	r.Expected = "every RDMA NIC function bound to its RDMA driver"
 	r.Details = append(append(c.bound, c.assigned...), unboundDetails(s)...)
-	r.Remedy = strings.Join(remedies, "\n")
-	return r
 }
 
-// boundNICsResult passes the host's bound NICs, counted by product.
-func boundNICsResult(c nicSort) Result {
+// boundNICsView passes the host's bound NICs, counted by product.
+func boundNICsView(c nicSort, r *Result) {
 	byProduct := map[string][]string{}
 	for _, n := range c.boundNICs {
 		k := n.Product + " (" + n.Fn.Driver + ")"
@@ -172,26 +213,25 @@ func boundNICsResult(c nicSort) Result {
 		parts = append(parts, fmt.Sprintf("%s ×%d", k, len(addrs)))
 	}
 	sort.Strings(parts)
-	r := pass(fmt.Sprintf("%d RDMA NIC function(s): %s", len(c.boundNICs), strings.Join(parts, ", ")))
+	r.Summary = fmt.Sprintf("%d RDMA NIC function(s): %s", len(c.boundNICs), strings.Join(parts, ", "))
 	if len(c.assigned) > 0 {
 		r.Summary += fmt.Sprintf("; %d VF(s) assigned to VMs (passthrough), not judged", len(c.assigned))
 	}
 	r.Observed = fmt.Sprintf("%d bound", len(c.boundNICs))
 	r.Expected = "an RDMA NIC with its driver bound"
-	r.Details = append(append(c.bound, c.assigned...), c.softNames...)
-	return r
+	r.Details = append(append(append(c.bound, c.assigned...), c.softNames...), messagesOf(c.untabled)...)
 }
 
-// untabledDevices names the hardware RDMA devices whose PCI function is no
-// NIC of the table: the kernel registered them (ionic_rdma, usnic_verbs,
-// or a driver newer than the table), so the function is an RDMA NIC the
-// tool cannot judge — never "no RDMA NIC".
-func untabledDevices(s *Survey) []string {
+// untabledDevices are the findings about the hardware RDMA devices whose
+// PCI function is no NIC of the table: the kernel registered them
+// (ionic_rdma, usnic_verbs, or a driver newer than the table), so the
+// function is an RDMA NIC the tool cannot judge — never "no RDMA NIC".
+func untabledDevices(s *Survey) []report.Finding {
 	known := map[string]bool{}
 	for _, n := range s.NICs {
 		known[n.Fn.Address] = true
 	}
-	var out []string
+	var out []report.Finding
 	for _, d := range s.Devices {
 		if d.Software || d.PCIAddr == "" || known[d.PCIAddr] {
 			continue
@@ -203,51 +243,59 @@ func untabledDevices(s *Survey) []string {
 		if drv == "" {
 			drv = "unknown driver"
 		}
-		out = append(out, fmt.Sprintf("%s on %s (driver %s): driver not in rdmadoctor's table, not judged", d.Name, d.PCIAddr, drv))
+		out = append(out, pciUntabled.At(d.PCIAddr, Slots{"device": d.Name, "address": d.PCIAddr, "driver": drv}))
 	}
 	return out
 }
 
-// untabledResult passes a host whose only RDMA devices belong to drivers
+// untabledView passes a host whose only RDMA devices belong to drivers
 // outside the table: the device exists, which is all this check asks.
-func untabledResult(c nicSort) Result {
-	r := pass(fmt.Sprintf("%d RDMA device(s) of a driver outside rdmadoctor's table — present, not judged", len(c.untabled)))
+func untabledView(c nicSort, r *Result) {
+	r.Summary = fmt.Sprintf("%d RDMA device(s) of a driver outside rdmadoctor's table — present, not judged", len(c.untabled))
 	r.Observed = fmt.Sprintf("%d registered, driver not in the table", len(c.untabled))
 	r.Expected = "an RDMA NIC with its driver bound"
-	r.Details = append(append(c.untabled, c.assigned...), c.softNames...)
-	return r
+	r.Details = append(append(messagesOf(c.untabled), c.assigned...), c.softNames...)
 }
 
-// noNICResult fails a host with no RDMA NIC and no software device.
-func noNICResult(env *Env, s *Survey, c nicSort) Result {
-	r := fail(fmt.Sprintf("no RDMA-capable PCI function and no software RDMA device on this host (%d PCI functions scanned)", len(s.PCI)))
+// noNICView is what a host with no RDMA NIC and no software device shows:
+// the network functions that were looked at, and why RDMA devices may be
+// out of sight.
+func noNICView(env *Env, s *Survey, c nicSort, r *Result) {
 	r.Observed = "none"
 	r.Expected = "an RDMA NIC (or a software RDMA device)"
 	r.Details = append(c.assigned, unboundDetails(s)...)
 	if mode, err := env.Host.RDMASystem(); err == nil && mode.NetnsMode == "exclusive" {
 		r.Details = append(r.Details, "RDMA netns mode is exclusive: devices are visible only in their own network namespace; a container without host networking sees none")
 	}
-	r.Remedy = "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
-		"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."
-	return r
+}
+
+// messagesOf are the findings' rendered messages, one line each.
+func messagesOf(fs []report.Finding) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, f.Message)
+	}
+	return out
 }
 
 // lspciHint lists the InfiniBand (class 0207) and Ethernet (0200)
 // controllers with their IDs and bound driver, whatever the vendor.
 const lspciHint = "`lspci -nnk -d ::0207; lspci -nnk -d ::0200`"
 
-// passthroughFix is the way back for an RDMA NIC that a passthrough driver
-// (vfio-pci, …) holds.
-func passthroughFix(n NIC) string {
-	addr, drv := n.Fn.Address, "its RDMA driver"
+// passthroughSlots are the slots of the way back for an RDMA NIC that a
+// passthrough driver (vfio-pci, …) holds.
+func passthroughSlots(n NIC, slots Slots) Slots {
+	drv := "its RDMA driver"
 	if n.Driver != nil {
 		drv = n.Driver.PCIDriver
 	}
-	return fmt.Sprintf("%s is bound to %s: it is reserved for a VM (or a user-space driver such as DPDK) and the host cannot use it for RDMA. "+
-		"If that is intended, run rdmadoctor inside the VM instead. Otherwise give it back to %s: `driverctl unset-override %s` when driverctl set it; "+
-		"else `echo %s > /sys/bus/pci/devices/%s/driver/unbind; echo > /sys/bus/pci/devices/%s/driver_override; echo %s > /sys/bus/pci/drivers_probe`, "+
-		"and remove what binds it at boot (a `vfio-pci.ids=%04x:%04x` kernel parameter or an `options vfio-pci ids=` line in /etc/modprobe.d).",
-		addr, n.Foreign, drv, addr, addr, addr, addr, addr, n.Fn.Vendor, n.Fn.Device)
+	return slots.with("address", n.Fn.Address, "driver", n.Foreign, "rdma_driver", drv, "ids", fmt.Sprintf("%04x:%04x", n.Fn.Vendor, n.Fn.Device))
+}
+
+// passthroughFix is the way back for an RDMA NIC that a passthrough driver
+// holds: pci.device/passthrough's fix, for the checks that name it too.
+func passthroughFix(n NIC) string {
+	return render(pciPassthrough.Fix, passthroughSlots(n, nil))
 }
 
 // unboundDetails names the network-class functions that were seen and why

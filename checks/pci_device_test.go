@@ -5,11 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
+// The summary and remedy as a person reads them, and the exit code and
+// root cause of a whole run; which finding each host gives is
+// TestPCIDeviceFindings'.
 func TestPCIDeviceFixtures(t *testing.T) {
 	for _, tc := range []struct {
 		fixture   string
@@ -20,16 +25,15 @@ func TestPCIDeviceFixtures(t *testing.T) {
 		remedy    string
 	}{
 		{"cx5-roce-healthy", report.Pass, 0, "", "2 RDMA NIC function(s): ConnectX-5 (mlx5_core) ×2", ""},
-		{"cx6-ib-healthy", report.Pass, 0, "", "ConnectX-6 (mlx5_core) ×1", ""},
-		{"rxe-softroce", report.Warn, 0, "", "only software RDMA: rxe0 on enp0s3", "test host"},
+		{"rxe-softroce", report.Warn, 0, "", "only software RDMA: rxe0 on enp0s3 — no RDMA NIC", "test host"},
 		{"no-rdma-nic", report.Fail, 10, "pci.device", "no RDMA-capable PCI function", "`lspci -nnk -d ::0207; lspci -nnk -d ::0200`"},
 		{"mlx5-vfio-passthrough", report.Fail, 10, "pci.device", "0000:3b:00.0 ConnectX-5 bound to vfio-pci (passthrough), not usable on the host",
-			"driverctl unset-override 0000:3b:00.0"},
+			"`driverctl unset-override 0000:3b:00.0`"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			r := hwRun(t, filepath.Join(hostsDir, tc.fixture), checks.Options{}, "pci.device")
 			c := hwResult(t, r, "pci.device")
-			if c.Status != tc.status || !strings.Contains(c.Summary, tc.says) {
+			if c.Status != tc.status || !strings.HasPrefix(c.Summary, tc.says) {
 				t.Fatalf("%s: %s; want %s saying %q", c.Status, c.Summary, tc.status, tc.says)
 			}
 			if !strings.Contains(c.Remedy, tc.remedy) {
@@ -46,46 +50,81 @@ func TestPCIDeviceFixtures(t *testing.T) {
 // check on it alone.
 func pciVariant(t *testing.T, id string, mods []string, nics ...sysfstest.NIC) checks.Result {
 	t.Helper()
+	return hwRunOne(t, pciVariantDir(t, mods, nics...), id, checks.Options{})
+}
+
+func pciVariantDir(t *testing.T, mods []string, nics ...sysfstest.NIC) string {
+	t.Helper()
 	h := sysfstest.CX5RoCE()
 	h.NICs = nics
 	h.Modules = append(h.Modules, mods...)
-	return hwRunOne(t, hwWrite(t, sysfstest.Build(h)), id, checks.Options{})
+	return hwWrite(t, sysfstest.Build(h))
 }
 
-func TestPCIDeviceClassification(t *testing.T) {
-	x722 := sysfstest.NIC{Addr: "0000:1a:00.0", RootPort: "0000:17:00.0", Vendor: 0x8086, Device: 0x37d2, Class: 0x020000,
+// pciNICs are NICs that test the vendor-neutral classification: an
+// Intel X722 (RDMA through irdma), an X710 (no RDMA), a Spectrum switch
+// ASIC (Mellanox, not a NIC), a ConnectX without a driver and an X722
+// held by vfio-pci.
+func pciNICs() (x722, x710, spectrum, unbound, x722vfio sysfstest.NIC) {
+	x722 = sysfstest.NIC{Addr: "0000:1a:00.0", RootPort: "0000:17:00.0", Vendor: 0x8086, Device: 0x37d2, Class: 0x020000,
 		SubVendor: 0x8086, SubDevice: 0x0001, Driver: "i40e", IBDev: "irdma0", NodeGUID: "a4bf:0100:0000:0001",
 		Ports: []sysfstest.Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "10 Gb/sec (1X QDR)", LinkLayer: "Ethernet",
 			Netdev: "eno1", MAC: "a4:bf:01:00:00:01", MTU: 1500, OperUp: true, Addrs: []string{"192.0.2.50/24"}}}}
-	x710 := x722
+	x710 = x722
 	x710.Device, x710.IBDev, x710.Ports = 0x1572, "", nil
-	spectrum := sysfstest.NIC{Addr: "0000:03:00.0", Vendor: 0x15b3, Device: 0xcf6c, Class: 0x020000, Driver: "mlxsw_spectrum2"}
-	unbound := sysfstest.CX5RoCE().NICs[0]
+	spectrum = sysfstest.NIC{Addr: "0000:03:00.0", Vendor: 0x15b3, Device: 0xcf6c, Class: 0x020000, Driver: "mlxsw_spectrum2"}
+	unbound = sysfstest.CX5RoCE().NICs[0]
 	unbound.Driver, unbound.IBDev, unbound.Ports = "", "", nil
-	x722vfio := x722
+	x722vfio = x722
 	x722vfio.Driver, x722vfio.IBDev, x722vfio.Ports = "vfio-pci", "", nil
+	return
+}
 
+// TestPCIDeviceFindings: each host gives the findings named, function by
+// function (its PCI address), or about the host when it has no RDMA NIC.
+func TestPCIDeviceFindings(t *testing.T) {
+	x722, x710, spectrum, unbound, x722vfio := pciNICs()
+	busGone := func() string {
+		tr := sysfstest.Build(sysfstest.CX5RoCE())
+		tr.Remove("/sys/bus/pci")
+		return hwWrite(t, tr)
+	}()
 	for _, tc := range []struct {
-		name   string
-		mods   []string
-		nics   []sysfstest.NIC
-		status report.Status
-		says   string
+		name, dir string
+		want      []findingRef
 	}{
-		{"X722 bound to i40e is an RDMA NIC", []string{"i40e", "irdma"}, []sysfstest.NIC{x722}, report.Pass, "1 RDMA NIC function(s): Intel X722 0x37d2 (i40e) ×1"},
-		{"X710 bound to i40e is not", []string{"i40e"}, []sysfstest.NIC{x710}, report.Fail, "no RDMA-capable PCI function"},
-		{"a Spectrum switch ASIC is not", nil, []sysfstest.NIC{spectrum}, report.Fail, "no RDMA-capable PCI function"},
-		{"unbound ConnectX", nil, []sysfstest.NIC{unbound}, report.Fail, "1 RDMA NIC function(s) without a driver: 0000:3b:00.0 ConnectX-5"},
-		{"X722 bound to vfio-pci", nil, []sysfstest.NIC{x722vfio}, report.Fail, "0000:1a:00.0 Intel X722 0x37d2 bound to vfio-pci (passthrough)"},
+		{"healthy RoCE", netFixture("cx5-roce-healthy"), []findingRef{{"pci.device/bound", "0000:3b:00.0"}, {"pci.device/bound", "0000:3b:00.1"}}},
+		{"software RDMA only", netFixture("rxe-softroce"), []findingRef{{"pci.device/software-only", ""}}},
+		{"no RDMA NIC", netFixture("no-rdma-nic"), []findingRef{{"pci.device/no-rdma-nic", ""}}},
+		{"a card passed through", netFixture("mlx5-vfio-passthrough"),
+			[]findingRef{{"pci.device/passthrough", "0000:3b:00.0"}, {"pci.device/bound", "0000:3b:00.1"}}},
+		{"a device of a driver outside the table", netFixture("unknown-driver-nic"), []findingRef{{"pci.device/driver-not-in-table", "0000:c3:00.0"}}},
+		{"X722 bound to i40e is an RDMA NIC", pciVariantDir(t, []string{"i40e", "irdma"}, x722), []findingRef{{"pci.device/bound", "0000:1a:00.0"}}},
+		{"X710 bound to i40e is not", pciVariantDir(t, []string{"i40e"}, x710), []findingRef{{"pci.device/no-rdma-nic", ""}}},
+		{"a Spectrum switch ASIC is not", pciVariantDir(t, nil, spectrum), []findingRef{{"pci.device/no-rdma-nic", ""}}},
+		{"unbound ConnectX", pciVariantDir(t, nil, unbound), []findingRef{{"pci.device/unbound", "0000:3b:00.0"}}},
+		{"X722 bound to vfio-pci", pciVariantDir(t, nil, x722vfio), []findingRef{{"pci.device/passthrough", "0000:1a:00.0"}}},
+		{"PCI bus unreadable", busGone, []findingRef{{"pci.device/bus-unreadable", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := pciVariant(t, "pci.device", tc.mods, tc.nics...)
-			if res.Status != tc.status || !strings.Contains(res.Summary, tc.says) {
-				t.Fatalf("%s: %s; want %s saying %q", res.Status, res.Summary, tc.status, tc.says)
+			res := hwRunOne(t, tc.dir, "pci.device", checks.Options{})
+			if diff := cmp.Diff(tc.want, refs(res.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s: %s", diff, res.Status, res.Summary)
 			}
 		})
 	}
+}
 
+func TestPCIDeviceClassification(t *testing.T) {
+	x722, x710, _, unbound, _ := pciNICs()
+	// A product the table names, with its driver, in the summary.
+	if res := pciVariant(t, "pci.device", []string{"i40e", "irdma"}, x722); res.Summary != "1 RDMA NIC function(s): Intel X722 0x37d2 (i40e) ×1" {
+		t.Errorf("X722: %s", res.Summary)
+	}
+	// A function without a driver is told to load the driver of its family.
+	if res := pciVariant(t, "pci.device", nil, unbound); !strings.HasPrefix(res.Remedy, "Load the driver: `modprobe mlx5_core`") {
+		t.Errorf("unbound ConnectX: %s", res.Remedy)
+	}
 	// The X722's RDMA module is irdma, the same as the E810's.
 	km := pciVariant(t, "kernel.modules", []string{"i40e"}, x722)
 	if km.Status != report.Fail || !strings.Contains(km.Summary, "irdma not loaded") {
@@ -109,8 +148,17 @@ func TestPCIDeviceAssignedVFs(t *testing.T) {
 	tr.Remove("/sys/class/infiniband/mlx5_2")
 	dir := hwWrite(t, tr)
 	pd := hwRunOne(t, dir, "pci.device", checks.Options{})
-	if pd.Status != report.Pass || !strings.Contains(pd.Summary, "5 RDMA NIC function(s)") || !strings.Contains(pd.Summary, "1 VF(s) assigned to VMs") {
-		t.Errorf("pci.device: %s: %s", pd.Status, pd.Summary)
+	var assigned []findingRef
+	for _, f := range refs(pd.Findings) {
+		if f.ID != "pci.device/bound" {
+			assigned = append(assigned, f)
+		}
+	}
+	if diff := cmp.Diff([]findingRef{{"pci.device/vf-assigned", "0000:11:00.3"}}, assigned); diff != "" || pd.Status != report.Pass || len(pd.Findings) != 6 {
+		t.Errorf("pci.device: %s: %s; findings but the bound ones (-want +got):\n%s", pd.Status, pd.Summary, diff)
+	}
+	if !strings.HasSuffix(pd.Summary, "; 1 VF(s) assigned to VMs (passthrough), not judged") {
+		t.Errorf("pci.device: %s", pd.Summary)
 	}
 	rd := hwRunOne(t, dir, "rdma.devices", checks.Options{})
 	if rd.Status != report.Pass || !strings.Contains(strings.Join(rd.Details, "\n"), "0000:11:00.3 ConnectX-6 Dx/Lx VF (VF of 0000:11:00.0): bound to vfio-pci — assigned to a VM, not judged") {

@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -25,23 +26,78 @@ func init() {
 			Why: "A card that trained at x8 instead of x16, or at Gen3 in a Gen4 slot, loses half its bandwidth to the host: RDMA still " +
 				"works, benchmarks and jobs just run slow, and nothing else reports it. The usual causes are a card not fully seated, a riser " +
 				"or retimer, a slot wired narrower than it looks, or a BIOS link-speed setting.",
-			Failures: []Failure{
-				{report.Fail, "a function trained below min(card max, slot/bridge max) in speed or width",
-					"Reseat the card (power off), try another slot, replace a riser or cable; check the slot's electrical width and lane sharing " +
-						"in the board manual and the BIOS PCIe speed/bifurcation settings; compare `lspci -vv -s <addr>` LnkCap with LnkSta and read " +
-						"`dmesg | grep -i -e 'PCIe bandwidth' -e AER` for link errors."},
-				{report.Fail, "a bridge on the way to the root port trained below the card's expected link, leaving less bandwidth",
-					"Same causes one level up: the switch or its uplink (riser, cable, retimer); check the bridge with `lspci -vv -s <bridge>`."},
-				{report.Warn, "a bridge link trained below its capability without limiting the card", "Check the bridge's slot/riser when convenient."},
-				{report.Fail, "the trained link differs from the expectations class's pcie_speed or pcie_width",
-					"The node's card, slot or riser is not its class's: compare `lspci -vv -s <addr>` with a node of the class; if the hardware is meant, update the file or give the node its own class."},
-				{report.Skip, "no function exposes its link (mlx4, virtual functions only) or only software RDMA", "Nothing to do; the link cannot be judged from sysfs."},
-				{report.Error, "a link attribute could not be read or parsed", "Run where /sys is readable; the message names the file."},
-			},
 		},
 		Run: runPCILink,
 	})
 }
+
+// pci.link's findings: one or two about each RDMA physical function (its
+// PCI address), or one about the host when there is none to judge.
+// {function} is "<address> <product>", {link} the trained link
+// ("8.0 GT/s x8"), {expected} the best the function's path allows.
+const (
+	linkReseatFix = "Reseat the card with the host powered off, or move it to another slot; replace a riser, retimer or cable in the path. " +
+		"Check the slot's electrical width and lane sharing in the board manual and the BIOS PCIe link speed and bifurcation settings. " +
+		"Compare `lspci -vv -s {address} | grep -e LnkCap -e LnkSta` and read `dmesg | grep -i -e 'PCIe bandwidth' -e AER`."
+	linkUnreadableFix = "Run where /sys is readable (as root on a host with sysfs mounted); the details name the file. By hand: `lspci -vv -s " +
+		"{address} | grep -e LnkCap -e LnkSta` and the same for each bridge above it (`lspci -tv`)."
+)
+
+var (
+	linkExpected = declare(Finding{ID: "pci.link/expected", Status: report.Pass,
+		When:    "the function trained at min(card max, every bridge's max) in speed and width, and no bridge above it is slower",
+		Message: "{function}: {link} as expected ({capacity})"})
+	linkDegraded = declare(Finding{ID: "pci.link/degraded", Status: report.Fail,
+		When:    "the function trained below min(card max, slot/bridge max) in speed or width",
+		Message: "{address} trained at {link}, expected {expected}", Fix: linkReseatFix})
+	linkLimitedByBridge = declare(Finding{ID: "pci.link/limited-by-bridge", Status: report.Fail,
+		When:    "the function's own link is right, but a bridge on the way to the root port trained below it and leaves less bandwidth",
+		Message: "{address} limited by bridge {bridge} link trained at {bridge_link} (≈{bridge_gbps} GB/s) below the card's expected {expected} (≈{need_gbps} GB/s)",
+		Fix: "The card's own link is right; the bridge {bridge} above it carries less: the same causes one level up — the switch or its uplink (riser, cable, retimer). " +
+			"Compare `lspci -vv -s {bridge} | grep -e LnkCap -e LnkSta` and read `dmesg | grep -i -e 'PCIe bandwidth' -e AER`."})
+	linkSlowBridge = declare(Finding{ID: "pci.link/slow-bridge", Status: report.Warn,
+		When:    "a bridge above the function trained below the card's link in speed or width, but still carries as much bandwidth",
+		Message: "{address}: bridge {bridge} link trained at {bridge_link} (≈{bridge_gbps} GB/s) below the card's expected {expected} (≈{need_gbps} GB/s), without limiting the card",
+		Fix:     "The card's own link is fine; check the bridge's riser or cable when convenient (`lspci -vv -s {bridge}`)."})
+	linkDeviates = declare(Finding{ID: "pci.link/deviates", Status: report.Fail,
+		When:    "the trained link differs from the expectations class's pcie_speed or pcie_width (slower or faster)",
+		Message: "{address} trained at {link}: {deviation}",
+		Fix: "The link is not what {keys} expects: this node's card, slot or riser differs from its class's, or the link trained low. " +
+			"Compare `lspci -vv -s {address} | grep -e LnkCap -e LnkSta` with a node of the class; if this hardware is meant, " +
+			"update the expectations file (or give the node a class of its own)."})
+	linkUnreadable = declare(Finding{ID: "pci.link/unreadable", Status: report.Error,
+		When:    "the function's own link attributes could not be read or parsed",
+		Message: "{address}: link status unreadable", Fix: linkUnreadableFix})
+	linkBridgeUnreadable = declare(Finding{ID: "pci.link/bridge-unreadable", Status: report.Error,
+		When:    "the function trained below what could be read of its path, and a bridge's link (which may be the limit) could not be read",
+		Message: "{address} trained at {link}, below {expected}, but a bridge's link could not be read", Fix: linkUnreadableFix})
+	linkNoLinkFiles = declare(Finding{ID: "pci.link/no-link-files", Status: report.Skip,
+		When:    "the function exposes no current_link_* files (mlx4): its link is unknown, not failed",
+		Message: "{function}: unknown — no current_link_speed/current_link_width (the driver or kernel does not expose it, as on mlx4)"})
+	linkNotTrained = declare(Finding{ID: "pci.link/not-trained", Status: report.Skip,
+		When:    "the function's link status reads no trained link (Unknown speed, width 0)",
+		Message: "{function}: unknown — link status reads {speed} x{width} (not trained or not reported)"})
+	linkNoExpectation = declare(Finding{ID: "pci.link/no-expectation", Status: report.Skip,
+		When:    "the link trained, but neither the card nor a bridge has max_link_* to say what it could train at",
+		Message: "{function}: trained at {link}; no max_link_* on the card or its bridges, so the expected link is unknown"})
+	linkNoStatus = declare(Finding{ID: "pci.link/no-link-status", Status: report.Skip,
+		When:    "no function can be judged: none exposes its trained link (mlx4), or none says what it could train at",
+		Message: "no RDMA function exposes its PCIe link status (current_link_* absent, as on mlx4): cannot judge",
+		Fix:     "Read it by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta`."})
+	linkNoNIC = declare(Finding{ID: "pci.link/no-nic", Status: report.Skip,
+		When:    "the host has no RDMA NIC function",
+		Message: "no RDMA NIC function to judge"})
+	linkSoftwareOnly = declare(Finding{ID: "pci.link/software-only", Status: report.Skip,
+		When:    "the host has only software RDMA (rxe, siw): no PCIe link to judge",
+		Message: "no RDMA NIC function to judge (software RDMA only)"})
+	linkVFsOnly = declare(Finding{ID: "pci.link/vfs-only", Status: report.Skip,
+		When:    "the host shows only SR-IOV VFs (a VM): a VF's link is its PF's, which the host does not show",
+		Message: "only SR-IOV VFs: their link is the PF's, which this host does not show"})
+	linkBusUnreadable = declare(Finding{ID: "pci.link/bus-unreadable", Status: report.Error,
+		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
+		Message: "could not list PCI functions: {cause}",
+		Fix:     "Run where sysfs is mounted and readable; by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta` for each RDMA NIC."})
+)
 
 // linkJudgement is one function's verdict.
 type linkJudgement struct {
@@ -50,18 +106,26 @@ type linkJudgement struct {
 	evidence map[string]any
 	observed string
 	expected string
-	summary  string
-	remedy   bool // a degraded link (needs the reseat/BIOS remedy)
+	summary  string // the first finding's message
+	// findings are the declared findings about the function: its link's,
+	// and a deviation from the expectations file.
+	findings []report.Finding
 	// cur and curWidth are the trained link, when it could be read.
 	cur      sysfs.LinkSpeed
 	curWidth int
-	deviates []string // the expectations-file keys the link deviates from, cited
+}
+
+// found sets the judgement's finding about the function.
+func (j *linkJudgement) found(f report.Finding) {
+	j.status, j.summary, j.findings = f.Status, f.Message, []report.Finding{f}
 }
 
 func runPCILink(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.PCIErr != nil {
-		return pciBusUnreadable(s.PCIErr)
+		r := linkBusUnreadable.result("", Slots{"cause": s.PCIErr.Error()})
+		r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
+		return r
 	}
 	lj := judgeLinks(env, s.NICs)
 	var r Result
@@ -71,15 +135,6 @@ func runPCILink(_ context.Context, env *Env) Result {
 		r = combineLinks(lj.judged)
 	}
 	r.Details, r.Evidence = lj.details, lj.evidence()
-	return r
-}
-
-// pciBusUnreadable is the result when the PCI bus cannot be listed: no
-// function can be judged, and the remedy says how to read the links by hand.
-func pciBusUnreadable(err error) Result {
-	r := errorf("could not list PCI functions: %v", err)
-	r.Observed, r.Expected = "PCI bus unreadable", "a readable "+sysfs.PCIDevicesDir
-	r.Remedy = "Run where sysfs is mounted and readable; by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta` for each RDMA NIC."
 	return r
 }
 
@@ -120,41 +175,55 @@ func judgeLinks(env *Env, nics []NIC) linkJudgements {
 // noPhysicalFunction skips the check when there is no PF to judge: no RDMA
 // NIC at all (perhaps software RDMA only), or only VFs whose PF is not here.
 func noPhysicalFunction(s *Survey) Result {
-	var r Result
-	if len(s.NICs) == 0 {
-		r = skip("no RDMA NIC function to judge")
-		if len(s.SoftwareDevices()) > 0 {
-			r.Summary += " (software RDMA only)"
-		}
-	} else {
-		r = skip("only SR-IOV VFs: their link is the PF's, which this host does not show")
+	f := linkVFsOnly
+	switch {
+	case len(s.NICs) == 0 && len(s.SoftwareDevices()) > 0:
+		f = linkSoftwareOnly
+	case len(s.NICs) == 0:
+		f = linkNoNIC
 	}
+	r := f.result("", nil)
 	r.Observed, r.Expected = "no physical function to judge", "each RDMA PF at min(card max, path max)"
 	return r
 }
 
-// combineLinks folds the functions' verdicts into the check's result: the
-// worst status decides, with the shared precedence, and every function of
-// that status is named in the summary; a function without link status
-// (skip) ranks below a pass.
+// combineLinks folds the functions' findings into the check's result with
+// the shared precedence (combineFindings): the findings of the worst status
+// are the summary, each kind's fix for its first function the remedy. The
+// observed and expected values are those of the first function of that
+// status. All functions at their expected link pass with a count; none
+// judged (no link status anywhere) skips.
 func combineLinks(judged []linkJudgement) Result {
-	worst := judged[0].status
-	for _, j := range judged[1:] {
-		if worse(j.status, worst) {
-			worst = j.status
-		}
+	var fs []report.Finding
+	for _, j := range judged {
+		fs = append(fs, j.findings...)
 	}
-	switch worst {
-	case report.Fail:
-		return degradedLinkResult(linksWithStatus(judged, report.Fail))
+	r := combineFindings(fs, true)
+	first := linksWithStatus(judged, r.Status)[0]
+	r.Observed, r.Expected = first.observed, first.expected
+	switch r.Status {
 	case report.Error:
-		return unreadableLinkResult(linksWithStatus(judged, report.Error))
-	case report.Warn:
-		return slowBridgeResult(linksWithStatus(judged, report.Warn))
+		r.Observed, r.Expected = "link attributes unreadable", "readable current_link_*/max_link_* of each function and bridge"
+		if first.observed != "" {
+			r.Observed = first.observed + " (a bridge unreadable)"
+		}
+		if first.expected != "" {
+			r.Expected = first.expected
+		}
 	case report.Pass:
-		return expectedLinkResult(linksWithStatus(judged, report.Pass), len(linksWithStatus(judged, report.Skip)))
+		p := linksWithStatus(judged, report.Pass)
+		r.Summary = fmt.Sprintf("%d RDMA function(s) at their expected PCIe link: %s", len(p), distinctLinks(p))
+		r.Observed, r.Expected = distinctLinks(p), "each function at min(card max, path max)"
+		if unknown := len(linksWithStatus(judged, report.Skip)); unknown > 0 {
+			r.Summary += fmt.Sprintf("; %d without link status (not judged)", unknown)
+		}
+	case report.Skip:
+		host := linkNoStatus.result("", nil)
+		host.Findings = append(host.Findings, fs...)
+		host.Observed, host.Expected = "no link status", "each RDMA PF at min(card max, path max)"
+		return host
 	}
-	return noLinkStatusResult()
+	return r
 }
 
 // linksWithStatus are the verdicts of one status, in survey order.
@@ -166,70 +235,6 @@ func linksWithStatus(judged []linkJudgement, st report.Status) []linkJudgement {
 		}
 	}
 	return out
-}
-
-// degradedLinkResult fails on links below what their path allows (the
-// reseat/BIOS remedy) or below what the expectations file asks for (the
-// node is not built like its class).
-func degradedLinkResult(f []linkJudgement) Result {
-	r := fail(joinSummaries(f))
-	r.Observed, r.Expected = f[0].observed, f[0].expected
-	if !f[0].remedy {
-		r.Remedy = pcieExpectRemedy(f[0])
-		return r
-	}
-	r.Remedy = "Reseat the card with the host powered off, or move it to another slot; replace a riser, retimer or cable in the path. " +
-		"Check the slot's electrical width and lane sharing in the board manual and the BIOS PCIe link speed and bifurcation settings. " +
-		"Compare `lspci -vv -s " + f[0].evidence["address"].(string) + " | grep -e LnkCap -e LnkSta` and read `dmesg | grep -i -e 'PCIe bandwidth' -e AER`."
-	if len(f[0].deviates) > 0 {
-		r.Remedy += " If the card or slot was changed on purpose, update " + strings.Join(f[0].deviates, ", ") + " in the expectations file."
-	}
-	return r
-}
-
-// unreadableLinkResult is an error: a link attribute of a function or of a
-// bridge that may limit it could not be read, so the link cannot be judged.
-func unreadableLinkResult(e []linkJudgement) Result {
-	r := errorf("%s", joinSummaries(e))
-	r.Observed, r.Expected = "link attributes unreadable", "readable current_link_*/max_link_* of each function and bridge"
-	if e[0].observed != "" {
-		r.Observed = e[0].observed + " (a bridge unreadable)"
-	}
-	if e[0].expected != "" {
-		r.Expected = e[0].expected
-	}
-	r.Remedy = "Run where /sys is readable (as root on a host with sysfs mounted); the details name the file. By hand: `lspci -vv -s " +
-		e[0].evidence["address"].(string) + " | grep -e LnkCap -e LnkSta` and the same for each bridge above it (`lspci -tv`)."
-	return r
-}
-
-// slowBridgeResult warns: the cards' own links are right, but a bridge
-// above one trained below its capability without limiting the card.
-func slowBridgeResult(w []linkJudgement) Result {
-	r := warn(joinSummaries(w))
-	r.Observed, r.Expected = w[0].observed, w[0].expected
-	r.Remedy = "The card's own link is fine; check the bridge's riser or cable when convenient (`lspci -vv -s <bridge>`)."
-	return r
-}
-
-// expectedLinkResult passes the functions at their expected link, noting
-// how many others show no link status and so were not judged.
-func expectedLinkResult(p []linkJudgement, unknown int) Result {
-	r := pass(fmt.Sprintf("%d RDMA function(s) at their expected PCIe link: %s", len(p), distinctLinks(p)))
-	r.Observed, r.Expected = distinctLinks(p), "each function at min(card max, path max)"
-	if unknown > 0 {
-		r.Summary += fmt.Sprintf("; %d without link status (not judged)", unknown)
-	}
-	return r
-}
-
-// noLinkStatusResult skips when no function exposes its link (mlx4): sysfs
-// cannot tell, lspci can.
-func noLinkStatusResult() Result {
-	r := skip("no RDMA function exposes its PCIe link status (current_link_* absent, as on mlx4): cannot judge")
-	r.Observed, r.Expected = "no link status", "each RDMA PF at min(card max, path max)"
-	r.Remedy = "Read it by hand: `lspci -vv -s <address> | grep -e LnkCap -e LnkSta`."
-	return r
 }
 
 // applyPCIeExpect fails a function whose trained link differs from the
@@ -256,27 +261,20 @@ func applyPCIeExpect(pe pcieExpect, n NIC, j *linkJudgement) {
 		j.detail += "; as " + strings.Join(cites, ", ") + " expects"
 		return
 	}
-	msg := strings.Join(bad, ", ")
-	if j.status == report.Fail {
-		j.summary += "; " + msg
-	} else {
-		j.summary = fmt.Sprintf("%s trained at %s x%d: %s", n.Fn.Address, j.cur.Short(), j.curWidth, msg)
-		j.expected = expectedLinkText(pe, j)
-	}
-	j.detail += "; DEVIATES from the expectations: " + msg
 	if j.status != report.Fail {
+		j.expected = expectedLinkText(pe, j)
 		j.evidence["status"] = "deviates"
 	}
-	j.status, j.deviates = report.Fail, keys
-}
-
-// pcieExpectRemedy is the fix for a link that is as good as its path
-// allows but not what the class expects: the node is not built like its
-// class (another card, slot or riser), or the file is wrong.
-func pcieExpectRemedy(j linkJudgement) string {
-	return fmt.Sprintf("The link is the best this card and slot allow, but not what %s expects: this node's card, slot or riser differs "+
-		"from its class's. Compare `lspci -vv -s %s | grep -e LnkCap -e LnkSta` with a node of the class; if this hardware is meant, "+
-		"update the expectations file (or give the node a class of its own).", strings.Join(j.deviates, ", "), j.evidence["address"])
+	msg := strings.Join(bad, ", ")
+	j.detail += "; DEVIATES from the expectations: " + msg
+	f := linkDeviates.At(n.Fn.Address, Slots{"address": n.Fn.Address, "link": fmt.Sprintf("%s x%d", j.cur.Short(), j.curWidth),
+		"deviation": msg, "keys": strings.Join(keys, ", ")})
+	if j.status == report.Fail {
+		// The link is also below what its path allows: that finding leads.
+		j.findings = append(j.findings, f)
+		return
+	}
+	j.found(f)
 }
 
 // expectedLinkText is the link the expectations ask for, filling in from
@@ -290,14 +288,6 @@ func expectedLinkText(pe pcieExpect, j *linkJudgement) string {
 		width = fmt.Sprintf("x%d", pe.width.V)
 	}
 	return speed + " " + width
-}
-
-func joinSummaries(js []linkJudgement) string {
-	var parts []string
-	for _, j := range js {
-		parts = append(parts, j.summary)
-	}
-	return strings.Join(parts, "; ")
 }
 
 func distinctLinks(js []linkJudgement) string {
@@ -443,10 +433,14 @@ func (u linkUnit) capNote() string {
 	return note
 }
 
+// slots are the slots every finding about the function may use.
+func (u linkUnit) slots(j linkJudgement) Slots {
+	return Slots{"address": u.n.Fn.Address, "function": u.name, "link": j.observed, "expected": j.expected}
+}
+
 // unreadable is an error: the function's own link status could not be read.
 func (u linkUnit) unreadable(j linkJudgement) linkJudgement {
-	j.status = report.Error
-	j.summary = fmt.Sprintf("%s: link status unreadable", u.n.Fn.Address)
+	j.found(linkUnreadable.At(u.n.Fn.Address, u.slots(j)))
 	j.detail = fmt.Sprintf("%s: %s", u.name, strings.Join(u.path.Function.Problems, "; "))
 	j.evidence["status"] = "error"
 	return j
@@ -456,13 +450,12 @@ func (u linkUnit) unreadable(j linkJudgement) linkJudgement {
 // (mlx4) or one that is not a trained link.
 func (u linkUnit) untrained(j linkJudgement) linkJudgement {
 	fn := u.path.Function
-	j.status = report.Skip
-	why := "no current_link_speed/current_link_width (the driver or kernel does not expose it, as on mlx4)"
 	if fn.HasCur {
-		why = fmt.Sprintf("link status reads %q x%d (not trained or not reported)", fn.Cur.Raw, fn.CurWidth)
+		j.found(linkNotTrained.At(u.n.Fn.Address, u.slots(j).with("speed", strconv.Quote(fn.Cur.Raw), "width", fmt.Sprint(fn.CurWidth))))
+	} else {
+		j.found(linkNoLinkFiles.At(u.n.Fn.Address, u.slots(j)))
 	}
-	j.detail = fmt.Sprintf("%s: unknown — %s", u.name, why)
-	j.summary = u.n.Fn.Address + ": unknown"
+	j.detail = j.summary
 	j.evidence["status"] = "unknown"
 	return j
 }
@@ -470,9 +463,8 @@ func (u linkUnit) untrained(j linkJudgement) linkJudgement {
 // noExpectation is unknown: the link trained, but neither the card nor a
 // bridge says what it could train at.
 func (u linkUnit) noExpectation(j linkJudgement) linkJudgement {
-	j.status = report.Skip
-	j.detail = fmt.Sprintf("%s: trained at %s; no max_link_* on the card or its bridges, so the expected link is unknown", u.name, j.observed)
-	j.summary = u.n.Fn.Address + ": expected link unknown"
+	j.found(linkNoExpectation.At(u.n.Fn.Address, u.slots(j)))
+	j.detail = j.summary
 	j.evidence["status"] = "unknown"
 	return j
 }
@@ -495,16 +487,13 @@ func (u linkUnit) shortfalls() []string {
 // may be the one that limits the card, so then it is an error instead: the
 // link is not called degraded on half the path.
 func (u linkUnit) degraded(j linkJudgement, bad []string) linkJudgement {
-	addr := u.n.Fn.Address
 	if len(u.bridgeProblems) > 0 {
-		j.status = report.Error
-		j.summary = fmt.Sprintf("%s trained at %s, below %s, but a bridge's link could not be read", addr, j.observed, j.expected)
+		j.found(linkBridgeUnreadable.At(u.n.Fn.Address, u.slots(j)))
 		j.detail = fmt.Sprintf("%s: trained at %s, expected %s from what could be read (%s); %s", u.name, j.observed, j.expected, u.capNote(), strings.Join(u.bridgeProblems, "; "))
 		j.evidence["status"] = "error"
 		return j
 	}
-	j.status, j.remedy = report.Fail, true
-	j.summary = fmt.Sprintf("%s trained at %s, expected %s", addr, j.observed, j.expected)
+	j.found(linkDegraded.At(u.n.Fn.Address, u.slots(j)))
 	j.detail = fmt.Sprintf("%s: DEGRADED — trained at %s, expected %s: %s (%s)", u.name, j.observed, j.expected, strings.Join(bad, ", "), u.capNote())
 	j.evidence["status"] = "degraded"
 	return j
@@ -525,13 +514,15 @@ func (u linkUnit) judgeUpstream(j linkJudgement) (linkJudgement, bool) {
 			continue
 		}
 		got := float64(b.CurWidth) * b.Cur.LaneGBps()
-		msg := fmt.Sprintf("bridge %s link trained at %s x%d (≈%.1f GB/s) below the card's expected %s (≈%.1f GB/s)",
-			b.Address, b.Cur.Short(), b.CurWidth, got, j.expected, need)
+		slots := u.slots(j).with("bridge", b.Address, "bridge_link", fmt.Sprintf("%s x%d", b.Cur.Short(), b.CurWidth),
+			"bridge_gbps", fmt.Sprintf("%.1f", got), "need_gbps", fmt.Sprintf("%.1f", need))
+		msg := fmt.Sprintf("bridge %s link trained at %s (≈%s GB/s) below the card's expected %s (≈%s GB/s)",
+			b.Address, slots["bridge_link"], slots["bridge_gbps"], j.expected, slots["need_gbps"])
 		if got < need {
-			return u.limitedByBridge(j, b, msg), true
+			return u.limitedByBridge(j, b, slots, msg), true
 		}
 		if j.status != report.Warn {
-			j = u.slowerBridge(j, msg)
+			j = u.slowerBridge(j, slots, msg)
 		}
 	}
 	return j, j.status == report.Warn
@@ -539,9 +530,8 @@ func (u linkUnit) judgeUpstream(j linkJudgement) (linkJudgement, bool) {
 
 // limitedByBridge fails a function whose own link is right but a bridge
 // above it carries less than that link: the card cannot use its bandwidth.
-func (u linkUnit) limitedByBridge(j linkJudgement, b sysfs.LinkStatus, msg string) linkJudgement {
-	j.status, j.remedy = report.Fail, true
-	j.summary = fmt.Sprintf("%s limited by %s", u.n.Fn.Address, msg)
+func (u linkUnit) limitedByBridge(j linkJudgement, b sysfs.LinkStatus, slots Slots, msg string) linkJudgement {
+	j.found(linkLimitedByBridge.At(u.n.Fn.Address, slots))
 	j.detail = fmt.Sprintf("%s: card trained at %s but the %s", u.name, j.observed, msg)
 	j.observed = fmt.Sprintf("%s x%d at %s", b.Cur.Short(), b.CurWidth, b.Address)
 	j.evidence["status"] = "degraded_upstream"
@@ -550,9 +540,8 @@ func (u linkUnit) limitedByBridge(j linkJudgement, b sysfs.LinkStatus, msg strin
 
 // slowerBridge warns: a bridge trained below the card's link in speed or
 // width, but still carries as much bandwidth.
-func (u linkUnit) slowerBridge(j linkJudgement, msg string) linkJudgement {
-	j.status = report.Warn
-	j.summary = fmt.Sprintf("%s: %s, without limiting the card", u.n.Fn.Address, msg)
+func (u linkUnit) slowerBridge(j linkJudgement, slots Slots, msg string) linkJudgement {
+	j.found(linkSlowBridge.At(u.n.Fn.Address, slots))
 	j.detail = fmt.Sprintf("%s: at %s as expected; %s (not limiting it)", u.name, j.observed, msg)
 	j.evidence["status"] = "bridge_degraded"
 	return j
@@ -561,8 +550,8 @@ func (u linkUnit) slowerBridge(j linkJudgement, msg string) linkJudgement {
 // asExpected passes the function, noting whatever could not be read that
 // did not stand in the way of the judgement.
 func (u linkUnit) asExpected(j linkJudgement) linkJudgement {
-	j.status = report.Pass
-	j.detail = fmt.Sprintf("%s: %s as expected (%s)", u.name, j.observed, u.capNote())
+	j.found(linkExpected.At(u.n.Fn.Address, u.slots(j).with("capacity", u.capNote())))
+	j.detail = j.summary
 	ps := append(append([]string(nil), u.path.Function.Problems...), u.bridgeProblems...)
 	if len(ps) > 0 {
 		j.detail += "; " + strings.Join(ps, "; ")
