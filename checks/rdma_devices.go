@@ -144,10 +144,6 @@ var (
 		When:    "an RDMA NIC's driver is not bound",
 		Message: "no driver bound ({driver})",
 		Fix:     "Bind the driver first: `modprobe {driver}` and read `dmesg` for probe errors (see pci.device)."})
-	devicesNotRDMADriver = declare(Finding{ID: "rdma.devices/not-rdma-driver", Status: report.Fail,
-		When:    "the function is bound to a driver that is not an RDMA driver",
-		Message: "driver {driver} is not an RDMA driver",
-		Fix:     "Bind {functions} to its RDMA-capable driver."})
 	devicesModuleMissing = declare(Finding{ID: "rdma.devices/module-missing", Status: report.Fail,
 		When:    "the RDMA module of the function's driver (mlx5_ib, bnxt_re, irdma, …), or ib_core, is not loaded",
 		Message: "module {module} not loaded",

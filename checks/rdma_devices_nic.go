@@ -116,10 +116,10 @@ func (l *deviceLookup) whyNoDevice(n NIC, slots Slots) (*Finding, Slots) {
 	switch {
 	case n.Foreign != "":
 		return devicesPassthrough, slots.with("foreign", n.Foreign, "driver", drv, "ids", fmt.Sprintf("%04x:%04x", n.Fn.Vendor, n.Fn.Device))
-	case !n.Bound:
+	case !n.Bound || n.Driver == nil:
+		// A function is bound only to a driver of the table, so a
+		// bound one always has its family.
 		return devicesUnbound, slots.with("driver", drv)
-	case n.Driver == nil:
-		return devicesNotRDMADriver, slots.with("driver", n.Fn.Driver)
 	}
 	if l.modErr == nil {
 		for _, m := range []string{"ib_core", n.Driver.RDMAModule()} {
