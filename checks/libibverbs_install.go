@@ -83,11 +83,6 @@ var (
 		When:    "/etc/libibverbs.d could not be read",
 		Message: "could not read the provider configuration: {cause}",
 		Fix:     "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d {provider_dir}`."})
-	libNoUsable = declare(Finding{ID: "libibverbs.install/no-usable", Status: report.Error,
-		When:    "candidates exist but none could be judged a usable library",
-		Message: "no usable libibverbs.so.1 was found",
-		Fix: "Look by hand: `ldconfig -p | grep libibverbs` and `ls -l` each path it lists (and its link chain with `readlink -f`); " +
-			"reinstall the library's package if none is a regular 64-bit ELF file."})
 	libNoCache = declare(Finding{ID: "libibverbs.install/no-cache", Status: report.Warn,
 		When:    "there is no loader cache: the loader searches only its built-in directories",
 		Message: "no loader cache ({cache}): run `ldconfig`", Fix: ldconfigFix})
@@ -375,8 +370,9 @@ func (li *libInstall) providers(s *Survey, family string) (Result, bool) {
 	return Result{}, false
 }
 
-// verdict turns the findings into the result: the failures, else no
-// usable copy, else the warnings, else the library and its providers.
+// verdict turns the findings into the result: the failures, else the
+// warnings, else the library and its providers. A candidate that exists
+// either fails or is picked, so without a failure a copy is picked.
 func (li *libInstall) verdict(s *Survey) Result {
 	p := li.picked
 	if p != nil && p.source == "standard directory" && li.cache != nil {
@@ -387,10 +383,6 @@ func (li *libInstall) verdict(s *Survey) Result {
 	case len(fails) > 0:
 		r.Status, r.Summary = report.Fail, strings.Join(fails, "; ")
 		r.Observed, r.Remedy = fmt.Sprintf("%d problem(s)", len(fails)), li.fixes(report.Fail)
-	case p == nil:
-		f := libNoUsable.At("", nil)
-		li.add(f)
-		r.Status, r.Summary, r.Observed, r.Remedy = f.Status, f.Message, "no usable copy", f.Fix
 	case len(warns) > 0:
 		r.Status, r.Summary = report.Warn, strings.Join(warns, "; ")
 		r.Observed, r.Remedy = p.chain.Final, ldconfigFix
