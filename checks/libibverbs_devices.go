@@ -101,7 +101,7 @@ const ibvShowWarnings = "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` pri
 
 // libibverbs.devices' findings: the library's failures and the snapshot's
 // gaps are about the host; the comparison's findings about each device.
-// {install} is the distribution's provider (or library) package command.
+// The provider fixes name the distribution's packages ({provider_packages}).
 var (
 	verbsNoEnumeration = declare(Finding{ID: "libibverbs.devices/not-recorded", Status: report.Error,
 		When:    "a snapshot does not record the library's answer",
@@ -119,12 +119,12 @@ var (
 		Fix:     "Run where /sys is mounted and readable; by hand: compare `ibv_devices` with `ls /sys/class/infiniband`."})
 	verbsLoadFailed = declare(Finding{ID: "libibverbs.devices/load-failed", Status: report.Fail,
 		When:    "the library does not load (the loader's message is shown)",
-		Message: "{library} could not be loaded: {cause}", Fix: "{install}"})
+		Message: "{library} could not be loaded: {cause}", Fix: installLibFix})
 	verbsNotVerbs = declare(Finding{ID: "libibverbs.devices/not-verbs", Status: report.Fail,
 		When:    "the file loaded as libibverbs.so.1 lacks verbs",
 		Message: "{library} is not a usable libibverbs: it lacks {count} verb(s): {symbols}",
 		Fix: "The file the loader finds first as libibverbs.so.1 is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
-			"and LD_LIBRARY_PATH show which; remove it or fix the path. {install}"})
+			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibFix})
 	verbsNoUverbs = declare(Finding{ID: "libibverbs.devices/list-enosys", Status: report.Fail,
 		When:    "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs",
 		Message: "ibv_get_device_list returned NULL with ENOSYS: the kernel has no uverbs (no InfiniBand user access)", Fix: noUverbsFix})
@@ -143,16 +143,16 @@ var (
 	verbsNotListed = declare(Finding{ID: "libibverbs.devices/not-listed", Status: report.Fail,
 		When:    "the library does not list a kernel device: the provider of its driver did not load",
 		Message: "{device} (driver {driver}): not listed — most often its provider lib{provider}-rdmav*.so did not load{said}",
-		Fix:     "{install}\n" + ibvShowWarnings})
+		Fix:     installProviderFix + "\n" + ibvShowWarnings})
 	verbsNotListedNetns = declare(Finding{ID: "libibverbs.devices/not-listed-netns", Status: report.Fail,
 		When: "the library does not list a kernel device while the RDMA subsystem is in exclusive netns mode: " +
 			"it belongs to another network namespace (or its provider did not load)",
 		Message: "{device} (driver {driver}): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace " +
 			"(or its provider lib{provider}-rdmav*.so did not load){said}",
-		Fix: exclusiveNetnsFix("{devices}") + " If the device does belong to this namespace, its provider did not load:\n{install}\n" + ibvShowWarnings})
+		Fix: exclusiveNetnsFix("{devices}") + " If the device does belong to this namespace, its provider did not load:\n" + installProviderFix + "\n" + ibvShowWarnings})
 	verbsUnknownDriver = declare(Finding{ID: "libibverbs.devices/not-listed-unknown-driver", Status: report.Fail,
 		When:    "the library does not list a kernel device whose driver has no known provider",
-		Message: "{device}: in the kernel, not listed by the library (driver {driver} has no known provider)", Fix: "{install}"})
+		Message: "{device}: in the kernel, not listed by the library (driver {driver} has no known provider)", Fix: installProviderFix})
 	verbsStray = declare(Finding{ID: "libibverbs.devices/stray", Status: report.Warn,
 		When:    "the library lists a device the kernel does not show",
 		Message: "{device}: listed by the library, not in the kernel", Fix: strayFix})
@@ -263,8 +263,8 @@ type verbsUnit struct {
 // GUID), and a table row per device.
 type verbsComparison struct {
 	listed       map[string]listedDevice
-	exclusive    bool // RDMA netns mode is exclusive
-	install      string
+	exclusive    bool   // RDMA netns mode is exclusive
+	packages     string // the provider packages of the distribution
 	units        []verbsUnit
 	findings     []report.Finding
 	missingNames []string
@@ -275,7 +275,7 @@ type verbsComparison struct {
 // compareVerbsDevices walks the kernel's devices, then the ones only the
 // library lists, building the comparison table and the findings.
 func compareVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family string, exclusive bool, driverOf func(sysfs.RDMADevice) *Driver) *verbsComparison {
-	c := &verbsComparison{listed: map[string]listedDevice{}, exclusive: exclusive, install: installProviderRemedy(family)}
+	c := &verbsComparison{listed: map[string]listedDevice{}, exclusive: exclusive, packages: providerPackages(family)}
 	for _, d := range l.Devices {
 		c.listed[d.Name] = d
 	}
@@ -326,7 +326,7 @@ func (c *verbsComparison) noteListed(k sysfs.RDMADevice, d listedDevice) {
 func (c *verbsComparison) noteMissing(k sysfs.RDMADevice, drv *Driver, warnings []string) {
 	c.missingNames = append(c.missingNames, k.Name)
 	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
-	slots := Slots{"device": k.Name, "install": c.install}
+	slots := Slots{"device": k.Name, "provider_packages": c.packages}
 	if drv == nil {
 		c.units = append(c.units, verbsUnit{verbsUnknownDriver, k.Name, slots.with("driver", fmt.Sprintf("%q", k.Driver))})
 		return
@@ -420,17 +420,17 @@ func (c *verbsComparison) allListedResult() Result {
 // ev and reports whether the library failed.
 func libraryFailure(l verbsList, family, pretty string, ev map[string]any) (Result, bool) {
 	name := orDefault(l.Library, LibibverbsSoname)
-	install := installLibRemedy(family, pretty)
+	install := libraryPackages(family, pretty)
 	var r Result
 	switch {
 	case l.LoadError != "":
 		ev["load_error"] = l.LoadError
-		r = verbsLoadFailed.result("", Slots{"library": name, "cause": l.LoadError, "install": install})
+		r = verbsLoadFailed.result("", install.with("library", name, "cause", l.LoadError))
 		r.Observed = "not loadable"
 	case len(l.Missing) > 0:
 		ev["missing_symbols"] = l.Missing
-		r = verbsNotVerbs.result("", Slots{"library": orDefault(l.LoadedFrom, name), "count": fmt.Sprint(len(l.Missing)),
-			"symbols": strings.Join(l.Missing, ", "), "install": install})
+		r = verbsNotVerbs.result("", install.with("library", orDefault(l.LoadedFrom, name), "count", fmt.Sprint(len(l.Missing)),
+			"symbols", strings.Join(l.Missing, ", ")))
 		r.Observed = "wrong library"
 	case l.ListErrno == "ENOSYS":
 		ev["list_errno"] = l.ListErrno

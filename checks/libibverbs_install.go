@@ -45,7 +45,7 @@ var (
 	libNotInstalled = declare(Finding{ID: "libibverbs.install/not-installed", Status: report.Fail,
 		When:    "libibverbs.so.1 is in neither the loader cache nor a standard directory",
 		Message: "libibverbs.so.1 not found in the loader cache or the standard directories",
-		Fix:     "{install}"})
+		Fix:     installLibFix})
 	libExplicitAbsent = declare(Finding{ID: "libibverbs.install/explicit-absent", Status: report.Fail,
 		When:    "the file --libibverbs names does not exist",
 		Message: "--libibverbs {path} does not exist",
@@ -78,7 +78,7 @@ var (
 	libProviderMissing = declare(Finding{ID: "libibverbs.install/provider-missing", Status: report.Fail,
 		When:    "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing or broken)",
 		Message: "no provider for {provider} ({devices}): {cause} — the library lists zero of these devices while the kernel shows them",
-		Fix:     "{install}"})
+		Fix:     installProviderFix})
 	libProviderConfUnreadable = declare(Finding{ID: "libibverbs.install/provider-config-unreadable", Status: report.Error,
 		When:    "/etc/libibverbs.d could not be read",
 		Message: "could not read the provider configuration: {cause}",
@@ -315,7 +315,7 @@ func (li *libInstall) notInstalled(family, pretty string) Result {
 		li.details = append(li.details, fmt.Sprintf("%s: %d entries, none for %s (%s)", li.h.Display(sysfs.LDSOCache), len(li.cache.Entries), LibibverbsSoname, sysfs.LDArchName(li.abi)))
 	}
 	li.details = append(li.details, "searched: "+strings.Join(sysfs.StandardLibDirs(li.abi), ", "))
-	r := libNotInstalled.result("", Slots{"install": installLibRemedy(family, pretty)})
+	r := libNotInstalled.result("", libraryPackages(family, pretty))
 	r.Findings = append(li.findings, r.Findings...)
 	r.Observed, r.Expected = "not installed", LibibverbsSoname+" resolvable by the loader"
 	r.Details, r.Evidence = li.details, li.ev
@@ -423,7 +423,7 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate, family string) 
 	var fs []report.Finding
 	var evList []map[string]any
 	for _, name := range need.order {
-		pv := pl.judge(name, need.devices[name], installProviderRemedy(family))
+		pv := pl.judge(name, need.devices[name], providerPackages(family))
 		evList = append(evList, pv.evidence)
 		fs = append(fs, pv.finding)
 		details = append(details, pv.detail)
@@ -519,8 +519,8 @@ type providerVerdict struct {
 // judge checks one provider: a .driver file names it, and a provider
 // object for it is found and loadable. Any problem makes it missing: the
 // library then lists none of its devices although the kernel shows them.
-// install is the fix that installs the providers.
-func (pl providerLayout) judge(name string, devs []string, install string) providerVerdict {
+// packages names the packages that carry the providers.
+func (pl providerLayout) judge(name string, devs []string, packages string) providerVerdict {
 	pe := map[string]any{"provider": name, "devices": devs}
 	var problems []string
 	c, configured := pl.configured[name]
@@ -544,7 +544,7 @@ func (pl providerLayout) judge(name string, devs []string, install string) provi
 	if len(problems) > 0 {
 		pe["status"] = "missing"
 		why := strings.Join(problems, "; ")
-		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "install", install)),
+		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages)),
 			detail: fmt.Sprintf("provider %s for %s: MISSING — %s", name, on, why)}
 	}
 	pe["status"] = "ok"
@@ -610,35 +610,46 @@ func ownerQuery(family, file string) string {
 	return "`dpkg -S " + file + "` or `rpm -qf " + file + "`"
 }
 
-// installLibRemedy names the packages that provide libibverbs.so.1.
-func installLibRemedy(family, pretty string) string {
+// The fixes that install the library or its providers: the templates say
+// what to install, the slots {packages} and {provider_packages} how on
+// this host's distribution (libraryPackages, providerPackages).
+const (
+	installLibFix      = "Install rdma-core's library and providers{on}: {packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+	installProviderFix = "Install the providers: {provider_packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack."
+)
+
+// libraryPackages are the slots of installLibFix: the packages that
+// provide libibverbs.so.1 on the distribution family, and the
+// distribution's name (pretty) when known.
+func libraryPackages(family, pretty string) Slots {
 	on := ""
 	if pretty != "" {
 		on = " on " + pretty
 	}
+	pk := "the distribution's rdma-core packages (Debian/Ubuntu: libibverbs1 ibverbs-providers; RHEL family: libibverbs; SUSE: libibverbs1 rdma-core)"
 	switch family {
 	case "debian":
-		return "Install rdma-core's library and providers" + on + ": `apt-get install libibverbs1 ibverbs-providers`. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`apt-get install libibverbs1 ibverbs-providers`"
 	case "rhel":
-		return "Install rdma-core's library and providers" + on + ": `dnf install libibverbs` (yum on older releases). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`dnf install libibverbs` (yum on older releases)"
 	case "suse":
-		return "Install rdma-core's library" + on + ": `zypper install libibverbs1 rdma-core` (and `libibverbs`, which carries the providers). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`zypper install libibverbs1 rdma-core` (and `libibverbs`, which carries the providers)"
 	}
-	return "Install libibverbs and its providers from the distribution's rdma-core packages " +
-		"(Debian/Ubuntu: libibverbs1 ibverbs-providers; RHEL family: libibverbs; SUSE: libibverbs1 rdma-core), or MLNX_OFED/DOCA-OFED."
+	return Slots{"on": on, "packages": pk}
 }
 
-// installProviderRemedy names the packages that carry the providers.
-func installProviderRemedy(family string) string {
+// providerPackages names the packages that carry the providers on the
+// distribution family.
+func providerPackages(family string) string {
 	switch family {
 	case "debian":
-		return "Install the providers: `apt-get install ibverbs-providers` (it ships /etc/libibverbs.d/*.driver and <libdir>/libibverbs/lib*-rdmav*.so). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`apt-get install ibverbs-providers` (it ships /etc/libibverbs.d/*.driver and <libdir>/libibverbs/lib*-rdmav*.so)"
 	case "rhel":
-		return "Install the providers: `dnf reinstall libibverbs` (rdma-core's libibverbs carries /etc/libibverbs.d/*.driver and /usr/lib64/libibverbs/). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`dnf reinstall libibverbs` (rdma-core's libibverbs carries /etc/libibverbs.d/*.driver and /usr/lib64/libibverbs/)"
 	case "suse":
-		return "Install the providers: `zypper install libibverbs`. With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`zypper install libibverbs`"
 	}
-	return "Install rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs), or reinstall MLNX_OFED/DOCA-OFED."
+	return "rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs)"
 }
 
 // LocateLibibverbs is the libibverbs.so.1 the loader would use on h, found
