@@ -69,6 +69,27 @@ func TestRDMADevicesFindings(t *testing.T) {
 	}
 }
 
+// A VF bound to vfio-pci is assigned to a VM: not judged, and not
+// counted among the functions that need a device.
+func TestRDMADevicesAssignedVF(t *testing.T) {
+	tr := sysfstest.LargeHost(1, 1, 2)
+	const vf = "/sys/devices/pci0000:10/0000:10:00.0/0000:11:00.3"
+	tr.Dir("/sys/bus/pci/drivers/vfio-pci")
+	tr.RelLink(vf+"/driver", "/sys/bus/pci/drivers/vfio-pci")
+	tr.Remove(vf + "/infiniband")
+	tr.Remove("/sys/class/infiniband/mlx5_2")
+	r := hwRunOne(t, hwWrite(t, tr), "rdma.devices", checks.Options{})
+	var got []findingRef
+	for _, f := range refs(r.Findings) {
+		if f.ID != "rdma.devices/registered" {
+			got = append(got, f)
+		}
+	}
+	if diff := cmp.Diff([]findingRef{{"rdma.devices/assigned-vf", "0000:11:00.3"}}, got); diff != "" || r.Status != report.Pass {
+		t.Errorf("%s: %s; findings other than registered (-want +got):\n%s", r.Status, r.Summary, diff)
+	}
+}
+
 // h0 is the address of a host's first NIC.
 func h0(h sysfstest.Host) string { return h.NICs[0].Addr }
 
