@@ -294,19 +294,14 @@ func (j *uverbsJudge) device(d sysfs.RDMADevice, ents []uverbsEntry) {
 		j.nctx.device = d.Name
 		nev, f, nodeSlots := judgeUverbsNode(j.h, e, j.nctx)
 		nodes = append(nodes, nev)
+		unitSlots := slots.with()
+		for k, v := range nodeSlots {
+			unitSlots[k] = v
+		}
 		j.units = append(j.units, uverbsUnit{device: d.Name, prefix: fmt.Sprintf("%s: %s → %s", d.Name, path.Join(UverbsClass, e.name), nev["path"]),
-			node: path.Join(sysfs.DevInfiniband, e.name), dev: e.dev, f: f, slots: slots.with(nodeSlotList(nodeSlots)...)})
+			node: path.Join(sysfs.DevInfiniband, e.name), dev: e.dev, f: f, slots: unitSlots})
 	}
 	ev["uverbs"] = nodes
-}
-
-// nodeSlotList flattens slots into name, value pairs for Slots.with.
-func nodeSlotList(s Slots) []string {
-	var kv []string
-	for k, v := range s {
-		kv = append(kv, k, v)
-	}
-	return kv
 }
 
 // render renders every unit's finding once the shared fixes know every
