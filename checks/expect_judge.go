@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
+	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
@@ -51,32 +52,35 @@ func ExpectUnits(env *Env) []expect.Unit {
 }
 
 // judgeDeviceCount compares the number of RDMA devices with the class's
-// devices key: "" when it matches or nothing is expected, else the finding.
-func judgeDeviceCount(env *Env, n int) string {
+// devices key: the finding, about the host, when it differs; none when it
+// matches or nothing is expected.
+func judgeDeviceCount(env *Env, n int) []report.Finding {
 	want := env.Expect.ExpectedDevices()
 	if want == nil || want.V == n {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("%d RDMA device(s), expected %d by %s", n, want.V, want.Cite())
+	return []report.Finding{devicesCountDeviates.At("", Slots{"count": fmt.Sprint(n), "want": fmt.Sprint(want.V), "cite": want.Cite()})}
 }
 
 // judgeDeviceExpect compares one RDMA device's firmware and port count with
-// the class's device keys; each finding names the device and the key.
-func judgeDeviceExpect(env *Env, d sysfs.RDMADevice) []string {
+// the class's device keys; each finding is about the device and cites the key.
+func judgeDeviceExpect(env *Env, d sysfs.RDMADevice) []report.Finding {
 	e := env.Expect.Device(d.Name)
-	var out []string
+	var out []report.Finding
 	if e.FW != nil {
 		// MatchFW compares the version part: mlx5's fw_ver carries the
 		// board's PSID in parentheses, which a class need not name.
+		slots := Slots{"device": d.Name, "want": e.FW.V.String(), "cite": e.FW.Cite()}
 		switch fw := strings.TrimSpace(d.FWVer); {
 		case fw == "":
-			out = append(out, fmt.Sprintf("%s firmware unknown (no readable fw_ver), expected %s by %s", d.Name, e.FW.V, e.FW.Cite()))
+			out = append(out, devicesFWUnknown.At(d.Name, slots))
 		case !e.FW.V.MatchFW(fw):
-			out = append(out, fmt.Sprintf("%s firmware %s, expected %s by %s", d.Name, fw, e.FW.V, e.FW.Cite()))
+			out = append(out, devicesFWDeviates.At(d.Name, slots.with("fw", fw)))
 		}
 	}
 	if e.Ports != nil && len(d.Ports) != e.Ports.V {
-		out = append(out, fmt.Sprintf("%s has %d port(s), expected %d by %s", d.Name, len(d.Ports), e.Ports.V, e.Ports.Cite()))
+		out = append(out, devicesPortsDeviate.At(d.Name, Slots{"device": d.Name, "ports": fmt.Sprint(len(d.Ports)),
+			"want": fmt.Sprint(e.Ports.V), "cite": e.Ports.Cite()}))
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -27,19 +29,32 @@ mlx5_*.ports = 1
 mlx5_1.ports = 2
 `
 
+// judged is a finding as these tests see it: which, about what, and the
+// words (which cite the key of the file).
+type judged struct{ ID, Unit, Message string }
+
+func judgedOf(fs []report.Finding) []judged {
+	var out []judged
+	for _, f := range fs {
+		out = append(out, judged{f.ID, f.Unit, f.Message})
+	}
+	return out
+}
+
 func TestJudgeDeviceCount(t *testing.T) {
 	env := &Env{Expect: parseClass(t, judgeClass)}
-	if got := judgeDeviceCount(env, 2); got != "" {
-		t.Errorf("2 devices as expected: %q", got)
+	if got := judgeDeviceCount(env, 2); got != nil {
+		t.Errorf("2 devices as expected: %v", got)
 	}
-	if got, want := judgeDeviceCount(env, 1), "1 RDMA device(s), expected 2 by expect.conf:3 devices = 2"; got != want {
-		t.Errorf("judgeDeviceCount(1) = %q, want %q", got, want)
+	want := []judged{{"rdma.devices/count-deviates", "", "1 RDMA device(s), expected 2 by expect.conf:3 devices = 2"}}
+	if diff := cmp.Diff(want, judgedOf(judgeDeviceCount(env, 1))); diff != "" {
+		t.Errorf("judgeDeviceCount(1) (-want +got):\n%s", diff)
 	}
-	if got := judgeDeviceCount(&Env{}, 7); got != "" {
-		t.Errorf("no class judges nothing, got %q", got)
+	if got := judgeDeviceCount(&Env{}, 7); got != nil {
+		t.Errorf("no class judges nothing, got %v", got)
 	}
-	if got := judgeDeviceCount(&Env{Expect: parseClass(t, "[class c]\nhosts = *\n")}, 7); got != "" {
-		t.Errorf("a class without devices judges nothing, got %q", got)
+	if got := judgeDeviceCount(&Env{Expect: parseClass(t, "[class c]\nhosts = *\n")}, 7); got != nil {
+		t.Errorf("a class without devices judges nothing, got %v", got)
 	}
 }
 
@@ -49,28 +64,28 @@ func TestJudgeDeviceExpect(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		dev  sysfs.RDMADevice
-		want []string
+		want []judged
 	}{
 		{"as expected", sysfs.RDMADevice{Name: "mlx5_0", FWVer: "16.35.2000\n", Ports: []sysfs.RDMAPort{port}}, nil},
 		{"old firmware", sysfs.RDMADevice{Name: "mlx5_0", FWVer: "16.31.1014", Ports: []sysfs.RDMAPort{port}},
-			[]string{"mlx5_0 firmware 16.31.1014, expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000"}},
+			[]judged{{"rdma.devices/fw-deviates", "mlx5_0", "mlx5_0 firmware 16.31.1014, expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000"}}},
 		{"unreadable firmware", sysfs.RDMADevice{Name: "mlx5_0", Ports: []sysfs.RDMAPort{port}},
-			[]string{"mlx5_0 firmware unknown (no readable fw_ver), expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000"}},
+			[]judged{{"rdma.devices/fw-unknown", "mlx5_0", "mlx5_0 firmware unknown (no readable fw_ver), expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000"}}},
 		{"a later specific line", sysfs.RDMADevice{Name: "mlx5_1", FWVer: "16.35.2000", Ports: []sysfs.RDMAPort{port}},
-			[]string{"mlx5_1 has 1 port(s), expected 2 by expect.conf:6 mlx5_1.ports = 2"}},
+			[]judged{{"rdma.devices/ports-deviate", "mlx5_1", "mlx5_1 has 1 port(s), expected 2 by expect.conf:6 mlx5_1.ports = 2"}}},
 		{"both", sysfs.RDMADevice{Name: "mlx5_2", FWVer: "x", Ports: []sysfs.RDMAPort{port, port}},
-			[]string{"mlx5_2 firmware x, expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000", "mlx5_2 has 2 port(s), expected 1 by expect.conf:5 mlx5_*.ports = 1"}},
+			[]judged{{"rdma.devices/fw-deviates", "mlx5_2", "mlx5_2 firmware x, expected 16.35.2000 by expect.conf:4 mlx5_*.fw = 16.35.2000"},
+				{"rdma.devices/ports-deviate", "mlx5_2", "mlx5_2 has 2 port(s), expected 1 by expect.conf:5 mlx5_*.ports = 1"}}},
 		{"no rule for the device", sysfs.RDMADevice{Name: "rxe0"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgeDeviceExpect(env, tc.dev)
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got %q\nwant %q", got, tc.want)
+			if diff := cmp.Diff(tc.want, judgedOf(judgeDeviceExpect(env, tc.dev))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 	if got := judgeDeviceExpect(&Env{}, sysfs.RDMADevice{Name: "mlx5_0"}); got != nil {
-		t.Errorf("no class judges nothing, got %q", got)
+		t.Errorf("no class judges nothing, got %v", got)
 	}
 }
 

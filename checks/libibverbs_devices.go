@@ -24,17 +24,6 @@ func init() {
 			Why: "This is the first thing every RDMA application does. The library lists only devices whose provider it could load and whose " +
 				"uverbs node it could open; a device the kernel has but the library does not list is invisible to every application " +
 				"(\"No IB devices found\").",
-			Failures: []Failure{
-				{report.Fail, "the library does not load (the loader's message is shown)", "Install rdma-core's libibverbs for the distribution (`apt-get install libibverbs1 ibverbs-providers`, `dnf install libibverbs`, `zypper install libibverbs1 rdma-core`)."},
-				{report.Fail, "the file loaded as libibverbs.so.1 lacks verbs", "Remove the foreign or ancient libibverbs.so.1 the loader finds first (`ldconfig -p | grep libibverbs`, LD_LIBRARY_PATH)."},
-				{report.Fail, "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs", noUverbsFix},
-				{report.Fail, "ibv_get_device_list returns NULL without setting errno", nullListFix},
-				{report.Fail, "the library lists fewer devices than the kernel while the RDMA subsystem is in exclusive netns mode: they belong to another network namespace",
-					exclusiveNetnsFix("")},
-				{report.Fail, "the library lists fewer devices than the kernel: the provider of their driver did not load", "Install the provider package (`ibverbs-providers` on Debian/Ubuntu, `libibverbs` on RHEL/SUSE) or reinstall MLNX_OFED/DOCA-OFED."},
-				{report.Warn, "the library lists a device the kernel does not show, or another node GUID", "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`."},
-				{report.Error, "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)", "Find the provider: `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices`, and `strace -f -e trace=openat ibv_devices` shows the last provider opened before the hang or crash; update or remove it."},
-			},
 		},
 		Run: runLibibverbsDevices,
 	})
@@ -107,6 +96,73 @@ func listFromFacts(f *sysfs.VerbsEnumeration) verbsList {
 	return l
 }
 
+// ibvShowWarnings says how to make the library tell why a provider did not load.
+const ibvShowWarnings = "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load."
+
+// libibverbs.devices' findings: the library's failures and the snapshot's
+// gaps are about the host; the comparison's findings about each device.
+// The provider fixes name the distribution's packages ({provider_packages}).
+var (
+	verbsNoEnumeration = declare(Finding{ID: "libibverbs.devices/not-recorded", Status: report.Error,
+		When:    "a snapshot does not record the library's answer",
+		Message: "no libibverbs enumeration in the snapshot: {cause}",
+		Fix:     "Take the snapshot again with a current rdmadoctor (it records the library's answer), or run on the host itself; by hand: `ibv_devices`."})
+	verbsChildFailed = declare(Finding{ID: "libibverbs.devices/child-failed", Status: report.Error,
+		When:    "the verbs child timed out or crashed in ibv_get_device_list (a provider hangs or crashes in its init)",
+		Message: "could not enumerate through libibverbs: {cause}",
+		Fix: "A provider that hangs or crashes in its initialisation stops every application here too: run " +
+			"`strace -f -e trace=openat ibv_devices` to see which provider library it opens last (and `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` " +
+			"for the library's own messages), then update or remove that provider."})
+	verbsKernelUnreadable = declare(Finding{ID: "libibverbs.devices/kernel-unreadable", Status: report.Error,
+		When:    "/sys/class/infiniband could not be listed to compare the library's list with",
+		Message: "could not list the kernel's RDMA devices: {cause}",
+		Fix:     "Run where /sys is mounted and readable; by hand: compare `ibv_devices` with `ls /sys/class/infiniband`."})
+	verbsLoadFailed = declare(Finding{ID: "libibverbs.devices/load-failed", Status: report.Fail,
+		When:    "the library does not load (the loader's message is shown)",
+		Message: "{library} could not be loaded: {cause}", Fix: installLibFix})
+	verbsNotVerbs = declare(Finding{ID: "libibverbs.devices/not-verbs", Status: report.Fail,
+		When:    "the file loaded as libibverbs.so.1 lacks verbs",
+		Message: "{library} is not a usable libibverbs: it lacks {count} verb(s): {symbols}",
+		Fix: "The file the loader finds first as libibverbs.so.1 is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
+			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibFix})
+	verbsNoUverbs = declare(Finding{ID: "libibverbs.devices/list-enosys", Status: report.Fail,
+		When:    "ibv_get_device_list returns NULL with ENOSYS: the kernel has no uverbs",
+		Message: "ibv_get_device_list returned NULL with ENOSYS: the kernel has no uverbs (no InfiniBand user access)", Fix: noUverbsFix})
+	verbsListErrno = declare(Finding{ID: "libibverbs.devices/list-errno", Status: report.Fail,
+		When:    "ibv_get_device_list returns NULL with another errno",
+		Message: "ibv_get_device_list returned NULL with {errno}", Fix: genericVerbsFix})
+	verbsListNoErrno = declare(Finding{ID: "libibverbs.devices/list-no-errno", Status: report.Fail,
+		When:    "ibv_get_device_list returns NULL without setting errno",
+		Message: "ibv_get_device_list returned NULL without setting errno: {cause}", Fix: nullListFix})
+	verbsNothing = declare(Finding{ID: "libibverbs.devices/none", Status: report.Skip,
+		When:    "the kernel has no RDMA device and the library lists none",
+		Message: "the kernel has no RDMA device, and the library lists none"})
+	verbsListed = declare(Finding{ID: "libibverbs.devices/listed", Status: report.Pass,
+		When:    "the library lists the kernel's device, with the same node GUID",
+		Message: "{device} ({guid})"})
+	verbsNotListed = declare(Finding{ID: "libibverbs.devices/not-listed", Status: report.Fail,
+		When:    "the library does not list a kernel device: the provider of its driver did not load",
+		Message: "{device} (driver {driver}): not listed — most often its provider lib{provider}-rdmav*.so did not load{said}",
+		Fix:     installProviderFix + "\n" + ibvShowWarnings})
+	verbsNotListedNetns = declare(Finding{ID: "libibverbs.devices/not-listed-netns", Status: report.Fail,
+		When: "the library does not list a kernel device while the RDMA subsystem is in exclusive netns mode: " +
+			"it belongs to another network namespace (or its provider did not load)",
+		Message: "{device} (driver {driver}): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace " +
+			"(or its provider lib{provider}-rdmav*.so did not load){said}",
+		Fix: exclusiveNetnsFix("{devices}") + " If the device does belong to this namespace, its provider did not load:\n" + installProviderFix + "\n" + ibvShowWarnings})
+	verbsUnknownDriver = declare(Finding{ID: "libibverbs.devices/not-listed-unknown-driver", Status: report.Fail,
+		When:    "the library does not list a kernel device whose driver has no known provider",
+		Message: "{device}: in the kernel, not listed by the library (driver {driver} has no known provider)", Fix: installProviderFix})
+	verbsStray = declare(Finding{ID: "libibverbs.devices/stray", Status: report.Warn,
+		When:    "the library lists a device the kernel does not show",
+		Message: "{device}: listed by the library, not in the kernel", Fix: strayFix})
+	verbsGUIDDiffers = declare(Finding{ID: "libibverbs.devices/guid-differs", Status: report.Warn,
+		When:    "the library sees another node GUID than sysfs",
+		Message: "{device}: node GUID {library_guid} in the library, {sysfs_guid} in sysfs", Fix: strayFix})
+)
+
+const strayFix = "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`, and keep one libibverbs."
+
 func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	h := env.Host
 	var f *sysfs.VerbsEnumeration
@@ -116,28 +172,23 @@ func runLibibverbsDevices(ctx context.Context, env *Env) Result {
 	} else {
 		rec, err := h.RecordedVerbs()
 		if err != nil {
-			r := errorf("no libibverbs enumeration in the snapshot: %v", err)
+			r := verbsNoEnumeration.result("", Slots{"cause": err.Error()})
 			r.Observed, r.Expected = "no recorded enumeration", "the facts file's libibverbs answer"
-			r.Remedy = "Take the snapshot again with a current rdmadoctor (it records the library's answer), or run on the host itself; by hand: `ibv_devices`."
 			return r
 		}
 		f = rec
 	}
 	if f.ChildError != "" {
-		r := errorf("could not enumerate through libibverbs: %s", f.ChildError)
+		r := verbsChildFailed.result("", Slots{"cause": f.ChildError})
 		r.Observed, r.Expected = "no answer from ibv_get_device_list", "ibv_get_device_list returns within the deadline"
-		r.Remedy = "A provider that hangs or crashes in its initialisation stops every application here too: run " +
-			"`strace -f -e trace=openat ibv_devices` to see which provider library it opens last (and `IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` " +
-			"for the library's own messages), then update or remove that provider."
 		r.Details = append(r.Details, f.Warnings...)
 		return r
 	}
 	list := listFromFacts(f)
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		r := errorf("could not list the kernel's RDMA devices: %v", s.DevicesErr)
+		r := verbsKernelUnreadable.result("", Slots{"cause": s.DevicesErr.Error()})
 		r.Observed, r.Expected = "/sys/class/infiniband unreadable", "a readable /sys/class/infiniband to compare the library's list with"
-		r.Remedy = "Run where /sys is mounted and readable; by hand: compare `ibv_devices` with `ls /sys/class/infiniband`."
 		return r
 	}
 	family, pretty := "", ""
@@ -163,20 +214,20 @@ func judgeVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family, pretty, n
 		return r
 	}
 	c := compareVerbsDevices(kernel, l, family, netns == "exclusive", driverOf)
-	ev["missing"] = nonNil(c.missing)
+	ev["missing"] = nonNil(c.missingNames)
 	c.details = append(c.details, l.Warnings...)
 	var r Result
 	switch {
 	case len(kernel) == 0 && len(l.Devices) == 0:
-		r = skip("the kernel has no RDMA device, and the library lists none")
-	case len(c.missing) > 0:
-		r = c.missingResult(len(kernel), family)
-	case len(c.extra) > 0 || len(c.mismatched) > 0:
+		r = verbsNothing.result("", nil)
+	case len(c.missingNames) > 0:
+		r = c.missingResult(len(kernel))
+	case c.strays > 0:
 		r = c.strayResult()
 	default:
-		r = c.allListedResult(kernel)
+		r = c.allListedResult()
 	}
-	r.Observed = fmt.Sprintf("%d of %d kernel device(s) listed", len(kernel)-len(c.missing), len(kernel))
+	r.Observed = fmt.Sprintf("%d of %d kernel device(s) listed", len(kernel)-len(c.missingNames), len(kernel))
 	r.Expected = expected
 	r.Details = c.details
 	r.Evidence = ev
@@ -198,22 +249,33 @@ func verbsListEvidence(l verbsList) map[string]any {
 	return ev
 }
 
-// verbsComparison is the library's list held against the kernel's: the
-// kernel devices it misses (why, and by name), the node GUIDs that differ,
-// the devices only it lists, a table row per device, and the remedies the
-// missing devices call for.
+// verbsUnit is one device's finding before it is rendered: the exclusive
+// netns fix names every device the library misses.
+type verbsUnit struct {
+	f     *Finding
+	unit  string
+	slots Slots
+}
+
+// verbsComparison is the library's list held against the kernel's: a
+// finding per device, the names of the kernel devices the library misses,
+// how many it lists that the kernel does not show (or with another node
+// GUID), and a table row per device.
 type verbsComparison struct {
-	listed                map[string]listedDevice
-	exclusive             bool // RDMA netns mode is exclusive
-	missing, missingNames []string
-	mismatched, extra     []string
-	details, remedies     []string
+	listed       map[string]listedDevice
+	exclusive    bool   // RDMA netns mode is exclusive
+	packages     string // the provider packages of the distribution
+	units        []verbsUnit
+	findings     []report.Finding
+	missingNames []string
+	strays       int
+	details      []string
 }
 
 // compareVerbsDevices walks the kernel's devices, then the ones only the
-// library lists, building the comparison table.
+// library lists, building the comparison table and the findings.
 func compareVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family string, exclusive bool, driverOf func(sysfs.RDMADevice) *Driver) *verbsComparison {
-	c := &verbsComparison{listed: map[string]listedDevice{}, exclusive: exclusive}
+	c := &verbsComparison{listed: map[string]listedDevice{}, exclusive: exclusive, packages: providerPackages(family)}
 	for _, d := range l.Devices {
 		c.listed[d.Name] = d
 	}
@@ -224,104 +286,133 @@ func compareVerbsDevices(kernel []sysfs.RDMADevice, l verbsList, family string, 
 		if d, ok := c.listed[k.Name]; ok {
 			c.noteListed(k, d)
 		} else {
-			c.noteMissing(k, driverOf(k), l.Warnings, family)
+			c.noteMissing(k, driverOf(k), l.Warnings)
 		}
 	}
+	var extra []string
 	for _, d := range l.Devices {
 		if !inKernel[d.Name] {
-			c.extra = append(c.extra, d.Name)
+			extra = append(extra, d.Name)
 			c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", d.Name, d.GUID, "listed, not in the kernel"))
 		}
 	}
-	sort.Strings(c.extra)
+	sort.Strings(extra)
+	for _, name := range extra {
+		c.units = append(c.units, verbsUnit{verbsStray, name, Slots{"device": name}})
+		c.strays++
+	}
+	for _, u := range c.units {
+		c.findings = append(c.findings, u.f.At(u.unit, u.slots.with("devices", strings.Join(c.missingNames, ", "))))
+	}
 	return c
 }
 
 // noteListed records a kernel device the library lists, and a node GUID
 // that differs between the two (two stacks, or a stale view).
 func (c *verbsComparison) noteListed(k sysfs.RDMADevice, d listedDevice) {
-	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, firstOr([]string{d.GUID}, k.NodeGUID), "listed"))
+	guid := firstOr([]string{d.GUID}, k.NodeGUID)
+	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, guid, "listed"))
 	if d.GUID != "" && k.NodeGUID != "" && normGUID(d.GUID) != normGUID(k.NodeGUID) {
-		c.mismatched = append(c.mismatched, fmt.Sprintf("%s: node GUID %s in the library, %s in sysfs", k.Name, d.GUID, k.NodeGUID))
+		c.units = append(c.units, verbsUnit{verbsGUIDDiffers, k.Name, Slots{"device": k.Name, "library_guid": d.GUID, "sysfs_guid": k.NodeGUID}})
+		c.strays++
+		return
 	}
+	c.units = append(c.units, verbsUnit{verbsListed, k.Name, Slots{"device": k.Name, "guid": guid}})
 }
 
-// noteMissing records a kernel device the library does not list, with why;
-// when its driver is known, its provider is the thing to install and the
-// library's own messages say why it did not load.
-func (c *verbsComparison) noteMissing(k sysfs.RDMADevice, drv *Driver, warnings []string, family string) {
-	if drv != nil {
-		c.remedies = appendUnique(c.remedies, installProviderRemedy(family))
-		c.remedies = appendUnique(c.remedies, "`IBV_SHOW_WARNINGS=1 VERBS_LOG_LEVEL=3 ibv_devices` prints the library's own reason for each provider it could not load.")
-	}
-	c.missing = append(c.missing, notListed(k, drv, warnings, c.exclusive))
+// noteMissing records a kernel device the library does not list, with
+// why: its provider, or in exclusive netns mode the namespace first, with
+// what the library printed about the provider.
+func (c *verbsComparison) noteMissing(k sysfs.RDMADevice, drv *Driver, warnings []string) {
 	c.missingNames = append(c.missingNames, k.Name)
 	c.details = append(c.details, fmt.Sprintf("%-16s %-20s %s", k.Name, k.NodeGUID, "MISSING"))
+	slots := Slots{"device": k.Name, "provider_packages": c.packages}
+	if drv == nil {
+		c.units = append(c.units, verbsUnit{verbsUnknownDriver, k.Name, slots.with("driver", fmt.Sprintf("%q", k.Driver))})
+		return
+	}
+	drvName := drv.PCIDriver
+	if drvName == "" {
+		drvName = drv.RDMAModule()
+	}
+	said := ""
+	for _, w := range warnings {
+		if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
+			said = " — the library said: " + w
+			break
+		}
+	}
+	f := verbsNotListed
+	if c.exclusive {
+		// The provider is installed (libibverbs.install passed); in
+		// exclusive mode the device is in another namespace.
+		f = verbsNotListedNetns
+	}
+	c.units = append(c.units, verbsUnit{f, k.Name, slots.with("driver", drvName, "provider", drv.Provider, "said", said)})
+}
+
+// remedy is the fixes of the findings that did not pass, line by line,
+// each line once: two devices missing their providers install them once.
+func (c *verbsComparison) remedy() string {
+	var lines []string
+	for _, f := range c.findings {
+		if f.Status == report.Pass || f.Fix == "" {
+			continue
+		}
+		for _, l := range strings.Split(f.Fix, "\n") {
+			lines = appendUnique(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// messages are the messages of the findings of one status.
+func (c *verbsComparison) messages(st report.Status) []string {
+	var out []string
+	for _, f := range c.findings {
+		if f.Status == st {
+			out = append(out, f.Message)
+		}
+	}
+	return out
 }
 
 // missingResult fails: an application here sees fewer devices than the
 // kernel has. In an exclusive RDMA netns the namespace comes first: it is
 // the cause a provider reinstall would never fix.
-func (c *verbsComparison) missingResult(kernel int, family string) Result {
-	r := fail(fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", kernel-len(c.missing), kernel, strings.Join(c.missing, "; ")))
-	remedies := c.remedies
-	if len(remedies) == 0 {
-		remedies = append(remedies, installProviderRemedy(family))
-	}
+func (c *verbsComparison) missingResult(kernel int) Result {
+	missing := c.messages(report.Fail)
+	r := Result{Status: report.Fail, Findings: c.findings, Remedy: c.remedy(),
+		Summary: fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", kernel-len(missing), kernel, strings.Join(missing, "; "))}
 	if c.exclusive {
 		c.details = append([]string{"RDMA netns mode is exclusive (`rdma system`): a device is visible only in its own network namespace"}, c.details...)
-		remedies = append([]string{exclusiveNetnsFix(strings.Join(c.missingNames, ", ")) +
-			" If the device does belong to this namespace, its provider did not load:"}, remedies...)
 	}
-	r.Remedy = strings.Join(remedies, "\n")
 	return r
 }
 
 // strayResult warns: the library lists devices the kernel does not show,
 // or sees another node GUID — two RDMA stacks or a stale sysfs view.
 func (c *verbsComparison) strayResult() Result {
-	var parts []string
-	if len(c.extra) > 0 {
-		parts = append(parts, "the library lists device(s) the kernel does not show: "+strings.Join(c.extra, ", "))
+	var parts, extra []string
+	for _, f := range c.findings {
+		switch f.ID {
+		case verbsStray.ID:
+			extra = append(extra, f.Unit)
+		case verbsGUIDDiffers.ID:
+			parts = append(parts, f.Message)
+		}
 	}
-	parts = append(parts, c.mismatched...)
-	r := warn(strings.Join(parts, "; "))
-	r.Remedy = "Two RDMA stacks or a stale sysfs view: compare `ibv_devices` with `ls /sys/class/infiniband`, and keep one libibverbs."
-	return r
+	if len(extra) > 0 {
+		parts = append([]string{"the library lists device(s) the kernel does not show: " + strings.Join(extra, ", ")}, parts...)
+	}
+	return Result{Status: report.Warn, Summary: strings.Join(parts, "; "), Remedy: c.remedy(), Findings: c.findings}
 }
 
 // allListedResult passes, naming each device with its node GUID.
-func (c *verbsComparison) allListedResult(kernel []sysfs.RDMADevice) Result {
-	var names []string
-	for _, k := range kernel {
-		names = append(names, fmt.Sprintf("%s (%s)", k.Name, firstOr([]string{c.listed[k.Name].GUID}, k.NodeGUID)))
-	}
-	return pass(fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(kernel), strings.Join(names, ", ")))
-}
-
-// notListed says why the library may not list kernel device k of driver
-// drv (nil: unknown), with what the library printed about its provider.
-func notListed(k sysfs.RDMADevice, drv *Driver, warnings []string, exclusive bool) string {
-	if drv == nil {
-		return fmt.Sprintf("%s: in the kernel, not listed by the library (driver %q has no known provider)", k.Name, k.Driver)
-	}
-	drvName := drv.PCIDriver
-	if drvName == "" {
-		drvName = drv.RDMAModule()
-	}
-	what := fmt.Sprintf("%s (driver %s): not listed — most often its provider lib%s-rdmav*.so did not load", k.Name, drvName, drv.Provider)
-	if exclusive {
-		// The provider is installed (libibverbs.install passed); in
-		// exclusive mode the device is in another namespace.
-		what = fmt.Sprintf("%s (driver %s): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace "+
-			"(or its provider lib%s-rdmav*.so did not load)", k.Name, drvName, drv.Provider)
-	}
-	for _, w := range warnings {
-		if strings.Contains(w, "lib"+drv.Provider+"-") || strings.Contains(w, "'"+drv.Provider+"'") {
-			return what + " — the library said: " + w
-		}
-	}
-	return what
+func (c *verbsComparison) allListedResult() Result {
+	names := c.messages(report.Pass)
+	return Result{Status: report.Pass, Findings: c.findings,
+		Summary: fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(names), strings.Join(names, ", "))}
 }
 
 // libraryFailure judges a library that did not answer with a list: it did
@@ -329,33 +420,32 @@ func notListed(k sysfs.RDMADevice, drv *Driver, warnings []string, exclusive boo
 // ev and reports whether the library failed.
 func libraryFailure(l verbsList, family, pretty string, ev map[string]any) (Result, bool) {
 	name := orDefault(l.Library, LibibverbsSoname)
-	lib := orDefault(l.LoadedFrom, name)
+	install := libraryPackages(family, pretty)
 	var r Result
 	switch {
 	case l.LoadError != "":
 		ev["load_error"] = l.LoadError
-		r = fail(fmt.Sprintf("%s could not be loaded: %s", name, l.LoadError))
-		r.Observed, r.Remedy = "not loadable", installLibRemedy(family, pretty)
+		r = verbsLoadFailed.result("", install.with("library", name, "cause", l.LoadError))
+		r.Observed = "not loadable"
 	case len(l.Missing) > 0:
 		ev["missing_symbols"] = l.Missing
-		r = fail(fmt.Sprintf("%s is not a usable libibverbs: it lacks %d verb(s): %s", lib, len(l.Missing), strings.Join(l.Missing, ", ")))
+		r = verbsNotVerbs.result("", install.with("library", orDefault(l.LoadedFrom, name), "count", fmt.Sprint(len(l.Missing)),
+			"symbols", strings.Join(l.Missing, ", ")))
 		r.Observed = "wrong library"
-		r.Remedy = "The file the loader finds first as " + LibibverbsSoname + " is not rdma-core's library (or a very old one): `ldconfig -p | grep libibverbs` " +
-			"and LD_LIBRARY_PATH show which; remove it or fix the path. " + installLibRemedy(family, pretty)
+	case l.ListErrno == "ENOSYS":
+		ev["list_errno"] = l.ListErrno
+		r = verbsNoUverbs.result("", nil)
+		r.Observed, r.Details = "NULL, "+l.ListErrno, l.Warnings
 	case l.ListErrno != "":
 		ev["list_errno"] = l.ListErrno
-		r = fail(fmt.Sprintf("ibv_get_device_list returned NULL with %s", l.ListErrno))
-		r.Observed, r.Remedy, r.Details = "NULL, "+l.ListErrno, genericVerbsFix, l.Warnings
-		if l.ListErrno == "ENOSYS" {
-			r.Summary += ": the kernel has no uverbs (no InfiniBand user access)"
-			r.Remedy = noUverbsFix
-		}
+		r = verbsListErrno.result("", Slots{"errno": l.ListErrno})
+		r.Observed, r.Details = "NULL, "+l.ListErrno, l.Warnings
 	case l.ListError != "":
 		// NULL without errno: the library failed and did not say why.
 		// That is no empty list, and no provider's fault to guess at.
 		ev["list_error"] = l.ListError
-		r = fail("ibv_get_device_list returned NULL without setting errno: " + l.ListError)
-		r.Observed, r.Remedy, r.Details = "NULL, no errno", nullListFix, l.Warnings
+		r = verbsListNoErrno.result("", Slots{"cause": l.ListError})
+		r.Observed, r.Details = "NULL, no errno", l.Warnings
 	default:
 		return Result{}, false
 	}

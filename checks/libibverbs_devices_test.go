@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
@@ -44,29 +45,31 @@ func TestJudgeVerbsDevices(t *testing.T) {
 		// remedyFirst is how the remedy must begin; remedyLacks what it must not say.
 		remedyFirst string
 		remedyLacks []string
+		// findings are the findings' IDs and units ("ID unit").
+		findings []string
 	}{
-		{name: "all listed", kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
+		{name: "all listed", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/listed rxe0"}, kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
 			status: report.Pass, contains: []string{"lists all 2 kernel device(s)", "mlx5_0 (0c42:a103:0065:d4e2)", "rxe0 (ccbe:95ff:fe70:d640)"}},
-		{name: "library absent", kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+		{name: "library absent", findings: []string{"libibverbs.devices/load-failed "}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
 			list:   verbsList{Library: "libibverbs.so.1", LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory"},
 			status: report.Fail, contains: []string{"could not be loaded", "cannot open shared object file"}, remedy: "apt-get install libibverbs1"},
 		// With no library name recorded, the soname is named.
-		{name: "library absent on RHEL", kernel: []sysfs.RDMADevice{mlx}, family: "rhel",
+		{name: "library absent on RHEL", findings: []string{"libibverbs.devices/load-failed "}, kernel: []sysfs.RDMADevice{mlx}, family: "rhel",
 			list:   verbsList{LoadError: "libibverbs.so.1: cannot open shared object file"},
 			status: report.Fail, contains: []string{"libibverbs.so.1 could not be loaded"}, remedy: "dnf install libibverbs"},
-		{name: "wrong library", kernel: []sysfs.RDMADevice{mlx},
+		{name: "wrong library", findings: []string{"libibverbs.devices/not-verbs "}, kernel: []sysfs.RDMADevice{mlx},
 			list:   verbsList{Library: "libibverbs.so.1", LoadedFrom: "/opt/x/libibverbs.so.1", Missing: []string{"ibv_get_device_list", "ibv_open_device"}},
 			status: report.Fail, contains: []string{"/opt/x/libibverbs.so.1 is not a usable libibverbs", "lacks 2 verb(s)", "ibv_open_device"}, remedy: "ldconfig -p"},
-		{name: "ENOSYS", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOSYS"},
+		{name: "ENOSYS", findings: []string{"libibverbs.devices/list-enosys "}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOSYS"},
 			status: report.Fail, contains: []string{"NULL with ENOSYS", "the kernel has no uverbs"}, remedy: "modprobe ib_uverbs"},
-		{name: "other errno", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
+		{name: "other errno", findings: []string{"libibverbs.devices/list-errno "}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
 			status: report.Fail, contains: []string{"NULL with ENOMEM"}},
 		// NULL without errno is a failed call, not an empty list whose
 		// cause would be a missing provider.
-		{name: "NULL without errno", kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+		{name: "NULL without errno", findings: []string{"libibverbs.devices/list-no-errno "}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
 			list:   verbsList{ListError: "ibv_get_device_list: failed without setting errno"},
 			status: report.Fail, contains: []string{"returned NULL without setting errno"}, remedy: "VERBS_LOG_LEVEL=3 ibv_devices"},
-		{name: "provider missing for one driver", kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
+		{name: "provider missing for one driver", findings: []string{"libibverbs.devices/not-listed mlx5_0", "libibverbs.devices/not-listed mlx5_1", "libibverbs.devices/listed rxe0"}, kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
 			list: verbsList{Devices: listed(rxe), Warnings: []string{
 				"libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: cannot open shared object file"}},
 			status: report.Fail, contains: []string{"lists 1 of the kernel's 3", "mlx5_0 (driver mlx5_core): not listed — most often its provider libmlx5-rdmav*.so did not load",
@@ -74,30 +77,37 @@ func TestJudgeVerbsDevices(t *testing.T) {
 			remedyFirst: "Install the providers", remedyLacks: []string{"exclusive"}},
 		// In exclusive netns mode the namespace is named first, in the
 		// finding and in the remedy; the provider comes after.
-		{name: "empty list in exclusive netns", kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{}, family: "debian",
+		{name: "empty list in exclusive netns", findings: []string{"libibverbs.devices/not-listed-netns mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{}, family: "debian",
 			status: report.Fail, contains: []string{"RDMA netns mode is exclusive", "mlx5_0 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace"},
 			remedy:      "If the device does belong to this namespace, its provider did not load:\nInstall the providers: `apt-get install ibverbs-providers`",
 			remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_0 is visible and opens only inside"},
-		{name: "one of two missing in exclusive netns", kernel: []sysfs.RDMADevice{mlx, mlx1}, netns: "exclusive", list: verbsList{Devices: listed(mlx)},
+		{name: "one of two missing in exclusive netns", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/not-listed-netns mlx5_1"}, kernel: []sysfs.RDMADevice{mlx, mlx1}, netns: "exclusive", list: verbsList{Devices: listed(mlx)},
 			status: report.Fail, contains: []string{"lists 1 of the kernel's 2", "mlx5_1 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode"},
 			remedy: "nsenter --net", remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_1 is visible"},
-		{name: "software device without provider", kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
+		{name: "software device without provider", findings: []string{"libibverbs.devices/not-listed rxe0"}, kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
 			status: report.Fail, contains: []string{"rxe0 (driver rdma_rxe): not listed — most often its provider librxe-rdmav*.so did not load"}},
-		{name: "unknown driver", kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
+		{name: "unknown driver", findings: []string{"libibverbs.devices/not-listed-unknown-driver foo0"}, kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
 			status: report.Fail, contains: []string{`driver "foo" has no known provider`}},
-		{name: "extra device", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: append(listed(mlx), listedDevice{Name: "mlx5_7"})},
+		{name: "extra device", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/stray mlx5_7"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: append(listed(mlx), listedDevice{Name: "mlx5_7"})},
 			status: report.Warn, contains: []string{"does not show: mlx5_7"}},
-		{name: "GUID differs", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0c42:a103:0065:0000"}}},
+		{name: "GUID differs", findings: []string{"libibverbs.devices/guid-differs mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0c42:a103:0065:0000"}}},
 			status: report.Warn, contains: []string{"node GUID 0c42:a103:0065:0000 in the library, 0c42:a103:0065:d4e2 in sysfs"}},
-		{name: "GUID formats compare equal", kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0C42A1030065D4E2"}}},
+		{name: "GUID formats compare equal", findings: []string{"libibverbs.devices/listed mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0C42A1030065D4E2"}}},
 			status: report.Pass},
-		{name: "nothing anywhere", list: verbsList{}, status: report.Skip},
+		{name: "nothing anywhere", findings: []string{"libibverbs.devices/none "}, list: verbsList{}, status: report.Skip},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := judgeVerbsDevices(c.kernel, c.list, c.family, "", c.netns, driverOf)
 			if r.Status != c.status {
 				t.Fatalf("status %s, want %s: %s", r.Status, c.status, r.Summary)
+			}
+			var got []string
+			for _, f := range r.Findings {
+				got = append(got, f.ID+" "+f.Unit)
+			}
+			if diff := cmp.Diff(c.findings, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			text := r.Summary + "\n" + strings.Join(r.Details, "\n")
 			for _, w := range c.contains {

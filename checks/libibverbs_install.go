@@ -29,25 +29,76 @@ func init() {
 			Why: "Every RDMA application loads libibverbs.so.1 and, through it, one provider per device. A missing provider makes the library list " +
 				"zero devices while the kernel shows them; two copies mean applications and providers from different builds meet at run time " +
 				"(\"couldn't load driver\", ABI warnings, crashes); a dangling link is a half-removed package.",
-			Failures: []Failure{
-				{report.Fail, "libibverbs.so.1 is not installed",
-					"Debian/Ubuntu: `apt-get install libibverbs1 ibverbs-providers`; RHEL family: `dnf install libibverbs`; SUSE: `zypper install libibverbs1 rdma-core`. " +
-						"With MLNX_OFED/DOCA-OFED, reinstall that stack instead."},
-				{report.Fail, "a symlink in the chain is dangling (or loops)", "Reinstall the package that owns the library (`dpkg -S` / `rpm -qf` on the link), then run `ldconfig`."},
-				{report.Fail, "two different copies of libibverbs.so.1 are reachable",
-					"Keep one stack, the one that belongs to the kernel side in use (MLNX_OFED/DOCA-OFED kernel modules go with their own libibverbs): " +
-						"find each copy's package (`dpkg -S <file>` / `rpm -qf <file>`), remove the other copy's package " +
-						"(or the hand-built files in /usr/local or /opt and its /etc/ld.so.conf.d entry), then run `ldconfig`."},
-				{report.Fail, "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing)",
-					"Install the providers: Debian/Ubuntu `apt-get install ibverbs-providers`; RHEL family `dnf install libibverbs` (it carries them); " +
-						"SUSE `zypper install libibverbs`; or reinstall MLNX_OFED/DOCA-OFED."},
-				{report.Warn, "the library is found only in a standard directory, not in the loader cache (or the cache lists a file that is gone)", "Run `ldconfig`."},
-				{report.Error, "/etc/ld.so.cache or the provider configuration could not be read or parsed", "Run `ldconfig` to rebuild the cache; run where /etc is readable."},
-			},
 		},
 		Run: runLibibverbsInstall,
 	})
 }
+
+// libibverbs.install's findings. A candidate's finding is about its path,
+// a provider's about the provider's name, the rest about the host.
+var (
+	libCacheUnreadable = declare(Finding{ID: "libibverbs.install/cache-unreadable", Status: report.Error,
+		When:    "/etc/ld.so.cache exists but could not be read or parsed",
+		Message: "could not read the loader cache: {cause}",
+		Fix: "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories); " +
+			"by hand: `ldconfig -p | grep libibverbs`."})
+	libNotInstalled = declare(Finding{ID: "libibverbs.install/not-installed", Status: report.Fail,
+		When:    "libibverbs.so.1 is in neither the loader cache nor a standard directory",
+		Message: "libibverbs.so.1 not found in the loader cache or the standard directories",
+		Fix:     installLibFix})
+	libExplicitAbsent = declare(Finding{ID: "libibverbs.install/explicit-absent", Status: report.Fail,
+		When:    "the file --libibverbs names does not exist",
+		Message: "--libibverbs {path} does not exist",
+		Fix:     "Give --libibverbs the path of an installed libibverbs.so.1, or leave it out to judge the copy the loader finds."})
+	libDangling = declare(Finding{ID: "libibverbs.install/dangling", Status: report.Fail,
+		When:    "a symlink in the chain is dangling: the last target does not exist",
+		Message: "dangling symlink: {chain} (the last target does not exist)",
+		Fix: "The link chain {chain} ends at a file that is gone: reinstall the package that owns {path} " +
+			"(`dpkg -S {path}` or `rpm -qf {path}`), then run `ldconfig`."})
+	libBrokenChain = declare(Finding{ID: "libibverbs.install/broken-chain", Status: report.Fail,
+		When:    "the symlink chain cannot be followed (a loop, a link that cannot be read)",
+		Message: "{chain}: {cause}",
+		Fix:     "Reinstall the package that owns {path}, then run `ldconfig`."})
+	libNotLoadable = declare(Finding{ID: "libibverbs.install/not-loadable", Status: report.Fail,
+		When:    "the file the chain reaches is not a loadable 64-bit ELF library",
+		Message: "{chain}: {cause}",
+		Fix:     "Replace {file} with the real library from its package, then run `ldconfig`."})
+	libTwoCopies = declare(Finding{ID: "libibverbs.install/two-copies", Status: report.Fail,
+		When:    "two different copies of libibverbs.so.1 are reachable (an inbox rdma-core beside MLNX_OFED's, or a hand-built one)",
+		Message: "{count} different copies of libibverbs.so.1: {copies}",
+		Fix: "Keep one RDMA user-space stack. The loader uses {picked}; applications built against the other copy and its providers " +
+			"meet this one at run time. Find the package that owns each copy: {owners} — a file no package owns was installed by hand. " +
+			"Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/) " +
+			"go with their own libibverbs, the distribution's kernel drivers with its rdma-core. " +
+			"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the " +
+			"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file."})
+	libProviderOK = declare(Finding{ID: "libibverbs.install/provider", Status: report.Pass,
+		When:    "a device's driver has its provider: a .driver file names it and its lib<name>-rdmav*.so loads",
+		Message: "provider {provider} for {devices}: {driver_file}, {object}"})
+	libProviderMissing = declare(Finding{ID: "libibverbs.install/provider-missing", Status: report.Fail,
+		When:    "no provider for a device's driver (.driver file or lib<name>-rdmav*.so missing or broken)",
+		Message: "no provider for {provider} ({devices}): {cause} — the library lists zero of these devices while the kernel shows them",
+		Fix:     installProviderFix})
+	libProviderConfUnreadable = declare(Finding{ID: "libibverbs.install/provider-config-unreadable", Status: report.Error,
+		When:    "/etc/libibverbs.d could not be read",
+		Message: "could not read the provider configuration: {cause}",
+		Fix:     "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d {provider_dir}`."})
+	libNoCache = declare(Finding{ID: "libibverbs.install/no-cache", Status: report.Warn,
+		When:    "there is no loader cache: the loader searches only its built-in directories",
+		Message: "no loader cache ({cache}): run `ldconfig`", Fix: ldconfigFix})
+	libCacheStale = declare(Finding{ID: "libibverbs.install/cache-stale", Status: report.Warn,
+		When:    "the loader cache lists a libibverbs.so.1 that is gone",
+		Message: "the loader cache lists {path}, which does not exist: run `ldconfig`", Fix: ldconfigFix})
+	libNotCached = declare(Finding{ID: "libibverbs.install/not-cached", Status: report.Warn,
+		When:    "the library is found only in a standard directory, not in the loader cache",
+		Message: "libibverbs.so.1 is not in the loader cache; found in {dir}, which the loader searches only if it is one of its built-in directories: run `ldconfig`",
+		Fix:     ldconfigFix})
+	libInstalled = declare(Finding{ID: "libibverbs.install/ok", Status: report.Pass,
+		When:    "one libibverbs.so.1, an intact link chain to a 64-bit ELF file, a provider for every device",
+		Message: "{path} → {file}; {providers}"})
+)
+
+const ldconfigFix = "Run `ldconfig` so the loader cache matches the installed libraries."
 
 // libCandidate is one place the loader would look for the library.
 type libCandidate struct {
@@ -91,13 +142,38 @@ type libInstall struct {
 	cache *sysfs.LDCache
 	ev    map[string]any
 
-	cands                 []libCandidate
-	candEv                []map[string]any
-	picked                *libCandidate   // the copy the loader uses
-	copies                []*libCandidate // one per distinct file, loader order
-	missing               bool            // no candidate exists at all
-	details, warns, fails []string
-	remedy                []string
+	cands    []libCandidate
+	candEv   []map[string]any
+	picked   *libCandidate   // the copy the loader uses
+	copies   []*libCandidate // one per distinct file, loader order
+	missing  bool            // no candidate exists at all
+	details  []string
+	findings []report.Finding
+}
+
+// add records a finding.
+func (li *libInstall) add(f report.Finding) { li.findings = append(li.findings, f) }
+
+// messages are the messages of the findings of one status, in order.
+func (li *libInstall) messages(st report.Status) []string {
+	var out []string
+	for _, f := range li.findings {
+		if f.Status == st {
+			out = append(out, f.Message)
+		}
+	}
+	return out
+}
+
+// fixes are the fixes of the findings of one status, each once.
+func (li *libInstall) fixes(st report.Status) string {
+	var out []string
+	for _, f := range li.findings {
+		if f.Status == st && f.Fix != "" {
+			out = appendUnique(out, f.Fix)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // readCache reads /etc/ld.so.cache; a cache that exists but cannot be read
@@ -120,12 +196,10 @@ func (li *libInstall) readCache() (Result, bool) {
 		}
 	case sysfs.IsNotExist(err):
 		li.details = append(li.details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
-		li.warns = append(li.warns, "no loader cache ("+h.Display(sysfs.LDSOCache)+"): run `ldconfig`")
+		li.add(libNoCache.At("", Slots{"cache": h.Display(sysfs.LDSOCache)}))
 	default:
-		r := errorf("could not read the loader cache: %v", err)
+		r := libCacheUnreadable.result("", Slots{"cause": err.Error()})
 		r.Observed, r.Expected = h.Display(sysfs.LDSOCache)+" unreadable", "a loader cache ldconfig wrote"
-		r.Remedy = "Rebuild it with `ldconfig` (the loader ignores a corrupt cache and falls back to its built-in directories); " +
-			"by hand: `ldconfig -p | grep libibverbs`."
 		r.Evidence = map[string]any{"ld_cache": h.Display(sysfs.LDSOCache), "error": err.Error()}
 		return r, true
 	}
@@ -175,39 +249,39 @@ func (li *libInstall) gather(explicit string) {
 
 // judge judges one candidate: stale or absent, a broken link chain, not a
 // loadable 64-bit ELF file, or a good copy (grouped by the file it reaches).
+
+// judge judges one candidate: stale or absent, a broken link chain, not a
+// loadable 64-bit ELF file, or a good copy (grouped by the file it reaches).
 func (li *libInstall) judge(c *libCandidate) {
 	cev := map[string]any{"path": c.path, "source": c.source, "chain": c.chain.Hops}
 	li.candEv = append(li.candEv, cev)
-	fail := func(status, finding, detail, fix string) {
+	slots := Slots{"path": c.path, "chain": c.chain.String(), "file": c.chain.Final}
+	fail := func(status string, f *Finding, detail string, slots Slots) {
 		cev["status"] = status
-		li.fails = append(li.fails, finding)
+		li.add(f.At(c.path, slots))
 		li.details = append(li.details, fmt.Sprintf("%s (from %s): %s", c.path, c.source, detail))
-		li.remedy = appendUnique(li.remedy, fix)
 	}
 	switch {
 	case c.chain.Absent && c.source == sysfs.LDSOCache:
 		cev["status"] = "stale"
 		li.details = append(li.details, fmt.Sprintf("%s (from %s): listed but does not exist", li.h.Display(c.path), c.source))
-		li.warns = append(li.warns, "the loader cache lists "+c.path+", which does not exist: run `ldconfig`")
+		li.add(libCacheStale.At(c.path, slots))
 		return
 	case c.chain.Absent:
 		cev["status"] = "absent"
 		li.details = append(li.details, fmt.Sprintf("%s (from %s): does not exist", li.h.Display(c.path), c.source))
 		if c.source == "--libibverbs" {
-			li.fails = append(li.fails, "--libibverbs "+c.path+" does not exist")
+			li.add(libExplicitAbsent.At(c.path, slots))
 		}
 		return
 	}
 	li.missing = false
 	switch {
 	case c.chain.Dangling:
-		fail("dangling", fmt.Sprintf("dangling symlink: %s (the last target does not exist)", c.chain), fmt.Sprintf("DANGLING %s", c.chain),
-			fmt.Sprintf("The link chain %s ends at a file that is gone: reinstall the package that owns %s "+
-				"(`dpkg -S %s` or `rpm -qf %s`), then run `ldconfig`.", c.chain, c.path, c.path, c.path))
+		fail("dangling", libDangling, fmt.Sprintf("DANGLING %s", c.chain), slots)
 		return
 	case !c.chain.OK():
-		fail("broken", fmt.Sprintf("%s: %v", c.chain, c.chain.Err), fmt.Sprintf("%v", c.chain.Err),
-			"Reinstall the package that owns "+c.path+", then run `ldconfig`.")
+		fail("broken", libBrokenChain, fmt.Sprintf("%v", c.chain.Err), slots.with("cause", fmt.Sprint(c.chain.Err)))
 		return
 	}
 	class, err := li.h.ELFClass(c.chain.Final)
@@ -216,8 +290,7 @@ func (li *libInstall) judge(c *libCandidate) {
 		if err == nil {
 			why = fmt.Sprintf("a %d-bit library where a 64-bit one is loaded", class)
 		}
-		fail("not_loadable", fmt.Sprintf("%s: %s", c.chain, why), why,
-			"Replace "+c.chain.Final+" with the real library from its package, then run `ldconfig`.")
+		fail("not_loadable", libNotLoadable, why, slots.with("cause", why))
 		return
 	}
 	cev["status"], cev["file"] = "ok", c.chain.Final
@@ -242,9 +315,10 @@ func (li *libInstall) notInstalled(family, pretty string) Result {
 		li.details = append(li.details, fmt.Sprintf("%s: %d entries, none for %s (%s)", li.h.Display(sysfs.LDSOCache), len(li.cache.Entries), LibibverbsSoname, sysfs.LDArchName(li.abi)))
 	}
 	li.details = append(li.details, "searched: "+strings.Join(sysfs.StandardLibDirs(li.abi), ", "))
-	r := fail(fmt.Sprintf("%s not found in the loader cache or the standard directories", LibibverbsSoname))
+	r := libNotInstalled.result("", libraryPackages(family, pretty))
+	r.Findings = append(li.findings, r.Findings...)
 	r.Observed, r.Expected = "not installed", LibibverbsSoname+" resolvable by the loader"
-	r.Details, r.Remedy, r.Evidence = li.details, installLibRemedy(family, pretty), li.ev
+	r.Details, r.Evidence = li.details, li.ev
 	return r
 }
 
@@ -268,14 +342,8 @@ func (li *libInstall) copiesFinding(family string) {
 		list = append(list, fmt.Sprintf("%s (%s, via %s)%s", c.chain.Final, c.path, c.source, who))
 		owners = append(owners, ownerQuery(family, c.chain.Final))
 	}
-	li.fails = append(li.fails, fmt.Sprintf("%d different copies of %s: %s", len(li.copies), LibibverbsSoname, strings.Join(list, "; ")))
-	li.remedy = appendUnique(li.remedy, fmt.Sprintf("Keep one RDMA user-space stack. The loader uses %s; applications built against the other copy and its providers "+
-		"meet this one at run time. Find the package that owns each copy: %s — a file no package owns was installed by hand. "+
-		"Keep the copy that belongs to the kernel side in use: MLNX_OFED/DOCA-OFED kernel modules (`modinfo -F filename mlx5_core` under updates/ or extra/) "+
-		"go with their own libibverbs, the distribution's kernel drivers with its rdma-core. "+
-		"Remove the other copy's package (the distribution's rdma-core/libibverbs or MLNX_OFED/DOCA-OFED), or the "+
-		"hand-built files and their /etc/ld.so.conf.d entry, then run `ldconfig`; `ldconfig -p | grep libibverbs` must then list one file.",
-		li.copies[0].chain.Final, strings.Join(owners, "; ")))
+	li.add(libTwoCopies.At("", Slots{"count": fmt.Sprint(len(li.copies)), "copies": strings.Join(list, "; "),
+		"picked": li.copies[0].chain.Final, "owners": strings.Join(owners, "; ")}))
 }
 
 // providers judges the providers next to the picked library; a provider
@@ -287,62 +355,56 @@ func (li *libInstall) providers(s *Survey, family string) (Result, bool) {
 		return Result{}, false
 	}
 	li.ev["library"] = map[string]any{"path": p.path, "file": p.chain.Final, "source": p.source}
-	pf, pd, pe, perr := judgeProviders(li.h, s, p)
+	pv, pd, pe, perr := judgeProviders(li.h, s, p, family)
 	li.details = append(li.details, pd...)
 	li.ev["providers"] = pe
-	if perr != "" && len(li.fails) == 0 && len(pf) == 0 {
-		r := errorf("%s", perr)
+	if perr != "" && len(li.messages(report.Fail)) == 0 {
+		r := libProviderConfUnreadable.result("", Slots{"cause": perr,
+			"provider_dir": path.Join(path.Dir(p.chain.Final), sysfs.ProviderSubdir)})
+		r.Findings = append(li.findings, r.Findings...)
 		r.Observed, r.Expected = "provider configuration unreadable", "a readable "+sysfs.LibibverbsConfDir+" naming each device's provider"
 		r.Details, r.Evidence = li.details, li.ev
-		r.Remedy = "Run where /etc/libibverbs.d and the library directory are readable; by hand: `ls -l /etc/libibverbs.d " +
-			path.Join(path.Dir(p.chain.Final), sysfs.ProviderSubdir) + "`."
 		return r, true
 	}
-	if len(pf) > 0 {
-		li.fails = append(li.fails, pf...)
-		li.remedy = appendUnique(li.remedy, installProviderRemedy(family))
-	}
+	li.findings = append(li.findings, pv...)
 	return Result{}, false
 }
 
-// verdict turns the findings into the result.
+// verdict turns the findings into the result: the failures, else the
+// warnings, else the library and its providers. A candidate that exists
+// either fails or is picked, so without a failure a copy is picked.
 func (li *libInstall) verdict(s *Survey) Result {
-	expected := "one " + LibibverbsSoname + " reached by the loader, an intact link chain, a provider for every device"
-	var r Result
 	p := li.picked
-	notCached := p != nil && p.source == "standard directory" && li.cache != nil
-	switch {
-	case len(li.fails) > 0:
-		r = fail(strings.Join(li.fails, "; "))
-		r.Observed, r.Remedy = fmt.Sprintf("%d problem(s)", len(li.fails)), strings.Join(li.remedy, "\n")
-	case p == nil:
-		r = errorf("no usable %s was found", LibibverbsSoname)
-		r.Observed = "no usable copy"
-		r.Remedy = "Look by hand: `ldconfig -p | grep libibverbs` and `ls -l` each path it lists (and its link chain with `readlink -f`); " +
-			"reinstall the library's package if none is a regular 64-bit ELF file."
-	case len(li.warns) > 0 || notCached:
-		if notCached {
-			li.warns = append(li.warns, fmt.Sprintf("%s is not in the loader cache; found in %s, which the loader searches only if it is one of its built-in directories: run `ldconfig`",
-				LibibverbsSoname, path.Dir(p.path)))
-		}
-		r = warn(strings.Join(li.warns, "; "))
-		r.Observed, r.Remedy = p.chain.Final, "Run `ldconfig` so the loader cache matches the installed libraries."
+	if p != nil && p.source == "standard directory" && li.cache != nil {
+		li.add(libNotCached.At(p.path, Slots{"dir": path.Dir(p.path)}))
+	}
+	var r Result
+	switch fails, warns := li.messages(report.Fail), li.messages(report.Warn); {
+	case len(fails) > 0:
+		r.Status, r.Summary = report.Fail, strings.Join(fails, "; ")
+		r.Observed, r.Remedy = fmt.Sprintf("%d problem(s)", len(fails)), li.fixes(report.Fail)
+	case len(warns) > 0:
+		r.Status, r.Summary = report.Warn, strings.Join(warns, "; ")
+		r.Observed, r.Remedy = p.chain.Final, ldconfigFix
 	default:
 		provs := "providers present for every device"
 		if len(s.Devices) == 0 {
 			provs = "no RDMA device needs a provider"
 		}
-		r = pass(fmt.Sprintf("%s → %s; %s", p.path, p.chain.Final, provs))
-		r.Observed = p.chain.Final
+		f := libInstalled.At(p.path, Slots{"path": p.path, "file": p.chain.Final, "providers": provs})
+		li.add(f)
+		r.Status, r.Summary, r.Observed = f.Status, f.Message, p.chain.Final
 	}
-	r.Expected, r.Details, r.Evidence = expected, li.details, li.ev
+	r.Expected = "one " + LibibverbsSoname + " reached by the loader, an intact link chain, a provider for every device"
+	r.Details, r.Evidence, r.Findings = li.details, li.ev, li.findings
 	return r
 }
 
 // judgeProviders checks that each device's driver has a provider that the
 // picked library will load: its .driver file and the provider object.
-// It returns the failures, detail lines, evidence, and a could-not-look reason.
-func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []string, map[string]any, string) {
+// It returns a finding per provider, detail lines, evidence, and a
+// could-not-look reason.
+func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate, family string) ([]report.Finding, []string, map[string]any, string) {
 	ev := map[string]any{}
 	need, details := providersNeeded(h, s)
 	if len(need.order) == 0 {
@@ -353,24 +415,22 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate) ([]string, []st
 		details = append(details, p.Error())
 	}
 	if confErr != nil && !sysfs.IsNotExist(confErr) {
-		return nil, details, ev, "could not read the provider configuration: " + confErr.Error()
+		return nil, details, ev, confErr.Error()
 	}
 	pl := newProviderLayout(h, lib, conf)
 	ev["directory"] = pl.dir
 	ev["config_dir"] = h.Display(sysfs.LibibverbsConfDir)
-	var fails []string
+	var fs []report.Finding
 	var evList []map[string]any
 	for _, name := range need.order {
-		pv := pl.judge(name, need.devices[name])
+		pv := pl.judge(name, need.devices[name], providerPackages(family))
 		evList = append(evList, pv.evidence)
-		if pv.fail != "" {
-			fails = append(fails, pv.fail)
-		}
+		fs = append(fs, pv.finding)
 		details = append(details, pv.detail)
 	}
 	sort.SliceStable(evList, func(i, j int) bool { return evList[i]["provider"].(string) < evList[j]["provider"].(string) })
 	ev["needed"] = evList
-	return fails, details, ev, ""
+	return fs, details, ev, ""
 }
 
 // providerNeeds are the providers the devices need, in the order first
@@ -449,17 +509,18 @@ func configuredByName(conf map[string]string) map[string]configuredProvider {
 }
 
 // providerVerdict is one provider's judgement: its evidence, its detail
-// line, and the failure line when it is missing.
+// line, and its finding.
 type providerVerdict struct {
 	evidence map[string]any
 	detail   string
-	fail     string
+	finding  report.Finding
 }
 
 // judge checks one provider: a .driver file names it, and a provider
 // object for it is found and loadable. Any problem makes it missing: the
 // library then lists none of its devices although the kernel shows them.
-func (pl providerLayout) judge(name string, devs []string) providerVerdict {
+// packages names the packages that carry the providers.
+func (pl providerLayout) judge(name string, devs []string, packages string) providerVerdict {
 	pe := map[string]any{"provider": name, "devices": devs}
 	var problems []string
 	c, configured := pl.configured[name]
@@ -479,16 +540,16 @@ func (pl providerLayout) judge(name string, devs []string) providerVerdict {
 	}
 	pe["files"] = nonNil(files)
 	on := strings.Join(devs, ", ")
+	slots := Slots{"provider": name, "devices": on}
 	if len(problems) > 0 {
 		pe["status"] = "missing"
 		why := strings.Join(problems, "; ")
-		return providerVerdict{evidence: pe,
-			fail: fmt.Sprintf("no provider for %s (%s): %s — the library lists zero of these devices while the kernel shows them",
-				name, on, why),
+		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages)),
 			detail: fmt.Sprintf("provider %s for %s: MISSING — %s", name, on, why)}
 	}
 	pe["status"] = "ok"
-	return providerVerdict{evidence: pe, detail: fmt.Sprintf("provider %s for %s: %s, %s", name, on, c.file, good)}
+	f := libProviderOK.At(name, slots.with("driver_file", c.file, "object", good))
+	return providerVerdict{evidence: pe, finding: f, detail: f.Message}
 }
 
 // providerFiles finds the provider's objects in the first directory that
@@ -549,35 +610,46 @@ func ownerQuery(family, file string) string {
 	return "`dpkg -S " + file + "` or `rpm -qf " + file + "`"
 }
 
-// installLibRemedy names the packages that provide libibverbs.so.1.
-func installLibRemedy(family, pretty string) string {
+// The fixes that install the library or its providers: the templates say
+// what to install, the slots {packages} and {provider_packages} how on
+// this host's distribution (libraryPackages, providerPackages).
+const (
+	installLibFix      = "Install rdma-core's library and providers{on}: {packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+	installProviderFix = "Install the providers: {provider_packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack."
+)
+
+// libraryPackages are the slots of installLibFix: the packages that
+// provide libibverbs.so.1 on the distribution family, and the
+// distribution's name (pretty) when known.
+func libraryPackages(family, pretty string) Slots {
 	on := ""
 	if pretty != "" {
 		on = " on " + pretty
 	}
+	pk := "the distribution's rdma-core packages (Debian/Ubuntu: libibverbs1 ibverbs-providers; RHEL family: libibverbs; SUSE: libibverbs1 rdma-core)"
 	switch family {
 	case "debian":
-		return "Install rdma-core's library and providers" + on + ": `apt-get install libibverbs1 ibverbs-providers`. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`apt-get install libibverbs1 ibverbs-providers`"
 	case "rhel":
-		return "Install rdma-core's library and providers" + on + ": `dnf install libibverbs` (yum on older releases). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`dnf install libibverbs` (yum on older releases)"
 	case "suse":
-		return "Install rdma-core's library" + on + ": `zypper install libibverbs1 rdma-core` (and `libibverbs`, which carries the providers). With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
+		pk = "`zypper install libibverbs1 rdma-core` (and `libibverbs`, which carries the providers)"
 	}
-	return "Install libibverbs and its providers from the distribution's rdma-core packages " +
-		"(Debian/Ubuntu: libibverbs1 ibverbs-providers; RHEL family: libibverbs; SUSE: libibverbs1 rdma-core), or MLNX_OFED/DOCA-OFED."
+	return Slots{"on": on, "packages": pk}
 }
 
-// installProviderRemedy names the packages that carry the providers.
-func installProviderRemedy(family string) string {
+// providerPackages names the packages that carry the providers on the
+// distribution family.
+func providerPackages(family string) string {
 	switch family {
 	case "debian":
-		return "Install the providers: `apt-get install ibverbs-providers` (it ships /etc/libibverbs.d/*.driver and <libdir>/libibverbs/lib*-rdmav*.so). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`apt-get install ibverbs-providers` (it ships /etc/libibverbs.d/*.driver and <libdir>/libibverbs/lib*-rdmav*.so)"
 	case "rhel":
-		return "Install the providers: `dnf reinstall libibverbs` (rdma-core's libibverbs carries /etc/libibverbs.d/*.driver and /usr/lib64/libibverbs/). With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`dnf reinstall libibverbs` (rdma-core's libibverbs carries /etc/libibverbs.d/*.driver and /usr/lib64/libibverbs/)"
 	case "suse":
-		return "Install the providers: `zypper install libibverbs`. With MLNX_OFED/DOCA-OFED, reinstall that stack."
+		return "`zypper install libibverbs`"
 	}
-	return "Install rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs), or reinstall MLNX_OFED/DOCA-OFED."
+	return "rdma-core's providers (Debian/Ubuntu: ibverbs-providers; RHEL family: libibverbs)"
 }
 
 // LocateLibibverbs is the libibverbs.so.1 the loader would use on h, found

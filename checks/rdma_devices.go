@@ -3,7 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
-	"sort"
+	"path/filepath"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -24,25 +24,6 @@ func init() {
 				"does not show is said as such, the namespace first.",
 			Why: "The NIC's Ethernet or IPoIB side can work while RDMA does not: without the device there is no uverbs node, libibverbs lists " +
 				"nothing and every RDMA application fails with \"no devices found\", however healthy the rest looks.",
-			Failures: []Failure{
-				{report.Fail, "an RDMA NIC's driver is not bound", "Load and bind the driver (`modprobe mlx5_core`); see pci.device."},
-				{report.Fail, "an RDMA NIC (a PF) is bound to vfio-pci or another passthrough driver", "If it is meant for a VM, run rdmadoctor there; otherwise give it back to its driver (see pci.device)."},
-				{report.Fail, "the RDMA module of a NIC's driver, or ib_core, is not loaded", "`modprobe <module>` (mlx5_ib, bnxt_re, irdma, …); see kernel.modules."},
-				{report.Fail, "the modules are loaded but the NIC registered no RDMA device",
-					"Read `dmesg` for the driver's messages (firmware errors, a disabled capability); check the firmware " +
-						"(`devlink dev info pci/<addr>`, `mlxfwmanager --query`); for mlx5 the devlink parameters `enable_rdma` (false: no RDMA device) and `enable_roce`, " +
-						"and for a VF the PF's `devlink port function set <pci/PF/port> roce enable` (kernel 6.2+); for mlx4 the port types in " +
-						"/sys/bus/pci/devices/<addr>/mlx4_port<n> (ib, eth, auto). The port link type in firmware (`mlxconfig -d <addr> query | grep LINK_TYPE`) " +
-						"only decides InfiniBand or Ethernet ports, never whether the device registers. On exclusive RDMA netns mode the device may live in another namespace."},
-				{report.Fail, "the kernel registered the device but this network namespace does not show it (exclusive RDMA netns mode, a container)",
-					"Run in the namespace that holds the device (the host's, a pod with hostNetwork, `nsenter -t 1 -n`), or move it: `rdma dev set <dev> netns <namespace>`; `rdma system show` shows the mode."},
-				{report.Fail, "no RDMA device at all", "See pci.device and kernel.modules; for tests `rdma link add rxe0 type rxe netdev <if>`."},
-				{report.Error, "/sys/class/infiniband could not be listed", "Run where sysfs is mounted and readable."},
-				{report.Fail, "with --expect: the device count, a device's firmware (the version part of fw_ver) or its port count differs from the class's; this blocks no other check",
-					"Fix the node (its card, its firmware), or update the line of the expectations file the finding names."},
-				{report.Warn, "with --expect: a device or port rule of the class matches nothing on this host (a typo in a device glob)",
-					"Fix the rule the warning names (did-you-mean gives the nearest device or port), or remove it; `rdmadoctor expect --check FILE` lists them."},
-			},
 		},
 		Run: runRDMADevices,
 	})
@@ -81,48 +62,6 @@ func newDeviceLookup(env *Env) *deviceLookup {
 	return l
 }
 
-// nicVerdict judges one RDMA NIC function: its devices, or why it has none.
-type nicVerdict struct {
-	verdict
-	ev      map[string]any
-	devs    []string
-	missing string   // the NIC's address and reason, when it has no device
-	hidden  []string // devices the kernel registered that this namespace does not show
-}
-
-func (l *deviceLookup) judgeNIC(n NIC) nicVerdict {
-	devs := append([]string(nil), n.Fn.RDMADevs...)
-	for _, d := range l.byAddr[n.Fn.Address] {
-		devs = appendUnique(devs, d)
-	}
-	sort.Strings(devs)
-	desc := n.Fn.Address + " " + n.Product
-	if n.Fn.PhysFn != "" {
-		desc += " (VF of " + n.Fn.PhysFn + ")"
-	}
-	ev := map[string]any{"address": n.Fn.Address, "driver": n.Fn.Driver, "devices": nonNil(devs)}
-	v := nicVerdict{devs: devs, ev: ev}
-	if len(devs) > 0 {
-		v.status, v.line = report.Pass, fmt.Sprintf("%s: %s%s", desc, strings.Join(devs, ", "), l.lagNote(devs))
-		return v
-	}
-	if lag := l.lagMember(n); lag != nil {
-		ev["lag"] = lag.Dev.Name
-		v.status = report.Pass
-		v.line = fmt.Sprintf("%s: in RoCE LAG %s (bond %s) — its RDMA device is the LAG's, as mlx5 does for every PF of a LAG", desc, lag.Dev.Name, lag.LAG.Bond)
-		return v
-	}
-	why, fix := l.whyNoDevice(n)
-	if l.netns != "shared" {
-		v.hidden = l.uverbs[n.Fn.Address]
-	}
-	ev["reason"] = why
-	v.status, v.remedy = report.Fail, fix
-	v.line = fmt.Sprintf("%s: NO RDMA DEVICE — %s", desc, why)
-	v.missing = n.Fn.Address + " (" + why + ")"
-	return v
-}
-
 // lagNote names the bond and slaves behind a LAG device.
 func (l *deviceLookup) lagNote(devs []string) string {
 	for _, d := range l.model.Devices {
@@ -151,76 +90,211 @@ func (l *deviceLookup) lagMember(n NIC) *DeviceModel {
 	return nil
 }
 
+// rdma.devices' findings. A NIC function's finding is about its PCI
+// address; its line in the report is "<address> <product>: NO RDMA DEVICE
+// — <message>". A fix names every function that has the same finding
+// ({functions}) and is written once: {addr} is the function's address
+// when the finding is about one function, "<address>" when about several
+// (shareFixSlots), so two functions with one cause get one fix.
+var (
+	devicesUnreadable = declare(Finding{ID: "rdma.devices/unreadable", Status: report.Error,
+		When:    "/sys/class/infiniband could not be listed",
+		Message: "could not list the RDMA devices: {cause}",
+		Fix:     "Run where /sys is mounted and readable; by hand: `ls -l /sys/class/infiniband` or `rdma link show`."})
+	devicesNone = declare(Finding{ID: "rdma.devices/none", Status: report.Fail,
+		When:    "no RDMA device at all, and no RDMA NIC function that lacks one",
+		Message: "no RDMA device in /sys/class/infiniband",
+		Fix: "See pci.device and kernel.modules: the NIC, its driver and its RDMA module come first. " +
+			"For a test host without an RDMA NIC: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."})
+	devicesRegistered = declare(Finding{ID: "rdma.devices/registered", Status: report.Pass,
+		When:    "an RDMA NIC function has registered its RDMA device (an mlx5 RoCE LAG's device is named with its bond)",
+		Message: "{devices}{lag}"})
+	devicesLAGMember = declare(Finding{ID: "rdma.devices/lag-member", Status: report.Pass,
+		When:    "a PF of an mlx5 RoCE LAG has no device of its own: the LAG's mlx5_bond_N, on the first PF, serves the bond",
+		Message: "in RoCE LAG {lag} (bond {bond}) — its RDMA device is the LAG's, as mlx5 does for every PF of a LAG"})
+	devicesSoftware = declare(Finding{ID: "rdma.devices/software", Status: report.Pass,
+		When:    "a software RDMA device (rxe, siw): it counts for itself",
+		Message: "software RDMA device{on}"})
+	devicesSubFunction = declare(Finding{ID: "rdma.devices/sub-function", Status: report.Pass,
+		When:    "an mlx5 sub-function's RDMA device: it belongs to its PF",
+		Message: "mlx5 sub-function {sf} of {pf}"})
+	devicesOtherDriver = declare(Finding{ID: "rdma.devices/other-driver", Status: report.Skip,
+		When:    "an RDMA device of a PCI driver outside the driver table: not judged",
+		Message: "an RDMA device of a driver outside the table ({address}, {driver}); not judged"})
+	devicesAssignedVF = declare(Finding{ID: "rdma.devices/assigned-vf", Status: report.Skip,
+		When:    "a VF held by vfio-pci (or another passthrough driver) is assigned to a VM: not judged",
+		Message: "bound to {foreign} — assigned to a VM, not judged"})
+	devicesOtherNetns = declare(Finding{ID: "rdma.devices/other-netns", Status: report.Fail,
+		When: "the kernel registered the function's device (its /sys/class/infiniband_verbs/uverbsN names it) but this network namespace " +
+			"does not show it (exclusive RDMA netns mode, a container)",
+		Message: "registered as {devices} (its uverbs node names it) but not visible in this network namespace{mode}",
+		Fix: "The devices exist in another network namespace: the RDMA netns mode is {netns}, so a device is seen only in the namespace that holds it. " +
+			"Run rdmadoctor (and the application) in that namespace — on the host, or in a pod with hostNetwork, or `nsenter -t 1 -n` — " +
+			"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>`; " +
+			"`rdma system show` shows the mode (`rdma system set netns shared`, the default, shows every device everywhere; set it before devices are moved). " +
+			"The devices themselves are not broken."})
+	devicesPassthrough = declare(Finding{ID: "rdma.devices/passthrough", Status: report.Fail,
+		When:    "an RDMA NIC function (a PF) is bound to vfio-pci or another passthrough driver",
+		Message: "bound to {foreign} (passthrough), not usable on the host",
+		Fix: "{functions}: bound to {foreign}, reserved for a VM (or a user-space driver such as DPDK); the host cannot use it for RDMA. " +
+			"If that is intended, run rdmadoctor inside the VM instead. Otherwise give it back to {driver}: `driverctl unset-override {addr}` when driverctl set it; " +
+			"else `echo {addr} > /sys/bus/pci/devices/{addr}/driver/unbind; echo > /sys/bus/pci/devices/{addr}/driver_override; echo {addr} > /sys/bus/pci/drivers_probe`, " +
+			"and remove what binds it at boot (a `vfio-pci.ids={ids}` kernel parameter or an `options vfio-pci ids=` line in /etc/modprobe.d)."})
+	devicesUnbound = declare(Finding{ID: "rdma.devices/driver-unbound", Status: report.Fail,
+		When:    "an RDMA NIC's driver is not bound",
+		Message: "no driver bound ({driver})",
+		Fix:     "Bind the driver first: `modprobe {driver}` and read `dmesg` for probe errors (see pci.device)."})
+	devicesModuleMissing = declare(Finding{ID: "rdma.devices/module-missing", Status: report.Fail,
+		When:    "the RDMA module of the function's driver (mlx5_ib, bnxt_re, irdma, …), or ib_core, is not loaded",
+		Message: "module {module} not loaded",
+		Fix:     "`modprobe {module}` (and add it to /etc/modules-load.d/rdma.conf); see kernel.modules."})
+	devicesNotRegistered = declare(Finding{ID: "rdma.devices/not-registered", Status: report.Fail,
+		When:    "the modules are loaded but the function registered no RDMA device",
+		Message: notRegisteredMessage,
+		Fix:     notRegisteredHead + ") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration." + notRegisteredTail})
+	devicesNotRegisteredMLX4 = declare(Finding{ID: "rdma.devices/not-registered-mlx4", Status: report.Fail,
+		When:    "the same, on an mlx4 function (ConnectX-3): its ports' types decide what registers",
+		Message: notRegisteredMessage,
+		Fix: notRegisteredHead + ", `mlxfwmanager --query`). mlx4: each port's type is /sys/bus/pci/devices/{addr}/mlx4_port<n> (ib, eth or auto): " +
+			"`cat /sys/bus/pci/devices/{addr}/mlx4_port*`, set one with `echo ib > /sys/bus/pci/devices/{addr}/mlx4_port1` (or eth), " +
+			"or persistently with mlx4_core's port_type_array module option." + notRegisteredTail})
+	devicesNotRegisteredMLX5 = declare(Finding{ID: "rdma.devices/not-registered-mlx5", Status: report.Fail,
+		When:    "the same, on an mlx5 function: the devlink parameter enable_rdma decides whether it registers",
+		Message: notRegisteredMessage,
+		Fix:     notRegisteredHead + mlx5NotRegistered + mlx5LinkType + notRegisteredTail})
+	devicesNotRegisteredMLX5VF = declare(Finding{ID: "rdma.devices/not-registered-mlx5-vf", Status: report.Fail,
+		When:    "the same, on an mlx5 VF: the PF's owner may have disabled the VF's RoCE capability (kernel 6.2+)",
+		Message: notRegisteredMessage,
+		Fix: notRegisteredHead + mlx5NotRegistered +
+			" For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF {pf}'s VF ports (eswitch in switchdev mode), " +
+			"`devlink port function set pci/{pf}/<port index> roce enable` turns it back on (kernel 6.2 or newer; set it while the VF is not bound to mlx5_core)." +
+			mlx5LinkType + notRegisteredTail})
+	devicesModulesUnknown = declare(Finding{ID: "rdma.devices/not-registered-modules-unknown", Status: report.Fail,
+		When:    "the function registered no RDMA device and the loaded modules could not be read to say why",
+		Message: "no RDMA device registered (modules unknown: {cause}){netns_note}",
+		Fix:     notRegisteredHead + ") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration." + notRegisteredTail})
+
+	devicesCountDeviates = declare(Finding{ID: "rdma.devices/count-deviates", Status: report.Fail,
+		When:    "with --expect: the number of RDMA devices is not the class's devices; this blocks no other check",
+		Message: "{count} RDMA device(s), expected {want} by {cite}", Fix: devicesExpectFix})
+	devicesFWDeviates = declare(Finding{ID: "rdma.devices/fw-deviates", Status: report.Fail,
+		When:    "with --expect: a device's firmware (the version part of fw_ver) is not the class's fw; this blocks no other check",
+		Message: "{device} firmware {fw}, expected {want} by {cite}", Fix: devicesExpectFix})
+	devicesFWUnknown = declare(Finding{ID: "rdma.devices/fw-unknown", Status: report.Fail,
+		When:    "with --expect: the class names a firmware and the device has no readable fw_ver; this blocks no other check",
+		Message: "{device} firmware unknown (no readable fw_ver), expected {want} by {cite}", Fix: devicesExpectFix})
+	devicesPortsDeviate = declare(Finding{ID: "rdma.devices/ports-deviate", Status: report.Fail,
+		When:    "with --expect: a device's port count is not the class's ports; this blocks no other check",
+		Message: "{device} has {ports} port(s), expected {want} by {cite}", Fix: devicesExpectFix})
+	devicesRuleUnmatched = declare(Finding{ID: "rdma.devices/rule-unmatched", Status: report.Warn,
+		When:    "with --expect: a device or port rule of the class matches nothing on this host (a typo in a device glob)",
+		Message: "{site} {key}: {rule} {reason}{nearest}",
+		Fix: "Fix the device glob or port of the rule the warning names (`rdmadoctor expect --check FILE` lists them), " +
+			"or remove the rule if the class has no such device."})
+)
+
+// The parts of the not-registered fixes: what every driver shares, then
+// mlx5's devlink parameters and its firmware link type.
+const (
+	notRegisteredMessage = "{module} is loaded but registered no RDMA device for this function{netns_note}"
+	notRegisteredHead    = "{functions}: the RDMA module is loaded and the device still did not register. Read `dmesg | grep -i -e {prefix} -e infiniband` " +
+		"for the driver's reason (firmware errors, a capability disabled). Check the firmware (`devlink dev info pci/{addr}`"
+	notRegisteredTail = " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r {module} && modprobe {module}`. " +
+		"{reload}{netns_fix}"
+	mlx5NotRegistered = ", `mlxfwmanager --query`). mlx5: `devlink dev param show pci/{addr} name enable_rdma` — false means no RDMA device is created " +
+		"(`devlink dev param set pci/{addr} name enable_rdma value true cmode driverinit && devlink dev reload pci/{addr}` — the reload restarts the function, " +
+		"stopping its Ethernet and RDMA traffic: drain the node first, and never on a bond member); " +
+		"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only)."
+	mlx5LinkType = " The port link type in firmware (`mlxconfig -d {addr} query | grep LINK_TYPE`: LINK_TYPE_P<n> 1 = InfiniBand, 2 = Ethernet) " +
+		"decides whether a port is InfiniBand or RoCE, never whether the device registers."
+	devicesExpectFix = "The node is not built like its class: fix the node (the card, its firmware: `mlxfwmanager`/the vendor's tool), " +
+		"or, if it changed on purpose, update the line of the expectations file the finding names."
+)
+
 func runRDMADevices(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.DevicesErr != nil && !sysfs.IsNotExist(s.DevicesErr) {
-		r := errorf("could not list the RDMA devices: %v", s.DevicesErr)
+		r := devicesUnreadable.result("", Slots{"cause": s.DevicesErr.Error()})
 		r.Observed, r.Expected = "/sys/class/infiniband unreadable", "a readable /sys/class/infiniband"
-		r.Remedy = "Run where /sys is mounted and readable; by hand: `ls -l /sys/class/infiniband` or `rdma link show`."
 		return r
 	}
 	l := newDeviceLookup(env)
+	var units []nicUnit
+	for _, n := range s.NICs {
+		units = append(units, l.judgeNIC(n))
+	}
+	shareFixSlots(units)
 	claimed := map[string]bool{} // device names owned by a NIC
+	for i := range units {
+		for _, d := range units[i].devs {
+			claimed[d] = true
+		}
+		units[i].finding = units[i].f.At(units[i].addr, units[i].slots)
+	}
+	r := devicesResult(s, l, units)
+	other, details := unclaimedDevices(s, claimed)
+	r.Findings = append(r.Findings, other...)
+	r.Details = append(r.Details, details...)
+	return withDeviceExpectations(env, s, r)
+}
+
+// devicesResult combines the NIC functions' findings: the functions
+// without a device fail the check, the summary names each with its
+// reason; with none missing, the devices are counted.
+func devicesResult(s *Survey, l *deviceLookup, units []nicUnit) Result {
 	var (
-		details, missing, missingAddrs, remedies, hidden []string
-		nicEv                                            []map[string]any
+		r                             Result
+		missing, missingAddrs, remedy []string
+		hidden                        []string
+		nicEv                         []map[string]any
 	)
 	judged := 0
-	for _, n := range s.NICs {
-		if n.AssignedVF() {
-			details = append(details, fmt.Sprintf("%s %s (VF of %s): bound to %s — assigned to a VM, not judged", n.Fn.Address, n.Product, n.Fn.PhysFn, n.Foreign))
+	for _, u := range units {
+		r.Findings = append(r.Findings, u.finding)
+		r.Details = append(r.Details, u.line())
+		if u.f.Status == report.Skip {
 			continue
 		}
 		judged++
-		v := l.judgeNIC(n)
-		for _, d := range v.devs {
-			claimed[d] = true
-		}
-		nicEv = append(nicEv, v.ev)
-		details = append(details, v.line)
-		if v.status == report.Fail {
-			missing = append(missing, v.missing)
-			missingAddrs = append(missingAddrs, n.Fn.Address)
-			remedies = appendUnique(remedies, v.remedy)
-			hidden = append(hidden, v.hidden...)
+		nicEv = append(nicEv, u.ev)
+		if u.f.Status == report.Fail {
+			missing = append(missing, u.addr+" ("+u.finding.Message+")")
+			missingAddrs = append(missingAddrs, u.addr)
+			remedy = appendUnique(remedy, u.finding.Fix)
+			hidden = append(hidden, u.hidden...)
 		}
 	}
-	details = append(details, unclaimedDevices(s, claimed)...)
 	var names []string
 	for _, d := range s.Devices {
 		names = append(names, d.Name)
 	}
-	ev := map[string]any{"devices": nonNil(names), "nics": nicEv, "missing": nonNil(missingAddrs)}
+	r.Evidence = map[string]any{"devices": nonNil(names), "nics": nicEv, "missing": nonNil(missingAddrs)}
 	if l.netns != "" {
-		ev["netns_mode"] = l.netns
+		r.Evidence["netns_mode"] = l.netns
 	}
-	expected := "an RDMA device for every RDMA NIC function"
-	var r Result
+	r.Expected = "an RDMA device for every RDMA NIC function"
 	switch {
 	case len(missing) > 0 && len(hidden) == len(missing):
 		// The devices exist; this namespace cannot see them.
-		r = fail(fmt.Sprintf("%d RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode %s): %s",
-			len(hidden), valueOrUnknown(l.netns), strings.Join(hidden, ", ")))
+		r.Status, r.Summary = report.Fail, fmt.Sprintf("%d RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode %s): %s",
+			len(hidden), valueOrUnknown(l.netns), strings.Join(hidden, ", "))
 		r.Observed = fmt.Sprintf("0 of %d device(s) visible here", len(hidden))
-		r.Remedy = strings.Join(remedies, "\n")
 	case len(missing) > 0:
-		r = fail(fmt.Sprintf("%d of %d RDMA NIC function(s) without an RDMA device: %s", len(missing), judged, strings.Join(missing, "; ")))
+		r.Status, r.Summary = report.Fail, fmt.Sprintf("%d of %d RDMA NIC function(s) without an RDMA device: %s", len(missing), judged, strings.Join(missing, "; "))
 		r.Observed = fmt.Sprintf("%d device(s) for %d NIC function(s)", judged-len(missing), judged)
-		r.Remedy = strings.Join(remedies, "\n")
 	case len(s.Devices) == 0:
-		r = fail("no RDMA device in /sys/class/infiniband")
-		r.Observed = "none"
+		none := devicesNone.At("", nil)
+		r.Findings = append(r.Findings, none)
+		r.Status, r.Summary, r.Observed, remedy = none.Status, none.Message, "none", []string{none.Fix}
 		if l.netns == "exclusive" {
-			details = append(details, "RDMA netns mode is exclusive: a device is visible only inside its own network namespace")
+			r.Details = append(r.Details, "RDMA netns mode is exclusive: a device is visible only inside its own network namespace")
 		}
-		r.Remedy = "See pci.device and kernel.modules: the NIC, its driver and its RDMA module come first. " +
-			"For a test host without an RDMA NIC: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."
 	default:
-		r = pass(fmt.Sprintf("%d RDMA device(s): %s", len(s.Devices), strings.Join(names, ", ")))
+		r.Status, r.Summary = report.Pass, fmt.Sprintf("%d RDMA device(s): %s", len(s.Devices), strings.Join(names, ", "))
 		r.Observed = fmt.Sprintf("%d device(s)", len(s.Devices))
 	}
-	r.Expected, r.Details, r.Evidence = expected, details, ev
-	return withDeviceExpectations(env, s, r)
+	r.Remedy = strings.Join(remedy, "\n")
+	return r
 }
 
 // withDeviceExpectations adds the expectations file's device findings
@@ -234,10 +308,7 @@ func withDeviceExpectations(env *Env, s *Survey, r Result) Result {
 	if env.Expect == nil || r.Status == report.Error {
 		return r
 	}
-	var finds []string
-	if f := judgeDeviceCount(env, len(s.Devices)); f != "" {
-		finds = append(finds, f)
-	}
+	finds := judgeDeviceCount(env, len(s.Devices))
 	for _, d := range s.Devices {
 		finds = append(finds, judgeDeviceExpect(env, d)...)
 	}
@@ -246,14 +317,18 @@ func withDeviceExpectations(env *Env, s *Survey, r Result) Result {
 	if len(finds) == 0 {
 		return r
 	}
-	if r.Status == report.Fail {
-		r.Summary += "; " + strings.Join(finds, "; ")
-	} else {
-		r.Status, r.Summary, r.Observed, r.BlocksNothing = report.Fail, strings.Join(finds, "; "), finds[0], true
+	var texts []string
+	for _, f := range finds {
+		texts = append(texts, f.Message)
 	}
-	r.Details = append(r.Details, finds...)
-	r.Remedy = joinRemedy(r.Remedy, "The node is not built like its class: fix the node (the card, its firmware: `mlxfwmanager`/the vendor's tool), "+
-		"or, if it changed on purpose, update the line of the expectations file the finding names.")
+	if r.Status == report.Fail {
+		r.Summary += "; " + strings.Join(texts, "; ")
+	} else {
+		r.Status, r.Summary, r.Observed, r.BlocksNothing = report.Fail, strings.Join(texts, "; "), texts[0], true
+	}
+	r.Findings = append(r.Findings, finds...)
+	r.Details = append(r.Details, texts...)
+	r.Remedy = joinRemedy(r.Remedy, devicesExpectFix)
 	return r
 }
 
@@ -268,134 +343,64 @@ func withUnmatchedRules(env *Env, r Result) Result {
 	}
 	var lines []string
 	for _, u := range un {
-		lines = append(lines, u.Error())
+		where := "expectations"
+		if u.File != "" {
+			where = filepath.Base(u.File)
+		}
+		nearest := ""
+		if u.Nearest != "" {
+			nearest = " (did you mean " + u.Nearest + "?)"
+		}
+		f := devicesRuleUnmatched.At("", Slots{"site": fmt.Sprintf("%s:%d", where, u.Line), "key": u.Key, "rule": u.Rule,
+			"reason": u.Reason, "nearest": nearest})
+		r.Findings = append(r.Findings, f)
+		lines = append(lines, f.Message)
 	}
 	r.Details = append(r.Details, lines...)
-	msg := fmt.Sprintf("%d expectations rule(s) match nothing on this host: %s", len(un), strings.Join(lines, "; "))
 	if r.Status == report.Pass {
-		r.Status, r.Summary, r.Observed = report.Warn, msg, lines[0]
+		r.Status, r.Observed = report.Warn, lines[0]
+		r.Summary = fmt.Sprintf("%d expectations rule(s) match nothing on this host: %s", len(un), strings.Join(lines, "; "))
 	}
-	r.Remedy = joinRemedy(r.Remedy, "Fix the device glob or port of the rule the warning names (`rdmadoctor expect --check FILE` lists them), "+
-		"or remove the rule if the class has no such device.")
+	r.Remedy = joinRemedy(r.Remedy, devicesRuleUnmatched.Fix)
 	return r
 }
 
-// unclaimedDevices lists the devices no NIC owns: software devices, and
-// devices of drivers outside the table; then every device's read problems.
-func unclaimedDevices(s *Survey, claimed map[string]bool) []string {
-	var soft, other []string
+// unclaimedDevices judges the devices no NIC owns: software devices, mlx5
+// sub-functions, and devices of drivers outside the table (not judged);
+// the detail lines add every device's read problems.
+func unclaimedDevices(s *Survey, claimed map[string]bool) ([]report.Finding, []string) {
+	var soft, other []report.Finding
 	for _, d := range s.Devices {
 		if claimed[d.Name] {
 			continue
 		}
 		if d.Software || d.PCIAddr == "" {
-			name := d.Name + " (software"
+			on := ""
 			if d.Parent != "" {
-				name += " on " + d.Parent
+				on = " on " + d.Parent
 			}
-			soft = append(soft, name+")")
+			soft = append(soft, devicesSoftware.At(d.Name, Slots{"on": on}))
 			continue
 		}
 		if pf, ok := subFunctionPF(d); ok {
-			other = append(other, fmt.Sprintf("%s: mlx5 sub-function %s of %s", d.Name, d.PCIAddr, pf))
+			other = append(other, devicesSubFunction.At(d.Name, Slots{"sf": d.PCIAddr, "pf": pf}))
 			continue
 		}
 		drv := d.Driver
 		if drv == "" {
 			drv = "no driver"
 		}
-		other = append(other, fmt.Sprintf("%s (%s, %s): an RDMA device of a driver outside the table; not judged", d.Name, d.PCIAddr, drv))
+		other = append(other, devicesOtherDriver.At(d.Name, Slots{"address": d.PCIAddr, "driver": drv}))
 	}
-	out := append(soft, other...)
+	fs := append(soft, other...)
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Unit+": "+f.Message)
+	}
 	for _, d := range s.Devices {
 		for _, p := range d.Problems {
 			out = append(out, d.Name+": "+p)
 		}
 	}
-	return out
-}
-
-// elsewhere explains a NIC whose device the kernel registered (its uverbs
-// node names it) but that this network namespace does not show: the
-// namespace comes first, it is the whole cause.
-func (l *deviceLookup) elsewhere(n NIC, devs []string) (string, string) {
-	names := strings.Join(devs, ", ")
-	why := fmt.Sprintf("registered as %s (its uverbs node names it) but not visible in this network namespace", names)
-	if l.netns == "exclusive" {
-		why += " (RDMA netns mode exclusive)"
-	}
-	// One text for every hidden device, so the remedy says it once.
-	fix := fmt.Sprintf("The devices exist in another network namespace: the RDMA netns mode is %s, so a device is seen only in the namespace that holds it. "+
-		"Run rdmadoctor (and the application) in that namespace — on the host, or in a pod with hostNetwork, or `nsenter -t 1 -n` — "+
-		"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>`; "+
-		"`rdma system show` shows the mode (`rdma system set netns shared`, the default, shows every device everywhere; set it before devices are moved). "+
-		"The devices themselves are not broken.", valueOrUnknown(l.netns))
-	return why, fix
-}
-
-// whyNoDevice tells why a NIC has no RDMA device, and the fix for that reason.
-func (l *deviceLookup) whyNoDevice(n NIC) (string, string) {
-	addr := n.Fn.Address
-	mods, modErr, netns := l.mods, l.modErr, l.netns
-	if devs := l.uverbs[addr]; len(devs) > 0 && l.netns != "shared" {
-		// Only a namespace hides a registered device, and only in
-		// exclusive mode (or where the mode could not be read).
-		return l.elsewhere(n, devs)
-	}
-	if n.Foreign != "" {
-		return "bound to " + n.Foreign + " (passthrough), not usable on the host", passthroughFix(n)
-	}
-	if !n.Bound {
-		drv := "its driver"
-		if n.Driver != nil {
-			drv = n.Driver.PCIDriver
-		}
-		return "no driver bound (" + drv + ")", fmt.Sprintf("Bind the driver first: `modprobe %s` and read `dmesg` for probe errors (see pci.device).", drv)
-	}
-	if n.Driver == nil {
-		return "driver " + n.Fn.Driver + " is not an RDMA driver", "Bind the function to its RDMA-capable driver."
-	}
-	if modErr == nil {
-		for _, m := range append([]string{"ib_core"}, n.Driver.RDMAModule()) {
-			switch mods.State(m) {
-			case sysfs.ModuleAbsent:
-				return "module " + m + " not loaded", fmt.Sprintf("`modprobe %s` (and add it to /etc/modules-load.d/rdma.conf); see kernel.modules.", m)
-			}
-		}
-	}
-	mod := n.Driver.RDMAModule()
-	why := mod + " is loaded but registered no RDMA device for this function"
-	if modErr != nil {
-		why = "no RDMA device registered (modules unknown: " + modErr.Error() + ")"
-	}
-	var fix strings.Builder
-	fmt.Fprintf(&fix, "%s: the RDMA module is loaded and the device still did not register. Read `dmesg | grep -i -e %s -e infiniband` for the driver's reason "+
-		"(firmware errors, a capability disabled). Check the firmware (`devlink dev info pci/%s`", addr, strings.TrimSuffix(n.Driver.DevPrefix, "_"), addr)
-	switch {
-	case n.Driver.PCIDriver == "mlx4_core":
-		fix.WriteString(", `mlxfwmanager --query`). ")
-		fmt.Fprintf(&fix, "mlx4: each port's type is /sys/bus/pci/devices/%s/mlx4_port<n> (ib, eth or auto): `cat /sys/bus/pci/devices/%s/mlx4_port*`, "+
-			"set one with `echo ib > /sys/bus/pci/devices/%s/mlx4_port1` (or eth), or persistently with mlx4_core's port_type_array module option.", addr, addr, addr)
-	case n.Driver.Vendor == 0x15b3:
-		fmt.Fprintf(&fix, ", `mlxfwmanager --query`). "+
-			"mlx5: `devlink dev param show pci/%s name enable_rdma` — false means no RDMA device is created "+
-			"(`devlink dev param set pci/%s name enable_rdma value true cmode driverinit && devlink dev reload pci/%s` — the reload restarts the function, "+
-			"stopping its Ethernet and RDMA traffic: drain the node first, and never on a bond member); "+
-			"with `enable_roce` false an Ethernet port's device has no RoCE (raw Ethernet QPs only).", addr, addr, addr)
-		if n.Fn.PhysFn != "" {
-			fmt.Fprintf(&fix, " For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF %s's VF ports (eswitch in switchdev mode), "+
-				"`devlink port function set pci/%s/<port index> roce enable` turns it back on (kernel 6.2 or newer; set it while the VF is not bound to mlx5_core).",
-				n.Fn.PhysFn, n.Fn.PhysFn)
-		}
-		fmt.Fprintf(&fix, " The port link type in firmware (`mlxconfig -d %s query | grep LINK_TYPE`: LINK_TYPE_P<n> 1 = InfiniBand, 2 = Ethernet) "+
-			"decides whether a port is InfiniBand or RoCE, never whether the device registers.", addr)
-	default:
-		fix.WriteString(") and that RDMA/RoCE is enabled in the NIC's firmware or NVM configuration.")
-	}
-	fmt.Fprintf(&fix, " Reloading the module retries the registration, on a host that carries no traffic: `modprobe -r %s && modprobe %s`. %s", mod, mod, reloadInterrupts(mod))
-	if netns == "exclusive" {
-		why += "; RDMA netns mode is exclusive, so the device may exist in another network namespace"
-		fix.WriteString(" RDMA netns mode is exclusive: a device moved to another namespace (`rdma dev set <dev> netns <ns>`) is invisible here; run in that namespace or use `rdma system set netns shared`.")
-	}
-	return why, fix.String()
+	return fs, out
 }

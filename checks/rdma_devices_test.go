@@ -2,8 +2,11 @@ package checks_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -112,6 +115,9 @@ func TestRDMADevicesCountsVFs(t *testing.T) {
 	if res.Status != report.Fail || !strings.Contains(res.Summary, "1 of 8") {
 		t.Errorf("%s: %s", res.Status, res.Summary)
 	}
+	if !slices.Contains(refs(res.Findings), findingRef{"rdma.devices/not-registered-mlx5-vf", "0000:11:00.3"}) {
+		t.Errorf("no not-registered-mlx5-vf finding for the VF: %v", refs(res.Findings))
+	}
 	for _, want := range []string{"`devlink port show`", "`devlink port function set pci/0000:11:00.0/<port index> roce enable`", "kernel 6.2"} {
 		if !strings.Contains(res.Remedy, want) {
 			t.Errorf("a VF without its device: remedy lacks %q: %s", want, res.Remedy)
@@ -129,6 +135,9 @@ func TestRDMADevicesMLX4Advice(t *testing.T) {
 	res := hwRunOne(t, hwWrite(t, sysfstest.Build(h)), "rdma.devices", checks.Options{})
 	if res.Status != report.Fail || !strings.Contains(res.Summary, "mlx4_ib is loaded but registered no RDMA device") {
 		t.Fatalf("%s: %s", res.Status, res.Summary)
+	}
+	if diff := cmp.Diff([]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/not-registered-mlx4", "0000:3b:00.1"}}, refs(res.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(res.Remedy, "/sys/bus/pci/devices/0000:3b:00.1/mlx4_port<n> (ib, eth or auto)") {
 		t.Errorf("no mlx4 port type advice: %s", res.Remedy)
