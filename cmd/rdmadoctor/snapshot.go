@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -243,6 +244,9 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 			return nil, nil, fmt.Errorf("snapshot %s: %w", root, err)
 		}
 		return h, func() { h.Close(); remove() }, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, nil, rootDenied(root, err)
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		if near := similarNames(root); len(near) > 0 {
