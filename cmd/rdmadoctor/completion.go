@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
 
@@ -32,7 +33,7 @@ type completionWords struct {
 func newCompletionWords() completionWords {
 	w := completionWords{commands: subcommandNames(), checks: allCheckIDs(), values: map[string][]string{
 		"--format": {"text", "json", "prometheus"}, "--level": {"1", "2"}, "--fail-on": {"fail", "warn"},
-		"--check": checksOnly(), "--skip": checksOnly(), "explain": allCheckIDs(), "ack": checksOnly(),
+		"--check": checksOnly(), "--skip": checksOnly(), "explain": append(allCheckIDs(), checks.FindingIDs()...), "ack": checksOnly(),
 		"help": append(subcommandNames(), "exit-codes"),
 	}}
 	for _, s := range subcommands {
