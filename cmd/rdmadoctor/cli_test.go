@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -204,5 +206,22 @@ func TestVersion(t *testing.T) {
 	_, flagOut, _ := runCLI(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "rdmadoctor "+version+"\n") || flagOut != out {
 		t.Errorf("version: exit %d\n%s\n--version:\n%s", code, out, flagOut)
+	}
+}
+
+// peer --help names the range of the two-host checks' codes as the catalog
+// has them (it once said 40-47 when 48 existed).
+func TestPeerHelpNamesEveryTwoHostCheck(t *testing.T) {
+	_, out, _ := runCLI(t, "peer", "--help")
+	m := regexp.MustCompile(`checks (\d+)-(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("peer --help names no range of checks:\n%s", out)
+	}
+	lo, hi := 1000, 0
+	for _, c := range checks.PeerCatalog() {
+		lo, hi = min(lo, c.Code), max(hi, c.Code)
+	}
+	if m[1] != fmt.Sprint(lo) || m[2] != fmt.Sprint(hi) {
+		t.Errorf("peer --help says checks %s-%s; the two-host checks are %d-%d", m[1], m[2], lo, hi)
 	}
 }

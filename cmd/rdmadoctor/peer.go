@@ -32,17 +32,26 @@ const peerUsage = `usage:
 
 The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
 %d by default), then talk RDMA only: an RC connection, SEND/RECV both ways,
-RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
-rdmadoctor explain 40).
+RDMA WRITE and READ, latency, bandwidth, both sides' counters, and a
+connection through rdma_cm (checks %s; rdmadoctor explain %d).
 Each session's verbs objects live in a child process of its own, freed when
 the session ends. The token (--token or %s) must match on both sides;
 serve refuses to start without one unless --insecure-no-token is given, and
 then listens only on a loopback or link-local address.
 `
 
+// peerCodes is the range of the two-host checks' codes, "40-48", read
+// from their catalog so that the help never falls behind it.
+func peerCodes() string {
+	cat := checks.PeerCatalog()
+	return fmt.Sprintf("%d-%d", cat[0].Code, cat[len(cat)-1].Code)
+}
+
+func peerFirstCode() int { return checks.PeerCatalog()[0].Code }
+
 func cmdPeer(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, tokenEnv)
+		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv)
 		if len(args) == 0 {
 			return report.ExitUsage
 		}
@@ -113,7 +122,7 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		return usage(err.Error())
 	}
 	if *help {
-		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
 		return 0
 	}
 	if fs.NArg() > 0 {
@@ -215,7 +224,7 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 		return nil, false, usageError{err.Error()}
 	}
 	if *helpFlag {
-		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
 		return nil, true, nil
 	}
 	r.peers = fs.Args()
