@@ -99,6 +99,7 @@ func (w completionWords) bash() string {
 	var b strings.Builder
 	b.WriteString("# rdmadoctor completion bash\n_rdmadoctor() {\n")
 	b.WriteString("    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n")
+	b.WriteString(w.bashSubcommands())
 	b.WriteString("    case \"$prev\" in\n")
 	keys := make([]string, 0, len(w.values))
 	for k := range w.values {
@@ -135,24 +136,31 @@ func (w completionWords) fish() string {
 		fmt.Fprintf(&b, "complete -c rdmadoctor -n __fish_use_subcommand -a %s -d %s\n", s.name, fishQuote(s.summary))
 	}
 	for _, f := range w.flags {
-		line := fmt.Sprintf("complete -c rdmadoctor -n __fish_use_subcommand -l %s", f.Name)
-		if f.Shorthand != "" {
-			line += " -s " + f.Shorthand
-		}
-		switch choices := w.values["--"+f.Name]; {
-		case choices != nil:
-			line += " -x -a " + fishQuote(strings.Join(choices, " "))
-		case f.Value.Type() == "string":
-			line += " -r -F"
-		case f.Value.Type() != "bool":
-			line += " -x"
-		}
-		b.WriteString(line + " -d " + fishQuote(firstSentence(f.Usage)) + "\n")
+		b.WriteString(w.fishRunFlag("__fish_use_subcommand", f))
 	}
+	b.WriteString(w.fishSubcommands())
 	for _, s := range append([]string{"explain", "ack", "help"}, "slurm", "peer", "completion") {
 		fmt.Fprintf(&b, "complete -c rdmadoctor -n '__fish_seen_subcommand_from %s' -a %s\n", s, fishQuote(strings.Join(w.values[s], " ")))
 	}
 	return b.String()
+}
+
+// fishRunFlag is the fish line of one of the run's flags, offered where
+// the condition holds.
+func (w completionWords) fishRunFlag(cond string, f *pflag.Flag) string {
+	line := fmt.Sprintf("complete -c rdmadoctor -n %s -l %s", cond, f.Name)
+	if f.Shorthand != "" {
+		line += " -s " + f.Shorthand
+	}
+	switch choices := w.values["--"+f.Name]; {
+	case choices != nil:
+		line += " -x -a " + fishQuote(strings.Join(choices, " "))
+	case f.Value.Type() == "string":
+		line += " -r -F"
+	case f.Value.Type() != "bool":
+		line += " -x"
+	}
+	return line + " -d " + fishQuote(firstSentence(f.Usage)) + "\n"
 }
 
 func fishQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -18,7 +18,7 @@ import (
 
 // helpFlagRE is a flag as a --help text defines it, at the start of an
 // indented line: "  -o, --output string", "      --dry-run", "  --state FILE".
-var helpFlagRE = regexp.MustCompile(`(?m)^\s+(?:-[a-zA-Z], )?--([a-z][a-z0-9-]*)`)
+var helpFlagRE = regexp.MustCompile(`(?m)^[ \t]+(?:-[a-zA-Z], )?--([a-z][a-z0-9-]*)`)
 
 // helpFlags are the flags of each help text the CLI prints, by the command
 // that prints it: "" for the run's, "slurm", "peer serve", ….

@@ -91,8 +91,9 @@ func npdUsage(stdout, stderr io.Writer, msg string) int {
 	return npdUnknown
 }
 
-// npdRunFixed are run flags npd sets itself: a level-1 JSON report.
-var npdRunFixed = []string{"level", "format", "output", "repeat", "periodic"}
+// npdRunFixed are run flags npd sets itself (a level-1 JSON report), and
+// --version, which is no run.
+var npdRunFixed = []string{"level", "format", "output", "repeat", "periodic", "version"}
 
 func npdCheckFlags(fs *pflag.FlagSet, runNow bool, maxAge time.Duration) error {
 	if fs.NArg() > 0 {
