@@ -13,7 +13,7 @@ import (
 )
 
 const completionUsage = `usage: rdmadoctor completion bash|zsh|fish
-  a completion script for subcommands, the run's flags and their values, and check IDs
+  a completion script for subcommands, each command's flags and their values, and check and finding IDs
   bash:  source <(rdmadoctor completion bash)   or save it as /usr/share/bash-completion/completions/rdmadoctor
   zsh:   rdmadoctor completion zsh > "${fpath[1]}/_rdmadoctor"
   fish:  rdmadoctor completion fish > ~/.config/fish/completions/rdmadoctor.fish
