@@ -38,7 +38,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor: explain: %s\n", unknownCheck("", args[0], allCheckIDs()))
 		return report.ExitUsage
 	}
-	io.WriteString(stdout, explainText(c, textWidth(stdout)))
+	writeText(stdout, func(w io.Writer) error { _, err := io.WriteString(w, explainText(c, textWidth(stdout))); return err })
 	return 0
 }
 
@@ -63,7 +63,7 @@ func explainFinding(id string, stdout, stderr io.Writer) int {
 	// Findings outside the catalog (the runner's own: rdmadoctor.run/…)
 	// have no check.
 	c, _ := lookupAnyCheck(f.CheckID())
-	io.WriteString(stdout, findingText(f, c, textWidth(stdout)))
+	writeText(stdout, func(w io.Writer) error { _, err := io.WriteString(w, findingText(f, c, textWidth(stdout))); return err })
 	return 0
 }
 

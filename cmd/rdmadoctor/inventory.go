@@ -89,7 +89,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
 	} else {
-		err = report.WriteInventoryText(stdout, r, textWidth(stdout))
+		err = writeText(stdout, func(w io.Writer) error { return report.WriteInventoryText(w, r, textWidth(stdout)) })
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor inventory: write: %v\n", err)

@@ -424,7 +424,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			return report.ExitInternal
 		}
 	case "text":
-		writeListText(stdout)
+		writeText(stdout, func(w io.Writer) error { writeListText(w); return nil })
 	default:
 		fmt.Fprintf(stderr, "rdmadoctor list: unknown --format %q; valid: text, json\n", *format)
 		return report.ExitUsage

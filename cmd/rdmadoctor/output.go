@@ -59,6 +59,18 @@ func writeText(w io.Writer, render func(io.Writer) error) error {
 	return err
 }
 
+// asciiWriter transliterates what is written through it to ASCII
+// (adapter.ASCIIText): for the lines an adapter prints into a log.
+// Each write is a whole line, so no character is split between two.
+type asciiWriter struct{ w io.Writer }
+
+func (a asciiWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(a.w, adapter.ASCIIText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // writeOutputs writes the report where the flags say: stdout or --output,
 // and the JSON state for --state. A run interrupted by a signal is partial:
 // it goes to stdout only, and --output and --state keep the last complete

@@ -215,7 +215,9 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), o.start.Add(o.budget))
 	defer cancel()
-	return runSlurm(ctx, o, stdout, stderr)
+	// What slurm prints goes to slurmd's log, one line at a time: ASCII,
+	// whatever the node's locale, like the drain reason.
+	return runSlurm(ctx, o, asciiWriter{stdout}, asciiWriter{stderr})
 }
 
 // runSlurm runs the checks, reads the node's state when the verdict needs it,

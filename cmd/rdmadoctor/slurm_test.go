@@ -485,6 +485,9 @@ func TestSlurmReason(t *testing.T) {
 		{"a\nb\r\tc  d", "rdmadoctor: port.state(19) a b c d"},
 		{`say "hi"`, "rdmadoctor: port.state(19) say 'hi'"},
 		{"x — y → z ≥ 4 …", "rdmadoctor: port.state(19) x - y -> z >= 4 ..."},
+		// One table of spellings with the NPD line: what it spells, the
+		// reason spells too.
+		{"mlx5_0 ↔ GPU0 12 µs ± 3 “ok” −1 ≈2", `rdmadoctor: port.state(19) mlx5_0 <-> GPU0 12 us +- 3 'ok' -1 ~2`},
 		{"Grüße \xff\x1b[0m", "rdmadoctor: port.state(19) Gr??e ? [0m"},
 		{"", "rdmadoctor: port.state(19)"},
 	}

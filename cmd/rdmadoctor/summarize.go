@@ -99,7 +99,7 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) int {
 	if f.format == "json" {
 		err = report.WriteSummaryJSON(stdout, sum)
 	} else {
-		err = report.WriteSummaryText(stdout, sum)
+		err = writeText(stdout, func(w io.Writer) error { return report.WriteSummaryText(w, sum) })
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor summarize: write: %v\n", err)
