@@ -249,6 +249,8 @@ func specialTargets(t *testing.T) []specialTarget {
 		same: isMode(os.ModeDevice | os.ModeCharDevice)}
 	return []specialTarget{
 		{"FIFO", func(t *testing.T, p string) { syscall.Mkfifo(p, 0o644) }, isMode(os.ModeNamedPipe)},
+		// -o DIR once printed the rename's error ("file exists").
+		{"directory", func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, isMode(os.ModeDir)},
 		{"symlink to a file", link(victim), linkSame(victim)},
 		{"symlink to stdout", link("/proc/self/fd/1"), linkSame("/proc/self/fd/1")},
 		dev,
