@@ -48,7 +48,7 @@ func cmdAck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, ackHelp)
 			return 0
 		}
-		return usage(err.Error())
+		return usage(flagError(err, fs))
 	}
 	id, err := ackCheckID(fs.Args())
 	if err != nil {

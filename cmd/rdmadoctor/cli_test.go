@@ -174,7 +174,7 @@ func TestListJSON(t *testing.T) {
 		}
 	}
 	if code, _, errOut := runCLI(t, "list", "--format", "yaml"); code != report.ExitUsage ||
-		errOut != "rdmadoctor list: unknown --format \"yaml\"; valid: text, json\n" {
+		errOut != "rdmadoctor list: --format \"yaml\": unknown format; valid: text, json\n" {
 		t.Errorf("list --format yaml: exit %d, %q", code, errOut)
 	}
 }
@@ -223,5 +223,34 @@ func TestPeerHelpNamesEveryTwoHostCheck(t *testing.T) {
 	}
 	if m[1] != fmt.Sprint(lo) || m[2] != fmt.Sprint(hi) {
 		t.Errorf("peer --help says checks %s-%s; the two-host checks are %d-%d", m[1], m[2], lo, hi)
+	}
+}
+
+// A mistyped flag names the nearest one, in every command; a flag given
+// without its value says what the value is.
+func TestFlagErrorsNameTheFlagAndWhatItWants(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--levle", "2"}, "rdmadoctor: unknown flag --levle; did you mean --level?\n"},
+		{[]string{"--check"}, "rdmadoctor: --check needs a value (string): run only this check (ID or code) and its prerequisites; repeatable\n"},
+		{[]string{"-o"}, "rdmadoctor: -o (--output) needs a value (string): write the report to this file"},
+		{[]string{"--format", "jsno"}, "rdmadoctor: --format \"jsno\": unknown format; valid formats: text, json, prometheus; did you mean json?\n"},
+		{[]string{"list", "--fromat", "json"}, "rdmadoctor list: unknown flag --fromat; did you mean --format? (list --help)\n"},
+		{[]string{"inventory", "--format"}, "rdmadoctor inventory: --format needs a value (string): text, or json"},
+		{[]string{"snapshot", "-O", "x"}, "rdmadoctor snapshot: unknown flag -O; did you mean -o?\n"},
+		{[]string{"expect", "--from-hosts"}, "rdmadoctor expect: unknown flag --from-hosts; did you mean --from-host?\n"},
+		{[]string{"slurm", "healthcheck", "--dryrun"}, "rdmadoctor slurm: unknown flag --dryrun; did you mean --dry-run?\n"},
+		{[]string{"peer", "test", "--iteratons", "5", "h"}, "rdmadoctor peer test: unknown flag --iteratons; did you mean --iterations?\n"},
+		{[]string{"summarize", "--stale-aftr", "1h", "x"}, "rdmadoctor summarize: unknown flag --stale-aftr; did you mean --stale-after?"},
+		{[]string{"ack", "counters.errors", "--reson", "x"}, "rdmadoctor ack: unknown flag --reson; did you mean --reason?\n"},
+		{[]string{"peer", "tset"}, "rdmadoctor peer: unknown command \"tset\"; did you mean test?; valid: serve, test\n"},
+		{[]string{"slurm", "healtcheck"}, "rdmadoctor slurm: unknown slurm command \"healtcheck\"; did you mean healthcheck?; valid: healthcheck, prolog\n"},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != report.ExitUsage || out != "" && c.args[0] != "ack" || !strings.HasPrefix(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr\n%q\nwant it to start\n%q", c.args, code, out, errOut, c.want)
+		}
 	}
 }

@@ -147,10 +147,7 @@ func cmdExpect(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, expectUsage, expect.DefaultPath, fs.FlagUsages())
 			return 0
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
-		}
+		msg := flagError(err, fs)
 		fmt.Fprintf(stderr, "rdmadoctor expect: %s\n", msg)
 		return report.ExitUsage
 	}

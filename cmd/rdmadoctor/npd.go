@@ -61,7 +61,7 @@ func cmdNPD(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, npdHelp)
 			return 0
 		}
-		return npdUsage(stdout, stderr, err.Error())
+		return npdUsage(stdout, stderr, flagError(err, fs))
 	}
 	if err := npdCheckFlags(fs, *runNow, *maxAge); err != nil {
 		return npdUsage(stdout, stderr, err.Error())

@@ -63,7 +63,7 @@ func cmdPeer(args []string, stdout, stderr io.Writer) int {
 	case "test":
 		return cmdPeerTest(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "rdmadoctor peer: unknown command %q; valid: serve, test\n", args[0])
+	fmt.Fprintf(stderr, "rdmadoctor peer: unknown command %q%s; valid: serve, test\n", args[0], didYouMean(args[0], []string{"serve", "test"}))
 	return report.ExitUsage
 }
 
@@ -119,7 +119,7 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		return report.ExitUsage
 	}
 	if err := fs.Parse(args); err != nil {
-		return usage(err.Error())
+		return usage(flagError(err, fs))
 	}
 	if *help {
 		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
@@ -221,7 +221,7 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 	fs.BoolVarP(&r.verbose, "verbose", "v", false, "print the details of passing checks too")
 	helpFlag := fs.BoolP("help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
-		return nil, false, usageError{err.Error()}
+		return nil, false, usageError{flagError(err, fs)}
 	}
 	if *helpFlag {
 		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
@@ -232,7 +232,7 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 	case len(r.peers) == 0:
 		return nil, false, usageError{"name at least one peer: HOST or HOST:PORT"}
 	case r.format != "text" && r.format != "json":
-		return nil, false, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", r.format)}
+		return nil, false, usageError{fmt.Sprintf("--format %q: unknown format; valid formats: text, json", r.format)}
 	case r.failOn != "fail" && r.failOn != "warn":
 		return nil, false, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", r.failOn)}
 	case *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||

@@ -111,7 +111,7 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 	}
 	o := &slurmOpts{mode: args[0], getenv: getenv, start: time.Now()}
 	if o.mode != slurmHealthcheck && o.mode != slurmProlog {
-		return nil, usageError{fmt.Sprintf("unknown slurm command %q; valid: healthcheck, prolog", o.mode)}
+		return nil, usageError{fmt.Sprintf("unknown slurm command %q%s; valid: healthcheck, prolog", o.mode, didYouMean(o.mode, []string{"healthcheck", "prolog"}))}
 	}
 	fs := newSlurmFlagSet(o)
 	run := newFlagSet(&flags{})
@@ -142,7 +142,7 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 		if errors.Is(err, pflag.ErrHelp) || errors.As(err, &ue) {
 			return nil, err
 		}
-		return nil, usageError{err.Error()}
+		return nil, usageError{flagError(err, fs)}
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Sprintf("rdmadoctor slurm %s takes flags only, got %q", o.mode, fs.Arg(0))}

@@ -58,10 +58,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 				"usage: rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
 			return 0
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
-		}
+		msg := flagError(err, fs)
 		fmt.Fprintf(stderr, "rdmadoctor snapshot: %s\n", msg)
 		return report.ExitUsage
 	}
