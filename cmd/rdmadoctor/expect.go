@@ -161,7 +161,7 @@ func cmdExpect(args []string, stdout, stderr io.Writer) int {
 	case f.fromHost == (f.check != ""):
 		return usage("say --from-host (write a file from this host) or --check FILE (which class matches); see rdmadoctor expect --help")
 	case f.timeout <= 0:
-		return usage("--timeout must be positive")
+		return usage(fmt.Sprintf("--timeout %v: want a deadline above 0, such as 1m", f.timeout))
 	case f.fromHost && f.host != "":
 		return usage("--host goes with --check; --from-host writes the host's own values")
 	case f.check != "" && (f.class != "" || f.hosts != "" || f.output != ""):

@@ -126,7 +126,7 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if fs.NArg() > 0 {
-		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		return usage(fmt.Sprintf("unexpected argument %q: peer serve takes flags only (peer test HOST tests a peer)", fs.Arg(0)))
 	}
 	if *listen == "" {
 		return usage(fmt.Sprintf("--listen ADDR:PORT is required (e.g. --listen 192.0.2.1:%d): the server never picks an address itself", wire.DefaultPort))
@@ -142,8 +142,8 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil || mem == 0 || mem > 1<<40 {
 		return usage(fmt.Sprintf("--max-memory %q: want a size such as 256MiB", *maxMemory))
 	}
-	if *timeout <= 0 || *handshakeTimeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 || *maxClientSessions <= 0 {
-		return usage("--timeout, --handshake-timeout, --io-timeout, --max-sessions and --max-client-sessions must be positive")
+	if msg := notPositive(fs, "timeout", "handshake-timeout", "io-timeout", "max-sessions", "max-client-sessions"); msg != "" {
+		return usage(msg)
 	}
 	if st := peerLocalFault(pf.device); st != nil {
 		cause, fix := checks.PeerLocalFaultText(st)
@@ -234,11 +234,13 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 	case r.format != "text" && r.format != "json":
 		return nil, false, usageError{fmt.Sprintf("--format %q: unknown format; valid formats: text, json", r.format)}
 	case r.failOn != "fail" && r.failOn != "warn":
-		return nil, false, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", r.failOn)}
-	case *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||
-		*iterations <= 0 || *iterations > wire.MaxEcho || *bwTime <= 0:
-		return nil, false, usageError{fmt.Sprintf("--timeout, --io-timeout, --concurrency and --bandwidth-time must be positive, --size 1 to %d, --iterations 1 to %d",
-			wire.MaxBuffer/8, wire.MaxEcho)}
+		return nil, false, usageError{fmt.Sprintf("--fail-on %q: unknown policy; valid: fail, warn", r.failOn)}
+	case notPositive(fs, "timeout", "io-timeout", "concurrency", "bandwidth-time") != "":
+		return nil, false, usageError{notPositive(fs, "timeout", "io-timeout", "concurrency", "bandwidth-time")}
+	case *size <= 0 || *size > wire.MaxBuffer/8:
+		return nil, false, usageError{fmt.Sprintf("--size %d: want 1 to %d bytes", *size, wire.MaxBuffer/8)}
+	case *iterations <= 0 || *iterations > wire.MaxEcho:
+		return nil, false, usageError{fmt.Sprintf("--iterations %d: want 1 to %d round trips", *iterations, wire.MaxEcho)}
 	case pf.device == "" && fs.Changed("port"):
 		return nil, false, usageError{"--port needs --device"}
 	}

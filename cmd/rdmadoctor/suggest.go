@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -110,4 +111,22 @@ func flagError(err error, fs *pflag.FlagSet) string {
 		return fmt.Sprintf("%s needs a value (%s): %s", name, cmp.Or(typ, "text"), usage)
 	}
 	return err.Error()
+}
+
+// notPositive names the first of the flags whose value is zero or
+// negative, with its value and what it wants; "" when all are positive.
+// The flags are numbers or durations.
+func notPositive(fs *pflag.FlagSet, names ...string) string {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil {
+			continue
+		}
+		v := f.Value.String()
+		if d, err := time.ParseDuration(v); err == nil && d > 0 || err != nil && !strings.HasPrefix(v, "-") && strings.Trim(v, "0") != "" {
+			continue
+		}
+		return fmt.Sprintf("--%s %s: want a value above 0 (%s)", n, v, firstSentence(f.Usage))
+	}
+	return ""
 }
