@@ -248,6 +248,7 @@ func TestFlagErrorsNameTheFlagAndWhatItWants(t *testing.T) {
 		{[]string{"peer", "test", "h", "--concurrency", "0"}, "rdmadoctor peer test: --concurrency 0: want a value above 0 (pairs tested at once)\n"},
 		{[]string{"peer", "serve", "--listen", "127.0.0.1:18516", "--insecure-no-token", "--io-timeout", "-1s"}, "rdmadoctor peer serve: --io-timeout -1s: want a value above 0"},
 		{[]string{"expect", "--from-host", "--timeout", "0s"}, "rdmadoctor expect: --timeout 0s: want a deadline above 0, such as 1m\n"},
+		{[]string{"peer"}, "rdmadoctor peer: name serve or test\nusage:\n"}, // on stderr, not stdout
 		{[]string{"peer", "tset"}, "rdmadoctor peer: unknown command \"tset\"; did you mean test?; valid: serve, test\n"},
 		{[]string{"slurm", "healtcheck"}, "rdmadoctor slurm: unknown slurm command \"healtcheck\"; did you mean healthcheck?; valid: healthcheck, prolog\n"},
 	} {

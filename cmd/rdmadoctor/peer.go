@@ -50,11 +50,13 @@ func peerCodes() string {
 func peerFirstCode() int { return checks.PeerCatalog()[0].Code }
 
 func cmdPeer(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+	if len(args) == 0 {
+		// A usage error: the usage goes where errors go, as with any other.
+		fmt.Fprintf(stderr, "rdmadoctor peer: name serve or test\n"+peerUsage, wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv)
+		return report.ExitUsage
+	}
+	if args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv)
-		if len(args) == 0 {
-			return report.ExitUsage
-		}
 		return 0
 	}
 	switch args[0] {
