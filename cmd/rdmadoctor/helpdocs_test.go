@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -357,4 +358,23 @@ func scontrolInstalled() bool {
 		}
 	}
 	return false
+}
+
+// The man pages render without a warning (groff -ww, as man -l renders
+// them).
+func TestManPagesRender(t *testing.T) {
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff is not installed")
+	}
+	for name := range generatedDocs {
+		if !strings.HasPrefix(name, "docs/man/") {
+			continue
+		}
+		cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z", filepath.Join("../..", name))
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("groff %s: %v\n%s", name, err, out)
+		}
+	}
 }
