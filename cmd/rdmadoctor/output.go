@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -84,7 +87,21 @@ func writeOutputs(stdout io.Writer, f *flags, host *sysfs.Host, rep *report.Repo
 	case f.fleet.output == "" || f.fleet.output == "-":
 		errs = append(errs, renderReport(stdout, f, host, rep))
 	case !interrupted:
-		errs = append(errs, writeFileAtomic(f.fleet.output, func(w io.Writer) error { return renderReport(w, f, host, rep) }))
+		errs = append(errs, outputError(f.fleet.output, writeFileAtomic(f.fleet.output, func(w io.Writer) error { return renderReport(w, f, host, rep) })))
 	}
 	return errors.Join(errs...)
+}
+
+// outputError names --output's own fault when its directory is missing:
+// the temporary file the writer could not create is not the operator's
+// name for anything.
+func outputError(path string, err error) error {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if _, statErr := os.Stat(dir); errors.Is(statErr, fs.ErrNotExist) {
+		return fmt.Errorf("--output %s: the directory %s does not exist (create it, or name a file in one that does)", path, dir)
+	}
+	return err
 }

@@ -337,3 +337,14 @@ func TestOutputAndStateModes(t *testing.T) {
 		}
 	}
 }
+
+// --output in a directory that does not exist names --output and the
+// directory, not the temporary file the writer could not create.
+func TestOutputDirMissing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "missing", "r.txt")
+	code, stdout, stderr := runCLI(t, "--root", portDown, "--level", "1", "--output", out)
+	want := "--output " + out + ": the directory " + filepath.Dir(out) + " does not exist"
+	if code != report.ExitInternal || stdout != "" || !strings.Contains(stderr, want) || strings.Contains(stderr, ".tmp") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, stdout, stderr, want)
+	}
+}
