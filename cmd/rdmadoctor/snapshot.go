@@ -67,7 +67,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		return report.ExitUsage
 	}
 	if f.timeout <= 0 {
-		fmt.Fprintln(stderr, "rdmadoctor snapshot: --timeout must be positive")
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: --timeout %v: want a deadline above 0, such as 1m\n", f.timeout)
 		return report.ExitUsage
 	}
 
@@ -76,6 +76,14 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %v\n", err)
 		return report.ExitUsage
+	}
+	// Found before the capture, not after it: the snapshot goes into a
+	// directory that is there.
+	if dir := filepath.Dir(out); out != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %s: the directory %s does not exist (create it, or name a file in one that does)\n", out, dir)
+			return report.ExitUsage
+		}
 	}
 
 	// The deadline and an interrupt cover unpacking an archive --root too.
