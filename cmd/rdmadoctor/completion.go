@@ -25,15 +25,18 @@ type completionWords struct {
 	commands []string
 	flags    []*pflag.Flag
 	checks   []string
+	// findings are the finding IDs explain takes: offered once the word
+	// has a "/", so that a check's ID completes to itself first.
+	findings []string
 	// values are the fixed choices of a flag, or of the word after a
 	// subcommand; a flag that takes a value without choices completes files.
 	values map[string][]string
 }
 
 func newCompletionWords() completionWords {
-	w := completionWords{commands: subcommandNames(), checks: allCheckIDs(), values: map[string][]string{
+	w := completionWords{commands: subcommandNames(), checks: allCheckIDs(), findings: checks.FindingIDs(), values: map[string][]string{
 		"--format": {"text", "json", "prometheus"}, "--level": {"1", "2"}, "--fail-on": {"fail", "warn"},
-		"--check": checksOnly(), "--skip": checksOnly(), "explain": append(allCheckIDs(), checks.FindingIDs()...), "ack": checksOnly(),
+		"--check": checksOnly(), "--skip": checksOnly(), "explain": allCheckIDs(), "ack": checksOnly(),
 		"help": append(subcommandNames(), "exit-codes"),
 	}}
 	for _, s := range subcommands {
@@ -107,6 +110,11 @@ func (w completionWords) bash() string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == "explain" {
+			fmt.Fprintf(&b, "    explain) if [[ $cur == */* ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else COMPREPLY=($(compgen -W %q -- \"$cur\")); fi; return ;;\n",
+				strings.Join(w.findings, " "), strings.Join(w.values[k], " "))
+			continue
+		}
 		fmt.Fprintf(&b, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", k, strings.Join(w.values[k], " "))
 	}
 	var fileFlags, valueFlags []string
@@ -140,7 +148,11 @@ func (w completionWords) fish() string {
 	}
 	b.WriteString(w.fishSubcommands())
 	for _, s := range append([]string{"explain", "ack", "help"}, "slurm", "peer", "completion") {
-		fmt.Fprintf(&b, "complete -c rdmadoctor -n '__fish_seen_subcommand_from %s' -a %s\n", s, fishQuote(strings.Join(w.values[s], " ")))
+		words := w.values[s]
+		if s == "explain" {
+			words = append(append([]string{}, words...), w.findings...)
+		}
+		fmt.Fprintf(&b, "complete -c rdmadoctor -n '__fish_seen_subcommand_from %s' -a %s\n", s, fishQuote(strings.Join(words, " ")))
 	}
 	return b.String()
 }

@@ -34,6 +34,7 @@ func TestCompletionBash(t *testing.T) {
 		{"rdmadoctor slurm h", "healthcheck"},
 		{"rdmadoctor --timeout ", ""},
 		{"rdmadoctor explain port.state/no-lin", "port.state/no-link"},
+		{"rdmadoctor explain port.sta", "port.state"}, // its findings once a "/" is typed
 		// A subcommand's own flags, their values, and the run's flags
 		// where the subcommand takes them.
 		{"rdmadoctor slurm --dry", "--dry-run"},

@@ -87,11 +87,9 @@ func TestExplainFinding(t *testing.T) {
 // findings point to the first.
 func TestExplainPrintsEachFixOnce(t *testing.T) {
 	for _, c := range append(checks.Catalog(), checks.PeerCatalog()...) {
-		text := explainText(c, 10000) // one line per paragraph
 		seen := map[string]bool{}
-		for _, l := range strings.Split(text, "\n") {
-			fix, ok := strings.CutPrefix(strings.TrimSpace(l), "fix: ")
-			if !ok || strings.HasPrefix(fix, "the same as ") {
+		for _, fix := range explainedFixes(explainText(c, 10000)) {
+			if strings.HasPrefix(fix, "the same as ") {
 				continue
 			}
 			if seen[fix] {
@@ -104,6 +102,25 @@ func TestExplainPrintsEachFixOnce(t *testing.T) {
 	if !strings.Contains(text, "fix: the same as port.state/unreadable above") {
 		t.Errorf("port.state/devices-unreadable shares port.state/unreadable's fix, and does not point to it:\n%s", text)
 	}
+}
+
+// explainedFixes are the fixes an explanation prints, each whole: its
+// "fix: " line and the paragraphs under it.
+func explainedFixes(text string) []string {
+	var fixes []string
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		if fix, ok := strings.CutPrefix(strings.TrimSpace(l), "fix: "); ok {
+			fixes, in = append(fixes, fix), true
+			continue
+		}
+		if in && strings.HasPrefix(l, strings.Repeat(" ", 13)) {
+			fixes[len(fixes)-1] += "\n" + strings.TrimSpace(l)
+			continue
+		}
+		in = false
+	}
+	return fixes
 }
 
 func mustCheck(t *testing.T, id string) *checks.Check {
