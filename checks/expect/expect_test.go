@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -402,3 +403,36 @@ func TestSetAndWriteRefuse(t *testing.T) {
 		t.Error("Write wrote a value that does not read back")
 	}
 }
+
+// ParseKnown reports every fault of a file in one pass, in line order: the
+// lines that do not parse and the check and finding IDs nothing declares.
+// (Parse alone leaves the IDs to the caller; then a file with a misspelt
+// key and a misspelt check ID took two rounds to fix.)
+func TestParseKnownReportsEveryFaultAtOnce(t *testing.T) {
+	text := "[class x]\nhosts = x*\nskip = counters.eror\ndevices = two\n" +
+		"waive = [\"port.state/no-lnk\"]\nwaive_reason = \"optics\"\nbogus = 1\nfail_on_warn = [\"port.stat\"]\n"
+	known := Known{Checks: []string{"counters.errors", "port.state"}, Findings: []string{"port.state/no-link"}}
+	_, err := ParseKnown("e.conf", strings.NewReader(text), known)
+	var lines []string
+	var pes ParseErrors
+	if !errors.As(err, &pes) {
+		t.Fatalf("ParseKnown: %v, want ParseErrors", err)
+	}
+	for _, pe := range pes {
+		lines = append(lines, pe.Key+"@"+itoa(pe.Line))
+	}
+	want := "skip@3 devices@4 waive@5 bogus@7 fail_on_warn@8"
+	if got := strings.Join(lines, " "); got != want {
+		t.Errorf("faults %s, want %s:\n%v", got, want, err)
+	}
+	// Without known lists, the IDs are not judged: Parse's behaviour.
+	_, err = Parse("e.conf", strings.NewReader(text))
+	if !errors.As(err, &pes) || len(pes) != 2 {
+		t.Errorf("Parse: %v, want the two lines that do not parse", err)
+	}
+	if f, err := ParseKnown("e.conf", strings.NewReader("[class x]\nhosts = x*\nskip = port.state\n"), known); err != nil || len(f.Classes) != 1 {
+		t.Errorf("a clean file: %v", err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

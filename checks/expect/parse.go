@@ -45,10 +45,21 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
 }
 
+// Known are the IDs an expectations file may name: skip and fail_on_warn
+// name checks (the catalog's), waive names declared findings. A nil list
+// is not checked.
+type Known struct{ Checks, Findings []string }
+
 // Load reads and parses the expectations file at path. It opens without
 // blocking, so a named pipe that nobody writes reads as empty instead of
 // hanging the run (a pipe from a shell's <(...) is read as it fills).
-func Load(path string) (*File, error) {
+func Load(path string) (*File, error) { return LoadKnown(path, Known{}) }
+
+// LoadKnown is Load that also checks the IDs the file names against
+// known, in the same pass: a misspelt key and a misspelt check ID are
+// reported together, in line order, not one round of fixing after the
+// other.
+func LoadKnown(path string, known Known) (*File, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read expectations: %w", err)
@@ -65,7 +76,7 @@ func Load(path string) (*File, error) {
 		return nil, &ParseError{File: path, Msg: fmt.Sprintf("%d bytes, larger than the %d an expectations file may have", st.Size(), MaxFile)}
 	}
 	if st.Mode().IsRegular() {
-		return Parse(path, fh)
+		return ParseKnown(path, fh, known)
 	}
 	data, err := io.ReadAll(io.LimitReader(fh, MaxFile+1))
 	if err != nil {
@@ -74,7 +85,7 @@ func Load(path string) (*File, error) {
 	if len(data) == 0 {
 		return nil, &ParseError{File: path, Msg: "nothing to read (a pipe or device that gave no data)"}
 	}
-	return Parse(path, bytes.NewReader(data))
+	return ParseKnown(path, bytes.NewReader(data), known)
 }
 
 // ParseErrors is every fault of a file, in line order: an operator fixes
@@ -115,7 +126,11 @@ func (es ParseErrors) orNil() error {
 // Parse reads an expectations file; name is used in errors and citations.
 // It reports every faulty line (up to 50) as ParseErrors; a fault of the
 // whole file (too large, a line too long) ends the reading there.
-func Parse(name string, r io.Reader) (*File, error) {
+func Parse(name string, r io.Reader) (*File, error) { return ParseKnown(name, r, Known{}) }
+
+// ParseKnown is Parse that also reports, among the file's other faults,
+// every skip, fail_on_warn and waive value that known does not hold.
+func ParseKnown(name string, r io.Reader, known Known) (*File, error) {
 	p := &parser{f: &File{Name: name}, seen: map[string]int{}}
 	lr := &io.LimitedReader{R: r, N: MaxFile + 1}
 	sc := bufio.NewScanner(lr)
@@ -158,11 +173,34 @@ func Parse(name string, r io.Reader) (*File, error) {
 				Msg: fmt.Sprintf("[class %s] waives findings without a waive_reason: say why they are not counted, e.g. waive_reason = \"optics RMA open\"", c.Name)})
 		}
 	}
+	errs = append(errs, p.f.unknownIDs(known)...)
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		if len(errs) > maxErrors {
+			errs = append(errs[:maxErrors], &ParseError{File: name, Line: errs[maxErrors].Line, Msg: fmt.Sprintf("stopped after %d errors", maxErrors)})
+		}
 		return nil, errs
 	}
 	return p.f, nil
+}
+
+// unknownIDs are the faults of CheckIDs and FindingIDs against known, for
+// the lists known has.
+func (f *File) unknownIDs(known Known) ParseErrors {
+	var errs ParseErrors
+	for _, fault := range []struct {
+		list  []string
+		check func([]string) error
+	}{{known.Checks, f.CheckIDs}, {known.Findings, f.FindingIDs}} {
+		if fault.list == nil {
+			continue
+		}
+		var pes ParseErrors
+		if errors.As(fault.check(fault.list), &pes) {
+			errs = append(errs, pes...)
+		}
+	}
+	return errs
 }
 
 type parser struct {

@@ -48,7 +48,7 @@ func cmdAck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, ackHelp)
 			return 0
 		}
-		return usage(err.Error())
+		return usage(flagError(err, fs))
 	}
 	id, err := ackCheckID(fs.Args())
 	if err != nil {
@@ -58,7 +58,7 @@ func cmdAck(args []string, stdout, stderr io.Writer) int {
 		return usage("--reason is required: say why this level is accepted")
 	}
 	if *statePath == "" {
-		return usage("--state is empty")
+		return usage("--state \"\": name the state file a run keeps with --state (default /var/lib/rdmadoctor/state.json)")
 	}
 	return runAck(ackRequest{check: id, unit: *unit, reason: asciiLine(*reason, 200), state: *statePath, root: *root}, stdout, stderr)
 }

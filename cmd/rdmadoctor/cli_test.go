@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -172,7 +174,7 @@ func TestListJSON(t *testing.T) {
 		}
 	}
 	if code, _, errOut := runCLI(t, "list", "--format", "yaml"); code != report.ExitUsage ||
-		errOut != "rdmadoctor list: unknown --format \"yaml\"; valid: text, json\n" {
+		errOut != "rdmadoctor list: --format \"yaml\": unknown format; valid: text, json\n" {
 		t.Errorf("list --format yaml: exit %d, %q", code, errOut)
 	}
 }
@@ -204,5 +206,55 @@ func TestVersion(t *testing.T) {
 	_, flagOut, _ := runCLI(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "rdmadoctor "+version+"\n") || flagOut != out {
 		t.Errorf("version: exit %d\n%s\n--version:\n%s", code, out, flagOut)
+	}
+}
+
+// peer --help names the range of the two-host checks' codes as the catalog
+// has them (it once said 40-47 when 48 existed).
+func TestPeerHelpNamesEveryTwoHostCheck(t *testing.T) {
+	_, out, _ := runCLI(t, "peer", "--help")
+	m := regexp.MustCompile(`checks (\d+)-(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("peer --help names no range of checks:\n%s", out)
+	}
+	lo, hi := 1000, 0
+	for _, c := range checks.PeerCatalog() {
+		lo, hi = min(lo, c.Code), max(hi, c.Code)
+	}
+	if m[1] != fmt.Sprint(lo) || m[2] != fmt.Sprint(hi) {
+		t.Errorf("peer --help says checks %s-%s; the two-host checks are %d-%d", m[1], m[2], lo, hi)
+	}
+}
+
+// A mistyped flag names the nearest one, in every command; a flag given
+// without its value says what the value is.
+func TestFlagErrorsNameTheFlagAndWhatItWants(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--levle", "2"}, "rdmadoctor: unknown flag --levle; did you mean --level?\n"},
+		{[]string{"--check"}, "rdmadoctor: --check needs a value (string): run only this check (ID or code) and its prerequisites; repeatable\n"},
+		{[]string{"-o"}, "rdmadoctor: -o (--output) needs a value (string): write the report to this file"},
+		{[]string{"--format", "jsno"}, "rdmadoctor: --format \"jsno\": unknown format; valid formats: text, json, prometheus; did you mean json?\n"},
+		{[]string{"list", "--fromat", "json"}, "rdmadoctor list: unknown flag --fromat; did you mean --format? (list --help)\n"},
+		{[]string{"inventory", "--format"}, "rdmadoctor inventory: --format needs a value (string): text, or json"},
+		{[]string{"snapshot", "-O", "x"}, "rdmadoctor snapshot: unknown flag -O; did you mean -o?\n"},
+		{[]string{"expect", "--from-hosts"}, "rdmadoctor expect: unknown flag --from-hosts; did you mean --from-host?\n"},
+		{[]string{"slurm", "healthcheck", "--dryrun"}, "rdmadoctor slurm: unknown flag --dryrun; did you mean --dry-run?\n"},
+		{[]string{"peer", "test", "--iteratons", "5", "h"}, "rdmadoctor peer test: unknown flag --iteratons; did you mean --iterations?\n"},
+		{[]string{"summarize", "--stale-aftr", "1h", "x"}, "rdmadoctor summarize: unknown flag --stale-aftr; did you mean --stale-after?"},
+		{[]string{"ack", "counters.errors", "--reson", "x"}, "rdmadoctor ack: unknown flag --reson; did you mean --reason?\n"},
+		{[]string{"peer", "test", "h", "--concurrency", "0"}, "rdmadoctor peer test: --concurrency 0: want a value above 0 (pairs tested at once)\n"},
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:18516", "--insecure-no-token", "--io-timeout", "-1s"}, "rdmadoctor peer serve: --io-timeout -1s: want a value above 0"},
+		{[]string{"expect", "--from-host", "--timeout", "0s"}, "rdmadoctor expect: --timeout 0s: want a deadline above 0, such as 1m\n"},
+		{[]string{"peer"}, "rdmadoctor peer: name serve or test\nusage:\n"}, // on stderr, not stdout
+		{[]string{"peer", "tset"}, "rdmadoctor peer: unknown command \"tset\"; did you mean test?; valid: serve, test\n"},
+		{[]string{"slurm", "healtcheck"}, "rdmadoctor slurm: unknown slurm command \"healtcheck\"; did you mean healthcheck?; valid: healthcheck, prolog\n"},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != report.ExitUsage || out != "" && c.args[0] != "ack" || !strings.HasPrefix(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr\n%q\nwant it to start\n%q", c.args, code, out, errOut, c.want)
+		}
 	}
 }

@@ -8,11 +8,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
 
 const completionUsage = `usage: rdmadoctor completion bash|zsh|fish
-  a completion script for subcommands, the run's flags and their values, and check IDs
+  a completion script for subcommands, each command's flags and their values, and check and finding IDs
   bash:  source <(rdmadoctor completion bash)   or save it as /usr/share/bash-completion/completions/rdmadoctor
   zsh:   rdmadoctor completion zsh > "${fpath[1]}/_rdmadoctor"
   fish:  rdmadoctor completion fish > ~/.config/fish/completions/rdmadoctor.fish
@@ -24,13 +25,16 @@ type completionWords struct {
 	commands []string
 	flags    []*pflag.Flag
 	checks   []string
+	// findings are the finding IDs explain takes: offered once the word
+	// has a "/", so that a check's ID completes to itself first.
+	findings []string
 	// values are the fixed choices of a flag, or of the word after a
 	// subcommand; a flag that takes a value without choices completes files.
 	values map[string][]string
 }
 
 func newCompletionWords() completionWords {
-	w := completionWords{commands: subcommandNames(), checks: allCheckIDs(), values: map[string][]string{
+	w := completionWords{commands: subcommandNames(), checks: allCheckIDs(), findings: checks.FindingIDs(), values: map[string][]string{
 		"--format": {"text", "json", "prometheus"}, "--level": {"1", "2"}, "--fail-on": {"fail", "warn"},
 		"--check": checksOnly(), "--skip": checksOnly(), "explain": allCheckIDs(), "ack": checksOnly(),
 		"help": append(subcommandNames(), "exit-codes"),
@@ -98,6 +102,7 @@ func (w completionWords) bash() string {
 	var b strings.Builder
 	b.WriteString("# rdmadoctor completion bash\n_rdmadoctor() {\n")
 	b.WriteString("    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n")
+	b.WriteString(w.bashSubcommands())
 	b.WriteString("    case \"$prev\" in\n")
 	keys := make([]string, 0, len(w.values))
 	for k := range w.values {
@@ -105,6 +110,11 @@ func (w completionWords) bash() string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == "explain" {
+			fmt.Fprintf(&b, "    explain) if [[ $cur == */* ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else COMPREPLY=($(compgen -W %q -- \"$cur\")); fi; return ;;\n",
+				strings.Join(w.findings, " "), strings.Join(w.values[k], " "))
+			continue
+		}
 		fmt.Fprintf(&b, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", k, strings.Join(w.values[k], " "))
 	}
 	var fileFlags, valueFlags []string
@@ -134,24 +144,35 @@ func (w completionWords) fish() string {
 		fmt.Fprintf(&b, "complete -c rdmadoctor -n __fish_use_subcommand -a %s -d %s\n", s.name, fishQuote(s.summary))
 	}
 	for _, f := range w.flags {
-		line := fmt.Sprintf("complete -c rdmadoctor -n __fish_use_subcommand -l %s", f.Name)
-		if f.Shorthand != "" {
-			line += " -s " + f.Shorthand
-		}
-		switch choices := w.values["--"+f.Name]; {
-		case choices != nil:
-			line += " -x -a " + fishQuote(strings.Join(choices, " "))
-		case f.Value.Type() == "string":
-			line += " -r -F"
-		case f.Value.Type() != "bool":
-			line += " -x"
-		}
-		b.WriteString(line + " -d " + fishQuote(firstSentence(f.Usage)) + "\n")
+		b.WriteString(w.fishRunFlag("__fish_use_subcommand", f))
 	}
+	b.WriteString(w.fishSubcommands())
 	for _, s := range append([]string{"explain", "ack", "help"}, "slurm", "peer", "completion") {
-		fmt.Fprintf(&b, "complete -c rdmadoctor -n '__fish_seen_subcommand_from %s' -a %s\n", s, fishQuote(strings.Join(w.values[s], " ")))
+		words := w.values[s]
+		if s == "explain" {
+			words = append(append([]string{}, words...), w.findings...)
+		}
+		fmt.Fprintf(&b, "complete -c rdmadoctor -n '__fish_seen_subcommand_from %s' -a %s\n", s, fishQuote(strings.Join(words, " ")))
 	}
 	return b.String()
+}
+
+// fishRunFlag is the fish line of one of the run's flags, offered where
+// the condition holds.
+func (w completionWords) fishRunFlag(cond string, f *pflag.Flag) string {
+	line := fmt.Sprintf("complete -c rdmadoctor -n %s -l %s", cond, f.Name)
+	if f.Shorthand != "" {
+		line += " -s " + f.Shorthand
+	}
+	switch choices := w.values["--"+f.Name]; {
+	case choices != nil:
+		line += " -x -a " + fishQuote(strings.Join(choices, " "))
+	case f.Value.Type() == "string":
+		line += " -r -F"
+	case f.Value.Type() != "bool":
+		line += " -x"
+	}
+	return line + " -d " + fishQuote(firstSentence(f.Usage)) + "\n"
 }
 
 func fishQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -48,7 +48,7 @@ func expectFrom(path, defaultPath string, live bool, hostname string) (*expect.C
 	if !explicit {
 		flag = "expectations (the default file; --expect FILE to choose another)"
 	}
-	f, err := expect.Load(path)
+	f, err := expect.LoadKnown(path, knownIDs())
 	if err != nil {
 		return nil, nil, usageError{fmt.Sprintf("%s: %v", flag, err)}
 	}
@@ -61,6 +61,17 @@ func expectFrom(path, defaultPath string, live bool, hostname string) (*expect.C
 		return nil, &report.ExpectInfo{File: path}, nil
 	}
 	return nil, nil, usageError{fmt.Sprintf("%s: %v", flag, err)}
+}
+
+// knownIDs are what an expectations file's skip, fail_on_warn and waive
+// may name: the catalog's checks and the declared findings. The file is
+// checked against them as it is parsed, so every fault shows at once.
+func knownIDs() expect.Known {
+	var ids []string
+	for _, c := range checks.Catalog() {
+		ids = append(ids, c.ID)
+	}
+	return expect.Known{Checks: ids, Findings: checks.FindingIDs()}
 }
 
 // expectFlags are the flags of `rdmadoctor expect`.
@@ -136,10 +147,7 @@ func cmdExpect(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, expectUsage, expect.DefaultPath, fs.FlagUsages())
 			return 0
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
-		}
+		msg := flagError(err, fs)
 		fmt.Fprintf(stderr, "rdmadoctor expect: %s\n", msg)
 		return report.ExitUsage
 	}
@@ -153,7 +161,7 @@ func cmdExpect(args []string, stdout, stderr io.Writer) int {
 	case f.fromHost == (f.check != ""):
 		return usage("say --from-host (write a file from this host) or --check FILE (which class matches); see rdmadoctor expect --help")
 	case f.timeout <= 0:
-		return usage("--timeout must be positive")
+		return usage(fmt.Sprintf("--timeout %v: want a deadline above 0, such as 1m", f.timeout))
 	case f.fromHost && f.host != "":
 		return usage("--host goes with --check; --from-host writes the host's own values")
 	case f.check != "" && (f.class != "" || f.hosts != "" || f.output != ""):
@@ -229,7 +237,7 @@ func expectFromHost(ctx context.Context, f *expectFlags, stdout, stderr io.Write
 }
 
 func expectCheck(ctx context.Context, f *expectFlags, stdout, stderr io.Writer) int {
-	file, err := expect.Load(f.check)
+	file, err := expect.LoadKnown(f.check, knownIDs())
 	if err != nil {
 		printErrors(stderr, err)
 		return report.ExitUsage

@@ -19,7 +19,7 @@ type subcommand struct {
 // subcommands are every subcommand, in the order `--help` lists them.
 var subcommands = []subcommand{
 	{"list", "list [--format text|json]", "the catalog: code, id, level, title", nil},
-	{"explain", "explain ID|CODE", "what a check judges, why, every finding and its fix", nil},
+	{"explain", "explain ID|CODE|FINDING", "what a check judges, why, every finding and its fix; or one finding", nil},
 	{"inventory", "inventory", "the devices, ports, addresses and GID indexes, as ibv_devinfo shows them", nil},
 	{"snapshot", "snapshot -o FILE", "capture this host's RDMA state for --root elsewhere (snapshot --help)", nil},
 	{"expect", "expect --from-host", "write an expectations file from a known-good host (expect --help)", nil},

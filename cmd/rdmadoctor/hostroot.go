@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,17 +25,36 @@ var hostMarkers = []string{"sys/", "proc/", sysfs.FactsFile, snapshot.ManifestFi
 // host that does not exist. shown is how the error names dir; the host
 // roots inside dir are named too when shown is dir's own path.
 func notHostRoot(dir, shown string) error {
+	var denied error
 	for _, m := range hostMarkers {
 		fi, err := os.Stat(filepath.Join(dir, strings.TrimSuffix(m, "/")))
 		if err == nil && (fi.IsDir() == strings.HasSuffix(m, "/")) {
 			return nil
 		}
+		if denied == nil && errors.Is(err, fs.ErrPermission) {
+			denied = err
+		}
+	}
+	if denied != nil {
+		// Not "not a host root": this user may not look inside it.
+		return rootDenied(shown, denied)
 	}
 	msg := fmt.Sprintf("%s is not a host root: it has none of %s", shown, strings.Join(hostMarkers, ", "))
 	if hosts := hostsInside(dir); len(hosts) > 0 && shown == dir {
 		msg += fmt.Sprintf("; host roots inside it: %s", listSome(hosts, shown, 4))
 	}
 	return errors.New(msg)
+}
+
+// rootDenied is the error for a --root this user may not read: the path
+// that refused, and what would let the run read it.
+func rootDenied(shown string, err error) error {
+	path := shown
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		path = pe.Path
+	}
+	return fmt.Errorf("%s: permission denied reading %s (uid %d): run as a user who may read it (root), or give a copy it can read", shown, path, os.Geteuid())
 }
 
 // hostsInside lists the subdirectories of dir that are host roots, sorted:

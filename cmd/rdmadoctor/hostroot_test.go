@@ -2,10 +2,14 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -110,6 +114,47 @@ func TestRootThatIsAPartialHost(t *testing.T) {
 			// nothing failed, as the check that could not look.
 			if !strings.Contains(out, "root cause:") && !strings.Contains(out, "could not judge:") {
 				t.Errorf("no report:\n%s", out)
+			}
+		})
+	}
+}
+
+// A --root this user may not read is not "not a host root": the error says
+// permission denied and names the path that refused, whether the root
+// itself or the directory above it is closed. Root ignores permissions, so
+// the binary runs as uid 65534; a test not run as root runs it as itself.
+func TestRootUnreadableSaysPermissionDenied(t *testing.T) {
+	bin := faultBinary(t)
+	dir := sharedDir(t)
+	above := filepath.Join(dir, "closed")
+	root := filepath.Join(above, "host")
+	if err := os.Mkdir(above, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(hostsDir, "port-down"), root).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture: %v\n%s", err, out)
+	}
+	for _, c := range []struct{ name, closed, refused string }{
+		{"the root", root, filepath.Join(root, "sys")},
+		{"the directory above it", above, root},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Chmod(c.closed, 0)
+			defer os.Chmod(c.closed, 0o755)
+			cmd := exec.Command(bin, "--root", root, "--level", "1")
+			if os.Geteuid() == 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != report.ExitUsage {
+				t.Fatalf("run: %v, want exit 2 (stderr %s)", err, stderr.String())
+			}
+			want := "permission denied reading " + c.refused + " "
+			if msg := stderr.String(); !strings.Contains(msg, want) || strings.Contains(msg, "not a host root") || stdout.Len() > 0 {
+				t.Errorf("stdout %q, stderr %q: want it to say %q", stdout.String(), msg, want)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,10 +45,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 				"usage: rdmadoctor inventory [--root DIR|FILE.tar.gz] [--format text|json]\n\nflags:\n%s", fs.FlagUsages())
 			return 0
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
-		}
+		msg := flagError(err, fs)
 		fmt.Fprintf(stderr, "rdmadoctor inventory: %s\n", msg)
 		return report.ExitUsage
 	}
@@ -58,7 +54,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmadoctor inventory: unexpected argument %q; valid flags: %s\n", fs.Arg(0), flagNames(fs))
 		return report.ExitUsage
 	case f.format != "text" && f.format != "json":
-		fmt.Fprintf(stderr, "rdmadoctor inventory: unknown format %q; valid formats: text, json\n", f.format)
+		fmt.Fprintf(stderr, "rdmadoctor inventory: --format %q: unknown format; valid formats: text, json\n", f.format)
 		return report.ExitUsage
 	case f.timeout <= 0:
 		fmt.Fprintln(stderr, "rdmadoctor inventory: --timeout must be positive")
@@ -89,7 +85,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
 	} else {
-		err = report.WriteInventoryText(stdout, r, textWidth(stdout))
+		err = writeText(stdout, func(w io.Writer) error { return report.WriteInventoryText(w, r, textWidth(stdout)) })
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor inventory: write: %v\n", err)

@@ -138,24 +138,20 @@ func parseFlags(args []string) (*flags, error) {
 	f := &flags{}
 	fs := newFlagSet(f)
 	if err := fs.Parse(args); err != nil {
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			return nil, usageError{fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))}
-		}
-		return nil, usageError{msg}
+		return nil, usageError{flagError(err, fs)}
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Sprintf("unknown command %q%s; valid: %s, or flags only (rdmadoctor help)",
 			fs.Arg(0), didYouMean(fs.Arg(0), subcommandNames()), strings.Join(subcommandNames(), ", "))}
 	}
 	if f.level != 1 && f.level != 2 {
-		return nil, usageError{fmt.Sprintf("unknown level %d; valid levels: 1, 2", f.level)}
+		return nil, usageError{fmt.Sprintf("--level %d: unknown level; valid levels: 1, 2 (1: read-only checks; 2: also the verbs probes)", f.level)}
 	}
 	if f.format != "text" && f.format != "json" && f.format != "prometheus" {
-		return nil, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json, prometheus", f.format)}
+		return nil, usageError{fmt.Sprintf("--format %q: unknown format; valid formats: text, json, prometheus%s", f.format, didYouMean(f.format, []string{"text", "json", "prometheus"}))}
 	}
 	if f.failOn != "fail" && f.failOn != "warn" {
-		return nil, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", f.failOn)}
+		return nil, usageError{fmt.Sprintf("--fail-on %q: unknown policy; valid: fail, warn", f.failOn)}
 	}
 	if err := checks.CheckFlags(fs, &f.checkOpts); err != nil {
 		return nil, usageError{err.Error()}
@@ -409,7 +405,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, listUsage+fs.FlagUsages())
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "rdmadoctor list: %v (list --help)\n", err)
+		fmt.Fprintf(stderr, "rdmadoctor list: %s (list --help)\n", flagError(err, fs))
 		return report.ExitUsage
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "rdmadoctor list: takes no arguments, got %q (rdmadoctor explain %s shows one check)\n", fs.Arg(0), fs.Arg(0))
@@ -424,9 +420,9 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			return report.ExitInternal
 		}
 	case "text":
-		writeListText(stdout)
+		writeText(stdout, func(w io.Writer) error { writeListText(w); return nil })
 	default:
-		fmt.Fprintf(stderr, "rdmadoctor list: unknown --format %q; valid: text, json\n", *format)
+		fmt.Fprintf(stderr, "rdmadoctor list: --format %q: unknown format; valid: text, json\n", *format)
 		return report.ExitUsage
 	}
 	return 0

@@ -61,7 +61,7 @@ func cmdNPD(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, npdHelp)
 			return 0
 		}
-		return npdUsage(stdout, stderr, err.Error())
+		return npdUsage(stdout, stderr, flagError(err, fs))
 	}
 	if err := npdCheckFlags(fs, *runNow, *maxAge); err != nil {
 		return npdUsage(stdout, stderr, err.Error())
@@ -91,8 +91,9 @@ func npdUsage(stdout, stderr io.Writer, msg string) int {
 	return npdUnknown
 }
 
-// npdRunFixed are run flags npd sets itself: a level-1 JSON report.
-var npdRunFixed = []string{"level", "format", "output", "repeat", "periodic"}
+// npdRunFixed are run flags npd sets itself (a level-1 JSON report), and
+// --version, which is no run.
+var npdRunFixed = []string{"level", "format", "output", "repeat", "periodic", "version"}
 
 func npdCheckFlags(fs *pflag.FlagSet, runNow bool, maxAge time.Duration) error {
 	if fs.NArg() > 0 {

@@ -173,6 +173,7 @@ func TestNPDUsage(t *testing.T) {
 		{"--level", "2"},
 		{"--root", "/"},
 		{"--run", "--state", "x"},
+		{"--run", "--version"}, // once judged the version line as a state: "not JSON"
 		{"--max-age", "0s"},
 		{"--bogus"},
 		{"extra"},

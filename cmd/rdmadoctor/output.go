@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -59,6 +62,18 @@ func writeText(w io.Writer, render func(io.Writer) error) error {
 	return err
 }
 
+// asciiWriter transliterates what is written through it to ASCII
+// (adapter.ASCIIText): for the lines an adapter prints into a log.
+// Each write is a whole line, so no character is split between two.
+type asciiWriter struct{ w io.Writer }
+
+func (a asciiWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(a.w, adapter.ASCIIText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // writeOutputs writes the report where the flags say: stdout or --output,
 // and the JSON state for --state. A run interrupted by a signal is partial:
 // it goes to stdout only, and --output and --state keep the last complete
@@ -72,7 +87,21 @@ func writeOutputs(stdout io.Writer, f *flags, host *sysfs.Host, rep *report.Repo
 	case f.fleet.output == "" || f.fleet.output == "-":
 		errs = append(errs, renderReport(stdout, f, host, rep))
 	case !interrupted:
-		errs = append(errs, writeFileAtomic(f.fleet.output, func(w io.Writer) error { return renderReport(w, f, host, rep) }))
+		errs = append(errs, outputError(f.fleet.output, writeFileAtomic(f.fleet.output, func(w io.Writer) error { return renderReport(w, f, host, rep) })))
 	}
 	return errors.Join(errs...)
+}
+
+// outputError names --output's own fault when its directory is missing:
+// the temporary file the writer could not create is not the operator's
+// name for anything.
+func outputError(path string, err error) error {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if _, statErr := os.Stat(dir); errors.Is(statErr, fs.ErrNotExist) {
+		return fmt.Errorf("--output %s: the directory %s does not exist (create it, or name a file in one that does)", path, dir)
+	}
+	return err
 }

@@ -249,6 +249,8 @@ func specialTargets(t *testing.T) []specialTarget {
 		same: isMode(os.ModeDevice | os.ModeCharDevice)}
 	return []specialTarget{
 		{"FIFO", func(t *testing.T, p string) { syscall.Mkfifo(p, 0o644) }, isMode(os.ModeNamedPipe)},
+		// -o DIR once printed the rename's error ("file exists").
+		{"directory", func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, isMode(os.ModeDir)},
 		{"symlink to a file", link(victim), linkSame(victim)},
 		{"symlink to stdout", link("/proc/self/fd/1"), linkSame("/proc/self/fd/1")},
 		dev,
@@ -333,5 +335,16 @@ func TestOutputAndStateModes(t *testing.T) {
 		if st, err := os.Lstat(p); err != nil || st.Mode() != want {
 			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode(), err, want)
 		}
+	}
+}
+
+// --output in a directory that does not exist names --output and the
+// directory, not the temporary file the writer could not create.
+func TestOutputDirMissing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "missing", "r.txt")
+	code, stdout, stderr := runCLI(t, "--root", portDown, "--level", "1", "--output", out)
+	want := "--output " + out + ": the directory " + filepath.Dir(out) + " does not exist"
+	if code != report.ExitInternal || stdout != "" || !strings.Contains(stderr, want) || strings.Contains(stderr, ".tmp") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, stdout, stderr, want)
 	}
 }

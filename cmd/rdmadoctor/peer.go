@@ -32,20 +32,31 @@ const peerUsage = `usage:
 
 The two sides agree on QPN, PSN, GID/LID, MTU and remote keys over TCP (port
 %d by default), then talk RDMA only: an RC connection, SEND/RECV both ways,
-RDMA WRITE and READ, latency, bandwidth and both sides' counters (checks 40-47;
-rdmadoctor explain 40).
+RDMA WRITE and READ, latency, bandwidth, both sides' counters, and a
+connection through rdma_cm (checks %s; rdmadoctor explain %d).
 Each session's verbs objects live in a child process of its own, freed when
 the session ends. The token (--token or %s) must match on both sides;
 serve refuses to start without one unless --insecure-no-token is given, and
 then listens only on a loopback or link-local address.
 `
 
+// peerCodes is the range of the two-host checks' codes, "40-48", read
+// from their catalog so that the help never falls behind it.
+func peerCodes() string {
+	cat := checks.PeerCatalog()
+	return fmt.Sprintf("%d-%d", cat[0].Code, cat[len(cat)-1].Code)
+}
+
+func peerFirstCode() int { return checks.PeerCatalog()[0].Code }
+
 func cmdPeer(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, tokenEnv)
-		if len(args) == 0 {
-			return report.ExitUsage
-		}
+	if len(args) == 0 {
+		// A usage error: the usage goes where errors go, as with any other.
+		fmt.Fprintf(stderr, "rdmadoctor peer: name serve or test\n"+peerUsage, wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv)
+		return report.ExitUsage
+	}
+	if args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintf(stdout, peerUsage, wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv)
 		return 0
 	}
 	switch args[0] {
@@ -54,7 +65,7 @@ func cmdPeer(args []string, stdout, stderr io.Writer) int {
 	case "test":
 		return cmdPeerTest(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "rdmadoctor peer: unknown command %q; valid: serve, test\n", args[0])
+	fmt.Fprintf(stderr, "rdmadoctor peer: unknown command %q%s; valid: serve, test\n", args[0], didYouMean(args[0], []string{"serve", "test"}))
 	return report.ExitUsage
 }
 
@@ -110,14 +121,14 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 		return report.ExitUsage
 	}
 	if err := fs.Parse(args); err != nil {
-		return usage(err.Error())
+		return usage(flagError(err, fs))
 	}
 	if *help {
-		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		fmt.Fprintf(stdout, peerUsage+"\nflags of serve:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
 		return 0
 	}
 	if fs.NArg() > 0 {
-		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		return usage(fmt.Sprintf("unexpected argument %q: peer serve takes flags only (peer test HOST tests a peer)", fs.Arg(0)))
 	}
 	if *listen == "" {
 		return usage(fmt.Sprintf("--listen ADDR:PORT is required (e.g. --listen 192.0.2.1:%d): the server never picks an address itself", wire.DefaultPort))
@@ -133,8 +144,8 @@ func cmdPeerServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil || mem == 0 || mem > 1<<40 {
 		return usage(fmt.Sprintf("--max-memory %q: want a size such as 256MiB", *maxMemory))
 	}
-	if *timeout <= 0 || *handshakeTimeout <= 0 || *ioTimeout <= 0 || *maxSessions <= 0 || *maxClientSessions <= 0 {
-		return usage("--timeout, --handshake-timeout, --io-timeout, --max-sessions and --max-client-sessions must be positive")
+	if msg := notPositive(fs, "timeout", "handshake-timeout", "io-timeout", "max-sessions", "max-client-sessions"); msg != "" {
+		return usage(msg)
 	}
 	if st := peerLocalFault(pf.device); st != nil {
 		cause, fix := checks.PeerLocalFaultText(st)
@@ -212,10 +223,10 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 	fs.BoolVarP(&r.verbose, "verbose", "v", false, "print the details of passing checks too")
 	helpFlag := fs.BoolP("help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
-		return nil, false, usageError{err.Error()}
+		return nil, false, usageError{flagError(err, fs)}
 	}
 	if *helpFlag {
-		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, tokenEnv, fs.FlagUsages())
+		fmt.Fprintf(stdout, peerUsage+"\nflags of test:\n%s", wire.DefaultPort, peerCodes(), peerFirstCode(), tokenEnv, fs.FlagUsages())
 		return nil, true, nil
 	}
 	r.peers = fs.Args()
@@ -223,13 +234,15 @@ func parsePeerTest(args []string, stdout io.Writer) (run *peerTestRun, help bool
 	case len(r.peers) == 0:
 		return nil, false, usageError{"name at least one peer: HOST or HOST:PORT"}
 	case r.format != "text" && r.format != "json":
-		return nil, false, usageError{fmt.Sprintf("unknown format %q; valid formats: text, json", r.format)}
+		return nil, false, usageError{fmt.Sprintf("--format %q: unknown format; valid formats: text, json", r.format)}
 	case r.failOn != "fail" && r.failOn != "warn":
-		return nil, false, usageError{fmt.Sprintf("unknown --fail-on %q; valid: fail, warn", r.failOn)}
-	case *timeout <= 0 || *ioTimeout <= 0 || *concurrency <= 0 || *size <= 0 || *size > wire.MaxBuffer/8 ||
-		*iterations <= 0 || *iterations > wire.MaxEcho || *bwTime <= 0:
-		return nil, false, usageError{fmt.Sprintf("--timeout, --io-timeout, --concurrency and --bandwidth-time must be positive, --size 1 to %d, --iterations 1 to %d",
-			wire.MaxBuffer/8, wire.MaxEcho)}
+		return nil, false, usageError{fmt.Sprintf("--fail-on %q: unknown policy; valid: fail, warn", r.failOn)}
+	case notPositive(fs, "timeout", "io-timeout", "concurrency", "bandwidth-time") != "":
+		return nil, false, usageError{notPositive(fs, "timeout", "io-timeout", "concurrency", "bandwidth-time")}
+	case *size <= 0 || *size > wire.MaxBuffer/8:
+		return nil, false, usageError{fmt.Sprintf("--size %d: want 1 to %d bytes", *size, wire.MaxBuffer/8)}
+	case *iterations <= 0 || *iterations > wire.MaxEcho:
+		return nil, false, usageError{fmt.Sprintf("--iterations %d: want 1 to %d round trips", *iterations, wire.MaxEcho)}
 	case pf.device == "" && fs.Changed("port"):
 		return nil, false, usageError{"--port needs --device"}
 	}

@@ -149,7 +149,7 @@ func TestPeerUsage(t *testing.T) {
 		{[]string{"peer", "serve"}, "--listen ADDR:PORT is required"},
 		{[]string{"peer", "serve", "--listen", "18516", "--token", "t"}, "want ADDR:PORT"},
 		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--token", "t", "--max-memory", "lots"}, "--max-memory"},
-		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--token", "t", "--max-client-sessions", "0"}, "--max-client-sessions must be positive"},
+		{[]string{"peer", "serve", "--listen", "127.0.0.1:1", "--token", "t", "--max-client-sessions", "0"}, "--max-client-sessions 0: want a value above 0"},
 		// Every interface is nobody's choice: name an address.
 		{[]string{"peer", "serve", "--listen", ":18516", "--token", "t"}, `--listen ":18516": name an address`},
 		{[]string{"peer", "serve", "--listen", "0.0.0.0:18516", "--token", "t"}, "name an address"},

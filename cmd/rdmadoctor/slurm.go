@@ -111,7 +111,7 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 	}
 	o := &slurmOpts{mode: args[0], getenv: getenv, start: time.Now()}
 	if o.mode != slurmHealthcheck && o.mode != slurmProlog {
-		return nil, usageError{fmt.Sprintf("unknown slurm command %q; valid: healthcheck, prolog", o.mode)}
+		return nil, usageError{fmt.Sprintf("unknown slurm command %q%s; valid: healthcheck, prolog", o.mode, didYouMean(o.mode, []string{"healthcheck", "prolog"}))}
 	}
 	fs := newSlurmFlagSet(o)
 	run := newFlagSet(&flags{})
@@ -142,7 +142,7 @@ func parseSlurmArgs(args []string, getenv func(string) string) (*slurmOpts, erro
 		if errors.Is(err, pflag.ErrHelp) || errors.As(err, &ue) {
 			return nil, err
 		}
-		return nil, usageError{err.Error()}
+		return nil, usageError{flagError(err, fs)}
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Sprintf("rdmadoctor slurm %s takes flags only, got %q", o.mode, fs.Arg(0))}
@@ -215,7 +215,9 @@ func cmdSlurm(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), o.start.Add(o.budget))
 	defer cancel()
-	return runSlurm(ctx, o, stdout, stderr)
+	// What slurm prints goes to slurmd's log, one line at a time: ASCII,
+	// whatever the node's locale, like the drain reason.
+	return runSlurm(ctx, o, asciiWriter{stdout}, asciiWriter{stderr})
 }
 
 // runSlurm runs the checks, reads the node's state when the verdict needs it,

@@ -438,11 +438,11 @@ func TestSlurmUsageErrors(t *testing.T) {
 		{node17, []string{"slurm", "check"}, `unknown slurm command "check"`},
 		{node17, []string{"slurm"}, "slurm needs a command"},
 		{node17, []string{"slurm", "healthcheck", "--format", "json"}, "--format does not apply"},
-		{node17, []string{"slurm", "healthcheck", "--bogus"}, "unknown flag: --bogus"},
+		{node17, []string{"slurm", "healthcheck", "--bogus"}, "unknown flag --bogus; valid flags: --dry-run, "},
 		{node17, []string{"slurm", "healthcheck", "extra"}, `takes flags only, got "extra"`},
 		{node17, []string{"slurm", "healthcheck", "--budget=1s"}, "--budget 1s"},
 		{node17, []string{"slurm", "healthcheck", "--scontrol=scontrol", "--root=../../testdata/hosts/port-down"}, "give an absolute path"},
-		{node17, []string{"slurm", "healthcheck", "--level=7"}, "unknown level 7"},
+		{node17, []string{"slurm", "healthcheck", "--level=7"}, "--level 7: unknown level; valid levels: 1, 2"},
 		{node17, []string{"slurm", "healthcheck", "--root=/nonexistent/host"}, "--root"},
 	}
 	for _, c := range cases {
@@ -485,6 +485,9 @@ func TestSlurmReason(t *testing.T) {
 		{"a\nb\r\tc  d", "rdmadoctor: port.state(19) a b c d"},
 		{`say "hi"`, "rdmadoctor: port.state(19) say 'hi'"},
 		{"x — y → z ≥ 4 …", "rdmadoctor: port.state(19) x - y -> z >= 4 ..."},
+		// One table of spellings with the NPD line: what it spells, the
+		// reason spells too.
+		{"mlx5_0 ↔ GPU0 12 µs ± 3 “ok” −1 ≈2", `rdmadoctor: port.state(19) mlx5_0 <-> GPU0 12 us +- 3 'ok' -1 ~2`},
 		{"Grüße \xff\x1b[0m", "rdmadoctor: port.state(19) Gr??e ? [0m"},
 		{"", "rdmadoctor: port.state(19)"},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,10 +58,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 				"usage: rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
 			return 0
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-			msg = fmt.Sprintf("%s; valid flags: %s", msg, flagNames(fs))
-		}
+		msg := flagError(err, fs)
 		fmt.Fprintf(stderr, "rdmadoctor snapshot: %s\n", msg)
 		return report.ExitUsage
 	}
@@ -69,7 +67,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		return report.ExitUsage
 	}
 	if f.timeout <= 0 {
-		fmt.Fprintln(stderr, "rdmadoctor snapshot: --timeout must be positive")
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: --timeout %v: want a deadline above 0, such as 1m\n", f.timeout)
 		return report.ExitUsage
 	}
 
@@ -78,6 +76,14 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %v\n", err)
 		return report.ExitUsage
+	}
+	// Found before the capture, not after it: the snapshot goes into a
+	// directory that is there.
+	if dir := filepath.Dir(out); out != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %s: the directory %s does not exist (create it, or name a file in one that does)\n", out, dir)
+			return report.ExitUsage
+		}
 	}
 
 	// The deadline and an interrupt cover unpacking an archive --root too.
@@ -243,6 +249,9 @@ func openRootCtx(ctx context.Context, root string) (host *sysfs.Host, cleanup fu
 			return nil, nil, fmt.Errorf("snapshot %s: %w", root, err)
 		}
 		return h, func() { h.Close(); remove() }, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, nil, rootDenied(root, err)
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		if near := similarNames(root); len(near) > 0 {

@@ -175,10 +175,16 @@ func TestSnapshotCommandLive(t *testing.T) {
 }
 
 func TestSnapshotCommandUsage(t *testing.T) {
-	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--timeout", "0s"}, {"--root", "/nonexistent/dir"}} {
+	missing := filepath.Join(t.TempDir(), "missing", "x.tar.gz")
+	for _, args := range [][]string{{"--bogus"}, {"extra"}, {"--timeout", "0s"}, {"--root", "/nonexistent/dir"},
+		{"--root", filepath.Join(hostsDir, "port-down"), "-o", missing}} {
 		if code, _, errOut := runSnapshot(t, args...); code != 2 || !strings.HasPrefix(errOut, "rdmadoctor snapshot: ") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
+	}
+	_, _, errOut := runSnapshot(t, "-o", missing)
+	if want := "-o " + missing + ": the directory " + filepath.Dir(missing) + " does not exist"; !strings.Contains(errOut, want) {
+		t.Errorf("-o in a missing directory: stderr %q, want %q", errOut, want)
 	}
 	// A hostile archive as --root is refused with its reason.
 	file := filepath.Join(t.TempDir(), "bad.tar.gz")

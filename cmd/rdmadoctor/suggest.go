@@ -1,8 +1,13 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report/editdist"
@@ -69,4 +74,59 @@ func unknownCheck(what, id string, candidates []string) string {
 		return fmt.Sprintf("%sunknown check %q%s (rdmadoctor list shows them all)", what, id, hint)
 	}
 	return fmt.Sprintf("%sunknown check %q; valid checks: %s", what, id, strings.Join(candidates, ", "))
+}
+
+// flagError is a flag parser's error in the words of this CLI: an unknown
+// flag names the nearest flag (or every valid one), a flag without its
+// value says what the value is; a bad value already names the flag and
+// what it wants (pflag's own message).
+func flagError(err error, fs *pflag.FlagSet) string {
+	var missing *pflag.NotExistError
+	var noValue *pflag.ValueRequiredError
+	switch {
+	case errors.As(err, &missing):
+		typed := "--" + missing.GetSpecifiedName()
+		if missing.GetSpecifiedShortnames() != "" {
+			typed = "-" + missing.GetSpecifiedName()[:1]
+		}
+		var names []string
+		fs.VisitAll(func(f *pflag.Flag) {
+			names = append(names, "--"+f.Name)
+			if f.Shorthand != "" {
+				names = append(names, "-"+f.Shorthand)
+			}
+		})
+		if hint := didYouMean(typed, names); hint != "" {
+			return fmt.Sprintf("unknown flag %s%s", typed, hint)
+		}
+		return fmt.Sprintf("unknown flag %s; valid flags: %s", typed, flagNames(fs))
+	case errors.As(err, &noValue) && noValue.GetFlag() != nil:
+		f := noValue.GetFlag()
+		name := "--" + f.Name
+		if noValue.GetSpecifiedShortnames() != "" {
+			name = fmt.Sprintf("-%s (--%s)", f.Shorthand, f.Name)
+		}
+		typ, usage := pflag.UnquoteUsage(f)
+		typ = strings.TrimSuffix(typ, "Array") // stringArray: one string a time
+		return fmt.Sprintf("%s needs a value (%s): %s", name, cmp.Or(typ, "text"), usage)
+	}
+	return err.Error()
+}
+
+// notPositive names the first of the flags whose value is zero or
+// negative, with its value and what it wants; "" when all are positive.
+// The flags are numbers or durations.
+func notPositive(fs *pflag.FlagSet, names ...string) string {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil {
+			continue
+		}
+		v := f.Value.String()
+		if d, err := time.ParseDuration(v); err == nil && d > 0 || err != nil && !strings.HasPrefix(v, "-") && strings.Trim(v, "0") != "" {
+			continue
+		}
+		return fmt.Sprintf("--%s %s: want a value above 0 (%s)", n, v, firstSentence(f.Usage))
+	}
+	return ""
 }

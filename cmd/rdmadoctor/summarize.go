@@ -66,11 +66,14 @@ func parseSummarize(args []string) (*summarizeFlags, *pflag.FlagSet, error) {
 	fs.DurationVar(&f.maxAge, "max-age", 0, "in a state file, a check last judged longer ago than this is unknown (0: records do not age)")
 	fs.BoolVarP(&f.help, "help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
-		return nil, fs, err
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, fs, err
+		}
+		return nil, fs, errors.New(flagError(err, fs))
 	}
 	switch {
 	case f.format != "text" && f.format != "json":
-		return nil, fs, fmt.Errorf("unknown format %q; valid formats: text, json", f.format)
+		return nil, fs, fmt.Errorf("--format %q: unknown format; valid formats: text, json", f.format)
 	case f.stale < 0:
 		return nil, fs, fmt.Errorf("--stale-after %v: want a duration of 0 or more, such as 1h", f.stale)
 	case f.futureSkew < 0:
@@ -99,7 +102,7 @@ func cmdSummarize(args []string, stdout, stderr io.Writer) int {
 	if f.format == "json" {
 		err = report.WriteSummaryJSON(stdout, sum)
 	} else {
-		err = report.WriteSummaryText(stdout, sum)
+		err = writeText(stdout, func(w io.Writer) error { return report.WriteSummaryText(w, sum) })
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor summarize: write: %v\n", err)

@@ -13,7 +13,7 @@ import "strings"
 var transliterations = map[rune]string{
 	'—': "-", '–': "-", '→': "->", '←': "<-", '…': "...", '×': "x", 'µ': "u", 'μ': "u",
 	'≠': "!=", '≤': "<=", '≥': ">=", '±': "+-", '‘': "'", '’': "'", '“': `"`, '”': `"`, '°': "deg",
-	'↔': "<->",
+	'↔': "<->", '−': "-", '≈': "~",
 }
 
 // ASCIILine makes s one line of printable ASCII of at most max bytes:

@@ -52,6 +52,18 @@ type SlurmOptions struct {
 // run alone) onto the node: drain on a problem, resume on healthy, leave it
 // on unknown unless it has lasted UnknownDrainAfter runs (unknownRuns).
 func Slurm(j *state.Judged, unknownRuns int, o SlurmOptions) SlurmVerdict {
+	v := slurmVerdict(j, unknownRuns, o)
+	// What goes to slurmd's log, one line: ASCII like the reason, whatever
+	// the locale of the node.
+	v.What = ASCIILine(v.What, slurmMaxWhat)
+	return v
+}
+
+// slurmMaxWhat bounds the log line: a check's summary is clipped to 200
+// bytes in it, and a kept result adds its time.
+const slurmMaxWhat = 1024
+
+func slurmVerdict(j *state.Judged, unknownRuns int, o SlurmOptions) SlurmVerdict {
 	root := j.RootCheck()
 	switch j.Verdict {
 	case report.Problem:
@@ -133,21 +145,28 @@ func contains(xs []string, x string) bool {
 
 // SlurmReason builds the drain reason: "rdmadoctor: <finding>(<code>) <summary>",
 // printable ASCII on one line, at most SlurmMaxReason bytes. Control
-// characters and newlines become spaces, other non-ASCII becomes '?', a
+// characters and newlines become spaces, other non-ASCII is spelled as
+// ASCIILine spells it (asciiRune), a
 // double quote becomes a single one (scontrol strips a trailing '"' from a
 // reason), and runs of spaces collapse.
 func SlurmReason(id string, code int, summary string) string {
 	r := fmt.Sprintf("%s %s(%d) %s", SlurmReasonPrefix, id, code, summary)
+	var spelled strings.Builder
+	for _, c := range strings.ToValidUTF8(r, "?") {
+		switch {
+		case c < 0x20 || (c >= 0x7f && c < 0xa0):
+			spelled.WriteByte(' ')
+		case c > 0x7e:
+			spelled.WriteString(asciiRune(c))
+		default:
+			spelled.WriteRune(c)
+		}
+	}
 	var b strings.Builder
 	space := false
-	for _, c := range asciiFor.Replace(strings.ToValidUTF8(r, "?")) {
-		switch {
-		case c == '"':
+	for _, c := range spelled.String() {
+		if c == '"' {
 			c = '\''
-		case c < 0x20 || (c >= 0x7f && c < 0xa0):
-			c = ' '
-		case c > 0x7e:
-			c = '?'
 		}
 		if c == ' ' && space {
 			continue
@@ -165,10 +184,6 @@ func SlurmReason(id string, code int, summary string) string {
 // SlurmMaxReason bounds the reason: sinfo -R and scontrol show node print it
 // whole, and an operator reads it on one line.
 const SlurmMaxReason = 120
-
-// asciiFor spells in ASCII the non-ASCII punctuation the checks' summaries use.
-var asciiFor = strings.NewReplacer("—", "-", "–", "-", "−", "-", "…", "...", "→", "->", "≥", ">=", "≤", "<=",
-	"≠", "!=", "≈", "~", "×", "x", "‘", "'", "’", "'", "“", "'", "”", "'", "\u00a0", " ", "↔", "<->")
 
 // clip shortens s to n bytes, on one line.
 func clip(s string, n int) string {

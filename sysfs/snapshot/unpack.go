@@ -172,7 +172,12 @@ func openStream(ctx context.Context, open func() (io.ReadCloser, error), name st
 			f.Close()
 			return nil, &UnpackError{Archive: name, Reason: "corrupt gzip header: " + err.Error()}
 		}
-		data = zr
+		inner, err := gzipHoldsTar(ctx, zr, name)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		data = inner
 	case len(head) >= 262 && bytes.Equal(head[257:262], []byte("ustar")):
 	case len(head) == 0:
 		f.Close()
@@ -186,6 +191,28 @@ func openStream(ctx context.Context, open func() (io.ReadCloser, error), name st
 	}
 	limited := &capReader{ctx: ctx, r: data, left: lim.MaxTotalBytes + tarOverhead, over: errInflated}
 	return &stream{tr: tar.NewReader(limited), data: limited, file: f}, nil
+}
+
+// gzipHoldsTar looks at the first tar block inside a gzip stream. A
+// stream that ends whole (its checksum read) before one block, or whose
+// first block is not a ustar header, is gzip of something else: refused
+// as such, not as a truncated archive. A stream cut off is still truncated
+// (scan says so), and an empty tar (a zero block) is judged by scan too.
+func gzipHoldsTar(ctx context.Context, zr *gzip.Reader, name string) (io.Reader, error) {
+	br := bufio.NewReaderSize(zr, 512)
+	head, err := br.Peek(512)
+	notTar := func(what string) error {
+		return &UnpackError{Archive: name, Reason: "a gzip stream, but " + what + " is not a tar archive (give a snapshot written by `rdmadoctor snapshot -o FILE.tar.gz`, or a directory)"}
+	}
+	switch {
+	case err == nil:
+		if !bytes.Equal(head[257:262], []byte("ustar")) && !bytes.Equal(head, make([]byte, 512)) {
+			return nil, notTar("what it holds")
+		}
+	case errors.Is(err, io.EOF) && ctx.Err() == nil:
+		return nil, notTar(fmt.Sprintf("what it holds (%d bytes, less than one tar header)", len(head)))
+	}
+	return br, nil // a read error shows again, and is judged, in scan
 }
 
 // finish reads what follows the tar end marker — record padding, then the

@@ -266,6 +266,26 @@ func TestUnpackRefusesTruncatedAndCorrupt(t *testing.T) {
 		_, _, err := unpackBytes(t, []byte("hello, this is not a tar\n"))
 		assertRefused(t, err, "", "not a .tar.gz")
 	})
+	// gzip of something else is not a truncated archive: it says so.
+	gz := func(body []byte) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(body)
+		zw.Close()
+		return b.Bytes()
+	}
+	t.Run("gzip of a short text", func(t *testing.T) {
+		_, _, err := unpackBytes(t, gz([]byte("hello\n")))
+		assertRefused(t, err, "", "a gzip stream, but what it holds (6 bytes, less than one tar header) is not a tar archive")
+	})
+	t.Run("gzip of a long text", func(t *testing.T) {
+		_, _, err := unpackBytes(t, gz(bytes.Repeat([]byte("not a tar\n"), 100)))
+		assertRefused(t, err, "", "a gzip stream, but what it holds is not a tar archive")
+	})
+	t.Run("gzip of an empty tar", func(t *testing.T) {
+		_, _, err := unpackBytes(t, gz(make([]byte, 1024)))
+		assertRefused(t, err, "", "holds no entries")
+	})
 	t.Run("empty file", func(t *testing.T) {
 		_, _, err := unpackBytes(t, nil)
 		assertRefused(t, err, "", "empty file")

@@ -115,11 +115,8 @@ func servePeer(em *emitter, conn *wire.Conn, preq *PeerRequest) error {
 	preq.Host.RateGbps = portRateGbps(r)
 	preq.Host.Counters, _ = readPeerCounters(r) // unreadable: the client's peer.counters says so
 	reply := wire.SetupReply{Endpoint: ps.local, Host: preq.Host, PathMTU: mtu}
-	if st := p.Failed(); st != nil {
-		reply.Error = fmt.Sprintf("%s: %s", st.Name, st.Error)
-		if st.Cause != "" {
-			reply.Error += " (" + st.Cause + ")"
-		}
+	if p.Failed() != nil {
+		reply.Error = failedText(&p)
 		_ = conn.Send(wire.MsgSetupReply, reply)
 		return errors.New(reply.Error)
 	}
@@ -282,13 +279,5 @@ func (ps *peerSide) serveEcho(conn *wire.Conn, op *wire.Op, wait time.Duration) 
 
 // opFailure is the reply for an operation whose step failed.
 func opFailure(p *Probe) wire.OpReply {
-	st := p.Failed()
-	if st == nil {
-		return wire.OpReply{Error: "failed"}
-	}
-	msg := st.Name + ": " + st.Error
-	if st.Cause != "" {
-		msg += " (" + st.Cause + ")"
-	}
-	return wire.OpReply{Error: msg}
+	return wire.OpReply{Error: failedText(p)}
 }

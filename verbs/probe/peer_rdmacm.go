@@ -190,12 +190,15 @@ func cmListenAddr(conn *wire.Conn, ps *peerSide) string {
 	return ""
 }
 
+// failedText is what a server sends back about its failed step: the step
+// and its error (the verb said once) and the cause — the listener's error,
+// a setup reply's, an operation's.
 func failedText(p *Probe) string {
 	st := p.Failed()
 	if st == nil {
 		return "failed"
 	}
-	msg := st.Name + ": " + st.Error
+	msg := wire.StepError(st.Name, st.Error)
 	if st.Cause != "" {
 		msg += " (" + st.Cause + ")"
 	}

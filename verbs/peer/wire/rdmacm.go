@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The rdma_cm exchange (types 48–63): the client asks the server's session
 // child to listen with the RDMA connection manager, the server answers
@@ -84,3 +87,25 @@ func (m *CMResult) Validate() error { return nil }
 type CMEchoed struct{}
 
 func (m *CMEchoed) Validate() error { return nil }
+
+// StepError is a failed step and its error as one text: "step: error",
+// or the error alone when it already starts with the step's verb (a
+// verbs error names its verb: "rdma_create_event_channel: ENODEV …"
+// under the step "rdma_create_event_channel" is said once, not twice).
+func StepError(step, err string) string {
+	verb, _, _ := strings.Cut(step, " ")
+	switch {
+	case step == "":
+		return err
+	case err == "":
+		return step + " failed"
+	case err == step || strings.HasPrefix(err, step+": "):
+		return err
+	case strings.HasPrefix(err, verb+": "):
+		return step + ": " + err[len(verb)+2:] // "ibv_modify_qp: EINVAL" under "ibv_modify_qp INIT→RTR"
+	}
+	return step + ": " + err
+}
+
+// Failure is the server's failed step and its error, said once.
+func (m *CMResult) Failure() string { return StepError(m.Step, m.Error) }

@@ -61,3 +61,22 @@ func TestCMMessages(t *testing.T) {
 		t.Fatalf("error listener: %+v %v", l, err)
 	}
 }
+
+// A verbs error names its verb; under a step of that name it is said once.
+func TestStepErrorSaysTheVerbOnce(t *testing.T) {
+	for _, c := range []struct{ step, err, want string }{
+		{"rdma_create_event_channel", "rdma_create_event_channel: ENODEV (no such device)", "rdma_create_event_channel: ENODEV (no such device)"},
+		{"ibv_modify_qp INIT→RTR", "ibv_modify_qp: EINVAL (invalid argument)", "ibv_modify_qp INIT→RTR: EINVAL (invalid argument)"},
+		{"rdma_resolve_addr", "timed out after 3s", "rdma_resolve_addr: timed out after 3s"},
+		{"rdma_listen", "", "rdma_listen failed"},
+		{"", "no librdmacm", "no librdmacm"},
+	} {
+		if got := StepError(c.step, c.err); got != c.want {
+			t.Errorf("StepError(%q, %q) = %q, want %q", c.step, c.err, got, c.want)
+		}
+	}
+	r := CMResult{Step: "rdma_create_event_channel", Error: "rdma_create_event_channel: ENODEV (no such device)"}
+	if got := r.Failure(); strings.Count(got, "rdma_create_event_channel") != 1 {
+		t.Errorf("Failure() = %q: the verb twice", got)
+	}
+}
