@@ -72,10 +72,10 @@ var (
 		Fix: cmMTUFix})
 	peerRDMACMServerFailed = declare(Finding{ID: "peer.rdma_cm/server-failed", Status: report.Fail,
 		When:    "this side finished, the server's side did not (its echo or its check of the data), the netdevs' MTUs the same",
-		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_step}: {server_error}", Fix: cmLossFix})
+		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_failure}", Fix: cmLossFix})
 	peerRDMACMServerFailedMTU = declare(Finding{ID: "peer.rdma_cm/server-failed-mtu-mismatch", Status: report.Fail,
 		When:    "this side finished, the server's side did not, and the netdevs' MTUs differ",
-		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_step}: {server_error}", Fix: cmMTUFix})
+		Message: "{pair}: rdma_cm: this side finished, the server did not: {server_failure}", Fix: cmMTUFix})
 )
 
 func declareCMStage(stage, when, fix string) *Finding {
@@ -102,7 +102,7 @@ func judgePeerRDMACM(p *peer.Pair) verdict {
 		if mtuMismatch(p) {
 			f = peerRDMACMServerFailedMTU
 		}
-		v = f.unit(name, slots.with("server_step", r.Remote.Step, "server_error", r.Remote.Error))
+		v = f.unit(name, slots.with("server_failure", r.Remote.Failure()))
 	default:
 		v = peerRDMACMConnected.unit(name, slots.with("device", r.Device, "num", fmt.Sprint(r.Port), "listener", r.Listener,
 			"path_mtu", fmt.Sprint(r.PathMTU), "connect_ms", fmt.Sprintf("%.1f", r.ConnectMicros/1000), "size", fmt.Sprint(r.Size),
@@ -118,7 +118,7 @@ func cmStepFailure(p *peer.Pair, st *probe.Step) verdict {
 	name, r := pairName(p), p.Verbs.RDMACM
 	slots := Slots{"pair": name, "step": stepText(st), "server": ""}
 	if r.Remote != nil && !r.Remote.OK && r.Remote.Error != "" {
-		slots["server"] = fmt.Sprintf("; on the server: %s: %s", r.Remote.Step, r.Remote.Error)
+		slots["server"] = "; on the server: " + r.Remote.Failure()
 	}
 	switch {
 	case r.ListenError != "":
