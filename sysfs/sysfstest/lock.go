@@ -21,4 +21,3 @@ func lockPath(p string) (func(), error) {
 		f.Close()
 	}, nil
 }
-
