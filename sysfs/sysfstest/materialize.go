@@ -60,6 +60,9 @@ func Materialize(testdata string) error { return materialize(testdata, Fixtures(
 // materialize is Materialize for the named generated fixtures only.
 func materialize(testdata string, generated []string) (err error) {
 	unlock, err := lockPath(filepath.Join(testdata, lockFile))
+	if errors.Is(err, fs.ErrPermission) {
+		return checkCurrent(testdata, generated)
+	}
 	if err != nil {
 		return fmt.Errorf("materialize fixtures: lock: %w", err)
 	}
@@ -80,19 +83,17 @@ func materialize(testdata string, generated []string) (err error) {
 			err = errors.Join(err, writeStamp(stampPath, stamp))
 		}
 	}()
-	current := map[string]bool{}
-	for _, src := range sources {
-		current[src.name] = true
-		dir := filepath.Join(hosts, src.name)
-		if _, statErr := os.Lstat(dir); statErr == nil && stamp[src.name] == src.digest {
-			continue
-		}
+	for _, src := range staleSources(sources, stamp, hosts) {
 		delete(stamp, src.name)
 		changed = true
-		if err := replaceTree(dir, src.write); err != nil {
+		if err := replaceTree(filepath.Join(hosts, src.name), src.write); err != nil {
 			return fmt.Errorf("materialize fixture %s: %w", src.name, err)
 		}
 		stamp[src.name] = src.digest
+	}
+	current := map[string]bool{}
+	for _, src := range sources {
+		current[src.name] = true
 	}
 	for name := range stamp {
 		if !current[name] {
@@ -102,6 +103,38 @@ func materialize(testdata string, generated []string) (err error) {
 				return fmt.Errorf("materialize fixtures: remove %s, which has no source any more: %w", name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// staleSources are the sources whose tree is missing or was written from
+// another digest.
+func staleSources(sources []fixtureSource, stamp map[string]string, hosts string) []fixtureSource {
+	var stale []fixtureSource
+	for _, src := range sources {
+		if _, err := os.Lstat(filepath.Join(hosts, src.name)); err != nil || stamp[src.name] != src.digest {
+			stale = append(stale, src)
+		}
+	}
+	return stale
+}
+
+// checkCurrent stands in for Materialize in a process that may not write
+// testdata — a test's helper that the test re-runs as an unprivileged user:
+// it can only use the fixtures as they are, so it only checks that they are
+// current. One that may not even read testdata/hosts reads no fixture, and
+// has nothing to check.
+func checkCurrent(testdata string, generated []string) error {
+	hosts := filepath.Join(testdata, HostsDir)
+	if _, err := os.Stat(hosts); errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	sources, err := fixtureSources(testdata, generated)
+	if err != nil {
+		return err
+	}
+	if stale := staleSources(sources, readStamp(filepath.Join(testdata, stampFile)), hosts); len(stale) > 0 {
+		return fmt.Errorf("materialize fixtures: %s is not current, and this user may not write %s (run make fixtures)", stale[0].name, hosts)
 	}
 	return nil
 }

@@ -84,6 +84,15 @@ func TestMaterialize(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(hosts, "my-own-snapshot")); err != nil {
 		t.Errorf("a directory Materialize did not make was removed: %v", err)
 	}
+	// A process that may not write testdata only checks.
+	if err := checkCurrent(testdata, someGenerated); err != nil {
+		t.Errorf("checkCurrent on current fixtures: %v", err)
+	}
+	writeArchive("captured-a", "a3")
+	if err := checkCurrent(testdata, someGenerated); err == nil || !strings.Contains(err.Error(), "captured-a is not current") {
+		t.Errorf("checkCurrent on a changed archive: %v", err)
+	}
+	assertFile(t, hostname, "a2\n")
 	stamp, _ := os.ReadFile(filepath.Join(testdata, stampFile))
 	if !strings.Contains(string(stamp), "captured-a ") || strings.Contains(string(stamp), "captured-b") {
 		t.Errorf("stamp:\n%s", stamp)
