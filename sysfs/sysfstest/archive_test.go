@@ -211,3 +211,31 @@ func FuzzParseArchive(f *testing.F) {
 		}
 	})
 }
+
+// TestCommittedArchivesAreCanonical: each archive under testdata/host-archives
+// is exactly what FormatArchive writes for its tree, so that re-packing an
+// unchanged tree (hosttree pack) changes nothing in the diff.
+func TestCommittedArchivesAreCanonical(t *testing.T) {
+	testdata := filepath.Join("..", "..", "testdata")
+	names, err := ArchivedFixtures(testdata)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("archived fixtures: %v, %v", names, err)
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(archivePath(testdata, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		note, tree, err := ParseArchive(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(note, "Sources:") {
+			t.Errorf("%s: the archive's note names no sources", name)
+		}
+		again, err := FormatArchive(note, tree)
+		if err != nil || !bytes.Equal(again, data) {
+			t.Errorf("%s: the archive is not as FormatArchive writes it (%v)", name, err)
+		}
+	}
+}
