@@ -7,12 +7,14 @@
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
 #   make fleet-test  the fleet integration tests (fleettest/): the real node-problem-detector
 #                against a fake API server, the Kubernetes manifests decoded strictly
+#   make fixtures  the host fixtures under testdata/hosts, made from the generator (sysfs/sysfstest)
+#                and the archives in testdata/host-archives; rewritten only where a source changed
 #   make image   dist/image/rdmadoctor-rootfs.tar, the container image's root filesystem
 #                assembled from Debian packages (root; .debs cached in .cache/image-debs)
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test
+.PHONY: build check deps fixtures test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test
 
 # The commit, for `rdmadoctor version`, where Go's own VCS stamp is off
 # (GOFLAGS=-buildvcs=false) or the tree is not a checkout.
@@ -20,6 +22,12 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.commit=$(COMMIT)" -o bin/rdmadoctor ./cmd/rdmadoctor
+
+# testdata/hosts is not committed: every host fixture is made here from its
+# source (docs/development.md#host-fixtures). The Go tests that read it make it
+# themselves (TestMain); the scripts below read it through this target.
+fixtures:
+	$(GO) run ./sysfs/sysfstest/hosttree materialize testdata
 
 vet:
 	$(GO) vet ./...
@@ -35,7 +43,7 @@ deps:
 
 # rdmadoctor slurm healthcheck|prolog and deploy/slurm/ under the real Slurm: three slurmd,
 # each in its own network and UTS namespace, reading its own host fixture (root only).
-slurm-test: build
+slurm-test: build fixtures
 	bash testdata/slurm/test.sh bin/rdmadoctor
 
 check: deps vet test fleet-test vm package-test slurm-test image-test
@@ -53,7 +61,7 @@ $(NPD):
 	  -o $(abspath $(NPD)).tmp k8s.io/node-problem-detector/cmd/nodeproblemdetector
 	mv $(NPD).tmp $(NPD)
 
-fleet-test: $(NPD)
+fleet-test: $(NPD) fixtures
 	cd fleettest && $(GO) vet ./... && NPD_BIN=$(abspath $(NPD)) $(GO) test -count=1 ./...
 
 # Packages. nfpm is built from the Go module proxy once per version into
@@ -86,7 +94,7 @@ package-test: package
 image: build
 	bash deploy/kubernetes/image/build-rootfs.sh bin/rdmadoctor dist/image .cache/image-debs
 
-image-test:
+image-test: fixtures
 	bash testdata/image/test.sh
 
 bench:
@@ -95,13 +103,13 @@ bench:
 # Run every fuzz target for FUZZTIME each (seed corpora live in testdata/fuzz/).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./report ./sysfs ./sysfs/snapshot ./checks/expect ./cmd/rdmadoctor ./verbs/gpu ./verbs/peer/wire; do \
+	@for pkg in ./report ./sysfs ./sysfs/snapshot ./sysfs/sysfstest ./checks/expect ./cmd/rdmadoctor ./verbs/gpu ./verbs/peer/wire; do \
 	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
 
-# Regenerate the host fixtures and the golden reports after an intended change.
-golden:
-	$(GO) test ./checks -run TestFixtures -update
+# Regenerate the golden reports after an intended change (the host fixtures
+# follow their sources by themselves: make fixtures).
+golden: fixtures
 	$(GO) test ./cmd/rdmadoctor -run TestGoldenReports -update

@@ -1,6 +1,7 @@
 package fleettest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,15 @@ func rdmadoctorBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The host fixtures under testdata/hosts are made, not committed (this
+	// module cannot import the generator, so it runs `make fixtures`' command).
+	cmd := exec.Command("go", "run", "./sysfs/sysfstest/hosttree", "materialize", "testdata")
+	cmd.Dir = repoRoot
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "make the host fixtures (go run ./sysfs/sysfstest/hosttree materialize testdata): %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

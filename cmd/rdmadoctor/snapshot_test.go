@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	// The reports are UTF-8 where the locale is (the goldens are); a run
 	// under LANG=C is tested on its own (TestASCIIUnderCLocale).
 	os.Setenv("LC_ALL", "C.UTF-8")
+	materializeFixtures()
 	code := m.Run()
 	fakeverbs.Cleanup()
 	os.Exit(code)

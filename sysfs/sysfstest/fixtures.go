@@ -7,7 +7,8 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
-// fixtures maps a fixture name (testdata/hosts/<name>) to its builder.
+// fixtures maps a fixture name (testdata/hosts/<name>, written by
+// Materialize) to its builder.
 var fixtures = map[string]func() *Tree{}
 
 // register adds a named fixture; called from init in the fixture files.

@@ -1,8 +1,10 @@
 // Package sysfstest builds host trees that look like a real machine's sysfs,
 // procfs and /etc — relative symlinks from /sys/class to /sys/devices, real
 // file names and real formats — for the host fixtures under testdata/hosts
-// and for tests that need a variant of one. The committed fixtures are this
-// package's output; `go test ./checks -run TestFixtures -update` rewrites them.
+// and for tests that need a variant of one. Those fixtures are not committed:
+// Materialize (make fixtures, and the TestMain of every package that reads
+// them) writes them from this package's generator and from the host archives
+// in testdata/host-archives (archive.go).
 package sysfstest
 
 import (
@@ -101,10 +103,10 @@ func (t *Tree) Clone() *Tree {
 // Write replaces dir with the tree, empty directories included.
 func (t *Tree) Write(dir string) error { return t.write(dir, true) }
 
-// WriteFixture writes the tree as it is committed under testdata/hosts:
-// without empty directories, which git cannot keep, so a fixture reads the
-// same from a fresh clone as from the generator. Fixture checks therefore
-// treat an absent directory and an empty one alike.
+// WriteFixture writes the tree as a fixture under testdata/hosts: without
+// empty directories, as the fixtures were when git held them (git keeps none),
+// so every fixture reads as it always has. Fixture checks therefore treat an
+// absent directory and an empty one alike.
 func (t *Tree) WriteFixture(dir string) error { return t.write(dir, false) }
 
 func (t *Tree) write(dir string, keepEmpty bool) error {

@@ -25,6 +25,7 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 CGO_ENABLED=0 go build -trimpath -o "$work/rdmadoctor" ./cmd/rdmadoctor
+go run ./sysfs/sysfstest/hosttree materialize testdata   # the host fixtures (make fixtures)
 bash deploy/kubernetes/image/build-rootfs.sh "$work/rdmadoctor" "$work/out" .cache/image-debs
 rootfs=$work/out/rootfs tarball=$work/out/rdmadoctor-rootfs.tar
 bin=/usr/local/bin/rdmadoctor

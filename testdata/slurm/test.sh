@@ -43,6 +43,9 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a 
 
 bin=$(realpath "${1:-bin/rdmadoctor}")
 [ -x "$bin" ] || fail "no rdmadoctor binary at $bin (make build)"
+# The host fixtures are made, not committed (make fixtures; cheap when they are current).
+if command -v go >/dev/null 2>&1; then go run ./sysfs/sysfstest/hosttree materialize testdata || fail "make fixtures failed"; fi
+[ -d testdata/hosts/port-down ] || fail "testdata/hosts is not made (make fixtures)"
 [ "$(id -u)" = 0 ] || skip "needs root (network and UTS namespaces, slurmd as root)"
 [ -d /etc/slurm ] || skip "/etc/slurm is missing (apt-get install slurm-client)"
 for t in munged slurmctld slurmd scontrol sinfo srun sbatch squeue scancel ip unshare nsenter flock timeout python3; do

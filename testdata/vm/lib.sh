@@ -484,14 +484,15 @@ console_tail() {
 	echo "---- end of console ----" >&2
 }
 
-# update_captured_fixture RECORD makes the committed fixture
-# testdata/hosts/rxe-vm-captured the snapshot a snapshot-roundtrip record
-# holds (healthy rxe0, not redacted), keeps that run's live report as
+# update_captured_fixture RECORD makes the fixture rxe-vm-captured (its
+# archive, testdata/host-archives/rxe-vm-captured.tree, whose sources note is
+# kept) the snapshot a snapshot-roundtrip record holds (healthy rxe0, not
+# redacted), keeps that run's live report as
 # testdata/golden/rxe-vm-captured.live.json (a Go test asserts the replay
 # equals it), and rewrites the fixture's golden reports.
 update_captured_fixture() {
-	local rec=$1 name=rxe-vm-captured dst tmp top ignored
-	dst=$REPO_ROOT/testdata/hosts/$name
+	local rec=$1 name=rxe-vm-captured archive tmp top
+	archive=$REPO_ROOT/testdata/host-archives/$name.tree
 	[ -s "$rec/snap.tar.gz" ] || die "--update-captured: no snap.tar.gz in ${rec#"$REPO_ROOT"/}"
 	[ "$(cat "$rec/live.exit" 2>/dev/null)" = 0 ] || die "--update-captured: the live run of ${rec##*/} did not exit 0"
 	! grep -q '^redact 1' "$rec/meta" || die "--update-captured: ${rec##*/} is a redacted snapshot"
@@ -499,17 +500,18 @@ update_captured_fixture() {
 	tar -xzf "$rec/snap.tar.gz" -C "$tmp" --no-same-owner || die "--update-captured: unpacking snap.tar.gz failed"
 	top=$(find "$tmp" -mindepth 1 -maxdepth 1)
 	[ -f "$top/rdmadoctor.manifest.json" ] || die "--update-captured: snap.tar.gz has no single top directory with a manifest"
-	# git keeps no empty directory: drop them now, so the working tree reads
-	# as a fresh clone does (the Go tests then prove the replay unchanged).
+	# No empty directory, as in every fixture (the generated ones have none
+	# either), and the permissions a fixture has: the Go tests then prove
+	# the replay unchanged.
 	find "$top" -mindepth 1 -type d -empty -delete
 	chmod -R u+rwX,go+rX "$top"
-	rm -rf "$dst"
-	mv "$top" "$dst"
-	rmdir "$tmp"
+	(cd "$REPO_ROOT" && go run ./sysfs/sysfstest/hosttree pack "$top" "$archive") ||
+		die "--update-captured: packing the snapshot into ${archive#"$REPO_ROOT"/} failed"
+	rm -rf "$tmp"
 	cp "$rec/live.json" "$REPO_ROOT/testdata/golden/$name.live.json"
-	ignored=$(cd "$REPO_ROOT" && git ls-files --others --ignored --exclude-standard -- "testdata/hosts/$name" | head -n 5)
-	[ -z "$ignored" ] || die "--update-captured: .gitignore would leave out fixture files: $ignored"
-	log "updated testdata/hosts/$name ($(find "$dst" -type f | wc -l) files) and testdata/golden/$name.live.json; rewriting its golden reports"
+	(cd "$REPO_ROOT" && go run ./sysfs/sysfstest/hosttree materialize testdata) ||
+		die "--update-captured: unpacking ${archive#"$REPO_ROOT"/} into testdata/hosts failed"
+	log "updated ${archive#"$REPO_ROOT"/} ($(grep -c '^== file ' "$archive") files) and testdata/golden/$name.live.json; rewriting its golden reports"
 	(cd "$REPO_ROOT" && go test -count=1 ./cmd/rdmadoctor -run "TestGoldenReports/^$name\$" -update >&2 &&
 		go test -count=1 ./cmd/rdmadoctor -run 'TestInventoryText' -update >&2 &&
 		go test -count=1 ./cmd/rdmadoctor -run 'TestGoldenReports|TestCapturedFixture|TestInventoryText' >&2) ||

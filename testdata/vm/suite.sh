@@ -14,8 +14,8 @@
 # over RDVM_MAX_RATIO (default 3), as a failure.
 # The timing table is always in the log; --update-timing also writes it to
 # testdata/vm/TIMING.md (a plain run leaves the tree as it was).
-# --update-captured replaces the committed fixture testdata/hosts/rxe-vm-captured
-# with the snapshot the snapshot-roundtrip scenario took (and its live report,
+# --update-captured replaces the archived fixture rxe-vm-captured
+# (testdata/host-archives/rxe-vm-captured.tree) with the snapshot the snapshot-roundtrip scenario took (and its live report,
 # testdata/golden/rxe-vm-captured.live.json), then rewrites its golden reports.
 # --only takes names of either file; --no-pair (or RDVM_NO_PAIR=1) skips the
 # two guests.

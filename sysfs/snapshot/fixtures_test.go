@@ -1,0 +1,19 @@
+package snapshot_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// TestMain makes testdata/hosts, which the capture tests read: the host
+// fixtures are generated or unpacked from their archives, not committed.
+func TestMain(m *testing.M) {
+	if err := sysfstest.Materialize("../../testdata"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
