@@ -21,7 +21,7 @@ type netCase struct {
 	lacks     []string // text the result must not hold
 }
 
-// netFixture is a committed fixture's directory.
+// netFixture is a bundled fixture's directory (made by sysfstest.Materialize).
 func netFixture(name string) string { return filepath.Join(hostsDir, name) }
 
 // runNetCases runs every case through the whole level-1 catalog and checks

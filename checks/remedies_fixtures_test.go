@@ -10,7 +10,7 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/checks"
 )
 
-// TestFixtureRemediesGuardReloads runs level 1 on every committed fixture
+// TestFixtureRemediesGuardReloads runs level 1 on every bundled fixture
 // and reads what this package's module, uverbs, libibverbs, kernel and
 // memlock checks advise: a remedy that reloads or removes a module says
 // what that interrupts and to drain the node first, and none advises

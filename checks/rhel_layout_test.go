@@ -18,7 +18,7 @@ import (
 
 const elLib = "/usr/lib64"
 
-// rhelFixtures are the committed fixtures built on the RHEL-family layout.
+// rhelFixtures are the bundled fixtures built on the RHEL-family layout.
 var rhelFixtures = []string{"cx6-ib-healthy", "ib-no-sm", "gen5-card-gen4-slot", "counters-saturated", "rhel-provider-missing"}
 
 func openFixture(t *testing.T, name string) *sysfs.Host {
