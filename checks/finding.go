@@ -30,6 +30,16 @@ type Finding struct {
 	Fix     string
 }
 
+// headline is a check's summary over several units, declared as a template
+// beside the check's findings ("RoCE is not lossless on {count} netdev(s):
+// {issues}"): the findings are the verdicts, the headline only says them
+// together. It is no finding of its own, so a waiver of the findings it
+// sums up leaves nothing of it behind.
+type headline string
+
+// render fills the headline's slots.
+func (h headline) render(slots Slots) string { return render(string(h), slots) }
+
 // Slots are the named values a finding's templates are rendered from.
 type Slots map[string]string
 
