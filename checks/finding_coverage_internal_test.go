@@ -14,6 +14,10 @@ func LogFindings() {
 	produced = &producedLog{ids: map[string]int{}, missing: map[string][]string{}, results: map[string][]string{}}
 }
 
+// RecordResult judges a result a test got from a check's Run directly, as
+// the runner's results are judged: only the check's declared findings.
+func RecordResult(checkID string, r Result) { recordResult(checkID, r) }
+
 // FindingCoverage is the catalog's promise, checked after a whole run of
 // the package's tests: every declared finding was produced by a fixture
 // or a test, every one produced had every slot its templates name, and

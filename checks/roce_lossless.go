@@ -719,13 +719,12 @@ func (t losslessTally) issuesResult(expectLossless bool, lossSrc string) Result 
 		findings = append(findings, ex)
 		head, slots = losslessExpectedHead, slots.with("expected", ex.Message)
 	}
-	r := combineFindings(findings, false)
 	remedies := t.remedies
 	if t.wantTC != 0 {
 		remedies = append(remedies, render(losslessTOSFix, tosSlots(t.defaults, t.wantTC)))
 	}
-	r.Summary, r.Remedy, r.Observed = head.render(slots), strings.Join(remedies, "\n"), t.issues[0]
-	return r
+	return Result{Status: worstStatus(findings), Summary: head.render(slots), Remedy: strings.Join(remedies, "\n"),
+		Observed: t.issues[0], Findings: findings}
 }
 
 func ecnText(judged int, noECN []string) string {
