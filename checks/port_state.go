@@ -243,10 +243,16 @@ func portsPassSummary(vs []verdict) string {
 		}
 	}
 	if skipped == 0 {
-		return fmt.Sprintf("all %d ports ACTIVE and LinkUp", up)
+		return portsAllUpHead.render(Slots{"count": fmt.Sprint(up)})
 	}
-	return fmt.Sprintf("%d port(s) ACTIVE and LinkUp; %d not judged (see details)", up, skipped)
+	return portsUpHead.render(Slots{"count": fmt.Sprint(up)}) + notJudgedEnd.render(Slots{"count": fmt.Sprint(skipped)})
 }
+
+// port.state's headlines: the summary when every port judged is up.
+const (
+	portsAllUpHead headline = "all {count} ports ACTIVE and LinkUp"
+	portsUpHead    headline = "{count} port(s) ACTIVE and LinkUp"
+)
 
 func noPortsVerdict(d sysfs.RDMADevice) verdict {
 	problems := ""
