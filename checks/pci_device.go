@@ -300,12 +300,6 @@ func passthroughSlots(n NIC, slots Slots) Slots {
 	return slots.with("address", n.Fn.Address, "driver", n.Foreign, "rdma_driver", drv, "ids", fmt.Sprintf("%04x:%04x", n.Fn.Vendor, n.Fn.Device))
 }
 
-// passthroughFix is the way back for an RDMA NIC that a passthrough driver
-// holds: pci.device/passthrough's fix, for the checks that name it too.
-func passthroughFix(n NIC) string {
-	return render(pciPassthrough.Fix, passthroughSlots(n, nil))
-}
-
 // unboundDetails names the network-class functions that were seen and why
 // they are not RDMA NICs, so "none found" shows what was looked at.
 func unboundDetails(s *Survey) []string {
