@@ -178,18 +178,6 @@ func IDs() []string {
 	return ids
 }
 
-// Result constructors keep check files short.
-
-func pass(summary string) Result { return Result{Status: report.Pass, Summary: summary} }
-func warn(summary string) Result { return Result{Status: report.Warn, Summary: summary} }
-func fail(summary string) Result { return Result{Status: report.Fail, Summary: summary} }
-func skip(summary string) Result { return Result{Status: report.Skip, Summary: summary} }
-
-// errorf is "could not look": the summary says what could not be read and why.
-func errorf(format string, args ...any) Result {
-	return Result{Status: report.Error, Summary: fmt.Sprintf(format, args...)}
-}
-
 // expectedTC is the RoCE traffic class applications are expected to use:
 // --roce-tc, -1 when none is given, and where it comes from.
 func (e *Env) expectedTC() (int, string) {

@@ -109,6 +109,9 @@ func combineUnits(vs []verdict, noun, plural string) Result {
 	return r
 }
 
+// notJudgedEnd ends a summary whose units were not all judged.
+const notJudgedEnd headline = "; {count} not judged (see details)"
+
 // tally counts the ports by status, worst first: "2 ports: 1 fail, 1 pass".
 func tally(vs []verdict) string { return tallyUnits(vs, "port", "ports") }
 

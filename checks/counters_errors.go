@@ -269,11 +269,23 @@ func finishCountersResult(r *Result, js []judgedUnit, window time.Duration, note
 		r.Summary, r.Observed = passSummary(js, window, hr != nil)
 	case report.Warn, report.Fail:
 		if window == 0 && hr == nil {
-			r.Summary += " — counts since boot or the last reset; run with --interval 10s to see whether they still rise"
+			r.Summary += string(countersSinceBootEnd)
 		}
 		r.Remedy += "\n" + resetFix(js)
 	}
 }
+
+// counters.errors's headlines: the summary of a clean host, and the note
+// a one-sample run adds to a problem.
+const (
+	countersZeroHead      headline = "error counters zero on {ports} port(s)"
+	countersNotRisingHead headline = "no error counter rising or beyond its threshold since its baseline on {ports} port(s)"
+	countersDevicesEnd    headline = " and {devices} device(s)"
+	countersWindowEnd     headline = ", none rose in {window}"
+	countersStatsEnd      headline = "; {stats} protocol statistic(s) nonzero, reported, not judged"
+	countersUnreadableEnd headline = "; {count} counters unreadable ({reason}) on {units}"
+	countersSinceBootEnd  headline = " — counts since boot or the last reset; run with --interval 10s to see whether they still rise"
+)
 
 // passSummary tallies a clean host: the units judged, the statistics
 // reported, the counters that could not be read.
@@ -295,18 +307,19 @@ func passSummary(js []judgedUnit, window time.Duration, hist bool) (summary, obs
 			unknownAt[r] = append(unknownAt[r], j.u.label())
 		}
 	}
-	summary = fmt.Sprintf("error counters zero on %d port(s)", ports)
+	head := countersZeroHead
 	if hist {
-		summary = fmt.Sprintf("no error counter rising or beyond its threshold since its baseline on %d port(s)", ports)
+		head = countersNotRisingHead
 	}
+	summary = head.render(Slots{"ports": fmt.Sprint(ports)})
 	if devices > 0 {
-		summary += fmt.Sprintf(" and %d device(s)", devices)
+		summary += countersDevicesEnd.render(Slots{"devices": fmt.Sprint(devices)})
 	}
 	if window > 0 {
-		summary += fmt.Sprintf(", none rose in %v", window.Round(time.Millisecond))
+		summary += countersWindowEnd.render(Slots{"window": window.Round(time.Millisecond).String()})
 	}
 	if stats > 0 {
-		summary += fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", stats)
+		summary += countersStatsEnd.render(Slots{"stats": fmt.Sprint(stats)})
 	}
 	observed = "all zero"
 	if hist {
@@ -318,7 +331,7 @@ func passSummary(js []judgedUnit, window time.Duration, hist bool) (summary, obs
 	}
 	sort.Strings(reasons)
 	for _, r := range reasons {
-		summary += fmt.Sprintf("; %d counters unreadable (%s) on %s", unknown[r], r, listSome(unknownAt[r], 3, "counter sets"))
+		summary += countersUnreadableEnd.render(Slots{"count": fmt.Sprint(unknown[r]), "reason": r, "units": listSome(unknownAt[r], 3, "counter sets")})
 		observed = "all readable ones zero"
 		if hist {
 			observed = "no readable one rising"
@@ -338,15 +351,22 @@ func listSome(items []string, n int, what string) string {
 // resetFix is the remedy sentence on starting the counters from zero,
 // filled in for the InfiniBand ports that have findings.
 func resetFix(js []judgedUnit) string {
-	s := "To start from zero after a repair: "
 	var cmds []string
 	for _, j := range js {
 		if j.u != nil && j.u.ib && j.u.port > 0 && (j.v.status == report.Warn || j.v.status == report.Fail) {
-			cmds = append(cmds, fmt.Sprintf("`perfquery -C %s -P %d -R`", j.u.dev.Name, j.u.port))
+			cmds = append(cmds, countersPerfqueryReset.render(Slots{"device": j.u.dev.Name, "port": fmt.Sprint(j.u.port)}))
 		}
 	}
+	ib := ""
 	if len(cmds) > 0 {
-		s += strings.Join(cmds, ", ") + " (IB PortCounters; -a for all ports). "
+		ib = countersIBReset.render(Slots{"commands": strings.Join(cmds, ", ")})
 	}
-	return s + "RoCE ports have no PMA reset: compare with --interval instead. hw_counters reset only when the driver reloads."
+	return countersResetFix.render(Slots{"ib": ib})
 }
+
+// The remedy on starting the counters from zero (resetFix).
+const (
+	countersResetFix       headline = "To start from zero after a repair: {ib}RoCE ports have no PMA reset: compare with --interval instead. hw_counters reset only when the driver reloads."
+	countersIBReset        headline = "{commands} (IB PortCounters; -a for all ports). "
+	countersPerfqueryReset headline = "`perfquery -C {device} -P {port} -R`"
+)

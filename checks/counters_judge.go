@@ -200,10 +200,16 @@ func countFinding(u *counterUnit, c sysfs.Counter, spec counterSpec, sat, sample
 // InfiniBand port's PMA; nothing else has a reset.
 func resetHint(u *counterUnit) string {
 	if u.ib && u.port > 0 {
-		return fmt.Sprintf("reset it (`perfquery -C %s -P %d -R`) and measure again", u.dev.Name, u.port)
+		return countersResetHint.render(Slots{"perfquery": countersPerfqueryReset.render(Slots{"device": u.dev.Name, "port": fmt.Sprint(u.port)})})
 	}
-	return "it resets only when the driver reloads: judge it by the other counters, or on the switch"
+	return string(countersNoResetHint)
 }
+
+// How a unit's counters start from zero (resetHint).
+const (
+	countersResetHint   headline = "reset it ({perfquery}) and measure again"
+	countersNoResetHint headline = "it resets only when the driver reloads: judge it by the other counters, or on the switch"
+)
 
 // verdict turns the findings into the unit's verdict: its counters'
 // findings, worst first, when there are any; else one finding about the
@@ -220,7 +226,7 @@ func (j *unitJudgement) verdict(u *counterUnit, s counterSample) verdict {
 	case j.readable > 0:
 		stats := ""
 		if len(j.stats) > 0 {
-			stats = fmt.Sprintf("; %d protocol statistic(s) nonzero, reported, not judged", len(j.stats))
+			stats = countersStatsEnd.render(Slots{"stats": fmt.Sprint(len(j.stats))})
 		}
 		clean := ctrZero
 		if j.hist != nil {

@@ -29,6 +29,8 @@ func TestExpectationsJudgePorts(t *testing.T) {
 	runNetCases(t, "port.state", []netCase{
 		{name: "a port unused on purpose is not judged", dir: netFixture("port-down"), opts: classOf(t, "mlx5_1/1.unused = true\n"), status: report.Pass,
 			contains: []string{"mlx5_1 port 1: DOWN (phys Polling)", "unused on purpose (expect.conf:3 mlx5_1/1.unused = true): not judged", "1 not judged"}},
+		{name: "every port unused on purpose passes on the host's finding", dir: netFixture("port-down"), opts: classOf(t, "mlx5_*/*.unused = true\n"), status: report.Pass,
+			contains: []string{"no port in use to judge: 2 not judged (see details)"}},
 		{name: "a disabled IB port the class uses fails", dir: netFixture("ib-port-disabled"), opts: classOf(t, "mlx5_0/*.link_layer = InfiniBand\n"),
 			status: report.Fail, exit: 19, rootCause: "port.state", contains: []string{"expected in use by expect.conf:3 mlx5_0/*.link_layer = InfiniBand"}},
 		{name: "a disabled IB port unused on purpose", dir: netFixture("ib-port-disabled"), opts: classOf(t, "mlx5_0/2.unused = true\n"), status: report.Pass},

@@ -30,6 +30,16 @@ type Finding struct {
 	Fix     string
 }
 
+// headline is a check's summary over several units, declared as a template
+// beside the check's findings ("RoCE is not lossless on {count} netdev(s):
+// {issues}"): the findings are the verdicts, the headline only says them
+// together. It is no finding of its own, so a waiver of the findings it
+// sums up leaves nothing of it behind.
+type headline string
+
+// render fills the headline's slots.
+func (h headline) render(slots Slots) string { return render(string(h), slots) }
+
 // Slots are the named values a finding's templates are rendered from.
 type Slots map[string]string
 
@@ -181,6 +191,60 @@ var (
 type producedLog struct {
 	ids     map[string]int
 	missing map[string][]string // finding ID → slots its templates name that At lacked
+	// results are the faults of the results checks' Run returned: a
+	// result that is not made of its own declared findings, by check ID.
+	results map[string][]string
+}
+
+// recordResult notes, when a test asks for it, what is wrong with a
+// result a check's Run returned: every result is its declared findings, so
+// it has at least one, each declared under the check's ID (or the
+// runner's), and its status is its worst finding's.
+func recordResult(checkID string, r Result) {
+	p := produced
+	if _, catalogued := registry[checkID]; p == nil || !catalogued {
+		// A check a test builds to drive the runner is no catalog
+		// check: it declares nothing.
+		return
+	}
+	faults := resultFaults(checkID, r)
+	if len(faults) == 0 {
+		return
+	}
+	findingsMu.Lock()
+	defer findingsMu.Unlock()
+	for _, f := range faults {
+		p.results[checkID] = appendUnique(p.results[checkID], f)
+	}
+}
+
+// runCheckID owns the runner's findings, which any check's result may carry.
+const runCheckID = "rdmadoctor.run"
+
+// resultFaults says how a check's result breaks the promise that it is
+// only its declared findings; nil when it keeps it.
+func resultFaults(checkID string, r Result) []string {
+	if len(r.Findings) == 0 {
+		return []string{fmt.Sprintf("returned a %s result without findings (%q)", r.Status, r.Summary)}
+	}
+	var faults []string
+	var worst report.Status
+	for _, f := range r.Findings {
+		d, ok := findings[f.ID]
+		switch {
+		case !ok:
+			faults = append(faults, fmt.Sprintf("returned finding %q, which is not declared", f.ID))
+		case d.CheckID() != checkID && d.CheckID() != runCheckID:
+			faults = append(faults, fmt.Sprintf("returned finding %q, which another check declares", f.ID))
+		}
+		if f.Waived == "" && (worst == "" || worse(f.Status, worst)) {
+			worst = f.Status
+		}
+	}
+	if worst != "" && worst != r.Status {
+		faults = append(faults, fmt.Sprintf("returned status %s, but its worst finding is %s", r.Status, worst))
+	}
+	return faults
 }
 
 func recordProduced(id string, slots Slots, names []string) {

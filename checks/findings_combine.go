@@ -19,12 +19,7 @@ func combineFindings(fs []report.Finding, onePerID bool) Result {
 	if len(fs) == 0 {
 		return r
 	}
-	r.Status = fs[0].Status
-	for _, f := range fs[1:] {
-		if worse(f.Status, r.Status) {
-			r.Status = f.Status
-		}
-	}
+	r.Status = worstStatus(fs)
 	var lines, fixes []string
 	fixed := map[string]bool{}
 	for _, f := range fs {
@@ -39,4 +34,16 @@ func combineFindings(fs []report.Finding, onePerID bool) Result {
 	}
 	r.Summary, r.Remedy, r.Findings = strings.Join(lines, "; "), strings.Join(fixes, "\n"), fs
 	return r
+}
+
+// worstStatus is the status of findings by the shared precedence: the
+// worst of them ("" when there are none).
+func worstStatus(fs []report.Finding) report.Status {
+	var st report.Status
+	for i, f := range fs {
+		if i == 0 || worse(f.Status, st) {
+			st = f.Status
+		}
+	}
+	return st
 }

@@ -80,7 +80,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
 		// The whole package ran: every declared finding must have been
-		// produced by a fixture or a test, with all its slots.
+		// produced by a fixture or a test, with all its slots, and every
+		// result a check returned must be only its declared findings.
 		if faults := checks.FindingCoverage(); faults != "" {
 			fmt.Fprintf(os.Stderr, "the finding catalog's promise is broken:\n%s\n", faults)
 			code = 1

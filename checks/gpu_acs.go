@@ -72,6 +72,12 @@ var (
 		Message: acsPair + " ({relation}): no ACS redirect on the {count} bridge(s) between them"})
 )
 
+// gpu.acs's headlines: the summary when no pair's path is redirected.
+const (
+	acsPassHead     headline = "no ACS redirect on the {count} bridge(s) between the GPUs and their NICs — {tally}"
+	acsNoSwitchHead headline = "every GPU meets its NIC only at the root complex (PHB/NODE/SYS): no switch between them to redirect — {tally}"
+)
+
 func runGPUACS(_ context.Context, env *Env) Result {
 	if r, stop := gpuPrecondition(env, acsPre); stop {
 		return r
@@ -87,10 +93,10 @@ func runGPUACS(_ context.Context, env *Env) Result {
 	}
 	r := combineUnits(vs, "pair", "pairs")
 	if r.Status == report.Pass {
-		r.Summary = fmt.Sprintf("no ACS redirect on the %d bridge(s) between the GPUs and their NICs — %s", len(configs), r.Observed)
+		r.Summary = acsPassHead.render(Slots{"count": fmt.Sprint(len(configs)), "tally": r.Observed})
 	}
 	if r.Status == report.Skip {
-		r.Summary = "every GPU meets its NIC only at the root complex (PHB/NODE/SYS): no switch between them to redirect — " + r.Observed
+		r.Summary = acsNoSwitchHead.render(Slots{"tally": r.Observed})
 	}
 	r.Expected = "ACS P2P redirect and egress control off on the switch ports between each GPU and its NIC"
 	var units []any

@@ -60,6 +60,12 @@ var (
 			"NCCL uses GPUDirect RDMA up to PXB by default (NCCL_NET_GDR_LEVEL)."})
 )
 
+// gpu.nic_affinity's headlines: the summary when every GPU is well paired.
+const (
+	affinityPassHead    headline = "{count} GPU(s), each paired with an RDMA NIC: {tally}"
+	affinityVirtualHead          = affinityPassHead + " (virtual topology, not judged)"
+)
+
 func runGPUNICAffinity(_ context.Context, env *Env) Result {
 	if r, stop := gpuPrecondition(env, affinityPre); stop {
 		return r
@@ -77,10 +83,11 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
 	if r.Status == report.Pass {
-		r.Summary = fmt.Sprintf("%d GPU(s), each paired with an RDMA NIC: %s", len(g.GPUs), g.pairedTally())
+		head := affinityPassHead
 		if g.Virt.Guest() {
-			r.Summary += " (virtual topology, not judged)"
+			head = affinityVirtualHead
 		}
+		r.Summary = head.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "tally": g.pairedTally()})
 	}
 	r.Details = append(r.Details, g.matrixLines()...)
 	r.Expected = "each GPU's NIC under its PCIe switch (PIX/PXB), never across sockets (SYS)"

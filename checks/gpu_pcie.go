@@ -56,6 +56,9 @@ var (
 var pcieFindings = map[report.Status]*Finding{report.Pass: pcieExpected, report.Fail: pcieDegraded, report.Warn: pcieSlowBridge,
 	report.Error: pcieUnreadable, report.Skip: pcieUnknown}
 
+// gpu.pcie's headline: the summary when every GPU is at its expected link.
+const gpuPCIePassHead headline = "{count} GPU(s) at their expected PCIe link: {links}"
+
 func runGPUPCIe(_ context.Context, env *Env) Result {
 	if r, stop := gpuPrecondition(env, pciePre); stop {
 		return r
@@ -87,7 +90,7 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
 	if r.Status == report.Pass {
-		r.Summary = fmt.Sprintf("%d GPU(s) at their expected PCIe link: %s", len(g.GPUs), strings.Join(links, ", "))
+		r.Summary = gpuPCIePassHead.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "links": strings.Join(links, ", ")})
 	}
 	r.Expected = "each GPU at min(its max, its path's max)"
 	var units []any

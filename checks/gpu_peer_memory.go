@@ -43,9 +43,9 @@ func init() {
 }
 
 // gpu.peer_memory's findings. The verdict is the host's (unit ""): a path
-// found, none, or none found and DMA-BUF's availability unknown; each
-// vendor without a path adds a finding about its driver ("nvidia",
-// "amdgpu") whose fix is the remedy.
+// found, none, or none found and DMA-BUF's availability unknown; when none
+// is found each vendor without a path adds a finding about its driver
+// ("nvidia", "amdgpu") whose fix is the remedy.
 var (
 	peerPre               = declareGPUPre("gpu.peer_memory")
 	peerModulesUnreadable = declare(Finding{ID: "gpu.peer_memory/modules-unreadable", Status: report.Error,
@@ -146,15 +146,13 @@ func (p *peerPaths) result(vendors string) Result {
 		return peerAvailable.result("", slots)
 	}
 	r := main.result("", slots)
-	var fixes []string
-	if r.Remedy != "" {
-		fixes = append(fixes, r.Remedy)
+	// The remedy is the verdict's fix, then the causes' (shared combine).
+	r.Remedy = combineFindings(append(r.Findings, p.causes...), false).Remedy
+	if main == peerNoPath {
+		// With DMA-BUF's availability unknown a cause is not established:
+		// its fix follows path-unknown's "Otherwise:", it is no finding.
+		r.Findings = append(r.Findings, p.causes...)
 	}
-	for _, c := range p.causes {
-		fixes = append(fixes, c.Fix)
-	}
-	r.Findings = append(r.Findings, p.causes...)
-	r.Remedy = strings.Join(fixes, "\n")
 	return r
 }
 

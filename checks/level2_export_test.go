@@ -35,7 +35,9 @@ func RunLevel2Case(t *testing.T, id string, c Level2Case) Result {
 			t.Fatal(err)
 		}
 		defer h.Close()
-		return chk.Run(context.Background(), NewEnv(h, Options{Level: 2}))
+		r := chk.Run(context.Background(), NewEnv(h, Options{Level: 2}))
+		recordResult(id, r)
+		return r
 	}
 	env := NewEnv(sysfs.OpenLive(), Options{Level: 2})
 	UseVerbs(env, &fakeVerbs{})
@@ -53,7 +55,9 @@ func RunLevel2Case(t *testing.T, id string, c Level2Case) Result {
 	} else {
 		close(s.probeDone)
 	}
-	return chk.Run(ctx, env)
+	r := chk.Run(ctx, env)
+	recordResult(id, r)
+	return r
 }
 
 // RecordedPort is a port result recorded from a real run on rxe0.

@@ -377,13 +377,20 @@ func (c *verbsComparison) messages(st report.Status) []string {
 	return out
 }
 
+// libibverbs.devices's headlines: the summary over the devices compared.
+const (
+	verbsMissingHead   headline = "the library lists {listed} of the kernel's {count} RDMA device(s): {missing}"
+	verbsStrayHead     headline = "the library lists device(s) the kernel does not show: {devices}"
+	verbsAllListedHead headline = "ibv_get_device_list lists all {count} kernel device(s): {devices}"
+)
+
 // missingResult fails: an application here sees fewer devices than the
 // kernel has. In an exclusive RDMA netns the namespace comes first: it is
 // the cause a provider reinstall would never fix.
 func (c *verbsComparison) missingResult(kernel int) Result {
 	missing := c.messages(report.Fail)
-	r := Result{Status: report.Fail, Findings: c.findings, Remedy: c.remedy(),
-		Summary: fmt.Sprintf("the library lists %d of the kernel's %d RDMA device(s): %s", kernel-len(missing), kernel, strings.Join(missing, "; "))}
+	r := Result{Status: worstStatus(c.findings), Findings: c.findings, Remedy: c.remedy(),
+		Summary: verbsMissingHead.render(Slots{"listed": fmt.Sprint(kernel - len(missing)), "count": fmt.Sprint(kernel), "missing": strings.Join(missing, "; ")})}
 	if c.exclusive {
 		c.details = append([]string{"RDMA netns mode is exclusive (`rdma system`): a device is visible only in its own network namespace"}, c.details...)
 	}
@@ -403,16 +410,16 @@ func (c *verbsComparison) strayResult() Result {
 		}
 	}
 	if len(extra) > 0 {
-		parts = append([]string{"the library lists device(s) the kernel does not show: " + strings.Join(extra, ", ")}, parts...)
+		parts = append([]string{verbsStrayHead.render(Slots{"devices": strings.Join(extra, ", ")})}, parts...)
 	}
-	return Result{Status: report.Warn, Summary: strings.Join(parts, "; "), Remedy: c.remedy(), Findings: c.findings}
+	return Result{Status: worstStatus(c.findings), Summary: strings.Join(parts, "; "), Remedy: c.remedy(), Findings: c.findings}
 }
 
 // allListedResult passes, naming each device with its node GUID.
 func (c *verbsComparison) allListedResult() Result {
 	names := c.messages(report.Pass)
-	return Result{Status: report.Pass, Findings: c.findings,
-		Summary: fmt.Sprintf("ibv_get_device_list lists all %d kernel device(s): %s", len(names), strings.Join(names, ", "))}
+	return Result{Status: worstStatus(c.findings), Findings: c.findings,
+		Summary: verbsAllListedHead.render(Slots{"count": fmt.Sprint(len(names)), "devices": strings.Join(names, ", ")})}
 }
 
 // libraryFailure judges a library that did not answer with a list: it did

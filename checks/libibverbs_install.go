@@ -165,17 +165,6 @@ func (li *libInstall) messages(st report.Status) []string {
 	return out
 }
 
-// fixes are the fixes of the findings of one status, each once.
-func (li *libInstall) fixes(st report.Status) string {
-	var out []string
-	for _, f := range li.findings {
-		if f.Status == st && f.Fix != "" {
-			out = appendUnique(out, f.Fix)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // readCache reads /etc/ld.so.cache; a cache that exists but cannot be read
 // is the check's error (the loader then ignores it).
 func (li *libInstall) readCache() (Result, bool) {
@@ -370,6 +359,12 @@ func (li *libInstall) providers(s *Survey, family string) (Result, bool) {
 	return Result{}, false
 }
 
+// libibverbs.install's words for the providers of a library that passes.
+const (
+	libProvidersHead        headline = "providers present for every device"
+	libNoProviderNeededHead headline = "no RDMA device needs a provider"
+)
+
 // verdict turns the findings into the result: the failures, else the
 // warnings, else the library and its providers. A candidate that exists
 // either fails or is picked, so without a failure a copy is picked.
@@ -378,25 +373,27 @@ func (li *libInstall) verdict(s *Survey) Result {
 	if p != nil && p.source == "standard directory" && li.cache != nil {
 		li.add(libNotCached.At(p.path, Slots{"dir": path.Dir(p.path)}))
 	}
-	var r Result
-	switch fails, warns := li.messages(report.Fail), li.messages(report.Warn); {
-	case len(fails) > 0:
-		r.Status, r.Summary = report.Fail, strings.Join(fails, "; ")
-		r.Observed, r.Remedy = fmt.Sprintf("%d problem(s)", len(fails)), li.fixes(report.Fail)
-	case len(warns) > 0:
-		r.Status, r.Summary = report.Warn, strings.Join(warns, "; ")
-		r.Observed, r.Remedy = p.chain.Final, ldconfigFix
-	default:
-		provs := "providers present for every device"
+	var installed report.Finding
+	if len(li.messages(report.Fail))+len(li.messages(report.Warn)) == 0 {
+		provs := libProvidersHead
 		if len(s.Devices) == 0 {
-			provs = "no RDMA device needs a provider"
+			provs = libNoProviderNeededHead
 		}
-		f := libInstalled.At(p.path, Slots{"path": p.path, "file": p.chain.Final, "providers": provs})
-		li.add(f)
-		r.Status, r.Summary, r.Observed = f.Status, f.Message, p.chain.Final
+		installed = libInstalled.At(p.path, Slots{"path": p.path, "file": p.chain.Final, "providers": string(provs)})
+		li.add(installed)
+	}
+	r := combineFindings(li.findings, false)
+	switch fails := li.messages(report.Fail); {
+	case len(fails) > 0:
+		r.Observed = fmt.Sprintf("%d problem(s)", len(fails))
+	case r.Status == report.Pass:
+		r.Summary = installed.Message // the providers' passes are details
+		fallthrough
+	default:
+		r.Observed = p.chain.Final // without a failure a copy is picked
 	}
 	r.Expected = "one " + LibibverbsSoname + " reached by the loader, an intact link chain, a provider for every device"
-	r.Details, r.Evidence, r.Findings = li.details, li.ev, li.findings
+	r.Details, r.Evidence = li.details, li.ev
 	return r
 }
 

@@ -570,13 +570,24 @@ func memlockRemedy(mc memlockContext, why string) string {
 	if mc.app {
 		return strings.Join(out, "\n")
 	}
-	out = append(out, "Raise the limit where the jobs start:", memlockLogins, memlockServices)
+	slurmLine := memlockSlurm
 	switch {
 	case running:
+		slurmLine = "" // Slurm's fix leads already
 	case mc.slurm != nil:
-		out = append(out, "- "+slurmMemlockFix(mc.slurm))
-	default:
-		out = append(out, memlockSlurm)
+		slurmLine = "- " + slurmMemlockFix(mc.slurm)
+	}
+	return raiseMemlockFix(out, slurmLine)
+}
+
+// raiseMemlockFix is the one memlock remedy: the lines that lead it (the
+// fix for how this process or its jobs start), then every place a limit is
+// raised — logins, services, Slurm's line unless a lead line is Slurm's
+// already ("" then), containers.
+func raiseMemlockFix(lead []string, slurm string) string {
+	out := append(append([]string(nil), lead...), "Raise the limit where the jobs start:", memlockLogins, memlockServices)
+	if slurm != "" {
+		out = append(out, slurm)
 	}
 	return strings.Join(append(out, memlockContainers), "\n")
 }

@@ -271,17 +271,14 @@ func judgeJobsInto(h *sysfs.Host, r Result, mc memlockContext, threshold uint64)
 	if jv.finding.Fix != "{remedy}" {
 		return jv.finding.result("", jv.slots), jv.details, jv.ev
 	}
-	slurm := jv.ev["who"] == "jobs started by slurmd"
-	var fix []string
-	switch {
+	// Jobs slurmd starts lead with Slurm's fix; others get its line among the rest.
+	var lead []string
+	slurmLine := memlockSlurm
+	switch slurm := jv.ev["who"] == "jobs started by slurmd"; {
 	case slurm && mc.slurm != nil:
-		fix = append(fix, slurmMemlockFix(mc.slurm))
+		lead, slurmLine = []string{slurmMemlockFix(mc.slurm)}, ""
 	case slurm:
-		fix = append(fix, strings.TrimPrefix(memlockSlurm, "- "))
+		lead, slurmLine = []string{strings.TrimPrefix(memlockSlurm, "- ")}, ""
 	}
-	fix = append(fix, "Raise the limit where the jobs start:", memlockLogins, memlockServices)
-	if !slurm {
-		fix = append(fix, memlockSlurm)
-	}
-	return jv.finding.result("", jv.slots.with("remedy", strings.Join(append(fix, memlockContainers), "\n"))), jv.details, jv.ev
+	return jv.finding.result("", jv.slots.with("remedy", raiseMemlockFix(lead, slurmLine))), jv.details, jv.ev
 }

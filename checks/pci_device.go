@@ -66,6 +66,14 @@ var (
 		Fix:     "Run where sysfs is mounted and readable (`mount -t sysfs sysfs /sys`); by hand: " + lspciHint + "."})
 )
 
+// pci.device's headlines: the summary of a host whose NICs all pass.
+const (
+	pciBoundHead    headline = "{count} RDMA NIC function(s): {functions}"
+	pciProductHead  headline = "{product} ×{count}"
+	pciAssignedEnd  headline = "; {count} VF(s) assigned to VMs (passthrough), not judged"
+	pciUntabledHead headline = "{count} RDMA device(s) of a driver outside rdmadoctor's table — present, not judged"
+)
+
 func runPCIDevice(_ context.Context, env *Env) Result {
 	s := env.Survey()
 	if s.PCIErr != nil {
@@ -210,12 +218,12 @@ func boundNICsView(c nicSort, r *Result) {
 	}
 	var parts []string
 	for k, addrs := range byProduct {
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, len(addrs)))
+		parts = append(parts, pciProductHead.render(Slots{"product": k, "count": fmt.Sprint(len(addrs))}))
 	}
 	sort.Strings(parts)
-	r.Summary = fmt.Sprintf("%d RDMA NIC function(s): %s", len(c.boundNICs), strings.Join(parts, ", "))
+	r.Summary = pciBoundHead.render(Slots{"count": fmt.Sprint(len(c.boundNICs)), "functions": strings.Join(parts, ", ")})
 	if len(c.assigned) > 0 {
-		r.Summary += fmt.Sprintf("; %d VF(s) assigned to VMs (passthrough), not judged", len(c.assigned))
+		r.Summary += pciAssignedEnd.render(Slots{"count": fmt.Sprint(len(c.assigned))})
 	}
 	r.Observed = fmt.Sprintf("%d bound", len(c.boundNICs))
 	r.Expected = "an RDMA NIC with its driver bound"
@@ -251,7 +259,7 @@ func untabledDevices(s *Survey) []report.Finding {
 // untabledView passes a host whose only RDMA devices belong to drivers
 // outside the table: the device exists, which is all this check asks.
 func untabledView(c nicSort, r *Result) {
-	r.Summary = fmt.Sprintf("%d RDMA device(s) of a driver outside rdmadoctor's table — present, not judged", len(c.untabled))
+	r.Summary = pciUntabledHead.render(Slots{"count": fmt.Sprint(len(c.untabled))})
 	r.Observed = fmt.Sprintf("%d registered, driver not in the table", len(c.untabled))
 	r.Expected = "an RDMA NIC with its driver bound"
 	r.Details = append(append(messagesOf(c.untabled), c.assigned...), c.softNames...)
@@ -290,12 +298,6 @@ func passthroughSlots(n NIC, slots Slots) Slots {
 		drv = n.Driver.PCIDriver
 	}
 	return slots.with("address", n.Fn.Address, "driver", n.Foreign, "rdma_driver", drv, "ids", fmt.Sprintf("%04x:%04x", n.Fn.Vendor, n.Fn.Device))
-}
-
-// passthroughFix is the way back for an RDMA NIC that a passthrough driver
-// holds: pci.device/passthrough's fix, for the checks that name it too.
-func passthroughFix(n NIC) string {
-	return render(pciPassthrough.Fix, passthroughSlots(n, nil))
 }
 
 // unboundDetails names the network-class functions that were seen and why

@@ -187,6 +187,12 @@ func noPhysicalFunction(s *Survey) Result {
 	return r
 }
 
+// pci.link's headlines: the summary when every function judged passes.
+const (
+	linkPassHead   headline = "{count} RDMA function(s) at their expected PCIe link: {links}"
+	linkUnknownEnd headline = "; {count} without link status (not judged)"
+)
+
 // combineLinks folds the functions' findings into the check's result with
 // the shared precedence (combineFindings): the findings of the worst status
 // are the summary, each kind's fix for its first function the remedy. The
@@ -212,10 +218,10 @@ func combineLinks(judged []linkJudgement) Result {
 		}
 	case report.Pass:
 		p := linksWithStatus(judged, report.Pass)
-		r.Summary = fmt.Sprintf("%d RDMA function(s) at their expected PCIe link: %s", len(p), distinctLinks(p))
+		r.Summary = linkPassHead.render(Slots{"count": fmt.Sprint(len(p)), "links": distinctLinks(p)})
 		r.Observed, r.Expected = distinctLinks(p), "each function at min(card max, path max)"
 		if unknown := len(linksWithStatus(judged, report.Skip)); unknown > 0 {
-			r.Summary += fmt.Sprintf("; %d without link status (not judged)", unknown)
+			r.Summary += linkUnknownEnd.render(Slots{"count": fmt.Sprint(unknown)})
 		}
 	case report.Skip:
 		host := linkNoStatus.result("", nil)

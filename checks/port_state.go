@@ -65,6 +65,9 @@ var (
 	portRepresentor = declare(Finding{ID: "port.state/representor", Status: report.Skip,
 		When:    "a VF representor's port is down: its state follows the VF's use",
 		Message: "{observed} — a VF representor: its state follows the VF's use; not judged"})
+	portNoneInUse = declare(Finding{ID: "port.state/none-in-use", Status: report.Pass,
+		When:    "every port is unused on purpose or a representor whose state follows its VF: none is judged, and none that should be up is down",
+		Message: "no port in use to judge: {count} not judged (see details)"})
 	portUnreadable = declare(Finding{ID: "port.state/unreadable", Status: report.Error,
 		When:    "a port's state or phys_state could not be read",
 		Message: "{port} state unknown: {cause}", Fix: portsByHand})
@@ -219,9 +222,13 @@ func runPortState(_ context.Context, env *Env) Result {
 		}
 		r.Details = append(r.Details, v.details...)
 	}
-	if r.Status == report.Pass || r.Status == report.Skip {
-		r.Status = report.Pass
+	switch r.Status {
+	case report.Pass:
 		r.Summary = portsPassSummary(vs)
+	case report.Skip:
+		// No port is in use: nothing that should be up is down.
+		none := portNoneInUse.At("", Slots{"count": fmt.Sprint(len(vs))})
+		r.Status, r.Summary, r.Findings = none.Status, none.Message, append(r.Findings, none)
 	}
 	r.Expected = "every port in use ACTIVE and LinkUp; InfiniBand LID and SM LID ≠ 0, 4X (2X on split ports)"
 	if env.Opts.ExpectRate > 0 {
@@ -243,10 +250,16 @@ func portsPassSummary(vs []verdict) string {
 		}
 	}
 	if skipped == 0 {
-		return fmt.Sprintf("all %d ports ACTIVE and LinkUp", up)
+		return portsAllUpHead.render(Slots{"count": fmt.Sprint(up)})
 	}
-	return fmt.Sprintf("%d port(s) ACTIVE and LinkUp; %d not judged (see details)", up, skipped)
+	return portsUpHead.render(Slots{"count": fmt.Sprint(up)}) + notJudgedEnd.render(Slots{"count": fmt.Sprint(skipped)})
 }
+
+// port.state's headlines: the summary when every port judged is up.
+const (
+	portsAllUpHead headline = "all {count} ports ACTIVE and LinkUp"
+	portsUpHead    headline = "{count} port(s) ACTIVE and LinkUp"
+)
 
 func noPortsVerdict(d sysfs.RDMADevice) verdict {
 	problems := ""

@@ -186,6 +186,9 @@ var (
 	devicesPortsDeviate = declare(Finding{ID: "rdma.devices/ports-deviate", Status: report.Fail,
 		When:    "with --expect: a device's port count is not the class's ports; this blocks no other check",
 		Message: "{device} has {ports} port(s), expected {want} by {cite}", Fix: devicesExpectFix})
+	devicesPresent = declare(Finding{ID: "rdma.devices/present", Status: report.Pass,
+		When:    "no RDMA NIC function lacks its RDMA device, and the host has RDMA devices",
+		Message: "{count} RDMA device(s): {devices}"})
 	devicesRuleUnmatched = declare(Finding{ID: "rdma.devices/rule-unmatched", Status: report.Warn,
 		When:    "with --expect: a device or port rule of the class matches nothing on this host (a typo in a device glob)",
 		Message: "{site} {key}: {rule} {reason}{nearest}",
@@ -238,6 +241,13 @@ func runRDMADevices(_ context.Context, env *Env) Result {
 	return withDeviceExpectations(env, s, r)
 }
 
+// rdma.devices's headlines: the summary over the NIC functions judged.
+const (
+	devicesHiddenHead    headline = "{count} RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode {mode}): {devices}"
+	devicesMissingHead   headline = "{count} of {judged} RDMA NIC function(s) without an RDMA device: {missing}"
+	devicesUnmatchedHead headline = "{count} expectations rule(s) match nothing on this host: {rules}"
+)
+
 // devicesResult combines the NIC functions' findings: the functions
 // without a device fail the check, the summary names each with its
 // reason; with none missing, the devices are counted.
@@ -276,11 +286,11 @@ func devicesResult(s *Survey, l *deviceLookup, units []nicUnit) Result {
 	switch {
 	case len(missing) > 0 && len(hidden) == len(missing):
 		// The devices exist; this namespace cannot see them.
-		r.Status, r.Summary = report.Fail, fmt.Sprintf("%d RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode %s): %s",
-			len(hidden), valueOrUnknown(l.netns), strings.Join(hidden, ", "))
+		r.Status, r.Summary = report.Fail, devicesHiddenHead.render(Slots{"count": fmt.Sprint(len(hidden)),
+			"mode": valueOrUnknown(l.netns), "devices": strings.Join(hidden, ", ")})
 		r.Observed = fmt.Sprintf("0 of %d device(s) visible here", len(hidden))
 	case len(missing) > 0:
-		r.Status, r.Summary = report.Fail, fmt.Sprintf("%d of %d RDMA NIC function(s) without an RDMA device: %s", len(missing), judged, strings.Join(missing, "; "))
+		r.Status, r.Summary = report.Fail, devicesMissingHead.render(Slots{"count": fmt.Sprint(len(missing)), "judged": fmt.Sprint(judged), "missing": strings.Join(missing, "; ")})
 		r.Observed = fmt.Sprintf("%d device(s) for %d NIC function(s)", judged-len(missing), judged)
 	case len(s.Devices) == 0:
 		none := devicesNone.At("", nil)
@@ -290,7 +300,11 @@ func devicesResult(s *Survey, l *deviceLookup, units []nicUnit) Result {
 			r.Details = append(r.Details, "RDMA netns mode is exclusive: a device is visible only inside its own network namespace")
 		}
 	default:
-		r.Status, r.Summary = report.Pass, fmt.Sprintf("%d RDMA device(s): %s", len(s.Devices), strings.Join(names, ", "))
+		// The devices are the verdict: the functions' own findings may
+		// all be skips (assigned VFs, drivers outside the table).
+		present := devicesPresent.At("", Slots{"count": fmt.Sprint(len(s.Devices)), "devices": strings.Join(names, ", ")})
+		r.Findings = append(r.Findings, present)
+		r.Status, r.Summary = present.Status, present.Message
 		r.Observed = fmt.Sprintf("%d device(s)", len(s.Devices))
 	}
 	r.Remedy = strings.Join(remedy, "\n")
@@ -359,7 +373,7 @@ func withUnmatchedRules(env *Env, r Result) Result {
 	r.Details = append(r.Details, lines...)
 	if r.Status == report.Pass {
 		r.Status, r.Observed = report.Warn, lines[0]
-		r.Summary = fmt.Sprintf("%d expectations rule(s) match nothing on this host: %s", len(un), strings.Join(lines, "; "))
+		r.Summary = devicesUnmatchedHead.render(Slots{"count": fmt.Sprint(len(un)), "rules": strings.Join(lines, "; ")})
 	}
 	r.Remedy = joinRemedy(r.Remedy, devicesRuleUnmatched.Fix)
 	return r

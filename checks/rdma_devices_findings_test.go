@@ -33,13 +33,13 @@ func TestRDMADevicesFindings(t *testing.T) {
 		want      []findingRef
 	}{
 		{"healthy", netFixture("cx5-roce-healthy"),
-			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}}},
+			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}, {"rdma.devices/present", ""}}},
 		{"RoCE LAG", netFixture("mlx5-roce-lag-bond"),
-			[]findingRef{{"rdma.devices/registered", "0000:98:00.0"}, {"rdma.devices/lag-member", "0000:98:00.1"}}},
-		{"software device", netFixture("rxe-softroce"), []findingRef{{"rdma.devices/software", "rxe0"}}},
+			[]findingRef{{"rdma.devices/registered", "0000:98:00.0"}, {"rdma.devices/lag-member", "0000:98:00.1"}, {"rdma.devices/present", ""}}},
+		{"software device", netFixture("rxe-softroce"), []findingRef{{"rdma.devices/present", ""}, {"rdma.devices/software", "rxe0"}}},
 		{"sub-functions", netFixture("bf3-subfunctions"),
-			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/sub-function", "mlx5_2"}, {"rdma.devices/sub-function", "mlx5_3"}}},
-		{"a driver outside the table", netFixture("unknown-driver-nic"), []findingRef{{"rdma.devices/other-driver", "ionic_0"}}},
+			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/present", ""}, {"rdma.devices/sub-function", "mlx5_2"}, {"rdma.devices/sub-function", "mlx5_3"}}},
+		{"a driver outside the table", netFixture("unknown-driver-nic"), []findingRef{{"rdma.devices/present", ""}, {"rdma.devices/other-driver", "ionic_0"}}},
 		{"hidden by the namespace", netFixture("netns-exclusive-container"),
 			[]findingRef{{"rdma.devices/other-netns", "0000:3b:00.0"}, {"rdma.devices/other-netns", "0000:3b:00.1"}}},
 		{"passthrough", netFixture("mlx5-vfio-passthrough"),
@@ -85,7 +85,7 @@ func TestRDMADevicesAssignedVF(t *testing.T) {
 			got = append(got, f)
 		}
 	}
-	if diff := cmp.Diff([]findingRef{{"rdma.devices/assigned-vf", "0000:11:00.3"}}, got); diff != "" || r.Status != report.Pass {
+	if diff := cmp.Diff([]findingRef{{"rdma.devices/assigned-vf", "0000:11:00.3"}, {"rdma.devices/present", ""}}, got); diff != "" || r.Status != report.Pass {
 		t.Errorf("%s: %s; findings other than registered (-want +got):\n%s", r.Status, r.Summary, diff)
 	}
 }
@@ -126,12 +126,12 @@ func TestRDMADevicesExpectFindings(t *testing.T) {
 		want        []findingRef
 	}{
 		{"as the class says", "devices = 2\nmlx5_*.ports = 1\n", report.Pass,
-			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}}},
+			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}, {"rdma.devices/present", ""}}},
 		{"count, firmware and ports", "devices = 3\nmlx5_0.fw = 99.1.1\nmlx5_1.ports = 2\n", report.Fail,
-			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"},
+			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}, {"rdma.devices/present", ""},
 				{"rdma.devices/count-deviates", ""}, {"rdma.devices/fw-deviates", "mlx5_0"}, {"rdma.devices/ports-deviate", "mlx5_1"}}},
 		{"a rule for no device", "mlx6_*.ports = 1\n", report.Warn,
-			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}, {"rdma.devices/rule-unmatched", ""}}},
+			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/registered", "0000:3b:00.1"}, {"rdma.devices/present", ""}, {"rdma.devices/rule-unmatched", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := hwRunOne(t, netFixture("cx5-roce-healthy"), "rdma.devices", classOf(t, tc.class))
@@ -147,7 +147,7 @@ func TestRDMADevicesExpectFindings(t *testing.T) {
 	tr := sysfstest.Build(sysfstest.CX5RoCE())
 	tr.Remove(strings.TrimSuffix(sysfstest.PortDir(tr, "mlx5_0", 1), "/ports/1") + "/fw_ver")
 	r := hwRunOne(t, hwWrite(t, tr), "rdma.devices", classOf(t, "mlx5_0.fw = 16.35.2000\n"))
-	if got := refs(r.Findings); len(got) != 3 || got[2] != (findingRef{"rdma.devices/fw-unknown", "mlx5_0"}) {
+	if got := refs(r.Findings); len(got) != 4 || got[3] != (findingRef{"rdma.devices/fw-unknown", "mlx5_0"}) {
 		t.Errorf("findings %v, want fw-unknown of mlx5_0 last", got)
 	}
 }

@@ -170,6 +170,9 @@ func parseGID(s string) net.IP {
 	return net.IP(b)
 }
 
+// roce.config's headline: the summary when every RoCE port judged passes.
+const roceConfigPassHead headline = "{count} RoCE port(s): netdev up with an IP, RoCE v2 GIDs present"
+
 func runRoCEConfig(_ context.Context, env *Env) Result {
 	m := env.Model()
 	rj := newRoCEJudge(env)
@@ -213,9 +216,9 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		r.Details, r.Findings = details, append(r.Findings, fs...)
 	case r.Status == report.Pass || r.Status == report.Skip:
 		r.Status = report.Pass
-		r.Summary = fmt.Sprintf("%d RoCE port(s): netdev up with an IP, RoCE v2 GIDs present", judged)
+		r.Summary = roceConfigPassHead.render(Slots{"count": fmt.Sprint(judged)})
 		if n := len(vs) - judged; n > 0 {
-			r.Summary += fmt.Sprintf("; %d not judged (see details)", n)
+			r.Summary += notJudgedEnd.render(Slots{"count": fmt.Sprint(n)})
 		}
 		r.Remedy = ""
 	}

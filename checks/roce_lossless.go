@@ -614,95 +614,127 @@ func (lj *losslessJudge) judgeTrust(nd string, v dcbView, classes []trafficClass
 	}
 }
 
+// roce.lossless's headlines: the summary over the netdevs judged.
+const (
+	losslessIssuesHead   headline = "RoCE is not lossless on {count} netdev(s): {issues}"
+	losslessExpectedHead          = losslessIssuesHead + " ({expected})"
+	losslessWarnHead              = losslessIssuesHead + " (--expect-lossless makes this fail)"
+	losslessUnknownHead  headline = "could not read the DCB state of {problems}"
+	losslessNoDCBHead    headline = "driver has no DCB ({answer}) on {netdevs}: PFC/trust cannot be read"
+	losslessPassHead     headline = "{count} netdev(s) lossless: the traffic judged lands on a PFC priority, {ecn}"
+	losslessNoECNHead    headline = "trust matches; ECN not readable (no MLNX_OFED ecn files)"
+	losslessSomeECNHead  headline = "trust and ECN match; ECN not readable (no MLNX_OFED ecn files) on {netdevs}"
+	losslessECNHead      headline = "trust and ECN match"
+	losslessPassNoDCB    headline = "; {count} without DCB ({netdevs})"
+	losslessNotJudgedEnd headline = "; {count} line(s) not judged (see details)"
+)
+
+// losslessTally is the netdevs' outcomes gathered for the check's result.
+type losslessTally struct {
+	details, issues, unknown, noDCB, noECN, remedies, deviations []string
+	findings                                                     []report.Finding
+	evs                                                          []map[string]any
+	defaults                                                     []portRef
+	wantTC, judged                                               int
+}
+
+func tallyLossless(outs []losslessOutcome) losslessTally {
+	var t losslessTally
+	for _, o := range outs {
+		t.findings = append(t.findings, o.findings...)
+		if o.wantTC != 0 {
+			t.defaults, t.wantTC = append(t.defaults, o.defaults...), o.wantTC
+		}
+		t.details = append(t.details, o.details...)
+		t.evs = append(t.evs, o.ev)
+		switch o.kind {
+		case "unknown":
+			t.unknown = append(t.unknown, o.problems...)
+			continue
+		case "no-dcb":
+			t.noDCB = append(t.noDCB, o.netdev)
+			continue
+		case "issues":
+			t.deviations = append(t.deviations, o.deviations...)
+			t.issues = append(t.issues, o.netdev+": "+strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; "))
+			for _, f := range o.remedies {
+				t.remedies = appendUnique(t.remedies, f)
+			}
+		}
+		t.judged++
+		if !o.ecnKnown {
+			t.noECN = append(t.noECN, o.netdev)
+		}
+	}
+	return t
+}
+
 // losslessResult combines the netdevs' outcomes: a problem warns (fails
 // with --expect-lossless or the expectations file), an unreadable DCB is
 // an error, and drivers without DCB are skipped.
 func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result {
-	var details, issues, unknown, noDCB, noECN, remedies []string
-	var evs []map[string]any
-	var defaults []portRef
-	var deviations []string
-	wantTC := 0
-	judged := 0
-	var findings []report.Finding
-	for _, o := range outs {
-		findings = append(findings, o.findings...)
-		if o.wantTC != 0 {
-			defaults, wantTC = append(defaults, o.defaults...), o.wantTC
-		}
-		details = append(details, o.details...)
-		evs = append(evs, o.ev)
-		switch o.kind {
-		case "unknown":
-			unknown = append(unknown, o.problems...)
-			continue
-		case "no-dcb":
-			noDCB = append(noDCB, o.netdev)
-			continue
-		case "issues":
-			deviations = append(deviations, o.deviations...)
-			issues = append(issues, fmt.Sprintf("%s: %s", o.netdev, strings.Join(append(append([]string(nil), o.deviations...), o.problems...), "; ")))
-			for _, f := range o.remedies {
-				remedies = appendUnique(remedies, f)
-			}
-		}
-		judged++
-		if !o.ecnKnown {
-			noECN = append(noECN, o.netdev)
-		}
-	}
-	details = append(details, notJudged...)
+	t := tallyLossless(outs)
 	expectLossless, lossSrc := env.expectLossless()
 	var r Result
 	switch {
-	case len(issues) > 0:
-		msg := fmt.Sprintf("RoCE is not lossless on %d netdev(s): %s", len(issues), strings.Join(issues, "; "))
-		switch {
-		case len(deviations) > 0:
-			r = fail(msg)
-		case expectLossless:
-			ex := losslessExpected.At("", Slots{"source": lossSrc})
-			r = fail(msg + " (" + ex.Message + ")")
-			findings = append(findings, ex)
-		default:
-			r = warn(msg + " (--expect-lossless makes this fail)")
-		}
-		if wantTC != 0 {
-			remedies = append(remedies, render(losslessTOSFix, tosSlots(defaults, wantTC)))
-		}
-		r.Remedy = strings.Join(remedies, "\n")
-		r.Observed = issues[0]
-	case len(unknown) > 0:
-		r = errorf("could not read the DCB state of %s", strings.Join(unknown, "; "))
-		r.Observed, r.Remedy = "DCB unknown", dcbByHand
-	case judged == 0:
-		r = skip(fmt.Sprintf("driver has no DCB (%s) on %s: PFC/trust cannot be read", sysfs.ErrNoDCB, strings.Join(noDCB, ", ")))
+	case len(t.issues) > 0:
+		r = t.issuesResult(expectLossless, lossSrc)
+	case len(t.unknown) > 0:
+		r = combineFindings(t.findings, false)
+		r.Summary = losslessUnknownHead.render(Slots{"problems": strings.Join(t.unknown, "; ")})
+		r.Observed = "DCB unknown"
+	case t.judged == 0:
+		r = combineFindings(t.findings, false)
+		r.Summary = losslessNoDCBHead.render(Slots{"answer": sysfs.ErrNoDCB, "netdevs": strings.Join(t.noDCB, ", ")})
 		r.Observed = "no DCB"
 	default:
-		r = pass(fmt.Sprintf("%d netdev(s) lossless: the traffic judged lands on a PFC priority, %s", judged, ecnText(judged, noECN)))
-		r.Observed = fmt.Sprintf("%d lossless", judged)
-		if len(noDCB) > 0 {
-			r.Summary += fmt.Sprintf("; %d without DCB (%s)", len(noDCB), strings.Join(noDCB, ", "))
+		r = combineFindings(t.findings, false)
+		r.Summary = losslessPassHead.render(Slots{"count": fmt.Sprint(t.judged), "ecn": ecnText(t.judged, t.noECN)})
+		r.Observed = fmt.Sprint(t.judged, " lossless")
+		if len(t.noDCB) > 0 {
+			r.Summary += losslessPassNoDCB.render(Slots{"count": fmt.Sprint(len(t.noDCB)), "netdevs": strings.Join(t.noDCB, ", ")})
 		}
 	}
 	if len(notJudged) > 0 && r.Status != report.Error {
-		r.Summary += fmt.Sprintf("; %d line(s) not judged (see details)", len(notJudged))
+		r.Summary += losslessNotJudgedEnd.render(Slots{"count": fmt.Sprint(len(notJudged))})
 	}
 	r.Expected = "PFC on the priority the RoCE traffic really uses (rdma_cm's default ToS, else ToS 0, or the expected class), trust dscp (or pcp with tagged traffic), ECN on the PFC priority; " + howAppsChooseTC
-	r.Details = details
-	r.Findings = findings
-	r.Evidence = map[string]any{"netdevs": evs, "expect_lossless": expectLossless}
+	r.Details = append(t.details, notJudged...)
+	r.Evidence = map[string]any{"netdevs": t.evs, "expect_lossless": expectLossless}
 	return r
+}
+
+// issuesResult is the result when a netdev is not lossless: a warning,
+// which a deviation from the expectations file or an expected lossless
+// fabric (the finding lossless-expected) makes a failure.
+func (t losslessTally) issuesResult(expectLossless bool, lossSrc string) Result {
+	findings := t.findings
+	slots := Slots{"count": fmt.Sprint(len(t.issues)), "issues": strings.Join(t.issues, "; ")}
+	head := losslessWarnHead
+	switch {
+	case len(t.deviations) > 0:
+		head = losslessIssuesHead
+	case expectLossless:
+		ex := losslessExpected.At("", Slots{"source": lossSrc})
+		findings = append(findings, ex)
+		head, slots = losslessExpectedHead, slots.with("expected", ex.Message)
+	}
+	remedies := t.remedies
+	if t.wantTC != 0 {
+		remedies = append(remedies, render(losslessTOSFix, tosSlots(t.defaults, t.wantTC)))
+	}
+	return Result{Status: worstStatus(findings), Summary: head.render(slots), Remedy: strings.Join(remedies, "\n"),
+		Observed: t.issues[0], Findings: findings}
 }
 
 func ecnText(judged int, noECN []string) string {
 	switch {
 	case len(noECN) == judged:
-		return "trust matches; ECN not readable (no MLNX_OFED ecn files)"
+		return string(losslessNoECNHead)
 	case len(noECN) > 0:
-		return fmt.Sprintf("trust and ECN match; ECN not readable (no MLNX_OFED ecn files) on %s", strings.Join(noECN, ", "))
+		return losslessSomeECNHead.render(Slots{"netdevs": strings.Join(noECN, ", ")})
 	}
-	return "trust and ECN match"
+	return string(losslessECNHead)
 }
 
 func priorityList(p []int) string {

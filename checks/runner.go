@@ -116,6 +116,7 @@ func runOne(runCtx context.Context, env *Env, c *Check) Result {
 			}
 		}()
 		r := c.Run(ctx, env)
+		recordResult(c.ID, r)
 		if r.Status == "" {
 			r = runInternal.result("", Slots{"check": c.ID, "cause": "it returned no status"})
 		}

@@ -56,7 +56,7 @@ func TestRunTurnsPanicAndOverrunIntoErrors(t *testing.T) {
 		fakeCheck("p.panics", 20, nil, func(context.Context, *Env) Result { panic("boom") }),
 		fakeCheck("h.hangs", 21, nil, func(ctx context.Context, _ *Env) Result { time.Sleep(time.Hour); return Result{} }),
 		fakeCheck("n.nostatus", 22, nil, func(context.Context, *Env) Result { return Result{} }),
-		fakeCheck("z.after", 23, nil, func(context.Context, *Env) Result { return pass("still ran") }),
+		fakeCheck("z.after", 23, nil, func(context.Context, *Env) Result { return Result{Status: report.Pass, Summary: "still ran"} }),
 	}
 	env := NewEnv(nil, Options{Level: 1, CheckTimeout: 50 * time.Millisecond})
 	res := Run(context.Background(), env, sel)
@@ -75,7 +75,7 @@ func TestRunTurnsPanicAndOverrunIntoErrors(t *testing.T) {
 }
 
 func TestRunSkipsHigherLevelsAndHonoursTheRunDeadline(t *testing.T) {
-	l2 := fakeCheck("v.probe", 30, nil, func(context.Context, *Env) Result { return pass("ran") })
+	l2 := fakeCheck("v.probe", 30, nil, func(context.Context, *Env) Result { return Result{Status: report.Pass, Summary: "ran"} })
 	l2.Level = 2
 	res := Run(context.Background(), NewEnv(nil, Options{Level: 1}), []*Check{l2})
 	if res[0].Status != report.Skip || !strings.Contains(res[0].Summary, "--level 2") {

@@ -365,6 +365,13 @@ func (j *uverbsJudge) rdmaCMNode() *report.Finding {
 
 // result turns the findings into the check's result: failures first, then
 // what could not be looked at, then rdma_cm. The nodes missing in a
+// uverbs.nodes's headlines: the container's missing nodes, and the
+// summary when every node is there and opens.
+const (
+	uverbsContainerHead headline = "this runs in a container ({container}) that was not given the RDMA device nodes: {nodes} missing"
+	uverbsPassHead      headline = "{count} uverbs node(s) present and openable: {nodes}"
+)
+
 // container are said in one sentence.
 func (j *uverbsJudge) result(s *Survey, byDev map[string][]uverbsEntry, cm *report.Finding) Result {
 	ev := map[string]any{"devices": j.devEv}
@@ -392,8 +399,7 @@ func (j *uverbsJudge) result(s *Survey, byDev map[string][]uverbsEntry, cm *repo
 		}
 	}
 	if len(inContainer) > 0 {
-		fails = append([]string{fmt.Sprintf("this runs in a container (%s) that was not given the RDMA device nodes: %s missing",
-			j.nctx.container, strings.Join(inContainer, ", "))}, fails...)
+		fails = append([]string{uverbsContainerHead.render(Slots{"container": j.nctx.container, "nodes": strings.Join(inContainer, ", ")})}, fails...)
 	}
 	r := Result{Findings: j.findings}
 	switch {
@@ -415,7 +421,7 @@ func (j *uverbsJudge) result(s *Survey, byDev map[string][]uverbsEntry, cm *repo
 			}
 		}
 		sort.Strings(ns)
-		r.Status, r.Summary = report.Pass, fmt.Sprintf("%d uverbs node(s) present and openable: %s", len(ns), strings.Join(ns, ", "))
+		r.Status, r.Summary = report.Pass, uverbsPassHead.render(Slots{"count": fmt.Sprint(len(ns)), "nodes": strings.Join(ns, ", ")})
 		r.Observed = fmt.Sprintf("%d openable", len(ns))
 	}
 	if cm != nil {
