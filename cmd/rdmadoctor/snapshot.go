@@ -50,40 +50,9 @@ func newSnapshotFlagSet(f *snapshotFlags) *pflag.FlagSet {
 // when it could not be written or the deadline cut it short, 2 on a usage
 // error.
 func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
-	f := &snapshotFlags{}
-	fs := newSnapshotFlagSet(f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "rdmadoctor snapshot — capture this host's RDMA state in one file, to diagnose anywhere with --root\n\n"+
-				"usage: rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
-			return 0
-		}
-		msg := flagError(err, fs)
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: %s\n", msg)
-		return report.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: unexpected argument %q; valid flags: %s\n", fs.Arg(0), flagNames(fs))
-		return report.ExitUsage
-	}
-	if f.timeout <= 0 {
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: --timeout %v: want a deadline above 0, such as 1m\n", f.timeout)
-		return report.ExitUsage
-	}
-
-	out := f.output
-	format, err := snapshot.OutputFormat(out)
-	if err != nil {
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %v\n", err)
-		return report.ExitUsage
-	}
-	// Found before the capture, not after it: the snapshot goes into a
-	// directory that is there.
-	if dir := filepath.Dir(out); out != "" {
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %s: the directory %s does not exist (create it, or name a file in one that does)\n", out, dir)
-			return report.ExitUsage
-		}
+	f, format, code := parseSnapshotArgs(args, stdout, stderr)
+	if f == nil {
+		return code
 	}
 
 	// The deadline and an interrupt cover unpacking an archive --root too.
@@ -117,25 +86,78 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		return report.ExitInternal
 	}
 
+	out := f.output
 	if out == "" {
 		out = defaultSnapshotName(snap.Manifest.Hostname, snap.Manifest.CapturedAt)
 		format = snapshot.FormatTarGz
 	}
-	var size int64
-	switch format {
-	case snapshot.FormatTarGz:
-		size, err = snap.WriteTarGzFile(out)
-	case snapshot.FormatTar:
-		size, err = snap.WriteTarFile(out)
-	default:
-		err = snap.WriteDir(out)
-	}
+	size, err := writeSnapshot(snap, out, format)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmadoctor snapshot: %v\n", err)
 		return report.ExitInternal
 	}
+	printSnapshotSummary(stdout, snap.Manifest, out, format, size)
+	if capErr != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: incomplete snapshot: %v\n", capErr)
+		return report.ExitInternal
+	}
+	return 0
+}
 
-	m := snap.Manifest
+// parseSnapshotArgs parses and checks snapshot's flags before anything is
+// captured: nil flags and the exit code when the command ends here (its
+// help, or a usage error).
+func parseSnapshotArgs(args []string, stdout, stderr io.Writer) (*snapshotFlags, snapshot.Format, int) {
+	f := &snapshotFlags{}
+	fs := newSnapshotFlagSet(f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "rdmadoctor snapshot — capture this host's RDMA state in one file, to diagnose anywhere with --root\n\n"+
+				"usage: rdmadoctor snapshot [-o FILE.tar.gz|FILE.tar|DIR] [--redact]\n\nflags:\n%s", fs.FlagUsages())
+			return nil, 0, 0
+		}
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: %s\n", flagError(err, fs))
+		return nil, 0, report.ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: unexpected argument %q; valid flags: %s\n", fs.Arg(0), flagNames(fs))
+		return nil, 0, report.ExitUsage
+	}
+	if f.timeout <= 0 {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: --timeout %v: want a deadline above 0, such as 1m\n", f.timeout)
+		return nil, 0, report.ExitUsage
+	}
+	format, err := snapshot.OutputFormat(f.output)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %v\n", err)
+		return nil, 0, report.ExitUsage
+	}
+	// Found before the capture, not after it: the snapshot goes into a
+	// directory that is there.
+	if dir := filepath.Dir(f.output); f.output != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "rdmadoctor snapshot: -o %s: the directory %s does not exist (create it, or name a file in one that does)\n", f.output, dir)
+			return nil, 0, report.ExitUsage
+		}
+	}
+	return f, format, 0
+}
+
+// writeSnapshot writes the snapshot at out in its format; the size is the
+// file's (0 for a directory).
+func writeSnapshot(snap *snapshot.Snapshot, out string, format snapshot.Format) (int64, error) {
+	switch format {
+	case snapshot.FormatTarGz:
+		return snap.WriteTarGzFile(out)
+	case snapshot.FormatTar:
+		return snap.WriteTarFile(out)
+	}
+	return 0, snap.WriteDir(out)
+}
+
+// printSnapshotSummary says what was written, what could not be read and
+// how to replay it.
+func printSnapshotSummary(stdout io.Writer, m *snapshot.Manifest, out string, format snapshot.Format, size int64) {
 	fmt.Fprintf(stdout, "wrote %s: %d files, %d symlinks, %d directories", out, m.Counts.Files, m.Counts.Symlinks, m.Counts.Dirs)
 	if size > 0 {
 		fmt.Fprintf(stdout, ", %s", humanBytes(size))
@@ -159,11 +181,6 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%d fact(s) could not be gathered (listed in %s under \"unavailable\")\n", n, sysfs.FactsFile)
 	}
 	fmt.Fprintf(stdout, "replay it anywhere with: rdmadoctor --root %s --level 1\n", out)
-	if capErr != nil {
-		fmt.Fprintf(stderr, "rdmadoctor snapshot: incomplete snapshot: %v\n", capErr)
-		return report.ExitInternal
-	}
-	return 0
 }
 
 // level1Capture is what a capture runs: the level-1 diagnosis on the
