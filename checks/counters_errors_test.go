@@ -384,13 +384,7 @@ func TestCountersErrorsIntervalStopped(t *testing.T) {
 // Without a device to read, or with the device list unreadable, the check
 // says so about the host.
 func TestCountersErrorsDeviceFindings(t *testing.T) {
-	notADir := func() string {
-		tr := sysfstest.Build(sysfstest.CX5RoCE())
-		const dir = "/sys/class/infiniband"
-		tr.Remove(dir)
-		tr.File(dir, "not a directory\n")
-		return hwWrite(t, tr)
-	}()
+	notADir := cx5FileForDir(t, "/sys/class/infiniband")
 	for _, tc := range []struct {
 		name, dir string
 		want      []findingRef

@@ -81,3 +81,26 @@ func hwWrite(tb testing.TB, t *sysfstest.Tree) string {
 	}
 	return dir
 }
+
+// cx5Edited writes the CX-5 RoCE host with edit applied to its model and
+// tree to its files (either may be nil): a fixture varied in one test.
+func cx5Edited(tb testing.TB, edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
+	h := sysfstest.CX5RoCE()
+	if edit != nil {
+		edit(&h)
+	}
+	tr := sysfstest.Build(h)
+	if tree != nil {
+		tree(tr)
+	}
+	return hwWrite(tb, tr)
+}
+
+// cx5FileForDir writes the CX-5 RoCE host with a plain file where the
+// directory dir belongs, so that listing it fails (ENOTDIR).
+func cx5FileForDir(tb testing.TB, dir string) string {
+	return cx5Edited(tb, nil, func(tr *sysfstest.Tree) {
+		tr.Remove(dir)
+		tr.File(dir, "not a directory\n")
+	})
+}

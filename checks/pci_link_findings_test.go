@@ -21,17 +21,6 @@ const (
 // TestPCILinkFindings: each host gives the findings named, function by
 // function (its PCI address), or about the host when none can be judged.
 func TestPCILinkFindings(t *testing.T) {
-	cx5 := func(edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
-		h := sysfstest.CX5RoCE()
-		if edit != nil {
-			edit(&h)
-		}
-		tr := sysfstest.Build(h)
-		if tree != nil {
-			tree(tr)
-		}
-		return hwWrite(t, tr)
-	}
 	both := func(id string) []findingRef { return []findingRef{{id, cx5Fn0}, {id, cx5Fn1}} }
 	// A Gen4 card behind a switch whose uplink trained Gen5 x8: narrower
 	// than the card's x16, as fast in bandwidth.
@@ -54,7 +43,7 @@ func TestPCILinkFindings(t *testing.T) {
 			[]findingRef{{"pci.link/expected", cx5Fn0}, {"pci.link/deviates", cx5Fn1}}},
 		// An x16 card in an x8 slot is expected at x8; a switch's uplink
 		// counts as much as the card's own link.
-		{"an x16 card in an x8 slot", cx5(func(h *sysfstest.Host) {
+		{"an x16 card in an x8 slot", cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				h.NICs[i].Width, h.NICs[i].BridgeWidth = 8, 8
 			}
@@ -62,36 +51,36 @@ func TestPCILinkFindings(t *testing.T) {
 		{"a switch uplink at x16", hwWrite(t, switchedHost("16")), checks.Options{}, []findingRef{{"pci.link/expected", "0000:03:00.0"}}},
 		{"a switch uplink at x8", hwWrite(t, switchedHost("8")), checks.Options{}, []findingRef{{"pci.link/limited-by-bridge", "0000:03:00.0"}}},
 		{"a switch uplink at Gen5 x8", hwWrite(t, gen5Uplink), checks.Options{}, []findingRef{{"pci.link/slow-bridge", "0000:03:00.0"}}},
-		{"link files unreadable", cx5(nil, func(tr *sysfstest.Tree) {
+		{"link files unreadable", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			for _, fn := range []string{cx5Fn0, cx5Fn1} {
 				tr.Attr(cx5RootPort+"/"+fn+"/current_link_speed", "\x00\x01garbage")
 			}
 		}), checks.Options{}, both("pci.link/unreadable")},
-		{"degraded below an unreadable bridge", cx5(func(h *sysfstest.Host) { h.NICs[0].Speed = "2.5 GT/s PCIe" }, func(tr *sysfstest.Tree) {
+		{"degraded below an unreadable bridge", cx5Edited(t, func(h *sysfstest.Host) { h.NICs[0].Speed = "2.5 GT/s PCIe" }, func(tr *sysfstest.Tree) {
 			tr.Attr(cx5RootPort+"/current_link_speed", "\x00\x01garbage")
 		}), checks.Options{}, []findingRef{{"pci.link/bridge-unreadable", cx5Fn0}, {"pci.link/expected", cx5Fn1}}},
-		{"no link files (mlx4)", cx5(func(h *sysfstest.Host) {
+		{"no link files (mlx4)", cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				h.NICs[i].Speed = ""
 			}
 		}, nil), checks.Options{}, append([]findingRef{{"pci.link/no-link-status", ""}}, both("pci.link/no-link-files")...)},
-		{"one function not trained", cx5(func(h *sysfstest.Host) { h.NICs[0].Speed = "Unknown" }, nil), checks.Options{},
+		{"one function not trained", cx5Edited(t, func(h *sysfstest.Host) { h.NICs[0].Speed = "Unknown" }, nil), checks.Options{},
 			[]findingRef{{"pci.link/not-trained", cx5Fn0}, {"pci.link/expected", cx5Fn1}}},
-		{"no max_link_* anywhere", cx5(nil, func(tr *sysfstest.Tree) {
+		{"no max_link_* anywhere", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			for p := range tr.Files {
 				if strings.HasSuffix(p, "/max_link_speed") || strings.HasSuffix(p, "/max_link_width") {
 					delete(tr.Files, p)
 				}
 			}
 		}), checks.Options{}, append([]findingRef{{"pci.link/no-link-status", ""}}, both("pci.link/no-expectation")...)},
-		{"only VFs", cx5(func(h *sysfstest.Host) {
+		{"only VFs", cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				h.NICs[i].PhysFn = "0000:3b:00.7"
 			}
 		}, nil), checks.Options{}, []findingRef{{"pci.link/vfs-only", ""}}},
 		{"no RDMA NIC", netFixture("no-rdma-nic"), checks.Options{}, []findingRef{{"pci.link/no-nic", ""}}},
 		{"software RDMA only", netFixture("rxe-softroce"), checks.Options{}, []findingRef{{"pci.link/software-only", ""}}},
-		{"PCI bus unreadable", cx5(nil, func(tr *sysfstest.Tree) { tr.Remove("/sys/bus/pci") }), checks.Options{}, []findingRef{{"pci.link/bus-unreadable", ""}}},
+		{"PCI bus unreadable", cx5Edited(t, nil, func(tr *sysfstest.Tree) { tr.Remove("/sys/bus/pci") }), checks.Options{}, []findingRef{{"pci.link/bus-unreadable", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := hwRunOne(t, tc.dir, "pci.link", tc.opts)

@@ -77,13 +77,7 @@ func TestPortStateFindings(t *testing.T) {
 // The findings about the device list come before any port: port.state
 // alone (its prerequisite would block it in a whole run).
 func TestPortStateDeviceFindings(t *testing.T) {
-	notADir := func() string {
-		tr := sysfstest.Build(sysfstest.CX5RoCE())
-		const dir = "/sys/class/infiniband"
-		tr.Remove(dir)
-		tr.File(dir, "not a directory\n")
-		return hwWrite(t, tr)
-	}()
+	notADir := cx5FileForDir(t, "/sys/class/infiniband")
 	for _, tc := range []struct {
 		name, dir string
 		want      []findingRef

@@ -14,17 +14,6 @@ import (
 // TestRoCEConfigFindings: each host gives the findings named, port by
 // port, whatever the words.
 func TestRoCEConfigFindings(t *testing.T) {
-	cx5 := func(edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
-		h := sysfstest.CX5RoCE()
-		if edit != nil {
-			edit(&h)
-		}
-		tr := sysfstest.Build(h)
-		if tree != nil {
-			tree(tr)
-		}
-		return hwWrite(t, tr)
-	}
 	fixtureEdit := func(name string, edit func(tr *sysfstest.Tree)) string {
 		tr, err := sysfstest.Fixture(name)
 		if err != nil {
@@ -48,31 +37,31 @@ func TestRoCEConfigFindings(t *testing.T) {
 		{"iWARP", netFixture("cxgb4-iwarp"), checks.Options{}, []findingRef{{"roce.config/iwarp", ""}}},
 		{"EFA", netFixture("aws-efa"), checks.Options{}, []findingRef{{"roce.config/efa", ""}}},
 		{"usNIC", netFixture("usnic-cisco-vic"), checks.Options{}, []findingRef{{"roce.config/usnic", ""}}},
-		{"every port down", cx5(func(h *sysfstest.Host) {
+		{"every port down", cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				p := &h.NICs[i].Ports[0]
 				p.State, p.PhysState, p.OperUp = "1: DOWN", "2: Polling", false
 			}
 		}, nil), checks.Options{}, []findingRef{{"roce.config/none-active", ""}, {"roce.config/port-down", "mlx5_0/1"}, {"roce.config/port-down", "mlx5_1/1"}}},
-		{"netdev down", cx5(nil, func(tr *sysfstest.Tree) {
+		{"netdev down", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			tr.Facts.Netdevs[2].AdminUp, tr.Facts.Netdevs[2].OperState = false, "down"
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/netdev-down", "mlx5_1/1"}}},
-		{"small MTU", cx5(func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), checks.Options{},
+		{"small MTU", cx5Edited(t, func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), checks.Options{},
 			[]findingRef{{"roce.config/small-mtu", "mlx5_0/1"}, ok1}},
 		{"MTU other than the class says", netFixture("cx5-roce-healthy"), classOf(t, "mlx5_0/1.mtu = 1500\n"),
 			[]findingRef{{"roce.config/mtu-deviates", "mlx5_0/1"}, ok1}},
-		{"only v1 GIDs", cx5(nil, func(tr *sysfstest.Tree) {
+		{"only v1 GIDs", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			for p := range tr.Files {
 				if strings.Contains(p, "mlx5_1/ports/1/gid_attrs/types/") {
 					tr.Files[p] = "IB/RoCE v1\n"
 				}
 			}
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/only-v1", "mlx5_1/1"}}},
-		{"empty GID table, netdev known from the PCI function", cx5(nil, func(tr *sysfstest.Tree) {
+		{"empty GID table, netdev known from the PCI function", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			tr.Link(sysfstest.PortDir(tr, "mlx5_1", 1)+"/../../device", "../../../0000:3b:00.1")
 			zeroGIDs(tr, "mlx5_1")
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/no-gid", "mlx5_1/1"}}},
-		{"empty GID table, no netdev", cx5(nil, func(tr *sysfstest.Tree) {
+		{"empty GID table, no netdev", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			tr.Link(sysfstest.PortDir(tr, "mlx5_1", 1)+"/../../device", "../../../0000:3b:00.1")
 			zeroGIDs(tr, "mlx5_1")
 			for p := range tr.Files {
@@ -92,14 +81,14 @@ func TestRoCEConfigFindings(t *testing.T) {
 			}
 		}), checks.Options{},
 			[]findingRef{ok0, {"roce.config/no-netdev", "mlx5_1/1"}}},
-		{"an address without a GID", cx5(nil, func(tr *sysfstest.Tree) {
+		{"an address without a GID", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			for i := range tr.Facts.Netdevs {
 				if tr.Facts.Netdevs[i].Name == "ens1f1np1" {
 					tr.Facts.Netdevs[i].Addresses = append(tr.Facts.Netdevs[i].Addresses, "198.51.100.7/24")
 				}
 			}
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/v2-missing", "mlx5_1/1"}}},
-		{"netdev not listed", cx5(nil, func(tr *sysfstest.Tree) {
+		{"netdev not listed", cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			var keep []sysfs.Netdev
 			for _, nd := range tr.Facts.Netdevs {
 				if nd.Name != "ens1f1np1" {
@@ -108,7 +97,7 @@ func TestRoCEConfigFindings(t *testing.T) {
 			}
 			tr.Facts.Netdevs = keep
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/netdev-missing", "mlx5_1/1"}}},
-		{"netdevs unknown", cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), checks.Options{},
+		{"netdevs unknown", cx5Edited(t, nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), checks.Options{},
 			[]findingRef{{"roce.config/netdev-unreadable", "mlx5_0/1"}, {"roce.config/netdev-unreadable", "mlx5_1/1"}}},
 		{"no address on the netdev nor its VLAN", fixtureEdit("roce-vlan-ip", func(tr *sysfstest.Tree) {
 			for i := range tr.Facts.Netdevs {

@@ -12,17 +12,6 @@ import (
 )
 
 func TestRoCEConfig(t *testing.T) {
-	cx5 := func(edit func(h *sysfstest.Host), tree func(tr *sysfstest.Tree)) string {
-		h := sysfstest.CX5RoCE()
-		if edit != nil {
-			edit(&h)
-		}
-		tr := sysfstest.Build(h)
-		if tree != nil {
-			tree(tr)
-		}
-		return hwWrite(t, tr)
-	}
 	runNetCases(t, "roce.config", []netCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass,
 			contains: []string{"ens1f0np0: up, MTU 9000, 192.0.2.10/24 on ens1f0np0 (RoCE active MTU 4096)", "2 RoCE v2", `default_roce_mode "RoCE v2"`}},
@@ -48,10 +37,10 @@ func TestRoCEConfig(t *testing.T) {
 		{name: "roce-v1-default", dir: netFixture("roce-v1-default"), status: report.Fail, exit: 20, rootCause: "roce.config",
 			contains: []string{`default_roce_mode is "IB/RoCE v1"`, "mlx5_1 port 1 → ens1f1np1", `default_roce_mode "RoCE v2"`,
 				`echo "RoCE v2" > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode`}},
-		{name: "netdev down", dir: cx5(nil, func(tr *sysfstest.Tree) {
+		{name: "netdev down", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			tr.Facts.Netdevs[2].AdminUp, tr.Facts.Netdevs[2].OperState = false, "down"
 		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"is down", "ip link set"}},
-		{name: "only RoCE v1 GIDs", dir: cx5(nil, func(tr *sysfstest.Tree) {
+		{name: "only RoCE v1 GIDs", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			for p := range tr.Files {
 				if strings.Contains(p, "mlx5_1/ports/1/gid_attrs/types/") {
 					tr.Files[p] = "IB/RoCE v1\n"
@@ -59,7 +48,7 @@ func TestRoCEConfig(t *testing.T) {
 			}
 		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"only RoCE v1 GIDs", "0 RoCE v2, 4 v1",
 			"ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equivalent"}},
-		{name: "empty GID table", dir: cx5(nil, func(tr *sysfstest.Tree) {
+		{name: "empty GID table", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			// The device link as the kernel writes it, so that the port's
 			// netdev is found through its PCI function when no GID names it.
 			tr.Link(path.Join(sysfstest.PortDir(tr, "mlx5_1", 1), "../../device"), "../../../0000:3b:00.1")
@@ -74,18 +63,18 @@ func TestRoCEConfig(t *testing.T) {
 		// One DOWN port blocks neither the other ports' RoCE judgement nor roce.lossless.
 		{name: "port-down: the ACTIVE port is judged, the DOWN one listed", dir: netFixture("port-down"), status: report.Pass, exit: 19, rootCause: "port.state",
 			contains: []string{"1 RoCE port(s)", "1 not judged", "mlx5_1 port 1: not judged: DOWN (phys Polling)", "mlx5_0 port 1 → ens1f0np0"}},
-		{name: "every RoCE port DOWN skips", dir: cx5(func(h *sysfstest.Host) {
+		{name: "every RoCE port DOWN skips", dir: cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				p := &h.NICs[i].Ports[0]
 				p.State, p.PhysState, p.OperUp = "1: DOWN", "2: Polling", false
 			}
 		}, nil), status: report.Skip, exit: 19, rootCause: "port.state", contains: []string{"no ACTIVE RoCE port to judge", "port.state reports why"}},
-		{name: "small MTU warns", dir: cx5(func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), status: report.Warn,
+		{name: "small MTU warns", dir: cx5Edited(t, func(h *sysfstest.Host) { h.NICs[0].Ports[0].MTU = 1000 }, nil), status: report.Warn,
 			contains: []string{"MTU 1000 allows a RoCE MTU of only 512"}},
-		{name: "garbage default_roce_mode is unknown", dir: cx5(nil, func(tr *sysfstest.Tree) {
+		{name: "garbage default_roce_mode is unknown", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			tr.Attr(sysfs.RoCEModePath("mlx5_0", 1), "\x00\xff")
 		}), status: report.Pass, contains: []string{"not a mode rdma_cm writes: unknown"}},
-		{name: "netdev not listed", dir: cx5(nil, func(tr *sysfstest.Tree) {
+		{name: "netdev not listed", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) {
 			var keep []sysfs.Netdev
 			for _, nd := range tr.Facts.Netdevs {
 				if nd.Name != "ens1f1np1" {
@@ -94,7 +83,7 @@ func TestRoCEConfig(t *testing.T) {
 			}
 			tr.Facts.Netdevs = keep
 		}), status: report.Fail, exit: 20, rootCause: "roce.config", contains: []string{"netdev ens1f1np1 not found", "ip link show ens1f1np1"}},
-		{name: "netdev facts missing", dir: cx5(nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: report.ExitUnknown,
+		{name: "netdev facts missing", dir: cx5Edited(t, nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), status: report.Error, exit: report.ExitUnknown,
 			rootCause: "roce.config", contains: []string{"netdevs unknown", "ip -br addr show"}},
 	})
 	if got := checks.RoCEActiveMTU(1500); got != 1024 {
