@@ -104,3 +104,14 @@ func cx5FileForDir(tb testing.TB, dir string) string {
 		tr.File(dir, "not a directory\n")
 	})
 }
+
+// fixtureEdited writes the bundled fixture name with edit applied to its
+// files: a fixture varied in one test.
+func fixtureEdited(tb testing.TB, name string, edit func(tr *sysfstest.Tree)) string {
+	tr, err := sysfstest.Fixture(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	edit(tr)
+	return hwWrite(tb, tr)
+}

@@ -29,14 +29,6 @@ func TestPortStateFindings(t *testing.T) {
 		edit(&h.NICs[0].Ports[0])
 		return hwWrite(t, sysfstest.Build(h))
 	}
-	fixtureEdit := func(name string, edit func(tr *sysfstest.Tree)) string {
-		tr, err := sysfstest.Fixture(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(tr)
-		return hwWrite(t, tr)
-	}
 	for _, tc := range []struct {
 		name string
 		dir  string
@@ -55,7 +47,7 @@ func TestPortStateFindings(t *testing.T) {
 		{"RoCE down, netdev in another namespace", port(sysfstest.CX5RoCE(), func(p *sysfstest.Port) {
 			p.State, p.PhysState, p.Away = "1: DOWN", "3: Disabled", true
 		}), checks.Options{}, []findingRef{{"port.state/eth-down", "mlx5_0/1"}, {"port.state/active", "mlx5_1/1"}}},
-		{"a down representor is not judged", fixtureEdit("sriov-switchdev-representors", func(tr *sysfstest.Tree) {
+		{"a down representor is not judged", fixtureEdited(t, "sriov-switchdev-representors", func(tr *sysfstest.Tree) {
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 2)+"/state", "1: DOWN")
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 2)+"/phys_state", "3: Disabled")
 		}), checks.Options{},

@@ -20,14 +20,6 @@ func TestRDMADevicesFindings(t *testing.T) {
 		edit(&h)
 		return hwWrite(t, sysfstest.Build(h))
 	}
-	fixtureEdit := func(name string, edit func(tr *sysfstest.Tree)) string {
-		tr, err := sysfstest.Fixture(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(tr)
-		return hwWrite(t, tr)
-	}
 	for _, tc := range []struct {
 		name, dir string
 		want      []findingRef
@@ -52,10 +44,10 @@ func TestRDMADevicesFindings(t *testing.T) {
 			[]findingRef{{"rdma.devices/not-registered", h0(sysfstest.BCM57508())}}},
 		{"driver unbound", build(sysfstest.CX5RoCE(), func(h *sysfstest.Host) { h.NICs[1].Driver, h.NICs[1].IBDev = "", "" }),
 			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/driver-unbound", "0000:3b:00.1"}}},
-		{"modules unreadable", fixtureEdit("no-ib-device", func(tr *sysfstest.Tree) { tr.Remove(sysfs.ProcModules) }),
+		{"modules unreadable", fixtureEdited(t, "no-ib-device", func(tr *sysfstest.Tree) { tr.Remove(sysfs.ProcModules) }),
 			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/not-registered-modules-unknown", "0000:3b:00.1"}}},
 		{"no device at all", build(sysfstest.RXE(), func(h *sysfstest.Host) { h.Soft = nil }), []findingRef{{"rdma.devices/none", ""}}},
-		{"device list unreadable", fixtureEdit("cx5-roce-healthy", func(tr *sysfstest.Tree) {
+		{"device list unreadable", fixtureEdited(t, "cx5-roce-healthy", func(tr *sysfstest.Tree) {
 			tr.Remove("/sys/class/infiniband")
 			tr.File("/sys/class/infiniband", "not a directory")
 		}), []findingRef{{"rdma.devices/unreadable", ""}}},

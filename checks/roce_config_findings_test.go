@@ -14,14 +14,6 @@ import (
 // TestRoCEConfigFindings: each host gives the findings named, port by
 // port, whatever the words.
 func TestRoCEConfigFindings(t *testing.T) {
-	fixtureEdit := func(name string, edit func(tr *sysfstest.Tree)) string {
-		tr, err := sysfstest.Fixture(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(tr)
-		return hwWrite(t, tr)
-	}
 	ok0, ok1 := findingRef{"roce.config/ok", "mlx5_0/1"}, findingRef{"roce.config/ok", "mlx5_1/1"}
 	for _, tc := range []struct {
 		name string
@@ -99,7 +91,7 @@ func TestRoCEConfigFindings(t *testing.T) {
 		}), checks.Options{}, []findingRef{ok0, {"roce.config/netdev-missing", "mlx5_1/1"}}},
 		{"netdevs unknown", cx5Edited(t, nil, func(tr *sysfstest.Tree) { tr.Facts.Netdevs = nil }), checks.Options{},
 			[]findingRef{{"roce.config/netdev-unreadable", "mlx5_0/1"}, {"roce.config/netdev-unreadable", "mlx5_1/1"}}},
-		{"no address on the netdev nor its VLAN", fixtureEdit("roce-vlan-ip", func(tr *sysfstest.Tree) {
+		{"no address on the netdev nor its VLAN", fixtureEdited(t, "roce-vlan-ip", func(tr *sysfstest.Tree) {
 			for i := range tr.Facts.Netdevs {
 				tr.Facts.Netdevs[i].Addresses = nil
 			}
