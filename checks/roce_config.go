@@ -125,6 +125,9 @@ const (
 	whyUSNIC = "; usNIC runs over plain UDP/IP, with no RoCE GIDs or PFC to set"
 )
 
+// roceConfigExpected is what roce.config expects of every ACTIVE RoCE port.
+const roceConfigExpected = "every ACTIVE RoCE port: a netdev (or an upper device: VLAN, bond) up with an IP, RoCE v2 GIDs for it, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
+
 // roceV2Cards names the NICs that speak RoCE v2.
 const roceV2Cards = "ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equivalent"
 
@@ -176,6 +179,7 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 	var vs []verdict
 	var ports []any
 	var other []*PortModel
+	var notHere, notHereNetdevs []string
 	for _, pm := range m.Ports {
 		if pm.Transport != RoCE {
 			other = append(other, pm)
@@ -184,6 +188,9 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		v := rj.judge(pm)
 		vs = append(vs, v)
 		ports = append(ports, v.evidence)
+		if len(v.findings) > 0 && v.findings[0].ID == roceConfigNotHere.ID {
+			notHere, notHereNetdevs = append(notHere, pm.Label), appendUnique(notHereNetdevs, pm.Netdev)
+		}
 	}
 	ev := map[string]any{"ports": nonNilAny(ports)}
 	if len(vs) == 0 {
@@ -206,6 +213,11 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		details = append(details, "not RoCE, not judged here: "+transportTally(other))
 	}
 	r.Details = details
+	if nr, none := noneHere(vs, notHere, notHereNetdevs, details); none {
+		nr.Findings = append(nr.Findings, r.Findings...)
+		nr.Expected, nr.Evidence = roceConfigExpected, ev
+		return nr
+	}
 	switch {
 	case judged == 0:
 		fs := r.Findings
@@ -222,7 +234,7 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 	if r.Status == report.Error {
 		r.Remedy = joinRemedy(r.Remedy, netdevByHand)
 	}
-	r.Expected = "every ACTIVE RoCE port: a netdev (or an upper device: VLAN, bond) up with an IP, RoCE v2 GIDs for it, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
+	r.Expected = roceConfigExpected
 	r.Evidence = ev
 	return r
 }
@@ -332,10 +344,17 @@ func (rj *roceJudge) judge(pm *PortModel) verdict {
 	if !pm.NetdevHere && (pm.IsVF() || pm.Representor) {
 		return skipped(roceConfigNetdevAway.unit(unit, slots))
 	}
+	if pm.NetdevAway() && len(pm.Uppers) == 0 {
+		return skipped(roceConfigNotHere.unit(unit, slots))
+	}
 	ev["judged"] = true
 	f := roceFindings{unit: unit, slots: slots}
 	line := fmt.Sprintf("%s → %s", label, pm.Netdev)
-	addrs, ok := rj.netdevState(pm, &f, ev, &line)
+	netdevState := rj.netdevState
+	if pm.NetdevAway() {
+		netdevState = rj.upperHereState // roce_config_netns.go
+	}
+	addrs, ok := netdevState(pm, &f, ev, &line)
 	if ok {
 		rj.gids(pm, addrs, &f, ev, &line)
 	}
@@ -412,6 +431,8 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 	}
 	if len(addrs) == 0 {
 		switch {
+		case vfUsedHere(rj.env.Survey(), pm):
+			f.add(roceConfigVFNoIP) // roce_config_netns.go
 		case pm.IsVF() || pm.Representor:
 			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
 		case len(backup) > 0:
