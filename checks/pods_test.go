@@ -57,6 +57,14 @@ func TestPodFindings(t *testing.T) {
 		}
 		return hwWrite(t, tr)
 	}
+	podEdit := func(name string, edit func(*sysfstest.Tree)) string {
+		tr, err := sysfstest.Fixture(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(tr)
+		return hwWrite(t, tr)
+	}
 	runNetCases(t, "roce.config", []netCase{
 		{name: "macvlan net1 carries the port into the pod", dir: pod("pod-shared-macvlan"), status: report.Pass,
 			contains: []string{"mlx5_0 port 1 → ens1f0np0 (in another network namespace), via net1 here: up, MTU 9000, 192.0.2.31/24",
@@ -66,6 +74,14 @@ func TestPodFindings(t *testing.T) {
 		{name: "ipvlan without an address", dir: pod("pod-shared-ipvlan-no-ip"), status: report.Fail, exit: 20, rootCause: "roce.config",
 			contains: []string{"net1 (carrying ens1f0np0 into this namespace) have no routable address", "ipam"},
 			lacks:    []string{"ip addr add", "network configuration"}},
+		{name: "the pod's macvlan down", dir: podEdit("pod-shared-macvlan", func(tr *sysfstest.Tree) {
+			for i, nd := range tr.Facts.Netdevs {
+				if nd.Name == "net1" {
+					tr.Facts.Netdevs[i].OperState, tr.Facts.Netdevs[i].AdminUp, tr.Facts.Netdevs[i].Carrier = "down", false, false
+				}
+			}
+		}), status: report.Fail, exit: 20, rootCause: "roce.config",
+			contains: []string{"net1 (carrying ens1f0np0 into this namespace) is down", "Multus/CNI logs"}, lacks: []string{"ip link set ens1f0np0"}},
 		{name: "no network on the RDMA NIC", dir: pod("pod-shared-no-network"), status: report.Fail, exit: 20, rootCause: "roce.config",
 			contains: []string{"no ACTIVE RoCE port is carried by an interface of this network namespace: mlx5_0 port 1, mlx5_1 port 1",
 				"NetworkAttachmentDefinition of type macvlan or ipvlan whose master is the port's netdev (ens1f0np0, ens1f1np1)", "hostNetwork"},
@@ -81,6 +97,13 @@ func TestPodFindings(t *testing.T) {
 	runNetCases(t, "limits.memlock", []netCase{
 		{name: "a pod's memlock is the runtime's", dir: pod("pod-shared-macvlan-memlock"), status: report.Fail, exit: 18, rootCause: "limits.memlock",
 			contains: []string{"IPC_LOCK", "containerd"}, lacks: []string{"* soft memlock", "log in again"}},
+		// A pod with hostPID sees the host's systemd as PID 1; its
+		// service account mount still says it is a pod.
+		{name: "a hostPID pod's memlock is the runtime's", dir: podEdit("pod-shared-macvlan-memlock", func(tr *sysfstest.Tree) {
+			tr.Attr("/proc/1/comm", "systemd")
+			tr.File("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "ml-training")
+		}), status: report.Fail, exit: 18, rootCause: "limits.memlock",
+			contains: []string{"kubepods: /var/run/secrets/kubernetes.io/serviceaccount exists", "IPC_LOCK"}, lacks: []string{"* soft memlock", "log in again"}},
 	})
 	runNetCases(t, "rdma.devices", []netCase{
 		{name: "exclusive mode: the pod's VF device is judged, the others listed", dir: pod("pod-exclusive-vf"), status: report.Pass,

@@ -28,7 +28,14 @@ func init() {
 			Judges: "For every ACTIVE Ethernet (RoCE) port (the others are listed as not judged; port.state reports them): the netdev that carries it (gid_attrs/ndevs) is up and has an IP address; the GID table " +
 				"holds RoCE v2 GIDs for that netdev's addresses; rdma_cm's default RoCE mode (/sys/kernel/config/rdma_cm/<dev>/ports/<n>/default_roce_mode) " +
 				"is RoCE v2 where that file exists — rdmadoctor never creates configfs entries, so otherwise the mode is unknown and judged from the GID types; " +
-				"and the netdev MTU with the RoCE active MTU it allows (the largest of 256…4096 that fits with the RoCE headers). InfiniBand-only hosts skip.",
+				"and the netdev MTU with the RoCE active MTU it allows (the largest of 256…4096 that fits with the RoCE headers). InfiniBand-only hosts skip. " +
+				"Kinds: a PF's port is judged on its netdev and the devices stacked on it (VLAN, macvlan, bond; a RoCE LAG on its bond). " +
+				"A VF's, sub-function's or representor's port needs no address on the host (a hypervisor's pool: listed, not failed) and is not judged when its " +
+				"netdev has moved to another namespace; a VF whose netdev is here while its PF's is not was handed to this namespace (a pod's SR-IOV VF) and " +
+				"must have an address. In a pod or container in RDMA netns mode shared, a port whose netdev is the host's is judged through the interfaces of " +
+				"this namespace that carry it — a Multus macvlan or ipvlan (net1), tied to the port by a GID of its own address under its name, as the kernel " +
+				"adds them for upper devices in any namespace; ports no interface here carries are another namespace's and listed, and it fails only when " +
+				"no ACTIVE port is carried here at all. In exclusive mode only the devices moved into this namespace are seen.",
 			Why: "RoCE v2 GIDs are made from the netdev's IP addresses: no IP, no routable GID, and rdma_cm cannot resolve a peer. RoCE v1 is not " +
 				"routable (it is a layer-2 protocol): a connection made with v1 fails across subnets and is not marked for the lossless class by DSCP. " +
 				"The netdev MTU caps the RDMA MTU: 1500 allows 1024, jumbo frames ≥ 4192 (9000 recommended) allow 4096.",
