@@ -131,7 +131,8 @@ var (
 		Message: "registered as {devices} (its uverbs node names it) but not visible in this network namespace{mode}",
 		Fix: "The devices exist in another network namespace: the RDMA netns mode is {netns}, so a device is seen only in the namespace that holds it. " +
 			"Run rdmadoctor (and the application) in that namespace — on the host, or in a pod with hostNetwork, or `nsenter -t 1 -n` — " +
-			"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>`; " +
+			"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>` (in Kubernetes the RDMA CNI plugin, " +
+			"`rdma` after `sriov` in the network's CNI chain, moves a VF's device into the pod); " +
 			"`rdma system show` shows the mode (`rdma system set netns shared`, the default, shows every device everywhere; set it before devices are moved). " +
 			"The devices themselves are not broken."})
 	devicesHeldElsewhere = declare(Finding{ID: "rdma.devices/held-by-other-netns", Status: report.Skip,
