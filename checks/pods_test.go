@@ -111,6 +111,13 @@ func TestPodFindings(t *testing.T) {
 			lacks:    []string{"NO RDMA DEVICE"}},
 	})
 	runNetCases(t, "port.state", []netCase{
+		{name: "a pod's port down: the netdev is the node's", dir: podEdit("pod-shared-macvlan", func(tr *sysfstest.Tree) {
+			ports := "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/infiniband/mlx5_1/ports/1/"
+			tr.Attr(ports+"state", "1: DOWN")
+			tr.Attr(ports+"phys_state", "3: Disabled")
+		}), status: report.Fail, exit: 19, rootCause: "port.state",
+			contains: []string{"no link; its netdev ens1f1np1 is in another network namespace", "on the node, `ip link show ens1f1np1`"},
+			lacks:    []string{"`ip link set ens1f1np1 up`", "`ip link show <netdev>`"}},
 		{name: "unused VFs on a hypervisor", dir: pod("sriov-hv-vfs-down"), status: report.Pass,
 			contains: []string{"a VF not in use on this host (its netdev ens1f0v0 is admin-down)"}},
 	})

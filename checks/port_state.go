@@ -37,7 +37,8 @@ func init() {
 				"mlx5, bnxt_re and irdma report DOWN/Disabled whenever the netdev has no carrier, so the netdev's admin state and carrier decide the finding " +
 				"(admin-down: bring it up; up without carrier: the cable or the switch port). EFA ports have no LID. VF representor ports that are down are " +
 				"not judged (they follow the VF's use), nor are the ports of a hypervisor's unused VFs (netdev admin-down or moved to another namespace " +
-				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. With --expect-rate GBPS, a port whose rate is below that fails.",
+				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. " +
+				"A down port whose netdev is in another namespace (a pod that sees the node's devices) fails with a remedy for the node, where the netdev is. With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
 				"A port that trained on fewer lanes (a bad cable, a 1X link) works, but at a fraction of its rate. A port switched off on purpose " +
@@ -109,6 +110,12 @@ var (
 		Message: "{state}: no link",
 		Fix: "{port} is down: `rdma link show {device}/{num}` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier." +
 			unusedOffer})
+	portEthDownElsewhere = declare(Finding{ID: "port.state/eth-down-netdev-elsewhere", Status: report.Fail,
+		When:    "a RoCE port is down and its netdev is in another network namespace (a pod or container sees the node's devices, not its netdevs)",
+		Message: "{state}: no link; its netdev {netdev} is in another network namespace",
+		Fix: "{port} is down and its netdev {netdev} is not in this network namespace, so nothing here can bring it up: on the node, " +
+			"`ip link show {netdev}` and `ethtool {netdev}` tell an admin-down netdev from a missing carrier (cable, transceiver, switch port); " +
+			"until the node's port is back, run the workload on another node." + unusedOffer})
 	portAdminDown = declare(Finding{ID: "port.state/admin-down", Status: report.Fail,
 		When:    "a RoCE/iWARP port is down and its netdev is administratively down",
 		Message: "{state}: netdev {netdev} is administratively down",
@@ -426,6 +433,8 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Fin
 func (pj *portJudge) ethernetDown(pm *PortModel, slots Slots) report.Finding {
 	nd, ok := pj.netdevs[pm.Netdev]
 	switch {
+	case pm.NetdevAway():
+		return portEthDownElsewhere.At(portUnit(pm), slots)
 	case pm.Netdev == "" || pj.ndErr != nil || !ok:
 		return portEthDown.At(portUnit(pm), slots)
 	case !nd.AdminUp:
