@@ -55,7 +55,7 @@ func (rj *roceJudge) upperHereState(pm *PortModel, f *roceFindings, ev map[strin
 	ev["netdev_namespace"] = "another"
 	ev["uppers_here"] = pm.Uppers
 	*line += " (in another network namespace)"
-	minMTU := 0
+	minMTU, minUpper := 0, ""
 	for _, u := range pm.Uppers {
 		nd, found := rj.byName[u]
 		if !found {
@@ -70,7 +70,7 @@ func (rj *roceJudge) upperHereState(pm *PortModel, f *roceFindings, ev map[strin
 			*line += ", " + strings.Join(a, " ")
 		}
 		if nd.MTU > 0 && (minMTU == 0 || nd.MTU < minMTU) {
-			minMTU = nd.MTU
+			minMTU, minUpper = nd.MTU, u
 		}
 	}
 	if len(addrs) == 0 {
@@ -81,7 +81,9 @@ func (rj *roceJudge) upperHereState(pm *PortModel, f *roceFindings, ev map[strin
 		ev["mtu"], ev["active_mtu"] = minMTU, am
 		*line += fmt.Sprintf(" (RoCE active MTU %d)", am)
 		if am < 1024 {
-			f.add(roceConfigSmallMTU, "mtu", fmt.Sprint(minMTU), "active_mtu", fmt.Sprint(am))
+			// The interface here is what the pod can change (a macvlan's
+			// MTU is at most its lower device's).
+			f.add(roceConfigSmallMTU, "mtu", fmt.Sprint(minMTU), "active_mtu", fmt.Sprint(am), "netdev", minUpper)
 		}
 	}
 	return addrs, true
