@@ -74,7 +74,8 @@ type PortModel struct {
 	// Netdev is the port's own netdev (the bond on a LAG); "" when none.
 	Netdev string
 	// Uppers are the devices stacked on Netdev (VLAN, macvlan, bond,
-	// IPoIB children): the kernel adds GIDs for their addresses too.
+	// IPoIB children): the kernel adds GIDs for their addresses too. When
+	// Netdev is in another namespace, the ones that live in this one.
 	Uppers []string
 	// DCBNetdevs are where PFC, trust and ECN live: a LAG's slaves (the
 	// bond answers EOPNOTSUPP), else Netdev.
@@ -214,6 +215,9 @@ func classifyPort(h *sysfs.Host, s *Survey, dm *DeviceModel, p sysfs.RDMAPort) *
 	pm.TopoErr = err
 	pm.NetdevHere = topo.Exists || err != nil
 	pm.Uppers = stackedOn(h, topo)
+	if !pm.NetdevHere {
+		pm.Uppers = uppersHere(h, p, pm.Netdev) // hostmodel_netns.go
+	}
 	pm.Representor = topo.Representor()
 	pm.DCBNetdevs = []string{pm.Netdev}
 	if topo.Bond {

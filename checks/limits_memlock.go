@@ -73,7 +73,7 @@ func init() {
 				"the kernel's 64 KiB or 8 MiB before). Below --min-memlock fails, unless only some users or groups are raised on purpose. " +
 				"On a Slurm node (slurm.conf in /etc/slurm, /etc/slurm-llnl or configless slurmd's /run/slurm/conf; slurmd.service; or a slurm cgroup) it reads " +
 				"PropagateResourceLimits(Except) and slurmd.service's LimitMEMLOCK and says whether a job gets the submitting shell's limit (reported, not judged). " +
-				"In an application container (docker, podman, Kubernetes, or wherever PID 1 is not an init) there are no logins: the login and systemd defaults are reported, not judged, " +
+				"In an application container (docker, podman, a Kubernetes pod — known by its service account mount even with hostPID — or wherever PID 1 is not an init) there are no logins: the login and systemd defaults are reported, not judged, " +
 				"and the remedy starts with the container runtime's setting.",
 			Why: "ibv_reg_mr pins the pages it registers; the kernel (ib_umem_get) refuses with ENOMEM once the pinned pages would pass RLIMIT_MEMLOCK, " +
 				"unless the process has CAP_IPC_LOCK. The kernel default (64 KiB before Linux 5.16, 8 MiB since) is far too small for RDMA buffers, " +
@@ -452,6 +452,9 @@ type slurmMemlock struct {
 // run an init and pam logins, so limits.conf matters there.
 var appContainerKinds = map[string]bool{"docker": true, "podman": true, "kubepods": true, "containerd": true, "libpod": true, "oci": true}
 
+// podServiceAccountDirs are where kubelet mounts a pod's service account.
+var podServiceAccountDirs = []string{"/var/run/secrets/kubernetes.io/serviceaccount", "/run/secrets/kubernetes.io/serviceaccount"}
+
 // initNames are the PID 1 programs of a system that runs logins. Anything
 // else as PID 1 (an application, tini, dumb-init) is a container's.
 var initNames = map[string]bool{"systemd": true, "init": true, "runit": true, "s6-svscan": true, "openrc-init": true, "upstart": true}
@@ -462,6 +465,17 @@ func memlockContextOf(h *sysfs.Host, rootView bool) (memlockContext, []string, m
 	mc := memlockContext{container: h.Container()}
 	kind, _, _ := strings.Cut(mc.container, ":")
 	mc.app = appContainerKinds[kind]
+	if mc.container == "" {
+		// kubelet mounts the pod's service account into every container
+		// (unless automountServiceAccountToken: false), whatever PID 1 is
+		// (a pod with hostPID sees the host's init as PID 1).
+		for _, sa := range podServiceAccountDirs {
+			if ok, _ := h.Exists(sa); ok {
+				mc.container, mc.app = "kubepods: "+sa+" exists", true
+				break
+			}
+		}
+	}
 	if mc.container == "" {
 		// A Kubernetes pod with its own cgroup namespace carries no mark
 		// sysfs.Container knows; its PID 1 is the application (or tini),

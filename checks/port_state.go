@@ -36,7 +36,9 @@ func init() {
 				"a port trained 1X (\"50 Gb/sec (1X HDR)\") warns — HCAs train 4X and 2X is how HDR100/NDR200 split ports run. RoCE and iWARP: " +
 				"mlx5, bnxt_re and irdma report DOWN/Disabled whenever the netdev has no carrier, so the netdev's admin state and carrier decide the finding " +
 				"(admin-down: bring it up; up without carrier: the cable or the switch port). EFA ports have no LID. VF representor ports that are down are " +
-				"not judged (they follow the VF's use). With --expect-rate GBPS, a port whose rate is below that fails.",
+				"not judged (they follow the VF's use), nor are the ports of a hypervisor's unused VFs (netdev admin-down or moved to another namespace " +
+				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. " +
+				"A down port whose netdev is in another namespace (a pod that sees the node's devices) fails with a remedy for the node, where the netdev is. With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
 				"A port that trained on fewer lanes (a bad cable, a 1X link) works, but at a fraction of its rate. A port switched off on purpose " +
@@ -68,6 +70,10 @@ var (
 	portNoneInUse = declare(Finding{ID: "port.state/none-in-use", Status: report.Pass,
 		When:    "every port is unused on purpose or a representor whose state follows its VF: none is judged, and none that should be up is down",
 		Message: "no port in use to judge: {count} not judged (see details)"})
+	portPoolVF = declare(Finding{ID: "port.state/pool-vf", Status: report.Skip,
+		When: "a VF's port is down while the VF is not in use here: its netdev is admin-down or in another network namespace, and this namespace holds its PF's " +
+			"netdev (a hypervisor's pool of VFs for guests and pods)",
+		Message: "{observed} — a VF not in use on this host (its netdev {netdev} is {why}): its state follows its use; not judged"})
 	portUnreadable = declare(Finding{ID: "port.state/unreadable", Status: report.Error,
 		When:    "a port's state or phys_state could not be read",
 		Message: "{port} state unknown: {cause}", Fix: portsByHand})
@@ -107,6 +113,12 @@ var (
 		Message: "{state}: no link",
 		Fix: "{port} is down: `rdma link show {device}/{num}` names its netdev; `ip link show <netdev>` and `ethtool <netdev>` show whether it is down or has no carrier." +
 			unusedOffer})
+	portEthDownElsewhere = declare(Finding{ID: "port.state/eth-down-netdev-elsewhere", Status: report.Fail,
+		When:    "a RoCE port is down and its netdev is in another network namespace (a pod or container sees the node's devices, not its netdevs)",
+		Message: "{state}: no link; its netdev {netdev} is in another network namespace",
+		Fix: "{port} is down and its netdev {netdev} is not in this network namespace, so nothing here can bring it up: on the node, " +
+			"`ip link show {netdev}` and `ethtool {netdev}` tell an admin-down netdev from a missing carrier (cable, transceiver, switch port); " +
+			"until the node's port is back, run the workload on another node." + unusedOffer})
 	portAdminDown = declare(Finding{ID: "port.state/admin-down", Status: report.Fail,
 		When:    "a RoCE/iWARP port is down and its netdev is administratively down",
 		Message: "{state}: netdev {netdev} is administratively down",
@@ -279,6 +291,23 @@ type portJudge struct {
 	ndErr   error
 }
 
+// poolVF says why a VF's port is not in use on this host ("admin-down",
+// "in another network namespace"); "" when the VF is in use here or its
+// state cannot be told. A VF whose netdev this namespace uses while its
+// PF's netdev is elsewhere (a pod's VF) is in use here.
+func (pj *portJudge) poolVF(pm *PortModel) string {
+	if !pm.IsVF() || pm.Netdev == "" || vfUsedHere(pj.env.Survey(), pm) {
+		return ""
+	}
+	if !pm.NetdevHere {
+		return "in another network namespace"
+	}
+	if nd, ok := pj.netdevs[pm.Netdev]; ok && !nd.AdminUp {
+		return "admin-down"
+	}
+	return ""
+}
+
 func newPortJudge(env *Env) *portJudge {
 	t := env.Netdevs()
 	return &portJudge{env: env, netdevs: t.byName, ndErr: t.err}
@@ -336,6 +365,11 @@ func (pj *portJudge) judge(pm *PortModel) verdict {
 	}
 	if pm.Representor && !portActive(p) {
 		v := portRepresentor.unit(unit, slots)
+		v.evidence = ev
+		return v
+	}
+	if why := pj.poolVF(pm); why != "" && !portActive(p) {
+		v := portPoolVF.unit(unit, slots.with("why", why))
 		v.evidence = ev
 		return v
 	}
@@ -412,6 +446,8 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Fin
 func (pj *portJudge) ethernetDown(pm *PortModel, slots Slots) report.Finding {
 	nd, ok := pj.netdevs[pm.Netdev]
 	switch {
+	case pm.NetdevAway():
+		return portEthDownElsewhere.At(portUnit(pm), slots)
 	case pm.Netdev == "" || pj.ndErr != nil || !ok:
 		return portEthDown.At(portUnit(pm), slots)
 	case !nd.AdminUp:

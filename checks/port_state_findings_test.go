@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -46,6 +47,17 @@ func TestPortStateFindings(t *testing.T) {
 			[]findingRef{{"port.state/training", "mlx5_0/1"}}},
 		{"RoCE down, netdev in another namespace", port(sysfstest.CX5RoCE(), func(p *sysfstest.Port) {
 			p.State, p.PhysState, p.Away = "1: DOWN", "3: Disabled", true
+		}), checks.Options{}, []findingRef{{"port.state/eth-down-netdev-elsewhere", "mlx5_0/1"}, {"port.state/active", "mlx5_1/1"}}},
+		{"RoCE down, netdev not listed by netlink", fixtureEdit("cx5-roce-healthy", func(tr *sysfstest.Tree) {
+			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 1)+"/state", "1: DOWN")
+			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 1)+"/phys_state", "3: Disabled")
+			var keep []sysfs.Netdev
+			for _, nd := range tr.Facts.Netdevs {
+				if nd.Name != "ens1f0np0" {
+					keep = append(keep, nd)
+				}
+			}
+			tr.Facts.Netdevs = keep
 		}), checks.Options{}, []findingRef{{"port.state/eth-down", "mlx5_0/1"}, {"port.state/active", "mlx5_1/1"}}},
 		{"a down representor is not judged", fixtureEdited(t, "sriov-switchdev-representors", func(tr *sysfstest.Tree) {
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 2)+"/state", "1: DOWN")

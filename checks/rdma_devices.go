@@ -21,7 +21,8 @@ func init() {
 				"A NIC without a device is named with the reason that can be seen: its driver unbound or a passthrough driver bound, its RDMA module (mlx5_ib, bnxt_re, irdma, …) " +
 				"or ib_core not loaded, or the modules loaded and the device still not registered. A PF of an mlx5 RoCE LAG has no device of its own — the LAG's mlx5_bond_N, on the first PF, " +
 				"serves the bond — and counts as served. A device the kernel registered (its /sys/class/infiniband_verbs/uverbsN names it) that this network namespace " +
-				"does not show is said as such, the namespace first.",
+				"does not show is said as such, the namespace first; in RDMA netns mode exclusive, when this namespace holds devices of its own (a pod given a VF's " +
+				"device by the RDMA CNI), the devices other namespaces hold are listed, not judged.",
 			Why: "The NIC's Ethernet or IPoIB side can work while RDMA does not: without the device there is no uverbs node, libibverbs lists " +
 				"nothing and every RDMA application fails with \"no devices found\", however healthy the rest looks.",
 		},
@@ -130,9 +131,14 @@ var (
 		Message: "registered as {devices} (its uverbs node names it) but not visible in this network namespace{mode}",
 		Fix: "The devices exist in another network namespace: the RDMA netns mode is {netns}, so a device is seen only in the namespace that holds it. " +
 			"Run rdmadoctor (and the application) in that namespace — on the host, or in a pod with hostNetwork, or `nsenter -t 1 -n` — " +
-			"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>`; " +
+			"or move the device here from the namespace that holds it: `rdma dev set <device> netns <namespace>` (in Kubernetes the RDMA CNI plugin, " +
+			"`rdma` after `sriov` in the network's CNI chain, moves a VF's device into the pod); " +
 			"`rdma system show` shows the mode (`rdma system set netns shared`, the default, shows every device everywhere; set it before devices are moved). " +
 			"The devices themselves are not broken."})
+	devicesHeldElsewhere = declare(Finding{ID: "rdma.devices/held-by-other-netns", Status: report.Skip,
+		When: "RDMA netns mode exclusive and this namespace holds RDMA devices of its own: a function whose device another namespace holds " +
+			"(its uverbs node names it) belongs to that namespace (the host's, another pod's): not judged",
+		Message: "registered as {devices}, held by another network namespace{mode}: not judged here"})
 	devicesPassthrough = declare(Finding{ID: "rdma.devices/passthrough", Status: report.Fail,
 		When:    "an RDMA NIC function (a PF) is bound to vfio-pci or another passthrough driver",
 		Message: "bound to {foreign} (passthrough), not usable on the host",

@@ -53,6 +53,12 @@ func (l *deviceLookup) judgeNIC(n NIC) nicUnit {
 		u.f, u.slots = devicesLAGMember, u.slots.with("lag", lag.Dev.Name, "bond", lag.LAG.Bond)
 	default:
 		u.f, u.slots = l.whyNoDevice(n, u.slots)
+		if u.f == devicesOtherNetns && l.netns == "exclusive" && len(l.byAddr) > 0 {
+			// Exclusive mode with a device of its own here (a pod's VF
+			// moved in by the RDMA CNI): the others are the host's and
+			// other pods', seen here only by their uverbs nodes.
+			u.f = devicesHeldElsewhere
+		}
 		if u.f == devicesOtherNetns {
 			u.hidden = l.uverbs[n.Fn.Address]
 		}

@@ -28,7 +28,14 @@ func init() {
 			Judges: "For every ACTIVE Ethernet (RoCE) port (the others are listed as not judged; port.state reports them): the netdev that carries it (gid_attrs/ndevs) is up and has an IP address; the GID table " +
 				"holds RoCE v2 GIDs for that netdev's addresses; rdma_cm's default RoCE mode (/sys/kernel/config/rdma_cm/<dev>/ports/<n>/default_roce_mode) " +
 				"is RoCE v2 where that file exists — rdmadoctor never creates configfs entries, so otherwise the mode is unknown and judged from the GID types; " +
-				"and the netdev MTU with the RoCE active MTU it allows (the largest of 256…4096 that fits with the RoCE headers). InfiniBand-only hosts skip.",
+				"and the netdev MTU with the RoCE active MTU it allows (the largest of 256…4096 that fits with the RoCE headers). InfiniBand-only hosts skip. " +
+				"Kinds: a PF's port is judged on its netdev and the devices stacked on it (VLAN, macvlan, bond; a RoCE LAG on its bond). " +
+				"A VF's, sub-function's or representor's port needs no address on the host (a hypervisor's pool: listed, not failed) and is not judged when its " +
+				"netdev has moved to another namespace; a VF whose netdev is here while its PF's is not was handed to this namespace (a pod's SR-IOV VF) and " +
+				"must have an address. In a pod or container in RDMA netns mode shared, a port whose netdev is the host's is judged through the interfaces of " +
+				"this namespace that carry it — a Multus macvlan or ipvlan (net1), tied to the port by a GID of its own address under its name, as the kernel " +
+				"adds them for upper devices in any namespace; ports no interface here carries are another namespace's and listed, and it fails only when " +
+				"no ACTIVE port is carried here at all. In exclusive mode only the devices moved into this namespace are seen.",
 			Why: "RoCE v2 GIDs are made from the netdev's IP addresses: no IP, no routable GID, and rdma_cm cannot resolve a peer. RoCE v1 is not " +
 				"routable (it is a layer-2 protocol): a connection made with v1 fails across subnets and is not marked for the lossless class by DSCP. " +
 				"The netdev MTU caps the RDMA MTU: 1500 allows 1024, jumbo frames ≥ 4192 (9000 recommended) allow 4096.",
@@ -125,6 +132,9 @@ const (
 	whyUSNIC = "; usNIC runs over plain UDP/IP, with no RoCE GIDs or PFC to set"
 )
 
+// roceConfigExpected is what roce.config expects of every ACTIVE RoCE port.
+const roceConfigExpected = "every ACTIVE RoCE port: a netdev (or an upper device: VLAN, bond) up with an IP, RoCE v2 GIDs for it, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
+
 // roceV2Cards names the NICs that speak RoCE v2.
 const roceV2Cards = "ConnectX-3 Pro/ConnectX-4 or later, or the vendor's equivalent"
 
@@ -179,6 +189,7 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 	var vs []verdict
 	var ports []any
 	var other []*PortModel
+	var notHere, notHereNetdevs []string
 	for _, pm := range m.Ports {
 		if pm.Transport != RoCE {
 			other = append(other, pm)
@@ -187,6 +198,9 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		v := rj.judge(pm)
 		vs = append(vs, v)
 		ports = append(ports, v.evidence)
+		if len(v.findings) > 0 && v.findings[0].ID == roceConfigNotHere.ID {
+			notHere, notHereNetdevs = append(notHere, pm.Label), appendUnique(notHereNetdevs, pm.Netdev)
+		}
 	}
 	ev := map[string]any{"ports": nonNilAny(ports)}
 	if len(vs) == 0 {
@@ -209,6 +223,11 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 		details = append(details, "not RoCE, not judged here: "+transportTally(other))
 	}
 	r.Details = details
+	if nr, none := noneHere(vs, notHere, notHereNetdevs, details); none {
+		nr.Findings = append(nr.Findings, r.Findings...)
+		nr.Expected, nr.Evidence = roceConfigExpected, ev
+		return nr
+	}
 	switch {
 	case judged == 0:
 		fs := r.Findings
@@ -225,7 +244,7 @@ func runRoCEConfig(_ context.Context, env *Env) Result {
 	if r.Status == report.Error {
 		r.Remedy = joinRemedy(r.Remedy, netdevByHand)
 	}
-	r.Expected = "every ACTIVE RoCE port: a netdev (or an upper device: VLAN, bond) up with an IP, RoCE v2 GIDs for it, default_roce_mode RoCE v2 (where set), RoCE MTU ≥ 1024"
+	r.Expected = roceConfigExpected
 	r.Evidence = ev
 	return r
 }
@@ -335,10 +354,17 @@ func (rj *roceJudge) judge(pm *PortModel) verdict {
 	if !pm.NetdevHere && (pm.IsVF() || pm.Representor) {
 		return skipped(roceConfigNetdevAway.unit(unit, slots))
 	}
+	if pm.NetdevAway() && len(pm.Uppers) == 0 {
+		return skipped(roceConfigNotHere.unit(unit, slots))
+	}
 	ev["judged"] = true
 	f := roceFindings{unit: unit, slots: slots}
 	line := fmt.Sprintf("%s → %s", label, pm.Netdev)
-	addrs, ok := rj.netdevState(pm, &f, ev, &line)
+	netdevState := rj.netdevState
+	if pm.NetdevAway() {
+		netdevState = rj.upperHereState // roce_config_netns.go
+	}
+	addrs, ok := netdevState(pm, &f, ev, &line)
 	if ok {
 		rj.gids(pm, addrs, &f, ev, &line)
 	}
@@ -415,6 +441,8 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 	}
 	if len(addrs) == 0 {
 		switch {
+		case vfUsedHere(rj.env.Survey(), pm):
+			f.add(roceConfigVFNoIP) // roce_config_netns.go
 		case pm.IsVF() || pm.Representor:
 			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
 		case len(backup) > 0:

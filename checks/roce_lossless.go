@@ -292,6 +292,8 @@ func losslessNotJudged(pm *PortModel) string {
 		return stateText(pm.Port) + " (see port.state)"
 	case pm.Netdev == "":
 		return "no netdev carries it (roce.config reports it)"
+	case pm.NetdevAway() && !pm.IsVF():
+		return "its netdev " + pm.Netdev + " is in another network namespace (the host's): PFC, trust and ECN are set and read there"
 	case pm.IsVF():
 		kind := "a VF"
 		if d.Function == SubFunction {
