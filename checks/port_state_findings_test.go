@@ -48,7 +48,7 @@ func TestPortStateFindings(t *testing.T) {
 		{"RoCE down, netdev in another namespace", port(sysfstest.CX5RoCE(), func(p *sysfstest.Port) {
 			p.State, p.PhysState, p.Away = "1: DOWN", "3: Disabled", true
 		}), checks.Options{}, []findingRef{{"port.state/eth-down-netdev-elsewhere", "mlx5_0/1"}, {"port.state/active", "mlx5_1/1"}}},
-		{"RoCE down, netdev not listed by netlink", fixtureEdit("cx5-roce-healthy", func(tr *sysfstest.Tree) {
+		{"RoCE down, netdev not listed by netlink", fixtureEdited(t, "cx5-roce-healthy", func(tr *sysfstest.Tree) {
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 1)+"/state", "1: DOWN")
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_0", 1)+"/phys_state", "3: Disabled")
 			var keep []sysfs.Netdev
