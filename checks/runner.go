@@ -3,6 +3,10 @@ package checks
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -49,59 +53,154 @@ func Select(ids []string) ([]*Check, error) {
 	return out, nil
 }
 
-// Run walks the selected checks in order. A check whose prerequisite failed,
-// errored or was itself blocked is skipped as "blocked by <id>" (naming the
-// check that actually failed), so the first red line is the cause and not
-// one of twenty echoes. Level-2 checks are skipped below level 2. A panic or
-// an overrun deadline inside one check becomes that check's error; the run
-// goes on. A check the expectations class skips is skipped, naming the line.
-// A fail marked BlocksNothing (a deviation from the expectations file only)
-// blocks nothing: its dependants still judge.
+// Run runs the selected checks and returns their results in the order of
+// sel (catalog order), whatever order they finish in. A check starts once
+// every prerequisite before it in sel has finished; checks that do not
+// need each other run concurrently, at most runWorkers at a time, the
+// earliest in sel first. A check whose prerequisite failed, errored or was
+// itself blocked is skipped as "blocked by <id>" (naming the check that
+// actually failed), so the first red line is the cause and not one of
+// twenty echoes. Level-2 checks are skipped below level 2. A panic or an
+// overrun deadline inside one check becomes that check's error; the run
+// goes on. A check the expectations class skips is skipped, naming the
+// line. A fail marked BlocksNothing (a deviation from the expectations
+// file only) blocks nothing: its dependants still judge.
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
-	results := make([]report.CheckResult, 0, len(sel))
-	blockedBy := map[string]string{} // check id → the failed check that blocks it
 	verbsOf(env).selectProbes(sel)
-	for _, c := range sel {
-		start := time.Now()
-		var r Result
-		if sk := env.Expect.Skipped(c.ID); sk != nil {
-			// The operator's file says this check does not apply to
-			// the class: a skip, which blocks nothing that needs it.
-			r = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
-		} else if by := blocker(c, blockedBy); by != "" {
-			blockedBy[c.ID] = by
-			r = runBlocked.result("", Slots{"check": by})
-		} else if c.Level > env.Opts.Level {
-			r = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
-		} else if err := ctx.Err(); err != nil {
-			r = runCutResult(err)
-		} else {
-			r = runOne(ctx, env, c)
-			r = ownFindings(c, r)
-			waive(env.Expect, &r)
+	turns := make([]checkTurn, len(sel))
+	seen := map[string]int{} // check id → its index in sel, for the checks before the current one
+	for i, c := range sel {
+		turns[i].done = make(chan struct{})
+		for _, n := range c.Needs {
+			if j, ok := seen[n]; ok {
+				turns[i].needs = append(turns[i].needs, j)
+			}
 		}
-		if (r.Status == report.Fail || r.Status == report.Error) && !r.BlocksNothing {
-			blockedBy[c.ID] = c.ID
-		}
-		results = append(results, report.CheckResult{
+		seen[c.ID] = i
+	}
+	pool := newWorkerPool(runWorkers())
+	var wg sync.WaitGroup
+	for i, c := range sel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(turns[i].done)
+			for _, j := range turns[i].needs {
+				<-turns[j].done
+			}
+			turns[i].take(ctx, env, c, turns, pool, i)
+		}()
+	}
+	wg.Wait()
+	results := make([]report.CheckResult, len(sel))
+	for i, c := range sel {
+		r := turns[i].result
+		results[i] = report.CheckResult{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
 			Status: r.Status, Summary: r.Summary, Observed: r.Observed, Expected: r.Expected,
 			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence, Deviation: r.BlocksNothing && r.Status == report.Fail,
 			Findings:   r.Findings,
-			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
-		})
+			DurationMS: float64(turns[i].took.Microseconds()) / 1000,
+		}
 	}
 	return results
 }
 
-// blocker returns the failed check that keeps c from running, or "".
-func blocker(c *Check, blockedBy map[string]string) string {
-	for _, n := range c.Needs {
-		if by, ok := blockedBy[n]; ok {
-			return by
+// checkTurn is one selected check's place in a run: the checks before it
+// that it needs, and, once done is closed, its result and the failed check
+// that blocks its dependants ("" when it blocks nothing).
+type checkTurn struct {
+	needs  []int // indices in sel
+	done   chan struct{}
+	result Result
+	took   time.Duration
+	blocks string
+}
+
+// take judges one check once its prerequisites are done: skipped by the
+// class, blocked, below the run's level, cut by the run's end, or run
+// under its deadline in a worker's turn.
+func (t *checkTurn) take(ctx context.Context, env *Env, c *Check, turns []checkTurn, pool *workerPool, i int) {
+	by := ""
+	for _, j := range t.needs {
+		if turns[j].blocks != "" {
+			by = turns[j].blocks
+			break
 		}
 	}
-	return ""
+	switch sk := env.Expect.Skipped(c.ID); {
+	case sk != nil:
+		// The operator's file says this check does not apply to
+		// the class: a skip, which blocks nothing that needs it.
+		t.result = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
+	case by != "":
+		t.result, t.blocks = runBlocked.result("", Slots{"check": by}), by
+		return
+	case c.Level > env.Opts.Level:
+		t.result = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
+	default:
+		pool.acquire(i)
+		start := time.Now()
+		if err := ctx.Err(); err != nil {
+			t.result = runCutResult(err)
+		} else {
+			t.result = ownFindings(c, runOne(ctx, env, c))
+			waive(env.Expect, &t.result)
+		}
+		t.took = time.Since(start)
+		pool.release()
+	}
+	if (t.result.Status == report.Fail || t.result.Status == report.Error) && !t.result.BlocksNothing {
+		t.blocks = c.ID
+	}
+}
+
+// runWorkers is how many checks run at once. Checks mostly wait on
+// reads of small files (and libibverbs.devices on its child): twice the
+// CPUs the runtime uses keeps them busy without a thread per check.
+func runWorkers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
+
+// workerPool hands out a fixed number of turns, the lowest waiting index
+// first: a check early in the catalog is a prerequisite of many later ones.
+type workerPool struct {
+	mu      sync.Mutex
+	free    int
+	waiting []poolWaiter // sorted by index
+}
+
+type poolWaiter struct {
+	index int
+	ready chan struct{}
+}
+
+func newWorkerPool(n int) *workerPool { return &workerPool{free: max(n, 1)} }
+
+// acquire waits for a turn for the check at index i.
+func (p *workerPool) acquire(i int) {
+	p.mu.Lock()
+	if p.free > 0 {
+		p.free--
+		p.mu.Unlock()
+		return
+	}
+	w := poolWaiter{index: i, ready: make(chan struct{})}
+	at := sort.Search(len(p.waiting), func(k int) bool { return p.waiting[k].index > i })
+	p.waiting = slices.Insert(p.waiting, at, w)
+	p.mu.Unlock()
+	<-w.ready
+}
+
+// release ends a turn, handing it to the earliest waiting check.
+func (p *workerPool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.waiting) == 0 {
+		p.free++
+		return
+	}
+	w := p.waiting[0]
+	p.waiting = p.waiting[1:]
+	close(w.ready)
 }
 
 // runOne runs one check under its deadline, turning a panic into an error.
