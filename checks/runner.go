@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -67,31 +66,8 @@ func Select(ids []string) ([]*Check, error) {
 // file only) blocks nothing: its dependants still judge.
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 	verbsOf(env).selectProbes(sel)
-	turns := make([]checkTurn, len(sel))
-	seen := map[string]int{} // check id → its index in sel, for the checks before the current one
-	for i, c := range sel {
-		turns[i].done = make(chan struct{})
-		for _, n := range c.Needs {
-			if j, ok := seen[n]; ok {
-				turns[i].needs = append(turns[i].needs, j)
-			}
-		}
-		seen[c.ID] = i
-	}
-	pool := newWorkerPool(runWorkers())
-	var wg sync.WaitGroup
-	for i, c := range sel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(turns[i].done)
-			for _, j := range turns[i].needs {
-				<-turns[j].done
-			}
-			turns[i].take(ctx, env, c, turns, pool, i)
-		}()
-	}
-	wg.Wait()
+	turns := planTurns(sel)
+	dispatch(ctx, env, sel, turns, runWorkers())
 	results := make([]report.CheckResult, len(sel))
 	for i, c := range sel {
 		r := turns[i].result
@@ -107,20 +83,84 @@ func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
 }
 
 // checkTurn is one selected check's place in a run: the checks before it
-// that it needs, and, once done is closed, its result and the failed check
-// that blocks its dependants ("" when it blocks nothing).
+// that it needs and those that need it, and, once it is done, its result
+// and the failed check that blocks its dependants ("" when it blocks
+// nothing).
 type checkTurn struct {
-	needs  []int // indices in sel
-	done   chan struct{}
-	result Result
-	took   time.Duration
-	blocks string
+	needs      []int // indices in sel
+	dependants []int
+	result     Result
+	took       time.Duration
+	blocks     string
 }
 
-// take judges one check once its prerequisites are done: skipped by the
-// class, blocked, below the run's level, cut by the run's end, or run
-// under its deadline in a worker's turn.
-func (t *checkTurn) take(ctx context.Context, env *Env, c *Check, turns []checkTurn, pool *workerPool, i int) {
+// planTurns links each check to the checks before it in sel that it needs.
+func planTurns(sel []*Check) []checkTurn {
+	turns := make([]checkTurn, len(sel))
+	seen := map[string]int{} // check id → its index in sel, for the checks before the current one
+	for i, c := range sel {
+		for _, n := range c.Needs {
+			if j, ok := seen[n]; ok {
+				turns[i].needs = append(turns[i].needs, j)
+				turns[j].dependants = append(turns[j].dependants, i)
+			}
+		}
+		seen[c.ID] = i
+	}
+	return turns
+}
+
+// dispatch starts each check once the checks it needs are done, the
+// lowest ready index first (an early check is the prerequisite of many
+// later ones), at most workers running at once. A check that is decided
+// without running (skipped, blocked, below the run's level) is decided
+// here and takes no worker.
+func dispatch(ctx context.Context, env *Env, sel []*Check, turns []checkTurn, workers int) {
+	waiting := make([]int, len(sel)) // unfinished prerequisites per check
+	var ready []int                  // kept sorted
+	for i := range turns {
+		if waiting[i] = len(turns[i].needs); waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	finished := make(chan int)
+	running, done := 0, 0
+	finish := func(i int) {
+		done++
+		for _, d := range turns[i].dependants {
+			if waiting[d]--; waiting[d] == 0 {
+				at := sort.SearchInts(ready, d)
+				ready = slices.Insert(ready, at, d)
+			}
+		}
+	}
+	for done < len(sel) {
+		for len(ready) > 0 && running < max(workers, 1) {
+			i := ready[0]
+			ready = ready[1:]
+			if turns[i].decide(env, sel[i], turns) {
+				finish(i)
+				continue
+			}
+			running++
+			go func() {
+				turns[i].run(ctx, env, sel[i])
+				finished <- i
+			}()
+		}
+		if running == 0 {
+			continue // every ready check was decided; their dependants may be ready now
+		}
+		i := <-finished
+		running--
+		finish(i)
+	}
+}
+
+// decide settles a check that does not run: skipped by the class, blocked
+// by a failed prerequisite, or below the run's level. It reports whether
+// it did.
+func (t *checkTurn) decide(env *Env, c *Check, turns []checkTurn) bool {
 	by := ""
 	for _, j := range t.needs {
 		if turns[j].blocks != "" {
@@ -135,73 +175,35 @@ func (t *checkTurn) take(ctx context.Context, env *Env, c *Check, turns []checkT
 		t.result = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
 	case by != "":
 		t.result, t.blocks = runBlocked.result("", Slots{"check": by}), by
-		return
 	case c.Level > env.Opts.Level:
 		t.result = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
 	default:
-		pool.acquire(i)
-		start := time.Now()
-		if err := ctx.Err(); err != nil {
-			t.result = runCutResult(err)
-		} else {
-			t.result = ownFindings(c, runOne(ctx, env, c))
-			waive(env.Expect, &t.result)
-		}
-		t.took = time.Since(start)
-		pool.release()
+		return false
 	}
+	return true
+}
+
+// run runs the check under its deadline, or cuts it when the run has ended.
+func (t *checkTurn) run(ctx context.Context, env *Env, c *Check) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		t.result = runCutResult(err)
+	} else {
+		t.result = ownFindings(c, runOne(ctx, env, c))
+		waive(env.Expect, &t.result)
+	}
+	t.took = time.Since(start)
 	if (t.result.Status == report.Fail || t.result.Status == report.Error) && !t.result.BlocksNothing {
 		t.blocks = c.ID
 	}
 }
 
-// runWorkers is how many checks run at once. Checks mostly wait on
-// reads of small files (and libibverbs.devices on its child): twice the
-// CPUs the runtime uses keeps them busy without a thread per check.
-func runWorkers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
-
-// workerPool hands out a fixed number of turns, the lowest waiting index
-// first: a check early in the catalog is a prerequisite of many later ones.
-type workerPool struct {
-	mu      sync.Mutex
-	free    int
-	waiting []poolWaiter // sorted by index
-}
-
-type poolWaiter struct {
-	index int
-	ready chan struct{}
-}
-
-func newWorkerPool(n int) *workerPool { return &workerPool{free: max(n, 1)} }
-
-// acquire waits for a turn for the check at index i.
-func (p *workerPool) acquire(i int) {
-	p.mu.Lock()
-	if p.free > 0 {
-		p.free--
-		p.mu.Unlock()
-		return
-	}
-	w := poolWaiter{index: i, ready: make(chan struct{})}
-	at := sort.Search(len(p.waiting), func(k int) bool { return p.waiting[k].index > i })
-	p.waiting = slices.Insert(p.waiting, at, w)
-	p.mu.Unlock()
-	<-w.ready
-}
-
-// release ends a turn, handing it to the earliest waiting check.
-func (p *workerPool) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.waiting) == 0 {
-		p.free++
-		return
-	}
-	w := p.waiting[0]
-	p.waiting = p.waiting[1:]
-	close(w.ready)
-}
+// runWorkers is how many checks run at once: one per CPU the runtime
+// uses (at most 8). Checks mostly read small files; in a 2-vCPU SoftRoCE
+// guest under qemu, twice the CPUs was slower than one check per CPU
+// (hand-offs between threads are dear there), and one CPU is the verbs
+// child's while the checks read.
+func runWorkers() int { return min(runtime.GOMAXPROCS(0), 8) }
 
 // runOne runs one check under its deadline, turning a panic into an error.
 func runOne(runCtx context.Context, env *Env, c *Check) Result {

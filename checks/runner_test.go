@@ -107,38 +107,38 @@ func TestRunStartsADependantOnlyAfterItsNeeds(t *testing.T) {
 	}
 }
 
-// TestWorkerPoolBoundsAndOrdersTurns: no more than n turns at once, and a
-// freed turn goes to the lowest waiting index.
-func TestWorkerPoolBoundsAndOrdersTurns(t *testing.T) {
-	p := newWorkerPool(1)
-	p.acquire(0)
-	var order []int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, i := range []int{5, 3, 4} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.acquire(i)
+// TestDispatchStartsTheLowestReadyIndexFirst: with one worker the checks
+// start in catalog order, a dependant as soon as its need is done, and no
+// two run at once.
+func TestDispatchStartsTheLowestReadyIndexFirst(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		order   []string
+		running atomic.Int32
+		overlap atomic.Bool
+	)
+	mk := func(id string, code int, needs ...string) *Check {
+		return fakeCheck(id, code, needs, func(context.Context, *Env) Result {
+			if running.Add(1) > 1 {
+				overlap.Store(true)
+			}
 			mu.Lock()
-			order = append(order, i)
+			order = append(order, id)
 			mu.Unlock()
-			p.release()
-		}()
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			return pass("ran")
+		})
 	}
-	for { // all three wait before the first turn ends
-		p.mu.Lock()
-		n := len(p.waiting)
-		p.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	sel := []*Check{mk("a.root", 10), mk("b.free", 11), mk("c.child", 12, "a.root"), mk("d.free", 13)}
+	env := NewEnv(nil, Options{Level: 1, CheckTimeout: 5 * time.Second})
+	turns := planTurns(sel)
+	dispatch(context.Background(), env, sel, turns, 1)
+	if got := fmt.Sprint(order); got != "[a.root b.free c.child d.free]" {
+		t.Errorf("started %s, want [a.root b.free c.child d.free]", got)
 	}
-	p.release()
-	wg.Wait()
-	if fmt.Sprint(order) != "[3 4 5]" {
-		t.Errorf("turns went %v, want the lowest index first: [3 4 5]", order)
+	if overlap.Load() {
+		t.Error("two checks ran at once with one worker")
 	}
 }
 

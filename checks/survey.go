@@ -1,8 +1,6 @@
 package checks
 
 import (
-	"sync"
-
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
@@ -31,31 +29,16 @@ type NIC struct {
 // bound to vfio-pci is normally passed through to a VM on purpose.
 func (n NIC) AssignedVF() bool { return n.Foreign != "" && n.Fn.PhysFn != "" }
 
-// takeSurvey reads the PCI bus, the RDMA class and the loaded modules at
-// once: the three do not depend on each other, and the first check of
-// every run waits for all of them.
 func takeSurvey(h *sysfs.Host) *Survey {
 	s := &Survey{}
-	var (
-		wg   sync.WaitGroup
-		mods *sysfs.Modules
-	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		s.Devices, s.DevicesErr = h.RDMADevices()
-	}()
-	go func() {
-		defer wg.Done()
-		mods, _ = h.ReadModules()
-	}()
 	s.PCI, s.PCIErr = h.PCIFunctions()
 	for _, fn := range s.PCI {
 		if n, ok := classifyNIC(fn); ok {
 			s.NICs = append(s.NICs, n)
 		}
 	}
-	wg.Wait()
+	s.Devices, s.DevicesErr = h.RDMADevices()
+	mods, _ := h.ReadModules()
 	for i, n := range s.NICs {
 		name := ""
 		if devs := s.DevicesOf(n.Fn.Address); len(devs) > 0 {
