@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,36 +56,56 @@ func BenchmarkLevel1HGX(b *testing.B) {
 }
 
 var (
-	largeOnce sync.Once
-	largeTmp  string // removed by TestMain after the run
-	largeDir  string
-	largeErr  error
+	largeMu   sync.Mutex
+	largeTmp  string                // removed by TestMain after the run
+	largeDirs = map[[3]int]string{} // generated hosts by size, written once per test binary
 )
 
 // largeHostDir writes the generated large host once per test binary: 8
 // dual-function cards (16 PFs with 2 ports each) and 64 SR-IOV VFs per PF,
 // each VF with its own RDMA device — 1040 RDMA devices in all.
-func largeHostDir(b *testing.B) string {
-	largeOnce.Do(func() {
+func largeHostDir(b *testing.B) string { return generatedHostDir(b, 8, 2, 64) }
+
+// generatedHostDir writes sysfstest.LargeHost(cards, portsPerPF, vfsPerPF) once per
+// test binary, under largeTmp.
+func generatedHostDir(b *testing.B, cards, portsPerPF, vfsPerPF int) string {
+	largeMu.Lock()
+	defer largeMu.Unlock()
+	size := [3]int{cards, portsPerPF, vfsPerPF}
+	if d, ok := largeDirs[size]; ok {
+		return d
+	}
+	if largeTmp == "" {
 		d, err := os.MkdirTemp("", "rdmadoctor-large-host-")
 		if err != nil {
-			largeErr = err
-			return
+			b.Fatal(err)
 		}
 		largeTmp = d
-		largeDir = filepath.Join(d, "host")
-		largeErr = sysfstest.LargeHost(8, 2, 64).Write(largeDir)
-	})
-	if largeErr != nil {
-		b.Fatal(largeErr)
 	}
-	return largeDir
+	dir := filepath.Join(largeTmp, fmt.Sprintf("host-%d-%d-%d", cards, portsPerPF, vfsPerPF))
+	if err := sysfstest.LargeHost(cards, portsPerPF, vfsPerPF).Write(dir); err != nil {
+		b.Fatal(err)
+	}
+	largeDirs[size] = dir
+	return dir
 }
 
 // BenchmarkLevel1LargeHostVFs is level 1 on the generated large host
 // (16 PFs × 2 ports + 1024 VFs, each with its RDMA device and netdev).
 func BenchmarkLevel1LargeHostVFs(b *testing.B) {
 	dir := largeHostDir(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		level1(b, dir)
+	}
+}
+
+// BenchmarkLevel1QuarterHostVFs is level 1 on a quarter of the large host
+// (4 PFs + 256 VFs = 260 RDMA devices): against BenchmarkLevel1LargeHostVFs
+// it shows whether the cost grows linearly with the devices.
+func BenchmarkLevel1QuarterHostVFs(b *testing.B) {
+	dir := generatedHostDir(b, 2, 2, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

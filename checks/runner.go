@@ -3,6 +3,9 @@ package checks
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -49,60 +52,158 @@ func Select(ids []string) ([]*Check, error) {
 	return out, nil
 }
 
-// Run walks the selected checks in order. A check whose prerequisite failed,
-// errored or was itself blocked is skipped as "blocked by <id>" (naming the
-// check that actually failed), so the first red line is the cause and not
-// one of twenty echoes. Level-2 checks are skipped below level 2. A panic or
-// an overrun deadline inside one check becomes that check's error; the run
-// goes on. A check the expectations class skips is skipped, naming the line.
-// A fail marked BlocksNothing (a deviation from the expectations file only)
-// blocks nothing: its dependants still judge.
+// Run runs the selected checks and returns their results in the order of
+// sel (catalog order), whatever order they finish in. A check starts once
+// every prerequisite before it in sel has finished; checks that do not
+// need each other run concurrently, at most runWorkers at a time, the
+// earliest in sel first. A check whose prerequisite failed, errored or was
+// itself blocked is skipped as "blocked by <id>" (naming the check that
+// actually failed), so the first red line is the cause and not one of
+// twenty echoes. Level-2 checks are skipped below level 2. A panic or an
+// overrun deadline inside one check becomes that check's error; the run
+// goes on. A check the expectations class skips is skipped, naming the
+// line. A fail marked BlocksNothing (a deviation from the expectations
+// file only) blocks nothing: its dependants still judge.
 func Run(ctx context.Context, env *Env, sel []*Check) []report.CheckResult {
-	results := make([]report.CheckResult, 0, len(sel))
-	blockedBy := map[string]string{} // check id → the failed check that blocks it
 	verbsOf(env).selectProbes(sel)
-	for _, c := range sel {
-		start := time.Now()
-		var r Result
-		if sk := env.Expect.Skipped(c.ID); sk != nil {
-			// The operator's file says this check does not apply to
-			// the class: a skip, which blocks nothing that needs it.
-			r = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
-		} else if by := blocker(c, blockedBy); by != "" {
-			blockedBy[c.ID] = by
-			r = runBlocked.result("", Slots{"check": by})
-		} else if c.Level > env.Opts.Level {
-			r = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
-		} else if err := ctx.Err(); err != nil {
-			r = runCutResult(err)
-		} else {
-			r = runOne(ctx, env, c)
-			r = ownFindings(c, r)
-			waive(env.Expect, &r)
-		}
-		if (r.Status == report.Fail || r.Status == report.Error) && !r.BlocksNothing {
-			blockedBy[c.ID] = c.ID
-		}
-		results = append(results, report.CheckResult{
+	turns := planTurns(sel)
+	dispatch(ctx, env, sel, turns, runWorkers())
+	results := make([]report.CheckResult, len(sel))
+	for i, c := range sel {
+		r := turns[i].result
+		results[i] = report.CheckResult{
 			ID: c.ID, Code: c.Code, Title: c.Title, Level: c.Level,
 			Status: r.Status, Summary: r.Summary, Observed: r.Observed, Expected: r.Expected,
 			Details: r.Details, Remedy: r.Remedy, Evidence: r.Evidence, Deviation: r.BlocksNothing && r.Status == report.Fail,
 			Findings:   r.Findings,
-			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
-		})
+			DurationMS: float64(turns[i].took.Microseconds()) / 1000,
+		}
 	}
 	return results
 }
 
-// blocker returns the failed check that keeps c from running, or "".
-func blocker(c *Check, blockedBy map[string]string) string {
-	for _, n := range c.Needs {
-		if by, ok := blockedBy[n]; ok {
-			return by
+// checkTurn is one selected check's place in a run: the checks before it
+// that it needs and those that need it, and, once it is done, its result
+// and the failed check that blocks its dependants ("" when it blocks
+// nothing).
+type checkTurn struct {
+	needs      []int // indices in sel
+	dependants []int
+	result     Result
+	took       time.Duration
+	blocks     string
+}
+
+// planTurns links each check to the checks before it in sel that it needs.
+func planTurns(sel []*Check) []checkTurn {
+	turns := make([]checkTurn, len(sel))
+	seen := map[string]int{} // check id → its index in sel, for the checks before the current one
+	for i, c := range sel {
+		for _, n := range c.Needs {
+			if j, ok := seen[n]; ok {
+				turns[i].needs = append(turns[i].needs, j)
+				turns[j].dependants = append(turns[j].dependants, i)
+			}
+		}
+		seen[c.ID] = i
+	}
+	return turns
+}
+
+// dispatch starts each check once the checks it needs are done, the
+// lowest ready index first (an early check is the prerequisite of many
+// later ones), at most workers running at once. A check that is decided
+// without running (skipped, blocked, below the run's level) is decided
+// here and takes no worker.
+func dispatch(ctx context.Context, env *Env, sel []*Check, turns []checkTurn, workers int) {
+	waiting := make([]int, len(sel)) // unfinished prerequisites per check
+	var ready []int                  // kept sorted
+	for i := range turns {
+		if waiting[i] = len(turns[i].needs); waiting[i] == 0 {
+			ready = append(ready, i)
 		}
 	}
-	return ""
+	finished := make(chan int)
+	running, done := 0, 0
+	finish := func(i int) {
+		done++
+		for _, d := range turns[i].dependants {
+			if waiting[d]--; waiting[d] == 0 {
+				at := sort.SearchInts(ready, d)
+				ready = slices.Insert(ready, at, d)
+			}
+		}
+	}
+	for done < len(sel) {
+		for len(ready) > 0 && running < max(workers, 1) {
+			i := ready[0]
+			ready = ready[1:]
+			if turns[i].decide(env, sel[i], turns) {
+				finish(i)
+				continue
+			}
+			running++
+			go func() {
+				turns[i].run(ctx, env, sel[i])
+				finished <- i
+			}()
+		}
+		if running == 0 {
+			continue // every ready check was decided; their dependants may be ready now
+		}
+		i := <-finished
+		running--
+		finish(i)
+	}
 }
+
+// decide settles a check that does not run: skipped by the class, blocked
+// by a failed prerequisite, or below the run's level. It reports whether
+// it did.
+func (t *checkTurn) decide(env *Env, c *Check, turns []checkTurn) bool {
+	by := ""
+	for _, j := range t.needs {
+		if turns[j].blocks != "" {
+			by = turns[j].blocks
+			break
+		}
+	}
+	switch sk := env.Expect.Skipped(c.ID); {
+	case sk != nil:
+		// The operator's file says this check does not apply to
+		// the class: a skip, which blocks nothing that needs it.
+		t.result = runSkippedByClass.result("", Slots{"cite": sk.Cite()})
+	case by != "":
+		t.result, t.blocks = runBlocked.result("", Slots{"check": by}), by
+	case c.Level > env.Opts.Level:
+		t.result = runBelowLevel.result("", Slots{"level": fmt.Sprint(c.Level)})
+	default:
+		return false
+	}
+	return true
+}
+
+// run runs the check under its deadline, or cuts it when the run has ended.
+func (t *checkTurn) run(ctx context.Context, env *Env, c *Check) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		t.result = runCutResult(err)
+	} else {
+		t.result = ownFindings(c, runOne(ctx, env, c))
+		waive(env.Expect, &t.result)
+	}
+	t.took = time.Since(start)
+	if (t.result.Status == report.Fail || t.result.Status == report.Error) && !t.result.BlocksNothing {
+		t.blocks = c.ID
+	}
+}
+
+// runWorkers is how many checks run at once: one per CPU the runtime
+// uses (at most 8). Checks mostly read small files; in a 2-vCPU SoftRoCE
+// guest under qemu, twice the CPUs was slower than one check per CPU
+// (hand-offs between threads are dear there), and one CPU is the verbs
+// child's while the checks read.
+func runWorkers() int { return min(runtime.GOMAXPROCS(0), 8) }
 
 // runOne runs one check under its deadline, turning a panic into an error.
 func runOne(runCtx context.Context, env *Env, c *Check) Result {

@@ -2,7 +2,10 @@ package checks
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +17,12 @@ func fakeCheck(id string, code int, needs []string, run func(context.Context, *E
 }
 
 func TestRunBlocksDependantsAndNamesTheCause(t *testing.T) {
+	var mu sync.Mutex // independent checks run concurrently
 	calls := map[string]int{}
 	mk := func(id string, code int, st report.Status, needs ...string) *Check {
 		return fakeCheck(id, code, needs, func(context.Context, *Env) Result {
+			mu.Lock()
+			defer mu.Unlock()
 			calls[id]++
 			return Result{Status: st, Summary: id + " ran"}
 		})
@@ -48,6 +54,91 @@ func TestRunBlocksDependantsAndNamesTheCause(t *testing.T) {
 	rep.Finish(false)
 	if rep.ExitCode != 10 || *rep.RootCause != "a.root" {
 		t.Errorf("exit %d root %v, want 10 a.root", rep.ExitCode, *rep.RootCause)
+	}
+}
+
+// TestRunKeepsCatalogOrderWhateverFinishesFirst: the later check finishes
+// first, the report still lists them in the order given.
+func TestRunKeepsCatalogOrderWhateverFinishesFirst(t *testing.T) {
+	firstMayEnd := make(chan struct{})
+	sel := []*Check{
+		fakeCheck("a.slow", 10, nil, func(context.Context, *Env) Result {
+			<-firstMayEnd
+			return pass("a done")
+		}),
+		fakeCheck("b.quick", 11, nil, func(context.Context, *Env) Result {
+			close(firstMayEnd) // a.slow ends only after b.quick has run
+			return pass("b done")
+		}),
+	}
+	res := Run(context.Background(), NewEnv(nil, Options{Level: 1, CheckTimeout: 5 * time.Second}), sel)
+	if len(res) != 2 || res[0].ID != "a.slow" || res[1].ID != "b.quick" ||
+		res[0].Status != report.Pass || res[1].Status != report.Pass {
+		t.Fatalf("results %+v, want a.slow then b.quick, both passed", res)
+	}
+}
+
+// TestRunStartsADependantOnlyAfterItsNeeds: a dependant never overlaps the
+// check it needs, and sees its result; independent checks do overlap.
+func TestRunStartsADependantOnlyAfterItsNeeds(t *testing.T) {
+	var rootDone, running, most atomic.Int32
+	track := func(run func()) func(context.Context, *Env) Result {
+		return func(context.Context, *Env) Result {
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			run()
+			running.Add(-1)
+			return pass("ran")
+		}
+	}
+	var sawRoot atomic.Bool
+	sel := []*Check{
+		fakeCheck("a.root", 10, nil, track(func() { time.Sleep(20 * time.Millisecond); rootDone.Store(1) })),
+		fakeCheck("b.free", 11, nil, track(func() { time.Sleep(20 * time.Millisecond) })),
+		fakeCheck("c.child", 12, []string{"a.root"}, track(func() { sawRoot.Store(rootDone.Load() == 1) })),
+	}
+	Run(context.Background(), NewEnv(nil, Options{Level: 1, CheckTimeout: 5 * time.Second}), sel)
+	if !sawRoot.Load() {
+		t.Error("c.child started before a.root finished")
+	}
+	if runWorkers() >= 2 && most.Load() < 2 {
+		t.Errorf("independent checks ran one at a time (at most %d at once)", most.Load())
+	}
+}
+
+// TestDispatchStartsTheLowestReadyIndexFirst: with one worker the checks
+// start in catalog order, a dependant as soon as its need is done, and no
+// two run at once.
+func TestDispatchStartsTheLowestReadyIndexFirst(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		order   []string
+		running atomic.Int32
+		overlap atomic.Bool
+	)
+	mk := func(id string, code int, needs ...string) *Check {
+		return fakeCheck(id, code, needs, func(context.Context, *Env) Result {
+			if running.Add(1) > 1 {
+				overlap.Store(true)
+			}
+			mu.Lock()
+			order = append(order, id)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			return pass("ran")
+		})
+	}
+	sel := []*Check{mk("a.root", 10), mk("b.free", 11), mk("c.child", 12, "a.root"), mk("d.free", 13)}
+	env := NewEnv(nil, Options{Level: 1, CheckTimeout: 5 * time.Second})
+	turns := planTurns(sel)
+	dispatch(context.Background(), env, sel, turns, 1)
+	if got := fmt.Sprint(order); got != "[a.root b.free c.child d.free]" {
+		t.Errorf("started %s, want [a.root b.free c.child d.free]", got)
+	}
+	if overlap.Load() {
+		t.Error("two checks ran at once with one worker")
 	}
 }
 

@@ -11,7 +11,7 @@
 #   bash testdata/vm/suite.sh --shell-cmd 'CMD'    (= run-in-guest.sh 'CMD')
 #
 # --strict (or RDVM_STRICT=1) counts a PENDING scenario, and a timing ratio
-# over RDVM_MAX_RATIO (default 3), as a failure.
+# over RDVM_MAX_RATIO (default 1.5), as a failure.
 # The timing table is always in the log; --update-timing also writes it to
 # testdata/vm/TIMING.md (a plain run leaves the tree as it was).
 # --update-captured replaces the archived fixture rxe-vm-captured
@@ -122,7 +122,7 @@ if [ "$run_single" = 1 ]; then
 	timing_md=()
 	[ "$update_timing" = 1 ] && timing_md=(--timing-md "$VM_DIR/TIMING.md")
 	"$BIN_DIR/rdvm" verify --strict="$strict" ${only:+--only "$only"} --scenarios "$VM_DIR/scenarios.sh" \
-		--max-ratio "${RDVM_MAX_RATIO:-3}" \
+		--max-ratio "${RDVM_MAX_RATIO:-1.5}" \
 		"${timing_md[@]}" "$res" || vrc=$?
 	if [ "$vrc" != 0 ] || [ "$brc" != 0 ]; then
 		console_tail "$console"

@@ -278,6 +278,11 @@ scenario() {
 			rdvm time -n "$runs" -limit "${RDVM_RUN_LIMIT}s" -o "$d/timing.rdmadoctor" \
 				${ref:+-ref "$ref" -ref-o "$d/timing.ref"} -- "$@" >"$d/stderr" 2>&1
 			echo $? >"$d/exit"
+			# Where the time goes, for the timing document: each check's
+			# duration in one more run, and one process's package
+			# initialisation (every process pays it, the verbs child too).
+			timeout "$RDVM_RUN_LIMIT" rdmadoctor --level 1 --format json >"$d/level1.json" 2>/dev/null
+			GODEBUG=inittrace=1 timeout "$RDVM_RUN_LIMIT" rdmadoctor --version >/dev/null 2>"$d/inittrace"
 			;;
 		*)
 			echo "meta_error unknown kind $kind" >>"$d/meta"

@@ -165,7 +165,7 @@ func cmdVerify(args []string) (int, error) {
 	only := fs.String("only", "", "comma-separated scenario names that were run (others are not expected)")
 	scenarios := fs.String("scenarios", "", "scenarios.sh, to know which records to expect")
 	timingMD := fs.String("timing-md", "", "write the timing table to this Markdown file")
-	maxRatio := fs.Float64("max-ratio", 3, "timing: level 1 may take at most this many times ibv_devinfo -v")
+	maxRatio := fs.Float64("max-ratio", 1.5, "timing: level 1 may take at most this many times ibv_devinfo -v")
 	pairMD := fs.String("pair-md", "", "write the pair's comparison table into this Markdown file's pair section")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
