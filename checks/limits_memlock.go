@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,9 +19,10 @@ const DefaultMinMemlock = 64 << 20
 
 // The lines of the memlock remedy, one per way a process gets its limit.
 const (
-	memlockLogins = "- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again; " +
-		"`*` lines never apply to root (limits.conf(5)): for root add `root soft memlock unlimited` / `root hard memlock unlimited`;"
-	memlockServices = "- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), then restart the unit; or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf, " +
+	memlockLoginsStar = "- logins and batch jobs (pam_limits): in /etc/security/limits.conf (or a file in /etc/security/limits.d/) put `* soft memlock unlimited` and `* hard memlock unlimited`, then log in again"
+	memlockRootClause = "`*` lines never apply to root (limits.conf(5)): for root add `root soft memlock unlimited` / `root hard memlock unlimited`"
+	memlockLogins     = memlockLoginsStar + "; " + memlockRootClause + ";"
+	memlockServices   = "- systemd services: `LimitMEMLOCK=infinity` in the unit's [Service] section (`systemctl edit <unit>`), then restart the unit; or DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf, " +
 		"then `systemctl daemon-reexec` and restart the unit;"
 	// Slurm: a job gets slurmd's limit and, unless slurm.conf keeps MEMLOCK
 	// from propagating, the submitting shell's (Slurm FAQ "memlock";
@@ -251,8 +253,7 @@ func whyNotConfigured(h *sysfs.Host, pam pamMemlock, threshold uint64) (string, 
 	case uidErr == nil && uid == 0 && pam.hasRoot && enough(pam.root):
 		configured = pam.rootAt
 	case uidErr == nil && uid == 0 && pam.hasStar && enough(pam.star):
-		out = append(out, fmt.Sprintf("This process runs as root, and the `*` memlock line at %s (soft %s) does not reach it: `*` lines never apply to root (limits.conf(5)): "+
-			"for root add `root soft memlock unlimited` / `root hard memlock unlimited`.", pam.starAt, sysfs.FormatBytes(pam.star)))
+		out = append(out, fmt.Sprintf("This process runs as root, and the `*` memlock line at %s (soft %s) does not reach it: "+memlockRootClause+".", pam.starAt, sysfs.FormatBytes(pam.star)))
 		ev["reason"] = "wildcard lines do not apply to root"
 	case uidErr == nil && uid != 0 && pam.hasStar && enough(pam.star):
 		configured = pam.starAt
@@ -599,7 +600,11 @@ func memlockRemedy(mc memlockContext, why string) string {
 // raised — logins, services, Slurm's line unless a lead line is Slurm's
 // already ("" then), containers.
 func raiseMemlockFix(lead []string, slurm string) string {
-	out := append(append([]string(nil), lead...), "Raise the limit where the jobs start:", memlockLogins, memlockServices)
+	logins := memlockLogins
+	if slices.ContainsFunc(lead, func(l string) bool { return strings.Contains(l, memlockRootClause) }) {
+		logins = memlockLoginsStar + ";" // a lead line said root's lines already: once is enough
+	}
+	out := append(append([]string(nil), lead...), "Raise the limit where the jobs start:", logins, memlockServices)
 	if slurm != "" {
 		out = append(out, slurm)
 	}
