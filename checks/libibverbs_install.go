@@ -174,15 +174,8 @@ func (li *libInstall) readCache() (Result, bool) {
 	case err == nil:
 		li.cache = cache
 		li.ev["ld_cache"] = map[string]any{"format": cache.Format, "entries": len(cache.Entries), "generator": cache.Generator}
-		if cache.ABIs()[li.abi] == 0 {
-			// A snapshot of another architecture: judge by the ABI its libc has.
-			for _, e := range cache.Entries {
-				if e.Name == "libc.so.6" && e.Flags&sysfs.LDFlagRequiredMask != 0 {
-					li.abi = e.Flags & sysfs.LDFlagRequiredMask
-					break
-				}
-			}
-		}
+		// A snapshot of another architecture is judged by its own ABI.
+		li.abi = cache.HostABI(li.abi)
 	case sysfs.IsNotExist(err):
 		li.details = append(li.details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
 		li.add(libNoCache.At("", Slots{"cache": h.Display(sysfs.LDSOCache)}))

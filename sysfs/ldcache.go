@@ -135,6 +135,35 @@ func (c *LDCache) ABIs() map[int32]int {
 	return out
 }
 
+// HostABI is the required-ABI value of the libraries the host that wrote
+// the cache loads natively. ldconfig flags each entry with the ABI its ELF
+// header names (glibc's sysdeps/generic/ldconfig.h: FLAG_X8664_LIB64 0x0300,
+// FLAG_AARCH64_LIB64 0x0a00, …), and a host's own loader looks up only its
+// _DL_CACHE_DEFAULT_ID (FLAG_AARCH64_LIB64|FLAG_ELF_LIBC6 = 0x0a03 on an
+// aarch64 LP64 host). The ABI this program was built for (preferred, see
+// NativeLDFlags) is kept when the cache holds libraries of it; a cache of
+// another architecture — a snapshot of a Grace or Kunpeng host judged on an
+// x86-64 workstation — is judged by the ABI of its own libc.so.6, else by
+// its most common 64-bit ABI. preferred is returned when neither is known.
+func (c *LDCache) HostABI(preferred int32) int32 {
+	abis := c.ABIs()
+	if abis[preferred] > 0 {
+		return preferred
+	}
+	for _, e := range c.Entries {
+		if e.Name == "libc.so.6" && e.Flags&LDFlagRequiredMask != 0 {
+			return e.Flags & LDFlagRequiredMask
+		}
+	}
+	best, bestN := preferred, 0
+	for abi, n := range abis {
+		if abi != 0 && (n > bestN || n == bestN && abi < best) {
+			best, bestN = abi, n
+		}
+	}
+	return best
+}
+
 // ErrLDCacheFormat is wrapped by every parse error.
 var ErrLDCacheFormat = errors.New("not a valid loader cache")
 
