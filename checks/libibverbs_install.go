@@ -22,7 +22,8 @@ func init() {
 		Needs: []string{"rdma.devices"},
 		Explain: Explanation{
 			Judges: "Finds libibverbs.so.1 as the dynamic loader would: LD_LIBRARY_PATH (live runs), then /etc/ld.so.cache (parsed natively, " +
-				"glibc's format and the old one), then the standard directories (/lib64, /usr/lib64, /lib/<multiarch>, /usr/lib/<multiarch>, /lib, /usr/lib). " +
+				"glibc's format and the old one; only the entries of the host's own ABI, the one its libc.so.6 is cached with — x86-64, or aarch64 on " +
+				"Grace, Ampere and Kunpeng hosts — as that host's loader does), then the standard directories (/lib64, /usr/lib64, /lib/<multiarch>, /usr/lib/<multiarch>, /lib, /usr/lib). " +
 				"Follows each hit's symlink chain to a 64-bit ELF file. Fails on a dangling link, on two different copies (an inbox rdma-core beside " +
 				"MLNX_OFED's, or a hand-built one in /usr/local or /opt), and on a device whose driver has no provider: " +
 				"/etc/libibverbs.d/<name>.driver naming it and lib<name>-rdmav*.so in the provider directory next to the library (<libdir>/libibverbs/).",

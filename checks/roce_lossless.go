@@ -103,7 +103,7 @@ var (
 		Message: losslessClassOffMessage,
 		Fix: "{port}: every RoCE packet leaves with the global class, DSCP {dscp}: set the class the PFC priority expects, `echo tclass={want} > {tc_path}` " +
 			"(MLNX_OFED/DOCA; not persistent: set it from a boot unit), or map DSCP {dscp} to priority {pfc_prio}: `mlnx_qos -i {netdev} --dscp2prio set,{dscp},{pfc_prio}` " +
-			"(upstream `dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}`) — whichever the switches match."})
+			"(upstream `dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}`), or turn PFC on for priority {prio}: `mlnx_qos -i {netdev} --pfc {bitmap}` — whichever the switches match."})
 	losslessExpectedClassOff = declare(Finding{ID: "roce.lossless/expected-class-off-pfc", Status: report.Warn,
 		When:    "the expected class (--roce-tc, roce_tc in the expectations file) lands on a priority without PFC",
 		Message: losslessClassOffMessage,
@@ -581,7 +581,8 @@ func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, 
 		case classRoCETOS:
 			o.add(losslessTOSClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tos_path", sysfs.RoCETOSPath(c.port.dev, c.port.port)))
 		case classOFED:
-			o.add(losslessOFEDClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tc_path", sysfs.OFEDTrafficClassPath(c.port.dev, c.port.port)))
+			o.add(losslessOFEDClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tc_path", sysfs.OFEDTrafficClassPath(c.port.dev, c.port.port),
+				"bitmap", pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
 		default:
 			o.add(losslessExpectedClassOff, slots.with("bitmap", pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
 		}
