@@ -1,8 +1,11 @@
 package checks_test
 
 import (
+	"path"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -77,5 +80,46 @@ func TestArmOFEDWhatIsJudged(t *testing.T) {
 		if !strings.Contains(rl.Summary+"\n"+rl.Remedy, want) {
 			t.Errorf("roce.lossless lacks %q:\n%s\n%s", want, rl.Summary, rl.Remedy)
 		}
+	}
+}
+
+// MLNX_OFED's global class overrides rdma_cm's default_roce_tos: a host
+// whose default_roce_tos (0) lands off PFC is lossless once the global
+// class 106 is set; a traffic_class file that cannot be parsed is named in
+// the details and default_roce_tos is judged.
+func TestOFEDGlobalClassOverridesRoCETOS(t *testing.T) {
+	build := func(tc string) string {
+		h := sysfstest.CX5RoCE()
+		h.RoCETOS = "0"
+		tr := sysfstest.Build(h)
+		for _, dev := range []string{"mlx5_0", "mlx5_1"} {
+			switch tc {
+			case "106":
+				sysfstest.SetOFEDTrafficClass(tr, dev, 1, 106)
+			case "garbage":
+				tr.Attr(path.Join(path.Dir(path.Dir(sysfstest.PortDir(tr, dev, 1))), "tc", "1", "traffic_class"), "Global tclass=abc")
+			}
+		}
+		return hwWrite(t, tr)
+	}
+	for _, tc := range []struct {
+		name, tclass string
+		want         []findingRef
+		details      string
+	}{
+		{"default_roce_tos alone", "", []findingRef{{"roce.lossless/tos-class-off-pfc", "ens1f0np0"}, {"roce.lossless/tos-class-off-pfc", "ens1f1np1"}}, ""},
+		{"global tclass overrides it", "106", []findingRef{{"roce.lossless/lossless", "ens1f0np0"}, {"roce.lossless/lossless", "ens1f1np1"}}, ""},
+		{"unparsable traffic_class", "garbage", []findingRef{{"roce.lossless/tos-class-off-pfc", "ens1f0np0"}, {"roce.lossless/tos-class-off-pfc", "ens1f1np1"}},
+			"mlx5_0 port 1: tc traffic_class unreadable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := hwRunOne(t, build(tc.tclass), "roce.lossless", checks.Options{})
+			if d := cmp.Diff(tc.want, refs(r.Findings)); d != "" {
+				t.Errorf("findings (-want +got):\n%s", d)
+			}
+			if tc.details != "" && !strings.Contains(strings.Join(r.Details, "\n"), tc.details) {
+				t.Errorf("details lack %q:\n%s", tc.details, strings.Join(r.Details, "\n"))
+			}
+		})
 	}
 }
