@@ -48,7 +48,7 @@ func TestArmOFEDFixtureVerdicts(t *testing.T) {
 
 // The healthy arm64 and MLNX_OFED hosts warn about nothing they can act on.
 func TestArmOFEDHealthyNoWarn(t *testing.T) {
-	for _, name := range []string{"gh200-dmabuf-no-peermem", "ampere-altra-roce", "mlnx-ofed-global-tclass"} {
+	for _, name := range []string{"gh200-dmabuf-no-peermem", "ampere-altra-roce", "kunpeng920-rocky9-aarch64", "mlnx-ofed-global-tclass"} {
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(name), checks.Options{ExpectLossless: true})
 			for _, c := range r.Checks {
@@ -71,9 +71,11 @@ func TestArmOFEDWhatIsJudged(t *testing.T) {
 	if !strings.Contains(pm.Summary, "DMA-BUF") {
 		t.Errorf("summary %q does not name DMA-BUF", pm.Summary)
 	}
-	lib := hwResult(t, hwRun(t, netFixture("ampere-altra-roce"), checks.Options{}), "libibverbs.install")
-	if lib.Evidence["abi"] != "aarch64" {
-		t.Errorf("libibverbs.install judged ABI %v, want aarch64", lib.Evidence["abi"])
+	for _, name := range []string{"ampere-altra-roce", "kunpeng920-rocky9-aarch64"} {
+		lib := hwResult(t, hwRun(t, netFixture(name), checks.Options{}), "libibverbs.install")
+		if lib.Evidence["abi"] != "aarch64" {
+			t.Errorf("%s: libibverbs.install judged ABI %v, want aarch64", name, lib.Evidence["abi"])
+		}
 	}
 	rl := hwResult(t, hwRun(t, netFixture("mlnx-ofed-tclass-pfc-elsewhere"), checks.Options{}), "roce.lossless")
 	for _, want := range []string{"ToS 106 (DSCP 26, mlx5_0 port 1 MLNX_OFED global tclass", "echo tclass=130 > /sys/class/infiniband/mlx5_0/tc/1/traffic_class", "mlnx_qos -i ens1f0np0 --pfc 0,0,0,1,1,0,0,0"} {

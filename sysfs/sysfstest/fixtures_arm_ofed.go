@@ -33,6 +33,7 @@ var ArmOFEDVerdicts = []ArmOFEDVerdict{
 	{Fixture: "gh200-dmabuf-no-peermem", Check: "gpu.peer_memory", Status: "pass", Finding: "gpu.peer_memory/available", Exit: 0},
 	{Fixture: "gh200-rdma-core-33", Check: "gpu.peer_memory", Status: "fail", Finding: "gpu.peer_memory/nvidia-no-path", Exit: 24},
 	{Fixture: "ampere-altra-roce", Check: "libibverbs.install", Status: "pass", Finding: "libibverbs.install/ok", Exit: 0},
+	{Fixture: "kunpeng920-rocky9-aarch64", Check: "libibverbs.install", Status: "pass", Finding: "libibverbs.install/ok", Exit: 0},
 	{Fixture: "mlnx-ofed-global-tclass", Check: "roce.lossless", Status: "pass", Finding: "roce.lossless/lossless", ExpectLossless: true, Exit: 0},
 	{Fixture: "mlnx-ofed-global-tclass", Check: "roce.lossless", Status: "pass", Finding: "roce.lossless/lossless", Exit: 0},
 	{Fixture: "mlnx-ofed-tclass-pfc-elsewhere", Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/ofed-tclass-off-pfc", ExpectLossless: true, Exit: 21},
@@ -162,6 +163,18 @@ func AmpereAltraRoCE() Host {
 	return h
 }
 
+// Kunpeng920Rocky9 is a Kunpeng 920 host with its on-die HNS3 RoCE ports
+// (the HNSRoCE shape) running Rocky Linux 9 for aarch64: the RHEL family
+// installs 64-bit libraries in /usr/lib64 on aarch64 as on x86-64 (read:
+// rdma-core.spec's %{_libdir}; glibc's aarch64 built-in directories are
+// /lib64 and /usr/lib64), and its cache entries carry FLAG_AARCH64_LIB64.
+// Inferred: the el9 aarch64 kernel release.
+func Kunpeng920Rocky9() Host {
+	h := HNSRoCE()
+	h.Hostname, h.Kernel, h.Layout = "kunpeng-node02", "5.14.0-362.8.1.el9_3.aarch64", Rocky93
+	return h
+}
+
 // mlnxOFEDRoCE is a RHEL 9 host (the Rocky 9.3 layout: rdma-core in
 // /usr/lib64, where MLNX_OFED installs its own build too) with a
 // ConnectX-5 pair under MLNX_OFED: trust dscp, PFC on priority 3, DSCP 26
@@ -213,6 +226,11 @@ func init() {
 	// libibverbs.install pass on /usr/lib/aarch64-linux-gnu/libibverbs.so.1,
 	// exit 0.
 	register("ampere-altra-roce", func() *Tree { return buildArm64(AmpereAltraRoCE()) })
+	// Kunpeng 920 on Rocky 9 aarch64, rdma-core 46 in /usr/lib64 cached as
+	// aarch64. Must get: libibverbs.install pass on /usr/lib64's copy (the
+	// cache's /lib64 name), exit 0 (hns_roce_hw_v2 has no DCB: roce.lossless
+	// skips).
+	register("kunpeng920-rocky9-aarch64", func() *Tree { return buildArm64(Kunpeng920Rocky9()) })
 	// MLNX_OFED, global tclass 106 (DSCP 26 → priority 3), PFC on 3, trust
 	// dscp, ECN on. Must get: roce.lossless pass, also with
 	// --expect-lossless, exit 0 (it judged ToS 0 → priority 0: warn, and
