@@ -140,20 +140,33 @@ func (c *LDCache) ABIs() map[int32]int {
 // header names (glibc's sysdeps/generic/ldconfig.h: FLAG_X8664_LIB64 0x0300,
 // FLAG_AARCH64_LIB64 0x0a00, …), and a host's own loader looks up only its
 // _DL_CACHE_DEFAULT_ID (FLAG_AARCH64_LIB64|FLAG_ELF_LIBC6 = 0x0a03 on an
-// aarch64 LP64 host). The ABI this program was built for (preferred, see
-// NativeLDFlags) is kept when the cache holds libraries of it; a cache of
-// another architecture — a snapshot of a Grace or Kunpeng host judged on an
-// x86-64 workstation — is judged by the ABI of its own libc.so.6, else by
-// its most common 64-bit ABI. preferred is returned when neither is known.
+// aarch64 LP64 host). The host's ABI is the one its libc.so.6 is cached
+// with — preferred (this program's, see NativeLDFlags) when a libc of it is
+// there, so a cache of another architecture (a snapshot of a Grace or
+// Kunpeng host judged on an x86-64 workstation) is judged by its own
+// libraries, and a few cross-built ones do not decide. Without a 64-bit
+// libc entry: preferred when the cache holds libraries of it, else its
+// most common ABI, else preferred.
 func (c *LDCache) HostABI(preferred int32) int32 {
+	libc := int32(0)
+	for _, e := range c.Entries {
+		abi := e.Flags & LDFlagRequiredMask
+		if e.Name != "libc.so.6" || abi == 0 {
+			continue
+		}
+		if abi == preferred {
+			return preferred
+		}
+		if libc == 0 {
+			libc = abi
+		}
+	}
+	if libc != 0 {
+		return libc
+	}
 	abis := c.ABIs()
 	if abis[preferred] > 0 {
 		return preferred
-	}
-	for _, e := range c.Entries {
-		if e.Name == "libc.so.6" && e.Flags&LDFlagRequiredMask != 0 {
-			return e.Flags & LDFlagRequiredMask
-		}
 	}
 	best, bestN := preferred, 0
 	for abi, n := range abis {

@@ -50,6 +50,7 @@ func TestLDCacheHostABI(t *testing.T) {
 		{"an aarch64 cache judged on aarch64", arm, sysfs.LDFlagAArch64Lib64, sysfs.LDFlagAArch64Lib64},
 		{"no libc: the most common ABI", arm[1:2], sysfs.LDFlagX8664Lib64, sysfs.LDFlagAArch64Lib64},
 		{"an x86-64 cache", ldEntries, sysfs.LDFlagX8664Lib64, sysfs.LDFlagX8664Lib64},
+		{"an x86-64 cache with aarch64 cross libraries, judged on aarch64", ldEntries, sysfs.LDFlagAArch64Lib64, sysfs.LDFlagX8664Lib64},
 		{"an empty cache", nil, sysfs.LDFlagX8664Lib64, sysfs.LDFlagX8664Lib64},
 	} {
 		c, err := sysfs.ParseLDCache(sysfstest.EncodeLDCache(tc.entries, ""))
