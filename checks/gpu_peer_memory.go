@@ -29,7 +29,9 @@ func init() {
 			Judges: "Two paths let an RDMA NIC register GPU memory. Peer memory: NVIDIA's nvidia_peermem module (in the driver since R470) or the " +
 				"older nv_peer_mem, loaded (/proc/modules, /sys/module). DMA-BUF: a kernel ≥ 5.12 (ib_umem_dmabuf) with CONFIG_DMA_SHARED_BUFFER " +
 				"(read from /boot/config-<release> where it is readable), rdma-core ≥ 34 (ibv_reg_dmabuf_mr; the release is read from the " +
-				"libibverbs file the loader cache resolves, libibverbs.so.1.<abi>.<release>.0) and a GPU driver that exports GPU memory as " +
+				"libibverbs file the loader cache resolves, libibverbs.so.1.<abi>.<release>.0, looked up among the cache entries of the host's own ABI — " +
+				"the one its libc.so.6 is cached with: x86-64, or aarch64 (FLAG_AARCH64_LIB64) on Grace, Ampere and Kunpeng hosts, also when their snapshot " +
+				"is judged on another machine) and a GPU driver that exports GPU memory as " +
 				"dma-buf: NVIDIA's open kernel modules R515+ (/proc/driver/nvidia/version says \"Open Kernel Module\"), or amdgpu. Passes when " +
 				"one path is available, naming both; fails when neither is. AMD's older PeerDirect path (amdkfd's peer-memory client in the ROCm " +
 				"DKMS driver with MLNX_OFED) leaves no mark in sysfs and is not judged. Sources: NVIDIA GPU Operator \"GPUDirect RDMA\" (DMA-BUF " +
@@ -221,9 +223,12 @@ func rdmaCoreRelease(h *sysfs.Host) (int, string) {
 	if err != nil {
 		return 0, "loader cache unreadable: " + err.Error()
 	}
-	entries := cache.Lookup(LibibverbsSoname, sysfs.NativeLDFlags())
+	// The host's ABI, not this program's: a snapshot of an aarch64 host
+	// judged on x86-64 lists its libraries with FLAG_AARCH64_LIB64.
+	abi := cache.HostABI(sysfs.NativeLDFlags())
+	entries := cache.Lookup(LibibverbsSoname, abi)
 	if len(entries) == 0 {
-		return 0, "libibverbs.so.1 not in the loader cache"
+		return 0, fmt.Sprintf("libibverbs.so.1 (%s) not in the loader cache", abiName(abi))
 	}
 	chain := h.FollowLinks(entries[0].Path)
 	if !chain.OK() {
@@ -235,6 +240,14 @@ func rdmaCoreRelease(h *sysfs.Host) (int, string) {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n, chain.Final
+}
+
+// abiName names a required-ABI value the way `ldconfig -p` does ("libc6,aarch64").
+func abiName(abi int32) string {
+	if n := sysfs.LDArchName(abi); n != "" {
+		return "libc6," + n
+	}
+	return "libc6"
 }
 
 func lastElem(p string) string {

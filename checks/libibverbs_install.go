@@ -22,7 +22,8 @@ func init() {
 		Needs: []string{"rdma.devices"},
 		Explain: Explanation{
 			Judges: "Finds libibverbs.so.1 as the dynamic loader would: LD_LIBRARY_PATH (live runs), then /etc/ld.so.cache (parsed natively, " +
-				"glibc's format and the old one), then the standard directories (/lib64, /usr/lib64, /lib/<multiarch>, /usr/lib/<multiarch>, /lib, /usr/lib). " +
+				"glibc's format and the old one; only the entries of the host's own ABI, the one its libc.so.6 is cached with — x86-64, or aarch64 on " +
+				"Grace, Ampere and Kunpeng hosts — as that host's loader does), then the standard directories (/lib64, /usr/lib64, /lib/<multiarch>, /usr/lib/<multiarch>, /lib, /usr/lib). " +
 				"Follows each hit's symlink chain to a 64-bit ELF file. Fails on a dangling link, on two different copies (an inbox rdma-core beside " +
 				"MLNX_OFED's, or a hand-built one in /usr/local or /opt), and on a device whose driver has no provider: " +
 				"/etc/libibverbs.d/<name>.driver naming it and lib<name>-rdmav*.so in the provider directory next to the library (<libdir>/libibverbs/).",
@@ -174,15 +175,8 @@ func (li *libInstall) readCache() (Result, bool) {
 	case err == nil:
 		li.cache = cache
 		li.ev["ld_cache"] = map[string]any{"format": cache.Format, "entries": len(cache.Entries), "generator": cache.Generator}
-		if cache.ABIs()[li.abi] == 0 {
-			// A snapshot of another architecture: judge by the ABI its libc has.
-			for _, e := range cache.Entries {
-				if e.Name == "libc.so.6" && e.Flags&sysfs.LDFlagRequiredMask != 0 {
-					li.abi = e.Flags & sysfs.LDFlagRequiredMask
-					break
-				}
-			}
-		}
+		// A snapshot of another architecture is judged by its own ABI.
+		li.abi = cache.HostABI(li.abi)
 	case sysfs.IsNotExist(err):
 		li.details = append(li.details, h.Display(sysfs.LDSOCache)+" is missing: the loader searches only its built-in directories")
 		li.add(libNoCache.At("", Slots{"cache": h.Display(sysfs.LDSOCache)}))

@@ -48,7 +48,9 @@ func init() {
 				"from MLNX_OFED's /sys/class/net/<if>/qos/trust, else DSCP entries in the DCB IEEE APP table (trust dscp) or none (trust pcp); ECN per " +
 				"priority from /sys/class/net/<if>/ecn/roce_np|roce_rp/enable/<prio> where those files exist. The traffic judged is the class RoCE " +
 				"applications really use: the expected class (--roce-tc, or roce_tc in the expectations file) when given, rdma_cm's default_roce_tos " +
-				"where set (rdmadoctor never creates configfs entries), and otherwise ToS 0 — the kernel's default, and what NCCL (NCCL_IB_TC), UCX " +
+				"where set (rdmadoctor never creates configfs entries), MLNX_OFED/DOCA-OFED's global traffic class where " +
+				"/sys/class/infiniband/<dev>/tc/<port>/traffic_class reads \"Global tclass=<N>\" (it overrides the class the applications and rdma_cm ask for, so it " +
+				"replaces default_roce_tos; its DSCP is N>>2), and otherwise ToS 0 — the kernel's default, and what NCCL (NCCL_IB_TC), UCX " +
 				"(UCX_IB_TRAFFIC_CLASS) and perftest (--tclass) send unless told. The report names the class it judged and where it came from. It warns " +
 				"when RoCE runs lossy (no PFC priority) or the judged class lands on a priority without PFC, or half-configured (ECN off on the PFC " +
 				"priority; trust pcp while DSCP is mapped; untagged RoCE with trust pcp going to priority 0); --expect-lossless (or lossless = true in " +
@@ -96,6 +98,12 @@ var (
 		Message: losslessClassOffMessage,
 		Fix: "{port}: rdma_cm connections that set no ToS go out with DSCP {dscp}: `echo {want} > {tos_path}`, or map DSCP {dscp} to priority {pfc_prio}: " +
 			"`dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}`."})
+	losslessOFEDClassOff = declare(Finding{ID: "roce.lossless/ofed-tclass-off-pfc", Status: report.Warn,
+		When:    "MLNX_OFED's global traffic class (tc/<port>/traffic_class), which every RoCE packet of the port carries, lands on a priority without PFC",
+		Message: losslessClassOffMessage,
+		Fix: "{port}: every RoCE packet leaves with the global class, DSCP {dscp}: set the class the PFC priority expects, `echo tclass={want} > {tc_path}` " +
+			"(MLNX_OFED/DOCA; not persistent: set it from a boot unit), or map DSCP {dscp} to priority {pfc_prio}: `mlnx_qos -i {netdev} --dscp2prio set,{dscp},{pfc_prio}` " +
+			"(upstream `dcb app replace dev {netdev} dscp-prio {dscp}:{pfc_prio}`), or turn PFC on for priority {prio}: `mlnx_qos -i {netdev} --pfc {bitmap}` — whichever the switches match."})
 	losslessExpectedClassOff = declare(Finding{ID: "roce.lossless/expected-class-off-pfc", Status: report.Warn,
 		When:    "the expected class (--roce-tc, roce_tc in the expectations file) lands on a priority without PFC",
 		Message: losslessClassOffMessage,
@@ -173,7 +181,18 @@ type trafficClass struct {
 	defaulted bool   // nothing sets a class: the kernel's and the applications' ToS 0
 	source    string // "mlx5_0 port 1 default_roce_tos 106", "--roce-tc 106", …
 	port      portRef
+	// from is what set the class: classExpected, classRoCETOS, classOFED
+	// or classDefault.
+	from string
 }
+
+// Where a judged traffic class comes from.
+const (
+	classExpected = "expected"         // --roce-tc, roce_tc in the expectations file
+	classRoCETOS  = "default_roce_tos" // rdma_cm's configfs default
+	classOFED     = "ofed-tclass"      // MLNX_OFED's global tclass, which overrides both
+	classDefault  = "default"          // nothing sets one: ToS 0
+)
 
 func (t trafficClass) String() string {
 	return fmt.Sprintf("ToS %d (DSCP %d, %s)", t.tos, t.dscp, t.source)
@@ -489,22 +508,18 @@ func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []t
 		}
 	}
 	if tc, src := lj.env.expectedTC(); tc >= 0 {
-		add(trafficClass{tos: tc, dscp: tc >> 2, source: src, port: t.ports[0]})
+		add(trafficClass{tos: tc, dscp: tc >> 2, source: src, port: t.ports[0], from: classExpected})
 	}
 	for _, p := range t.ports {
-		tos, err := lj.h.DefaultRoCETOS(p.dev, p.port)
-		switch {
-		case err == nil:
-			add(trafficClass{tos: int(tos), dscp: int(tos) >> 2, source: fmt.Sprintf("%s default_roce_tos", p.label), port: p})
-		case !sysfs.IsNotExist(err):
-			o.details = append(o.details, fmt.Sprintf("%s: default_roce_tos unreadable: %v", p.label, err))
+		if c, ok := lj.portClass(p, o); ok {
+			add(c)
 		}
 	}
 	if len(classes) == 0 {
 		for _, p := range t.ports {
 			o.defaults = append(o.defaults, p)
 		}
-		add(trafficClass{tos: 0, dscp: 0, defaulted: true, port: t.ports[0], source: "nothing sets a class"})
+		add(trafficClass{tos: 0, dscp: 0, defaulted: true, port: t.ports[0], source: "nothing sets a class", from: classDefault})
 	}
 	var classEv []map[string]any
 	for _, c := range classes {
@@ -512,6 +527,29 @@ func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []t
 	}
 	o.ev["traffic_classes"] = classEv
 	return classes
+}
+
+// portClass is the class a port's RoCE traffic leaves with when the host
+// sets one: MLNX_OFED's global tclass (/sys/class/infiniband/<dev>/tc/<port>/
+// traffic_class), which overrides whatever ToS the QP asks for, else
+// rdma_cm's default_roce_tos. Unreadable files are noted in the details.
+func (lj *losslessJudge) portClass(p portRef, o *losslessOutcome) (trafficClass, bool) {
+	g, err := lj.h.OFEDTrafficClass(p.dev, p.port)
+	switch {
+	case err == nil && g.Global:
+		return trafficClass{tos: int(g.TClass), dscp: int(g.TClass) >> 2, port: p, from: classOFED,
+			source: fmt.Sprintf("%s MLNX_OFED global tclass, which overrides the applications' class", p.label)}, true
+	case err != nil && !sysfs.IsNotExist(err):
+		o.details = append(o.details, fmt.Sprintf("%s: tc traffic_class unreadable: %v", p.label, err))
+	}
+	tos, err := lj.h.DefaultRoCETOS(p.dev, p.port)
+	switch {
+	case err == nil:
+		return trafficClass{tos: int(tos), dscp: int(tos) >> 2, source: fmt.Sprintf("%s default_roce_tos", p.label), port: p, from: classRoCETOS}, true
+	case !sysfs.IsNotExist(err):
+		o.details = append(o.details, fmt.Sprintf("%s: default_roce_tos unreadable: %v", p.label, err))
+	}
+	return trafficClass{}, false
 }
 
 // judgePFC finds RoCE running lossy (no PFC at all), and traffic classes
@@ -538,12 +576,15 @@ func (lj *losslessJudge) judgePFC(nd string, v dcbView, classes []trafficClass, 
 		o.classNamed = true
 		want := v.dscpFor(v.pfc[0])<<2 | 2
 		slots := Slots{"class": c.String(), "prio": fmt.Sprint(prio), "pfc": priorityList(v.pfc), "dscp": fmt.Sprint(c.dscp), "pfc_prio": fmt.Sprint(v.pfc[0])}
-		switch {
-		case c.defaulted:
+		switch c.from {
+		case classDefault:
 			o.wantTC = want // one remedy for every such port, written by losslessResult
 			o.add(losslessDefaultClassOff, slots.with(slotsList(tosSlots(o.defaults, want))...))
-		case strings.HasSuffix(c.source, "default_roce_tos"):
+		case classRoCETOS:
 			o.add(losslessTOSClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tos_path", sysfs.RoCETOSPath(c.port.dev, c.port.port)))
+		case classOFED:
+			o.add(losslessOFEDClassOff, slots.with("port", c.port.label, "want", fmt.Sprint(want), "tc_path", sysfs.OFEDTrafficClassPath(c.port.dev, c.port.port),
+				"bitmap", pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
 		default:
 			o.add(losslessExpectedClassOff, slots.with("bitmap", pfcBitmapArg(v.dcb.PFCEn|1<<prio)))
 		}

@@ -135,6 +135,48 @@ func (c *LDCache) ABIs() map[int32]int {
 	return out
 }
 
+// HostABI is the required-ABI value of the libraries the host that wrote
+// the cache loads natively. ldconfig flags each entry with the ABI its ELF
+// header names (glibc's sysdeps/generic/ldconfig.h: FLAG_X8664_LIB64 0x0300,
+// FLAG_AARCH64_LIB64 0x0a00, …), and a host's own loader looks up only its
+// _DL_CACHE_DEFAULT_ID (FLAG_AARCH64_LIB64|FLAG_ELF_LIBC6 = 0x0a03 on an
+// aarch64 LP64 host). The host's ABI is the one its libc.so.6 is cached
+// with — preferred (this program's, see NativeLDFlags) when a libc of it is
+// there, so a cache of another architecture (a snapshot of a Grace or
+// Kunpeng host judged on an x86-64 workstation) is judged by its own
+// libraries, and a few cross-built ones do not decide. Without a 64-bit
+// libc entry: preferred when the cache holds libraries of it, else its
+// most common ABI, else preferred.
+func (c *LDCache) HostABI(preferred int32) int32 {
+	libc := int32(0)
+	for _, e := range c.Entries {
+		abi := e.Flags & LDFlagRequiredMask
+		if e.Name != "libc.so.6" || abi == 0 {
+			continue
+		}
+		if abi == preferred {
+			return preferred
+		}
+		if libc == 0 {
+			libc = abi
+		}
+	}
+	if libc != 0 {
+		return libc
+	}
+	abis := c.ABIs()
+	if abis[preferred] > 0 {
+		return preferred
+	}
+	best, bestN := preferred, 0
+	for abi, n := range abis {
+		if abi != 0 && (n > bestN || n == bestN && abi < best) {
+			best, bestN = abi, n
+		}
+	}
+	return best
+}
+
 // ErrLDCacheFormat is wrapped by every parse error.
 var ErrLDCacheFormat = errors.New("not a valid loader cache")
 
