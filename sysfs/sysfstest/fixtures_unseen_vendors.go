@@ -141,7 +141,7 @@ func UnknownDriverNIC() Host {
 func init() {
 	register("qedr-roce", func() *Tree { return Build(QedrRoCE()) })
 	register("qedr-iwarp", func() *Tree { return Build(QedrIWARP()) })
-	register("hns-roce-arm64", func() *Tree { return Build(HNSRoCE()) })
+	register("hns-roce-arm64", func() *Tree { return buildArm64(HNSRoCE()) }) // an aarch64 loader cache
 	register("erdma-ecs", func() *Tree { return Build(ERDMA()) })
 	register("x722-iwarp", func() *Tree { return Build(X722IWARP()) })
 	register("irdma-e810-iwarp", func() *Tree { return Build(E810IWARP()) })
