@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -40,7 +42,8 @@ type verdictCase struct {
 	software bool
 	edit     func(pr *probe.PortResult)
 	status   report.Status
-	contains []string
+	findings []unitFinding // every finding of the verdict; nil = not compared
+	contains []string      // words that are the point: a count, an errno, a step the probe names
 	remedy   string
 }
 
@@ -58,6 +61,11 @@ func runVerdictCases(t *testing.T, judge probeJudge, cases []verdictCase) {
 			}
 			if v.status != c.status {
 				t.Fatalf("status %s, want %s: %s", v.status, c.status, v.line)
+			}
+			if c.findings != nil {
+				if diff := cmp.Diff(c.findings, unitFindings(v.findings)); diff != "" {
+					t.Errorf("findings (-want +got):\n%s", diff)
+				}
 			}
 			text := v.line + "\n" + strings.Join(v.details, "\n")
 			for _, w := range c.contains {
