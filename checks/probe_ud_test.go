@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
@@ -210,7 +212,9 @@ func TestResourcesUDQPOnDeviceWithoutRC(t *testing.T) {
 	pr.Resources.QPType, pr.Resources.NoRC = "UD", efaNoRC
 	v, _ := judgeResources("efa_0 port 1", false, pr)
 	text := v.line + "\n" + strings.Join(v.details, "\n")
-	if v.status != report.Pass || !strings.Contains(text, "UD QP (send/recv") || !strings.Contains(text, "EFA has no RC queue pairs") {
+	// The finding is the same for any QP type: which one, and why, is in the words.
+	if v.status != report.Pass || !cmp.Equal(onlyFinding("verbs.resources/created", "efa_0/1"), unitFindings(v.findings)) ||
+		!strings.Contains(text, "UD QP (send/recv") || !strings.Contains(text, "EFA has no RC queue pairs") {
 		t.Fatalf("%s: %s", v.status, text)
 	}
 }
@@ -220,7 +224,8 @@ func TestRCProbesSkipWithoutRC(t *testing.T) {
 	pr := healthyPort(t)
 	pr.SendPoll = &probe.SendPollResult{Probe: probe.Probe{Name: probe.SendPoll, Skipped: efaNoRC}}
 	v, _ := judgeSendPoll("efa_0 port 1", false, pr)
-	if v.status != report.Skip || !strings.Contains(v.line, "UD and SRD only") {
+	if v.status != report.Skip || !cmp.Equal(onlyFinding("probe.send_poll/skipped", "efa_0/1"), unitFindings(v.findings)) ||
+		!strings.Contains(v.line, "UD and SRD only") {
 		t.Fatalf("%s: %s", v.status, v.line)
 	}
 }
