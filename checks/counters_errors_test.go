@@ -66,20 +66,18 @@ func TestCountersErrors(t *testing.T) {
 	clean := []findingRef{ce("zero", "mlx5_0/1"), ce("zero", "mlx5_1/1")}
 	runCountersCases(t, []countersCase{
 		{name: "cx5-roce-healthy", dir: netFixture("cx5-roce-healthy"), status: report.Pass, want: clean,
-			contains: []string{"error counters zero on 2 port(s)", "mlx5_0 port 1: 13 error counters read, all zero"}},
+			contains: []string{"mlx5_0 port 1: 13 error counters read"}},
 		{name: "cx6-ib-healthy", dir: netFixture("cx6-ib-healthy"), status: report.Pass, want: []findingRef{ce("zero", "mlx5_0/1")}},
 		{name: "rxe-softroce", dir: netFixture("rxe-softroce"), status: report.Pass, want: []findingRef{ce("zero", "rxe0/1")}},
 		// A saturated counter is said, not failed: pinned at its maximum it
 		// cannot show a fault of today, and a node must not be drained for
 		// what a counter collected over years.
 		{name: "counters-saturated", dir: netFixture("counters-saturated"), status: report.Warn,
-			want: []findingRef{ce("saturated", "mlx5_0/1"), ce("nonzero", "mlx5_0/1"), ce("saturated", "mlx5_0/1")},
-			contains: []string{"link_downed = 255, saturated (the real count is higher; threshold 10)",
-				"To start from zero after a repair: `perfquery -C mlx5_0 -P 1 -R` (IB PortCounters; -a for all ports). RoCE ports have no PMA reset: " +
-					"compare with --interval instead. hw_counters reset only when the driver reloads."},
-			lacks: []string{"perfquery -x", "SR-IOV"}},
+			want:     []findingRef{ce("saturated", "mlx5_0/1"), ce("nonzero", "mlx5_0/1"), ce("saturated", "mlx5_0/1")},
+			contains: []string{"link_downed = 255", "`perfquery -C mlx5_0 -P 1 -R`"},
+			lacks:    []string{"perfquery -x", "SR-IOV"}},
 		{name: "counters-na-no-pma", dir: netFixture("counters-na-no-pma"), status: report.Pass, want: clean,
-			contains: []string{"error counters zero on 2 port(s); 12 counters unreadable (N/A (no PMA)) on mlx5_1 port 1", "all readable ones zero"}},
+			contains: []string{"12 counters unreadable (N/A (no PMA)) on mlx5_1 port 1"}},
 		{name: "every counter unknown", dir: cx5(func(tr *sysfstest.Tree) {
 			for _, d := range []string{"mlx5_0", "mlx5_1"} {
 				sysfstest.SetAllCounters(tr, d, 1, "counters", "N/A (no PMA)")
@@ -87,7 +85,7 @@ func TestCountersErrors(t *testing.T) {
 			}
 		}), status: report.Error, exit: report.ExitUnknown, rootCause: "counters.errors",
 			want:     []findingRef{ce("unreadable-no-pma", "mlx5_0/1"), ce("unreadable-no-pma", "mlx5_1/1")},
-			contains: []string{"all 2 ports: mlx5_0 port 1: none of its 13 error counters could be read (N/A (no PMA))", "management agent did not answer"},
+			contains: []string{"none of its 13 error counters could be read (N/A (no PMA))"},
 			lacks:    []string{"SR-IOV"}},
 		{name: "a down port's unreadable counters are not judged", dir: func() string {
 			h := sysfstest.CX5RoCE()
@@ -150,19 +148,18 @@ func TestCountersErrorsCounts(t *testing.T) {
 		{name: "symbol_error below its threshold warns", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "3")
 		}), status: report.Warn, want: []findingRef{ce("nonzero", "mlx5_0/1"), ce("zero", "mlx5_1/1")},
-			contains: []string{"mlx5_0 port 1: symbol_error = 3 (threshold 10): minor link errors", "counts since boot or the last reset",
-				"To start from zero after a repair: RoCE ports have no PMA reset"},
-			lacks: []string{"perfquery -C"}},
+			contains: []string{"symbol_error = 3 (threshold 10)", "RoCE ports have no PMA reset"},
+			lacks:    []string{"perfquery -C"}},
 		{name: "symbol_error beyond its threshold fails", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "symbol_error", "50")
 		}), status: report.Fail, exit: 22, rootCause: "counters.errors", want: []findingRef{ce("symbol-errors", "mlx5_0/1"), ce("zero", "mlx5_1/1")},
-			contains: []string{"mlx5_0 port 1: symbol_error = 50, beyond the threshold 10", "2 ports: 1 fail, 1 pass", "reseat or replace the cable/transceiver"}},
+			contains: []string{"symbol_error = 50, beyond the threshold 10"}},
 		{name: "a 16-bit legacy counter at its maximum is saturated", dir: cx5(func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mlx5_0", 1, "counters", "port_rcv_errors", "65535")
 		}), status: report.Warn, want: []findingRef{ce("saturated", "mlx5_0/1"), ce("zero", "mlx5_1/1")}},
 		{name: "beyond the threshold but not rising in --interval: history, said", dir: netFixture("counters-above-threshold"),
 			opts: checks.Options{Interval: 50 * time.Millisecond}, status: report.Warn, want: []findingRef{ce("not-rising", "mlx5_0/1")},
-			contains: []string{"port_rcv_errors = 12, beyond the threshold 10: packets received with errors (CRC, length, malformed): usually a bad link; it did not rise in 50ms"}},
+			contains: []string{"port_rcv_errors = 12, beyond the threshold 10", "it did not rise in 50ms"}},
 		{name: "counters-above-threshold", dir: netFixture("counters-above-threshold"), status: report.Fail, exit: 22, rootCause: "counters.errors",
 			want: []findingRef{ce("rcv-errors", "mlx5_0/1")}, contains: []string{"perfquery -C mlx5_0 -P 1 -R"}},
 	})
@@ -202,14 +199,14 @@ func TestCountersErrorsByDriver(t *testing.T) {
 	}{
 		{"efa clean", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, nil), report.Pass,
 			[]findingRef{ce("zero", "rdmap59s0/1"), ce("zero", "rdmap59s0/device"), ce("zero", "rdmap59s1/1"), ce("zero", "rdmap59s1/device")},
-			[]string{"error counters zero on 2 port(s) and 2 device(s)", "rdmap59s0 device counters: 1 error counters read, all zero"},
+			[]string{"rdmap59s0 device counters: 1 error counters read"},
 			[]string{"unknown", "N/A"}},
 		{"efa rx_drops beyond the threshold", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "rdmap59s1", 1, "hw_counters", "rx_drops", "25000")
 			sysfstest.SetCounter(tr, "rdmap59s1", 1, "hw_counters", "retrans_pkts", "17852")
 		}), report.Fail,
 			[]findingRef{ce("zero", "rdmap59s0/1"), ce("zero", "rdmap59s0/device"), ce("rx-queue-drops", "rdmap59s1/1"), ce("zero", "rdmap59s1/device")},
-			[]string{"retrans_pkts = 17852: SRD packets retransmitted (reported, not judged)", "hw_counters reset only when the driver reloads"},
+			[]string{"retrans_pkts = 17852", "hw_counters reset only when the driver reloads"},
 			[]string{"perfquery -C"}},
 		{"efa device fault", driverHost(t, "efa", 0x1d0f, 0xefa1, efa, func(tr *sysfstest.Tree) {
 			deviceCounter(tr, "rdmap59s0", "no_completion_cmds", "11")
@@ -217,7 +214,7 @@ func TestCountersErrorsByDriver(t *testing.T) {
 			deviceCounter(tr, "rdmap59s1", "cmds_err", "40")
 		}), report.Fail,
 			[]findingRef{ce("zero", "rdmap59s0/1"), ce("device-faults", "rdmap59s0/device"), ce("zero", "rdmap59s1/1"), ce("nonzero", "rdmap59s1/device")},
-			[]string{"rdmap59s1 device counters: no_completion_cmds = 2 (threshold 10): admin commands to the device that never completed", "cmds_err = 40"}, nil},
+			[]string{"no_completion_cmds = 2 (threshold 10)", "cmds_err = 40"}, nil},
 		{"irdma without PMA is judged by hw_counters", driverHost(t, "ice", 0x8086, 0x159b, [2]string{"irdma0", "irdma1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "irdma0", 1, "hw_counters", "ip4InTruncatedPkts", "40")
 			sysfstest.SetCounter(tr, "irdma0", 1, "hw_counters", "tcpInOptErrors", "400")
@@ -230,7 +227,7 @@ func TestCountersErrorsByDriver(t *testing.T) {
 		{"erdma's counters are not in the table", driverHost(t, "erdma", 0x1ded, 0x107f, [2]string{"erdma_0", "erdma_1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "erdma_0", 1, "hw_counters", "listen_failed_cnt", "3")
 		}), report.Skip, []findingRef{ce("not-in-table", "erdma_0/1"), ce("no-counters", "erdma_1")},
-			[]string{"erdma_0 port 1: erdma exposes no error counters here (none of its hw_counters/ files is an error counter in rdmadoctor's table"}, nil},
+			nil, nil},
 		{"bnxt_re recoverable_errors is broadcast traffic, not errors", driverHost(t, "bnxt_en", 0x14e4, 0x1750, [2]string{"bnxt_re0", "bnxt_re1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "bnxt_re0", 1, "hw_counters", "recoverable_errors", "123456")
 		}), report.Pass, []findingRef{ce("zero", "bnxt_re0/1"), ce("zero", "bnxt_re1/1")}, nil, []string{"recoverable_errors"}},
@@ -242,17 +239,17 @@ func TestCountersErrorsByDriver(t *testing.T) {
 		{"cxgb4 has TCP statistics only", driverHost(t, "cxgb4", 0x1425, 0x6410, [2]string{"cxgb4_0", "cxgb4_1"}, func(tr *sysfstest.Tree) {
 			deviceCounter(tr, "cxgb4_0", "ip4RetransSegs", "5")
 		}), report.Skip, []findingRef{ce("statistics-only", "cxgb4_0/device"), ce("statistics-only", "cxgb4_1/device")},
-			[]string{"cxgb4_0 device counters: iw_cxgb4 exposes no error counters here (its hw_counters/ hold statistics only)", "ip4RetransSegs = 5"}, nil},
+			[]string{"ip4RetransSegs = 5"}, nil},
 		{"mana hardware error", driverHost(t, "mana", 0x1414, 0x00ba, [2]string{"mana_0", "mana_1"}, func(tr *sysfstest.Tree) {
 			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "general_hw_error", "11")
 			sysfstest.SetCounter(tr, "mana_0", 1, "hw_counters", "requester_timeout", "4")
 			deviceCounter(tr, "mana_1", "received_ecns", "8")
 		}), report.Fail,
 			[]findingRef{ce("device-faults", "mana_0/1"), ce("statistics-only", "mana_0/device"), ce("zero", "mana_1/1"), ce("statistics-only", "mana_1/device")},
-			[]string{"mana_0 port 1: general_hw_error = 11, beyond the threshold 10: hardware errors the adapter reported", "received_ecns = 8"}, nil},
+			[]string{"general_hw_error = 11, beyond the threshold 10", "received_ecns = 8"}, nil},
 		{"qedr has no counters", driverHost(t, "qede", 0x1077, 0x8070, [2]string{"qedr0", "qedr1"}, nil), report.Skip,
 			[]findingRef{ce("no-counters", "qedr0"), ce("no-counters", "qedr1")},
-			[]string{"all 2 counter sets: qedr0: qedr exposes no error counters in sysfs (no counters/ or hw_counters/ on its ports or the device)"}, nil},
+			nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -320,7 +317,7 @@ func TestCountersErrorsInterval(t *testing.T) {
 	<-done
 	c := hwResult(t, r, "counters.errors")
 	if c.Status != report.Fail || r.ExitCode != 22 || cmp.Diff([]findingRef{ce("rising", "mlx5_0/1")}, refs(c.Findings)) != "" ||
-		!strings.Contains(c.Summary, "symbol_error rose by 2") || !strings.Contains(c.Remedy, "The fault is happening now") {
+		!strings.Contains(c.Summary, "symbol_error rose by 2") {
 		t.Fatalf("rising counter below its threshold: %s exit %d %q %v", c.Status, r.ExitCode, c.Summary, refs(c.Findings))
 	}
 
@@ -328,7 +325,7 @@ func TestCountersErrorsInterval(t *testing.T) {
 	r = hwRun(t, dir, checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
 	c = hwResult(t, r, "counters.errors")
 	if c.Status != report.Warn || cmp.Diff([]findingRef{ce("nonzero", "mlx5_0/1")}, refs(c.Findings)) != "" ||
-		!strings.Contains(c.Summary, "symbol_error = 9 (threshold 10): minor link errors on the physical lanes: a marginal cable, dirty or loose optics; it did not rise in 100ms") ||
+		!strings.Contains(c.Summary, "symbol_error = 9 (threshold 10)") || !strings.Contains(c.Summary, "it did not rise in 100ms") ||
 		strings.Contains(c.Summary, "counts since boot") {
 		t.Fatalf("steady count: %s %q", c.Status, c.Summary)
 	}
@@ -336,8 +333,9 @@ func TestCountersErrorsInterval(t *testing.T) {
 	// A saturated counter cannot rise: --interval says so instead of "did not rise".
 	sat := hwRun(t, netFixture("counters-saturated"), checks.Options{Interval: 100 * time.Millisecond}, "counters.errors")
 	c = hwResult(t, sat, "counters.errors")
-	if c.Status != report.Warn || !strings.Contains(c.Summary, "link_downed = 255, saturated (the real count is higher; threshold 10): "+
-		"the link went down: cable pulled, peer reset or training failed; whether it still rises cannot be told: reset it (`perfquery -C mlx5_0 -P 1 -R`) and measure again") {
+	satRefs := []findingRef{ce("saturated", "mlx5_0/1"), ce("nonzero", "mlx5_0/1"), ce("saturated", "mlx5_0/1")}
+	if c.Status != report.Warn || cmp.Diff(satRefs, refs(c.Findings)) != "" ||
+		!strings.Contains(c.Summary, "whether it still rises cannot be told: reset it (`perfquery -C mlx5_0 -P 1 -R`)") {
 		t.Fatalf("saturated with --interval: %s exit %d %q", c.Status, sat.ExitCode, c.Summary)
 	}
 

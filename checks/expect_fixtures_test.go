@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -126,17 +128,23 @@ func TestPCILinkAgainstExpectations(t *testing.T) {
 	for _, tc := range []struct {
 		name, fixture, class string
 		status               report.Status
-		says, remedy         string
+		want                 []findingRef
+		says, remedy         string // the expect.conf line and key cited; a fix the deviation needs
 	}{
 		{"as expected", "cx5-roce-healthy", "mlx5_*.pcie_speed = 8 GT/s\nmlx5_*.pcie_width = 16\n", report.Pass,
+			[]findingRef{pl("expected", "0000:3b:00.0"), pl("expected", "0000:3b:00.1")},
 			"as e.conf:3 mlx5_*.pcie_speed = 8 GT/s, e.conf:4 mlx5_*.pcie_width = 16 expects", ""},
 		{"narrower than the class", "cx5-roce-healthy", "mlx5_1.pcie_width = 8\n", report.Fail,
-			"0000:3b:00.1 trained at 8.0 GT/s x16: width x16, expected x8 by e.conf:3 mlx5_1.pcie_width = 8", "not what e.conf:3 mlx5_1.pcie_width = 8 expects"},
+			[]findingRef{pl("expected", "0000:3b:00.0"), pl("deviates", "0000:3b:00.1")},
+			"expected x8 by e.conf:3 mlx5_1.pcie_width = 8", "not what e.conf:3 mlx5_1.pcie_width = 8 expects"},
 		{"slower than the class", "cx5-roce-healthy", "mlx5_*.pcie_speed = 16.0 GT/s PCIe\n", report.Fail,
-			"speed 8.0 GT/s, expected 16.0 GT/s PCIe by e.conf:3 mlx5_*.pcie_speed = 16.0 GT/s PCIe", "update the expectations file"},
+			[]findingRef{pl("deviates", "0000:3b:00.0"), pl("deviates", "0000:3b:00.1")},
+			"expected 16.0 GT/s PCIe by e.conf:3 mlx5_*.pcie_speed = 16.0 GT/s PCIe", ""},
 		{"degraded and deviating", "pcie-degraded", "mlx5_*.pcie_width = 16\n", report.Fail,
-			"width x8, expected x16 by e.conf:3 mlx5_*.pcie_width = 16", "Reseat the card"},
-		{"a rule for other devices", "cx5-roce-healthy", "bnxt_re*.pcie_width = 8\n", report.Pass, "8.0 GT/s x16", ""},
+			[]findingRef{pl("degraded", "0000:3b:00.0"), pl("deviates", "0000:3b:00.0"), pl("degraded", "0000:3b:00.1"), pl("deviates", "0000:3b:00.1")},
+			"expected x16 by e.conf:3 mlx5_*.pcie_width = 16", ""},
+		{"a rule for other devices", "cx5-roce-healthy", "bnxt_re*.pcie_width = 8\n", report.Pass,
+			[]findingRef{pl("expected", "0000:3b:00.0"), pl("expected", "0000:3b:00.1")}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := expectClass(t, "[class c]\nhosts = *\n"+tc.class)
@@ -145,6 +153,9 @@ func TestPCILinkAgainstExpectations(t *testing.T) {
 			all := res.Summary + "\n" + strings.Join(res.Details, "\n")
 			if res.Status != tc.status || !strings.Contains(all, tc.says) {
 				t.Errorf("status %s, want %s; %q not in\n%s", res.Status, tc.status, tc.says, all)
+			}
+			if diff := cmp.Diff(tc.want, refs(res.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			if tc.status == report.Fail && (r.ExitCode != 11 || !strings.Contains(res.Remedy, tc.remedy)) {
 				t.Errorf("exit %d, remedy %q (want exit 11 and %q)", r.ExitCode, res.Remedy, tc.remedy)

@@ -37,48 +37,60 @@ func TestHostKindsRDMADevices(t *testing.T) {
 		// The PF that gave its RDMA device up to the LAG is served by it; a
 		// reload or enable_rdma remedy would break the bond.
 		{name: "mlx5 RoCE LAG", dir: netFixture("mlx5-roce-lag-bond"), status: report.Pass,
-			contains: []string{"1 RDMA device(s): mlx5_bond_0", "0000:98:00.1 ConnectX-6 Dx: in RoCE LAG mlx5_bond_0 (bond bond0)",
-				"mlx5_bond_0 (RoCE LAG over bond0: ens2f0np0, ens2f1np1)"},
-			lacks: []string{"NO RDMA DEVICE", "modprobe -r", "enable_rdma"}},
-		{name: "Omni-Path is an RDMA NIC", dir: netFixture("hfi1-omnipath"), status: report.Pass, contains: []string{"0000:5e:00.0 Intel Omni-Path HFI 100: hfi1_0"}},
-		{name: "EFA", dir: netFixture("aws-efa"), status: report.Pass, contains: []string{"AWS EFA (2nd gen): rdmap0s6"}, lacks: []string{"ENA"}},
+			findings: []findingRef{{"rdma.devices/registered", "0000:98:00.0"}, {"rdma.devices/lag-member", "0000:98:00.1"}, {"rdma.devices/present", ""}},
+			contains: []string{"in RoCE LAG mlx5_bond_0 (bond bond0)"}, lacks: []string{"modprobe -r", "enable_rdma"}},
+		{name: "Omni-Path is an RDMA NIC", dir: netFixture("hfi1-omnipath"), status: report.Pass,
+			findings: []findingRef{{"rdma.devices/registered", "0000:5e:00.0"}, {"rdma.devices/present", ""}}, contains: []string{"Intel Omni-Path HFI 100: hfi1_0"}},
+		{name: "EFA", dir: netFixture("aws-efa"), status: report.Pass,
+			findings: []findingRef{{"rdma.devices/registered", "0000:00:06.0"}, {"rdma.devices/present", ""}},
+			contains: []string{"AWS EFA (2nd gen): rdmap0s6"}, lacks: []string{"ENA"}},
 		// Exclusive netns: the devices exist; the namespace is the whole
 		// cause and comes first.
 		{name: "exclusive netns container", dir: netFixture("netns-exclusive-container"), status: report.Fail, exit: 14, rootCause: "rdma.devices",
-			contains: []string{"2 RDMA device(s) registered by the kernel but not visible in this network namespace (RDMA netns mode exclusive): mlx5_0, mlx5_1",
-				"The devices exist in another network namespace", "`rdma dev set <device> netns <namespace>`", "hostNetwork"},
-			lacks: []string{"registered no RDMA device", "modprobe -r", "devlink"}},
+			findings: []findingRef{{"rdma.devices/other-netns", "0000:3b:00.0"}, {"rdma.devices/other-netns", "0000:3b:00.1"}},
+			contains: []string{"`rdma dev set <device> netns <namespace>`", "hostNetwork"},
+			lacks:    []string{"modprobe -r", "devlink"}},
 	})
 }
 
 func TestHostKindsPortState(t *testing.T) {
 	runNetCases(t, "port.state", []netCase{
 		{name: "IB port disabled by management warns", dir: netFixture("ib-port-disabled"), status: report.Warn,
-			contains: []string{"mlx5_0 port 2 DOWN (phys Disabled): disabled by management", "ibportstate -C mlx5_0 -P 2 -D 0 2 enable", "unused = true", "1 warn, 1 pass"}},
+			findings: []findingRef{{"port.state/active", "mlx5_0/1"}, {"port.state/disabled", "mlx5_0/2"}},
+			contains: []string{"ibportstate -C mlx5_0 -P 2 -D 0 2 enable", "unused = true"}},
 		{name: "IB 1X link warns", dir: netFixture("ib-link-degraded-1x"), status: report.Warn,
-			contains: []string{"trained at 50 Gb/sec (1X HDR): 1 lane of 4", "iblinkinfo"}},
+			findings: []findingRef{{"port.state/one-lane", "mlx5_0/1"}}, contains: []string{"1 lane of 4"}},
 		{name: "IB 1X link fails against --expect-rate", dir: netFixture("ib-link-degraded-1x"), opts: checks.Options{ExpectRate: 200},
-			status: report.Fail, exit: 19, rootCause: "port.state", contains: []string{"below the expected 200 Gb/sec"}},
-		{name: "HDR100 2X split passes", dir: netFixture("ib-hdr100-split-2x"), status: report.Pass, contains: []string{"100 Gb/sec (2X HDR)"}, lacks: []string{"lane"}},
+			status: report.Fail, exit: 19, rootCause: "port.state",
+			findings: []findingRef{{"port.state/one-lane", "mlx5_0/1"}, {"port.state/below-rate", "mlx5_0/1"}}, contains: []string{"below the expected 200 Gb/sec"}},
+		{name: "HDR100 2X split passes", dir: netFixture("ib-hdr100-split-2x"), status: report.Pass,
+			findings: []findingRef{{"port.state/active", "mlx5_0/1"}}, contains: []string{"100 Gb/sec (2X HDR)"}, lacks: []string{"lane"}},
 		// mlx5 reports a carrier-less RoCE port Disabled: the netdev is
 		// already up, so the cable or the switch port is the fix.
 		{name: "RoCE Disabled without carrier", dir: netFixture("roce-disabled-no-carrier"), status: report.Fail, exit: 19, rootCause: "port.state",
-			contains: []string{"netdev ens1f1np1 is up but has no carrier", "`ethtool ens1f1np1`", "switch port"},
-			lacks:    []string{"ip link set ens1f1np1 up", "ibportstate"}},
-		{name: "EFA has no LID to judge", dir: netFixture("aws-efa"), status: report.Pass, contains: []string{"rdmap0s6 port 1: ACTIVE, 100 Gb/sec (4X EDR), EFA (SRD)"},
-			lacks: []string{"subnet manager"}},
-		{name: "Omni-Path with LIDs", dir: netFixture("hfi1-omnipath"), status: report.Pass, contains: []string{"hfi1_0 port 1: ACTIVE", "Omni-Path", "LID 0x3"}},
-		{name: "iWARP fixed rate is not judged as a width", dir: netFixture("cxgb4-iwarp"), status: report.Pass, contains: []string{"cxgb4_0 port 1: ACTIVE", "iWARP"}},
-		{name: "representor ports", dir: netFixture("sriov-switchdev-representors"), status: report.Pass, contains: []string{"mlx5_0 port 3: ACTIVE"}},
+			findings: []findingRef{{"port.state/active", "mlx5_0/1"}, {"port.state/no-carrier", "mlx5_1/1"}},
+			contains: []string{"`ethtool ens1f1np1`"}, lacks: []string{"ip link set ens1f1np1 up", "ibportstate"}},
+		{name: "EFA has no LID to judge", dir: netFixture("aws-efa"), status: report.Pass,
+			findings: []findingRef{{"port.state/active", "rdmap0s6/1"}}, contains: []string{"EFA (SRD)"}, lacks: []string{"subnet manager"}},
+		{name: "Omni-Path with LIDs", dir: netFixture("hfi1-omnipath"), status: report.Pass,
+			findings: []findingRef{{"port.state/active", "hfi1_0/1"}}, contains: []string{"Omni-Path", "LID 0x3"}},
+		{name: "iWARP fixed rate is not judged as a width", dir: netFixture("cxgb4-iwarp"), status: report.Pass,
+			findings: []findingRef{{"port.state/active", "cxgb4_0/1"}}, contains: []string{"iWARP"}},
+		{name: "representor ports", dir: netFixture("sriov-switchdev-representors"), status: report.Pass,
+			findings: []findingRef{{"port.state/active", "mlx5_0/1"}, {"port.state/active", "mlx5_0/2"}, {"port.state/active", "mlx5_0/3"}, {"port.state/active", "mlx5_1/1"}}},
 	})
 }
 
 func TestHostKindsKernelModules(t *testing.T) {
+	// kernel.modules judges the host as a whole: which modules it needs
+	// is said in words only.
+	present := []findingRef{{"kernel.modules/present", ""}}
 	runNetCases(t, "kernel.modules", []netCase{
 		// EFA connects through libfabric's address handles, not rdma_cm.
-		{name: "EFA needs no rdma_cm", dir: netFixture("aws-efa"), status: report.Pass,
+		{name: "EFA needs no rdma_cm", dir: netFixture("aws-efa"), status: report.Pass, findings: present,
 			contains: []string{"rdma_cm: not loaded (not needed: no port here connects through rdma_cm)"}, lacks: []string{"modprobe rdma_ucm"}},
-		{name: "Omni-Path modules", dir: netFixture("hfi1-omnipath"), status: report.Pass, contains: []string{"hfi1: loaded"}},
-		{name: "iWARP modules", dir: netFixture("cxgb4-iwarp"), status: report.Pass, contains: []string{"iw_cxgb4: loaded", "rdma_cm: loaded (librdmacm connections)"}},
+		{name: "Omni-Path modules", dir: netFixture("hfi1-omnipath"), status: report.Pass, findings: present, contains: []string{"hfi1: loaded"}},
+		{name: "iWARP modules", dir: netFixture("cxgb4-iwarp"), status: report.Pass, findings: present,
+			contains: []string{"iw_cxgb4: loaded", "rdma_cm: loaded (librdmacm connections)"}},
 	})
 }

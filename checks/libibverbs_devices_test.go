@@ -40,61 +40,59 @@ func TestJudgeVerbsDevices(t *testing.T) {
 		family   string
 		netns    string
 		status   report.Status
-		contains []string
+		contains []string // words that are the point: what the library said, a path, a number
 		remedy   string
 		// remedyFirst is how the remedy must begin; remedyLacks what it must not say.
 		remedyFirst string
 		remedyLacks []string
-		// findings are the findings' IDs and units ("ID unit").
-		findings []string
+		findings    []unitFinding
 	}{
-		{name: "all listed", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/listed rxe0"}, kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
-			status: report.Pass, contains: []string{"lists all 2 kernel device(s)", "mlx5_0 (0c42:a103:0065:d4e2)", "rxe0 (ccbe:95ff:fe70:d640)"}},
-		{name: "library absent", findings: []string{"libibverbs.devices/load-failed "}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+		{name: "all listed", findings: []unitFinding{{"libibverbs.devices/listed", "mlx5_0"}, {"libibverbs.devices/listed", "rxe0"}}, kernel: []sysfs.RDMADevice{mlx, rxe}, list: verbsList{Devices: listed(mlx, rxe)},
+			status: report.Pass},
+		{name: "library absent", findings: []unitFinding{{"libibverbs.devices/load-failed", ""}}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
 			list:   verbsList{Library: "libibverbs.so.1", LoadError: "libibverbs.so.1: cannot open shared object file: No such file or directory"},
-			status: report.Fail, contains: []string{"could not be loaded", "cannot open shared object file"}, remedy: "apt-get install libibverbs1"},
+			status: report.Fail, contains: []string{"cannot open shared object file"}, remedy: "apt-get install libibverbs1"},
 		// With no library name recorded, the soname is named.
-		{name: "library absent on RHEL", findings: []string{"libibverbs.devices/load-failed "}, kernel: []sysfs.RDMADevice{mlx}, family: "rhel",
+		{name: "library absent on RHEL", findings: []unitFinding{{"libibverbs.devices/load-failed", ""}}, kernel: []sysfs.RDMADevice{mlx}, family: "rhel",
 			list:   verbsList{LoadError: "libibverbs.so.1: cannot open shared object file"},
 			status: report.Fail, contains: []string{"libibverbs.so.1 could not be loaded"}, remedy: "dnf install libibverbs"},
-		{name: "wrong library", findings: []string{"libibverbs.devices/not-verbs "}, kernel: []sysfs.RDMADevice{mlx},
+		{name: "wrong library", findings: []unitFinding{{"libibverbs.devices/not-verbs", ""}}, kernel: []sysfs.RDMADevice{mlx},
 			list:   verbsList{Library: "libibverbs.so.1", LoadedFrom: "/opt/x/libibverbs.so.1", Missing: []string{"ibv_get_device_list", "ibv_open_device"}},
-			status: report.Fail, contains: []string{"/opt/x/libibverbs.so.1 is not a usable libibverbs", "lacks 2 verb(s)", "ibv_open_device"}, remedy: "ldconfig -p"},
-		{name: "ENOSYS", findings: []string{"libibverbs.devices/list-enosys "}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOSYS"},
-			status: report.Fail, contains: []string{"NULL with ENOSYS", "the kernel has no uverbs"}, remedy: "modprobe ib_uverbs"},
-		{name: "other errno", findings: []string{"libibverbs.devices/list-errno "}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
+			status: report.Fail, contains: []string{"/opt/x/libibverbs.so.1", "ibv_open_device"}, remedy: "ldconfig -p"},
+		{name: "ENOSYS", findings: []unitFinding{{"libibverbs.devices/list-enosys", ""}}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOSYS"},
+			status: report.Fail, remedy: "modprobe ib_uverbs"},
+		{name: "other errno", findings: []unitFinding{{"libibverbs.devices/list-errno", ""}}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{ListErrno: "ENOMEM"},
 			status: report.Fail, contains: []string{"NULL with ENOMEM"}},
 		// NULL without errno is a failed call, not an empty list whose
 		// cause would be a missing provider.
-		{name: "NULL without errno", findings: []string{"libibverbs.devices/list-no-errno "}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
+		{name: "NULL without errno", findings: []unitFinding{{"libibverbs.devices/list-no-errno", ""}}, kernel: []sysfs.RDMADevice{mlx}, family: "debian",
 			list:   verbsList{ListError: "ibv_get_device_list: failed without setting errno"},
-			status: report.Fail, contains: []string{"returned NULL without setting errno"}, remedy: "VERBS_LOG_LEVEL=3 ibv_devices"},
-		{name: "provider missing for one driver", findings: []string{"libibverbs.devices/not-listed mlx5_0", "libibverbs.devices/not-listed mlx5_1", "libibverbs.devices/listed rxe0"}, kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
+			status: report.Fail, remedy: "VERBS_LOG_LEVEL=3 ibv_devices"},
+		{name: "provider missing for one driver", findings: []unitFinding{{"libibverbs.devices/not-listed", "mlx5_0"}, {"libibverbs.devices/not-listed", "mlx5_1"}, {"libibverbs.devices/listed", "rxe0"}}, kernel: []sysfs.RDMADevice{mlx, mlx1, rxe}, family: "debian",
 			list: verbsList{Devices: listed(rxe), Warnings: []string{
 				"libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so': libmlx5-rdmav34.so: cannot open shared object file"}},
-			status: report.Fail, contains: []string{"lists 1 of the kernel's 3", "mlx5_0 (driver mlx5_core): not listed — most often its provider libmlx5-rdmav*.so did not load",
-				"the library said: libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'"}, remedy: "apt-get install ibverbs-providers",
+			status: report.Fail, contains: []string{"libmlx5-rdmav*.so", "the library said: libibverbs: Warning: couldn't load driver 'libmlx5-rdmav34.so'"}, remedy: "apt-get install ibverbs-providers",
 			remedyFirst: "Install the providers", remedyLacks: []string{"exclusive"}},
 		// In exclusive netns mode the namespace is named first, in the
 		// finding and in the remedy; the provider comes after.
-		{name: "empty list in exclusive netns", findings: []string{"libibverbs.devices/not-listed-netns mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{}, family: "debian",
-			status: report.Fail, contains: []string{"RDMA netns mode is exclusive", "mlx5_0 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode, so the device belongs to another network namespace"},
+		{name: "empty list in exclusive netns", findings: []unitFinding{{"libibverbs.devices/not-listed-netns", "mlx5_0"}}, kernel: []sysfs.RDMADevice{mlx}, netns: "exclusive", list: verbsList{}, family: "debian",
+			status:      report.Fail,
 			remedy:      "If the device does belong to this namespace, its provider did not load:\nInstall the providers: `apt-get install ibverbs-providers`",
 			remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_0 is visible and opens only inside"},
-		{name: "one of two missing in exclusive netns", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/not-listed-netns mlx5_1"}, kernel: []sysfs.RDMADevice{mlx, mlx1}, netns: "exclusive", list: verbsList{Devices: listed(mlx)},
-			status: report.Fail, contains: []string{"lists 1 of the kernel's 2", "mlx5_1 (driver mlx5_core): not listed — the RDMA subsystem is in exclusive netns mode"},
+		{name: "one of two missing in exclusive netns", findings: []unitFinding{{"libibverbs.devices/listed", "mlx5_0"}, {"libibverbs.devices/not-listed-netns", "mlx5_1"}}, kernel: []sysfs.RDMADevice{mlx, mlx1}, netns: "exclusive", list: verbsList{Devices: listed(mlx)},
+			status: report.Fail,
 			remedy: "nsenter --net", remedyFirst: "The RDMA subsystem is in exclusive network-namespace mode (`rdma system` shows `netns exclusive`): mlx5_1 is visible"},
-		{name: "software device without provider", findings: []string{"libibverbs.devices/not-listed rxe0"}, kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
-			status: report.Fail, contains: []string{"rxe0 (driver rdma_rxe): not listed — most often its provider librxe-rdmav*.so did not load"}},
-		{name: "unknown driver", findings: []string{"libibverbs.devices/not-listed-unknown-driver foo0"}, kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
-			status: report.Fail, contains: []string{`driver "foo" has no known provider`}},
-		{name: "extra device", findings: []string{"libibverbs.devices/listed mlx5_0", "libibverbs.devices/stray mlx5_7"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: append(listed(mlx), listedDevice{Name: "mlx5_7"})},
-			status: report.Warn, contains: []string{"does not show: mlx5_7"}},
-		{name: "GUID differs", findings: []string{"libibverbs.devices/guid-differs mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0c42:a103:0065:0000"}}},
+		{name: "software device without provider", findings: []unitFinding{{"libibverbs.devices/not-listed", "rxe0"}}, kernel: []sysfs.RDMADevice{rxe}, list: verbsList{},
+			status: report.Fail, contains: []string{"librxe-rdmav*.so"}},
+		{name: "unknown driver", findings: []unitFinding{{"libibverbs.devices/not-listed-unknown-driver", "foo0"}}, kernel: []sysfs.RDMADevice{{Name: "foo0", PCIAddr: "0000:01:00.0", Driver: "foo"}}, list: verbsList{},
+			status: report.Fail},
+		{name: "extra device", findings: []unitFinding{{"libibverbs.devices/listed", "mlx5_0"}, {"libibverbs.devices/stray", "mlx5_7"}}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: append(listed(mlx), listedDevice{Name: "mlx5_7"})},
+			status: report.Warn},
+		{name: "GUID differs", findings: []unitFinding{{"libibverbs.devices/guid-differs", "mlx5_0"}}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0c42:a103:0065:0000"}}},
 			status: report.Warn, contains: []string{"node GUID 0c42:a103:0065:0000 in the library, 0c42:a103:0065:d4e2 in sysfs"}},
-		{name: "GUID formats compare equal", findings: []string{"libibverbs.devices/listed mlx5_0"}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0C42A1030065D4E2"}}},
+		{name: "GUID formats compare equal", findings: []unitFinding{{"libibverbs.devices/listed", "mlx5_0"}}, kernel: []sysfs.RDMADevice{mlx}, list: verbsList{Devices: []listedDevice{{Name: "mlx5_0", GUID: "0C42A1030065D4E2"}}},
 			status: report.Pass},
-		{name: "nothing anywhere", findings: []string{"libibverbs.devices/none "}, list: verbsList{}, status: report.Skip},
+		{name: "nothing anywhere", findings: []unitFinding{{"libibverbs.devices/none", ""}}, list: verbsList{}, status: report.Skip},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,11 +100,7 @@ func TestJudgeVerbsDevices(t *testing.T) {
 			if r.Status != c.status {
 				t.Fatalf("status %s, want %s: %s", r.Status, c.status, r.Summary)
 			}
-			var got []string
-			for _, f := range r.Findings {
-				got = append(got, f.ID+" "+f.Unit)
-			}
-			if diff := cmp.Diff(c.findings, got); diff != "" {
+			if diff := cmp.Diff(c.findings, unitFindings(r.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			text := r.Summary + "\n" + strings.Join(r.Details, "\n")
@@ -297,7 +291,11 @@ func TestLibibverbsDevicesChildFailure(t *testing.T) {
 	env := NewEnv(sysfs.OpenLive(), Options{Level: 1})
 	UseVerbs(env, &fakeVerbs{enumErr: errors.New("the verbs child crashed with SIGSEGV in ibv_get_device_list")})
 	r := runLibibverbsDevices(context.Background(), env)
-	if r.Status != report.Error || !strings.Contains(r.Summary, "crashed with SIGSEGV in ibv_get_device_list") || !strings.Contains(r.Remedy, "strace") {
+	if diff := cmp.Diff(onlyFinding("libibverbs.devices/child-failed", ""), unitFindings(r.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	// The child's own words say what happened.
+	if r.Status != report.Error || !strings.Contains(r.Summary, "crashed with SIGSEGV in ibv_get_device_list") {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -308,12 +306,14 @@ func TestLibibverbsDevicesCouldNotLook(t *testing.T) {
 	for _, c := range []struct {
 		name             string
 		facts            *sysfs.VerbsEnumeration
+		finding          string
 		summary, remedy  string
 		observed, expect string
 	}{
-		{"not recorded", nil, "no libibverbs enumeration in the snapshot", "`ibv_devices`", "no recorded enumeration", "the facts file's libibverbs answer"},
-		{"child killed", &sysfs.VerbsEnumeration{ChildError: "killed after 10s", Devices: []sysfs.VerbsDevice{}},
-			"could not enumerate through libibverbs: killed after 10s", "strace -f -e trace=openat ibv_devices", "no answer from ibv_get_device_list", "within the deadline"},
+		{"not recorded", nil, "libibverbs.devices/not-recorded", "", "`ibv_devices`", "no recorded enumeration", "the facts file's libibverbs answer"},
+		// The child's error is quoted.
+		{"child killed", &sysfs.VerbsEnumeration{ChildError: "killed after 10s", Devices: []sysfs.VerbsDevice{}}, "libibverbs.devices/child-failed",
+			"killed after 10s", "strace -f -e trace=openat ibv_devices", "no answer from ibv_get_device_list", "within the deadline"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := sysfstest.Build(sysfstest.CX5RoCE())
@@ -330,6 +330,9 @@ func TestLibibverbsDevicesCouldNotLook(t *testing.T) {
 			r := runLibibverbsDevices(context.Background(), NewEnv(h, Options{Level: 1}))
 			if r.Status != report.Error || !strings.Contains(r.Summary, c.summary) {
 				t.Fatalf("%s: %s; want error saying %q", r.Status, r.Summary, c.summary)
+			}
+			if diff := cmp.Diff(onlyFinding(c.finding, ""), unitFindings(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			if !strings.Contains(r.Remedy, c.remedy) || r.Observed != c.observed || !strings.Contains(r.Expected, c.expect) {
 				t.Errorf("remedy %q, observed %q, expected %q", r.Remedy, r.Observed, r.Expected)

@@ -6,10 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
+
+// pl is a pci.link finding about a PCI function.
+func pl(slug, unit string) findingRef { return findingRef{"pci.link/" + slug, unit} }
 
 func TestPCILinkFixtures(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,19 +22,25 @@ func TestPCILinkFixtures(t *testing.T) {
 		status    report.Status
 		exit      int
 		rootCause string
-		says      []string
+		want      []findingRef
+		says      []string // the speed and width read, in the summary
 	}{
-		{"cx5-roce-healthy", report.Pass, 0, "", []string{"8.0 GT/s x16"}},
-		{"cx6-ib-healthy", report.Pass, 0, "", []string{"16.0 GT/s x16"}},
-		{"gen5-card-gen4-slot", report.Pass, 0, "", []string{"16.0 GT/s x16"}},
-		{"pcie-degraded", report.Fail, 11, "pci.link", []string{"x8", "expected 8.0 GT/s x16"}},
-		{"rxe-softroce", report.Skip, 0, "", []string{"software RDMA"}},
+		{"cx5-roce-healthy", report.Pass, 0, "", []findingRef{pl("expected", "0000:3b:00.0"), pl("expected", "0000:3b:00.1")}, []string{"8.0 GT/s x16"}},
+		{"cx6-ib-healthy", report.Pass, 0, "", []findingRef{pl("expected", "0000:c1:00.0")}, []string{"16.0 GT/s x16"}},
+		// a Gen5 card in a Gen4 slot is judged against the slot
+		{"gen5-card-gen4-slot", report.Pass, 0, "", []findingRef{pl("expected", "0000:c1:00.0")}, []string{"16.0 GT/s x16"}},
+		{"pcie-degraded", report.Fail, 11, "pci.link", []findingRef{pl("degraded", "0000:3b:00.0"), pl("degraded", "0000:3b:00.1")},
+			[]string{"x8", "expected 8.0 GT/s x16"}},
+		{"rxe-softroce", report.Skip, 0, "", []findingRef{pl("software-only", "")}, nil},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			r := hwRun(t, filepath.Join(hostsDir, tc.fixture), checks.Options{}, "pci.link")
 			c := hwResult(t, r, "pci.link")
 			if c.Status != tc.status {
 				t.Fatalf("status %s (%s), want %s", c.Status, c.Summary, tc.status)
+			}
+			if diff := cmp.Diff(tc.want, refs(c.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			if r.ExitCode != tc.exit {
 				t.Errorf("exit %d, want %d", r.ExitCode, tc.exit)
@@ -68,6 +79,9 @@ func TestPCILinkBadAttributesAreErrors(t *testing.T) {
 		tr.Attr("/sys/devices/pci0000:3a/0000:3a:00.0/"+fn+"/current_link_speed", "\x00\x01garbage")
 	}
 	res := hwRunOne(t, hwWrite(t, tr), "pci.link", checks.Options{})
+	if diff := cmp.Diff([]findingRef{pl("unreadable", "0000:3b:00.0"), pl("unreadable", "0000:3b:00.1")}, refs(res.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
 	if res.Status != report.Error || !strings.Contains(strings.Join(res.Details, " "), "current_link_speed") {
 		t.Errorf("%s: %s %v; want error naming the file", res.Status, res.Summary, res.Details)
 	}

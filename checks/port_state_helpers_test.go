@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
@@ -15,10 +17,11 @@ type netCase struct {
 	dir       string // a host directory
 	opts      checks.Options
 	status    report.Status
-	exit      int    // exit code of the whole level-1 run (all checks)
-	rootCause string // "" = none
-	contains  []string
-	lacks     []string // text the result must not hold
+	exit      int          // exit code of the whole level-1 run (all checks)
+	rootCause string       // "" = none
+	findings  []findingRef // every finding of the check, in order; nil = not compared
+	contains  []string     // words that are the point: a computed number, a command or path in a fix
+	lacks     []string     // text the result must not hold
 }
 
 // netFixture is a bundled fixture's directory (made by sysfstest.Materialize).
@@ -35,6 +38,11 @@ func runNetCases(t *testing.T, id string, cases []netCase) {
 			text := c.Summary + "\n" + c.Observed + "\n" + c.Expected + "\n" + strings.Join(c.Details, "\n") + "\n" + c.Remedy
 			if c.Status != tc.status {
 				t.Fatalf("%s status %s, want %s\n%s", id, c.Status, tc.status, text)
+			}
+			if tc.findings != nil {
+				if diff := cmp.Diff(tc.findings, refs(c.Findings)); diff != "" {
+					t.Errorf("%s findings (-want +got):\n%s", id, diff)
+				}
 			}
 			if r.ExitCode != tc.exit {
 				t.Errorf("exit %d, want %d (root cause %v)", r.ExitCode, tc.exit, deref(r.RootCause))

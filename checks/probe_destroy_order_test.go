@@ -8,10 +8,16 @@ import (
 )
 
 func TestJudgeDestroyOrder(t *testing.T) {
+	do := func(slugs ...string) []unitFinding {
+		var out []unitFinding
+		for _, s := range slugs {
+			out = append(out, unitFinding{"probe.destroy_order/" + s, "rxe0/1"})
+		}
+		return out
+	}
 	runVerdictCases(t, judgeDestroyOrder, []verdictCase{
-		{name: "healthy rxe", status: report.Pass,
-			contains: []string{"refused with EBUSY", "stale-lkey SEND completed with IBV_WC_LOC_QP_OP_ERR", "resource counts back to baseline",
-				"before cq 1, ctx 0, mr 0, pd 1, qp 1; during cq 3, ctx 1, mr 2, pd 2, qp 3"}},
+		{name: "healthy rxe", status: report.Pass, findings: do("freed-counts-back"),
+			contains: []string{"before cq 1, ctx 0, mr 0, pd 1, qp 1; during cq 3, ctx 1, mr 2, pd 2, qp 3"}},
 		{name: "PD freed under a live QP", status: report.Fail, remedy: "qp_state_table",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -19,13 +25,13 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				st := step(t, &r.Probe, "ibv_dealloc_pd while QPs use it")
 				st.OK, st.Errno, st.ErrnoName, st.Error = false, 0, "", "ibv_dealloc_pd while QPs use it succeeded; a correct stack refuses it with EBUSY"
 			},
-			contains: []string{"ibv_dealloc_pd succeeded under a live QP"}},
+			findings: do("freed-under-live-qp")},
 		{name: "CQ refused with another errno", status: report.Warn, remedy: "qp_state_table",
 			edit: func(pr *probe.PortResult) {
 				pr.DestroyOrder.DestroyCQLiveQP = 22
 				failStep(step(t, &pr.DestroyOrder.Probe, "ibv_destroy_cq while QP A uses it"), 22, "EINVAL", "ibv_destroy_cq: EINVAL", "")
 			},
-			contains: []string{"ibv_destroy_cq was refused with errno 22 instead of EBUSY"}},
+			findings: do("refused-other-errno"), contains: []string{"errno 22"}},
 		{name: "stale key succeeds", status: report.Fail, remedy: "did not check the memory key",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -33,7 +39,7 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				failStep(step(t, &r.Probe, "stale-lkey SEND completes in error"), 0, "",
 					"a SEND through a deregistered MR's lkey completed successfully: the device did not check the key", "")
 			},
-			contains: []string{"did not check the key"}},
+			findings: do("stale-key-accepted")},
 		{name: "stale key succeeds and counts unreadable", status: report.Fail, remedy: "did not check the memory key",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -43,21 +49,21 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				r.CountsError, r.CountsAfter = "RDMA netlink resource dump: operation not permitted", nil
 				r.Steps = r.Steps[:len(r.Steps)-1]
 			},
-			contains: []string{"did not check the key", "also: resource counts not verified"}},
+			findings: do("stale-key-accepted", "counts-unreadable")},
 		{name: "leak", status: report.Fail, remedy: "rdma resource show",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
 				r.CountsAfter = map[string]uint64{"cq": 1, "ctx": 0, "mr": 1, "pd": 1, "qp": 2}
 				failStep(step(t, &r.Probe, "resource counts back to baseline"), 0, "", "resource counts after teardown differ from before: mr 0→1, qp 1→2", "")
 			},
-			contains: []string{"mr 0→1, qp 1→2"}},
+			findings: do("teardown-failed"), contains: []string{"mr 0→1, qp 1→2"}},
 		{name: "counts unreadable", status: report.Warn, remedy: "`rdma resource show` before and after",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
 				r.CountsError, r.CountsAfter = "RDMA netlink resource dump: operation not permitted", nil
 				r.Steps = r.Steps[:len(r.Steps)-1]
 			},
-			contains: []string{"resource counts not verified"}},
+			findings: do("counts-unreadable")},
 		{name: "device-wide counts moved: not a leak of the probe", status: report.Warn, remedy: "lists each object with its owner's pid",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -66,8 +72,7 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				r.CountsDrift = "device-wide resource counts after teardown differ from before: qp 1→2"
 				r.Steps = r.Steps[:len(r.Steps)-1]
 			},
-			contains: []string{"qp 1→2", "other users of the device may have changed the counts", "rdma resource counts, device-wide",
-				"the device-wide summary was compared"}},
+			findings: do("counts-drift"), contains: []string{"qp 1→2"}},
 		{name: "own objects counted and back", status: report.Pass,
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -76,7 +81,7 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				r.CountsDuring = map[string]uint64{"cq": 2, "ctx": 1, "mr": 2, "pd": 1, "qp": 2}
 				r.CountsAfter = r.CountsBefore
 			},
-			contains: []string{"its own resource counts back to baseline", "own objects (pid 4242): before cq 0"}},
+			findings: do("freed-own-counts-back"), contains: []string{"own objects (pid 4242): before cq 0"}},
 		{name: "own objects leak", status: report.Fail, remedy: "the kernel driver leaks",
 			edit: func(pr *probe.PortResult) {
 				r := pr.DestroyOrder
@@ -84,24 +89,25 @@ func TestJudgeDestroyOrder(t *testing.T) {
 				r.CountsAfter = map[string]uint64{"cq": 1, "ctx": 0, "mr": 0, "pd": 1, "qp": 2}
 				failStep(step(t, &r.Probe, "resource counts back to baseline"), 0, "", "this process's RDMA objects after teardown differ from before: qp 1→2", "")
 			},
-			contains: []string{"qp 1→2"}},
+			findings: do("teardown-failed"), contains: []string{"qp 1→2"}},
 		{name: "out of the port's time", status: report.Error, remedy: "--probe-timeout",
 			edit: func(pr *probe.PortResult) {
 				*pr.DestroyOrder = probe.DestroyOrderResult{Probe: probe.Probe{Name: probe.DestroyOrder, OutOfTime: true,
 					Skipped: "not run: port 1's deadline (5s for all its probes, --probe-timeout) passed in the probes before it"}}
 			},
-			contains: []string{"deadline (5s"}},
+			findings: []unitFinding{{"probe.destroy_order/out-of-time", "rxe0/1"}}, contains: []string{"deadline (5s"}},
 		{name: "iWARP", status: report.Skip,
 			edit: func(pr *probe.PortResult) {
 				*pr.DestroyOrder = probe.DestroyOrderResult{Probe: probe.Probe{Name: probe.DestroyOrder,
 					Skipped: "iWARP RC QPs connect only through rdma_cm; this probe connects QPs with ibv_modify_qp"}}
 			},
-			contains: []string{"only through rdma_cm"}},
+			// the skip's reason is the probe's own words
+			findings: []unitFinding{{"probe.destroy_order/skipped", "rxe0/1"}}, contains: []string{"only through rdma_cm"}},
 		{name: "teardown fails", status: report.Fail,
 			edit: func(pr *probe.PortResult) {
 				pr.DestroyOrder.TeardownOK = false
 				failStep(step(t, &pr.DestroyOrder.Probe, "ibv_dealloc_pd"), 16, "EBUSY", "ibv_dealloc_pd: EBUSY (device or resource busy)", "")
 			},
-			contains: []string{"ibv_dealloc_pd: EBUSY"}},
+			findings: do("teardown-failed"), contains: []string{"ibv_dealloc_pd: EBUSY"}},
 	})
 }

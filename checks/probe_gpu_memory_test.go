@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/verbs/gpu"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -54,32 +56,36 @@ func TestJudgeGPUMemory(t *testing.T) {
 	corrupt.PayloadOK = false
 	corrupt.Failed = &probe.Step{Name: "DMA-BUF: payload in GPU memory intact", Error: "payload differs from byte 512 on"}
 	for _, c := range []struct {
-		name     string
-		r        *probe.GPUMemoryResult
-		status   report.Status
+		name    string
+		r       *probe.GPUMemoryResult
+		status  report.Status
+		finding string
+		// Which path worked is said in words only (one finding for any),
+		// and so is the GPU chosen and what a missing path needs.
 		contains []string
 		remedy   string
 	}{
-		{"both paths", gpuResult(peerOK, dmabufOK), report.Pass,
-			[]string{"through peer memory and DMA-BUF", "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:3B:00.0)", "median 3.5µs", "2 PCIe bridge(s) in common", "CUDA driver 12.4"}, ""},
-		{"DMA-BUF only", gpuResult(peerNone, dmabufOK), report.Pass,
-			[]string{"through DMA-BUF:", "peer memory not available: ibv_reg_mr: EFAULT", "needs nvidia_peermem loaded"}, ""},
-		{"peer memory only", gpuResult(peerOK, dmabufNone), report.Pass,
-			[]string{"through peer memory:", "DMA-BUF not available: cuMemGetHandleForAddressRange: CUDA_ERROR_NOT_SUPPORTED", "open GPU kernel modules"}, ""},
-		{"neither", gpuResult(peerNone, dmabufNone), report.Fail,
-			[]string{"cannot register GPU memory through either path", "peer memory: ibv_reg_mr: EFAULT (bad address) (why peer memory)", "DMA-BUF: cuMemGetHandleForAddressRange"},
+		{"both paths", gpuResult(peerOK, dmabufOK), report.Pass, "writes-gpu-memory",
+			[]string{"through peer memory and DMA-BUF", "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:3B:00.0)"}, ""},
+		{"DMA-BUF only", gpuResult(peerNone, dmabufOK), report.Pass, "writes-gpu-memory",
+			[]string{"through DMA-BUF:", "needs nvidia_peermem loaded"}, ""},
+		{"peer memory only", gpuResult(peerOK, dmabufNone), report.Pass, "writes-gpu-memory",
+			[]string{"through peer memory:", "open GPU kernel modules"}, ""},
+		{"neither", gpuResult(peerNone, dmabufNone), report.Fail, "no-path-nvidia",
+			[]string{"peer memory: ibv_reg_mr: EFAULT (bad address) (why peer memory)", "DMA-BUF: cuMemGetHandleForAddressRange"},
 			"modprobe nvidia-peermem"},
-		{"neither on AMD", amd(gpuResult(peerNone, dmabufNone)), report.Fail,
-			[]string{"cannot register GPU memory through either path"}, "amdgpu-dkms"},
-		{"DMA-BUF only on AMD", amd(gpuResult(peerNone, dmabufOK)), report.Pass,
+		{"neither on AMD", amd(gpuResult(peerNone, dmabufNone)), report.Fail, "no-path-amd", nil, "amdgpu-dkms"},
+		{"DMA-BUF only on AMD", amd(gpuResult(peerNone, dmabufOK)), report.Pass, "writes-gpu-memory",
 			[]string{"through DMA-BUF:", "peer memory needs amdgpu-dkms's peer-memory client"}, ""},
-		{"corrupt payload", gpuResult(peerOK, corrupt), report.Fail,
-			[]string{"registered through DMA-BUF, but DMA-BUF: payload in GPU memory intact: payload differs from byte 512"}, "--use_cuda=<gpu>"},
+		{"corrupt payload", gpuResult(peerOK, corrupt), report.Fail, "path-broken", []string{"payload differs from byte 512"}, "--use_cuda=<gpu>"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v, ok := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{Port: 1, GPUMemory: c.r})
 			if !ok || v.status != c.status {
 				t.Fatalf("status %s, want %s: %s", v.status, c.status, v.line)
+			}
+			if diff := cmp.Diff(onlyFinding("probe.gpu_memory/"+c.finding, "mlx5_0/1"), unitFindings(v.findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 			text := v.line + "\n" + strings.Join(v.details, "\n")
 			for _, w := range c.contains {
@@ -106,14 +112,16 @@ func TestJudgeGPUMemorySetupAndSkips(t *testing.T) {
 	}
 	r = gpuResult()
 	r.Steps = append(r.Steps, probe.Step{Name: "cuDevicePrimaryCtxRetain (GPU 3)", Error: "cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE (46)"})
-	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Error || !strings.Contains(v.line, "the GPU is taken") {
-		t.Errorf("busy GPU: %s %q", v.status, v.line)
+	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Error ||
+		!cmp.Equal(onlyFinding("probe.gpu_memory/gpu-busy", "mlx5_0/1"), unitFindings(v.findings)) {
+		t.Errorf("busy GPU: %s %q %v", v.status, v.line, unitFindings(v.findings))
 	}
 	// A teardown that fails after both paths worked is no pass.
 	r = gpuResult(peerOK, dmabufOK)
 	r.Steps = append(r.Steps, probe.Step{Name: "DMA-BUF: ibv_dereg_mr", Error: "ibv_dereg_mr: EBUSY"})
-	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Fail || !strings.Contains(v.line, "ibv_dereg_mr") {
-		t.Errorf("failed teardown: %s %q", v.status, v.line)
+	if v, _ := judgeGPUMemory("mlx5_0 port 1", false, &probe.PortResult{GPUMemory: r}); v.status != report.Fail ||
+		!cmp.Equal(onlyFinding("probe.gpu_memory/step-failed", "mlx5_0/1"), unitFindings(v.findings)) || !strings.Contains(v.line, "ibv_dereg_mr") {
+		t.Errorf("failed teardown: %s %q %v", v.status, v.line, unitFindings(v.findings))
 	}
 	for _, why := range []string{"no GPU driver library loads: dlopen libcuda.so.1: libcuda.so.1: cannot open shared object file: No such file or directory; dlopen libamdhip64.so: ...",
 		"no GPU: libcuda.so.1: cuInit: CUDA_ERROR_NO_DEVICE (100); dlopen libamdhip64.so: libamdhip64.so: cannot open shared object file"} {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
@@ -14,80 +16,83 @@ import (
 // The recorded rxe0 run (SoftRoCE in the VM) is the healthy UD port; each
 // case breaks it the way a provider or a port can.
 func TestJudgeUD(t *testing.T) {
+	ud := func(slug string) []unitFinding { return onlyFinding("probe.ud/"+slug, "rxe0/1") }
 	runVerdictCases(t, judgeUD, []verdictCase{
-		{name: "healthy rxe", software: true, status: report.Pass,
-			contains: []string{"1024-byte UD SEND through an address handle arrived IBV_WC_SUCCESS", "byte_len 1064", "IBV_WC_GRH set",
-				"200 round trips: min", "wrong Q_Key was dropped (qkey_viol_cntr +1)", "without room for the GRH completed IBV_WC_LOC_QP_OP_ERR",
-				"GID index 1", "software RoCE"}},
+		{name: "healthy rxe", software: true, status: report.Pass, findings: ud("arrived-grh"),
+			// the measured values the recorded run gives
+			contains: []string{"byte_len 1064", "200 round trips: min"}},
 		{name: "address handle refused", status: report.Fail, remedy: "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "ibv_create_ah"), 22, "EINVAL", "ibv_create_ah: EINVAL (invalid argument)", "")
 			},
-			contains: []string{"ibv_create_ah: EINVAL", "succeeded before it:"}},
+			findings: ud("ah-refused"), contains: []string{"ibv_create_ah: EINVAL"}},
 		{name: "nothing arrives on rxe", software: true, status: report.Fail, remedy: "drops UDP port 4791",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "ibv_poll_cq B (receive completion)"), 0, "", "no completion within 2s", "the UD SEND never arrived")
 			},
-			contains: []string{"no completion within 2s"}},
+			findings: ud("no-delivery-rxe"), contains: []string{"no completion within 2s"}},
 		{name: "nothing arrives names the UD pingpong", status: report.Fail,
 			remedy: "`ibv_ud_pingpong -d rxe0 -i 1 -g 1 -s 1024` and, in a second shell, `ibv_ud_pingpong -d rxe0 -i 1 -g 1 -s 1024 localhost`",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "ibv_poll_cq B (receive completion)"), 0, "", "no completion within 2s", "")
-			}},
+			},
+			findings: ud("no-delivery")},
 		{name: "send completes in error", status: report.Fail, remedy: "LOC_QP_OP_ERR — the work request is not valid for UD",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "send completion IBV_WC_SUCCESS"), 0, "", "send completed with IBV_WC_LOC_QP_OP_ERR (vendor error 0x0)", "")
 			},
-			contains: []string{"IBV_WC_LOC_QP_OP_ERR"}},
+			findings: ud("completion-error"), contains: []string{"IBV_WC_LOC_QP_OP_ERR"}},
 		{name: "a wrong byte_len fails", status: report.Fail, remedy: "the first 40 bytes of a UD receive buffer are the GRH area",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)"), 0, "", "byte_len 512, expected 1064", "")
 			},
-			contains: []string{"byte_len 512, expected 1064"}},
+			findings: ud("layout-wrong"), contains: []string{"byte_len 512, expected 1064"}},
 		{name: "byte_len without the GRH area warns", status: report.Warn, remedy: "reads 40 bytes short",
 			edit: func(pr *probe.PortResult) {
 				st := step(t, &pr.UD.Probe, "receive byte_len = payload + 40 (GRH area)")
 				failStep(st, 0, "", "byte_len 1024 counts the 1024-byte payload alone", "")
 				st.Want = "byte_len = payload + 40"
 			},
-			contains: []string{"UD data path works, but"}},
+			findings: ud("byte-len-short")},
 		{name: "no GRH flag on RoCE warns", status: report.Warn, remedy: "ibv_init_ah_from_wc",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "IBV_WC_GRH set (RoCE always carries a GRH)"), 0, "", "wc_flags 0 lack IBV_WC_GRH", "")
 			},
-			contains: []string{"UD data path works, but", "lack IBV_WC_GRH"}},
+			findings: ud("no-grh-flag"), contains: []string{"wc_flags 0 lack IBV_WC_GRH"}},
 		{name: "device without UD skips", status: report.Skip,
 			edit: func(pr *probe.PortResult) {
 				pr.UD = &probe.UDResult{Probe: probe.Probe{Name: probe.UD, Skipped: qedrNoUD}}
 			},
-			contains: []string{"qedr offers applications RC queue pairs only"}},
+			// the skip's reason is the plan's own words
+			findings: ud("skipped"), contains: []string{"qedr offers applications RC queue pairs only"}},
 		{name: "payload at offset 0", status: report.Fail, remedy: "update rdma-core",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "payload at offset 40"), 0, "", "the payload starts at offset 0 of the receive buffer", "")
 			},
-			contains: []string{"offset 0"}},
+			findings: ud("layout-wrong"), contains: []string{"offset 0"}},
 		{name: "wrong Q_Key delivered warns", status: report.Warn, remedy: "Q_Keys do not keep UD applications apart",
 			edit: func(pr *probe.PortResult) {
 				pr.UD.WrongQKey = "delivered"
 				failStep(step(t, &pr.UD.Probe, "SEND with the wrong Q_Key dropped"), 0, "", "B completed a receive for a SEND with qkey 0x22222222", "")
 			},
-			contains: []string{"UD data path works, but", "qkey 0x22222222"}},
+			findings: ud("wrong-qkey-delivered"), contains: []string{"qkey 0x22222222"}},
 		{name: "no GRH room dropped silently warns", status: report.Warn, remedy: "Post UD receives of payload + 40 bytes",
 			edit: func(pr *probe.PortResult) {
 				pr.UD.NoGRHRoom = "no completion"
 				failStep(step(t, &pr.UD.Probe, "receive without room for the GRH completes in error"), 0, "", "no completion within 500ms", "")
-			}},
+			},
+			findings: ud("no-grh-room-accepted")},
 		{name: "a broken data path outranks a mistake not caught", status: report.Fail, remedy: "LOC_QP_OP_ERR",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.UD.Probe, "SEND with the wrong Q_Key dropped"), 0, "", "delivered", "")
 				failStep(step(t, &pr.UD.Probe, "send completion IBV_WC_SUCCESS — to C"), 0, "", "send completed with IBV_WC_LOC_QP_OP_ERR", "")
 			},
-			contains: []string{"send completion IBV_WC_SUCCESS — to C"}},
+			findings: ud("completion-error"), contains: []string{"send completion IBV_WC_SUCCESS — to C"}},
 		{name: "iWARP skips", status: report.Skip,
 			edit: func(pr *probe.PortResult) {
 				pr.UD = &probe.UDResult{Probe: probe.Probe{Name: probe.UD, Skipped: "iWARP has no UD queue pairs (RC over TCP only)"}}
 			},
-			contains: []string{"iWARP has no UD queue pairs"}},
+			findings: ud("skipped"), contains: []string{"iWARP has no UD queue pairs"}},
 	})
 }
 
@@ -207,7 +212,9 @@ func TestResourcesUDQPOnDeviceWithoutRC(t *testing.T) {
 	pr.Resources.QPType, pr.Resources.NoRC = "UD", efaNoRC
 	v, _ := judgeResources("efa_0 port 1", false, pr)
 	text := v.line + "\n" + strings.Join(v.details, "\n")
-	if v.status != report.Pass || !strings.Contains(text, "UD QP (send/recv") || !strings.Contains(text, "EFA has no RC queue pairs") {
+	// The finding is the same for any QP type: which one, and why, is in the words.
+	if v.status != report.Pass || !cmp.Equal(onlyFinding("verbs.resources/created", "efa_0/1"), unitFindings(v.findings)) ||
+		!strings.Contains(text, "UD QP (send/recv") || !strings.Contains(text, "EFA has no RC queue pairs") {
 		t.Fatalf("%s: %s", v.status, text)
 	}
 }
@@ -217,7 +224,8 @@ func TestRCProbesSkipWithoutRC(t *testing.T) {
 	pr := healthyPort(t)
 	pr.SendPoll = &probe.SendPollResult{Probe: probe.Probe{Name: probe.SendPoll, Skipped: efaNoRC}}
 	v, _ := judgeSendPoll("efa_0 port 1", false, pr)
-	if v.status != report.Skip || !strings.Contains(v.line, "UD and SRD only") {
+	if v.status != report.Skip || !cmp.Equal(onlyFinding("probe.send_poll/skipped", "efa_0/1"), unitFindings(v.findings)) ||
+		!strings.Contains(v.line, "UD and SRD only") {
 		t.Fatalf("%s: %s", v.status, v.line)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -142,6 +144,10 @@ func TestRHELLayoutHealthyPassesLevel1(t *testing.T) {
 		}
 	}
 	c := hwResult(t, r, "libibverbs.install")
+	if diff := cmp.Diff([]findingRef{li("provider", "mlx5"), li("ok", "/lib64/libibverbs.so.1")}, refs(c.Findings)); diff != "" {
+		t.Errorf("libibverbs.install findings (-want +got):\n%s", diff)
+	}
+	// The RHEL path and the version the link resolves to.
 	if c.Status != report.Pass || !strings.Contains(c.Summary, "/lib64/libibverbs.so.1 → /lib64/libibverbs.so.1.14.46.0") {
 		t.Errorf("libibverbs.install: %s: %s", c.Status, c.Summary)
 	}
@@ -156,7 +162,11 @@ func TestRHELProviderMissing(t *testing.T) {
 	if c.Status != report.Fail {
 		t.Fatalf("%s: %s; want fail", c.Status, c.Summary)
 	}
-	for _, s := range []string{"no provider for mlx5 (mlx5_0)", "/etc/libibverbs.d/mlx5.driver", "/lib64/libibverbs/libmlx5-rdmav*.so"} {
+	if diff := cmp.Diff([]findingRef{li("provider-missing", "mlx5")}, refs(c.Findings)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	// The RHEL paths where the provider was looked for.
+	for _, s := range []string{"/etc/libibverbs.d/mlx5.driver", "/lib64/libibverbs/libmlx5-rdmav*.so"} {
 		if !strings.Contains(c.Summary, s) {
 			t.Errorf("summary %q does not say %q", c.Summary, s)
 		}

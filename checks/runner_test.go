@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
 
@@ -151,10 +153,13 @@ func TestRunTurnsPanicAndOverrunIntoErrors(t *testing.T) {
 	}
 	env := NewEnv(nil, Options{Level: 1, CheckTimeout: 50 * time.Millisecond})
 	res := Run(context.Background(), env, sel)
-	if res[0].Status != report.Error || !strings.Contains(res[0].Summary, "boom") {
+	// The panic's value and the deadline are named.
+	if res[0].Status != report.Error || !cmp.Equal(onlyFinding(report.FindingInternal, ""), unitFindings(res[0].Findings)) ||
+		!strings.Contains(res[0].Summary, "boom") {
 		t.Errorf("panic: %+v", res[0])
 	}
-	if res[1].Status != report.Error || !strings.Contains(res[1].Summary, "did not finish within 50ms") {
+	if res[1].Status != report.Error || !cmp.Equal(onlyFinding(report.FindingTimeout, ""), unitFindings(res[1].Findings)) ||
+		!strings.Contains(res[1].Summary, "50ms") {
 		t.Errorf("overrun: %+v", res[1])
 	}
 	if res[2].Status != report.Error {
@@ -169,13 +174,13 @@ func TestRunSkipsHigherLevelsAndHonoursTheRunDeadline(t *testing.T) {
 	l2 := fakeCheck("v.probe", 30, nil, func(context.Context, *Env) Result { return Result{Status: report.Pass, Summary: "ran"} })
 	l2.Level = 2
 	res := Run(context.Background(), NewEnv(nil, Options{Level: 1}), []*Check{l2})
-	if res[0].Status != report.Skip || !strings.Contains(res[0].Summary, "--level 2") {
+	if res[0].Status != report.Skip || !cmp.Equal(onlyFinding(report.FindingBelowLevel, ""), unitFindings(res[0].Findings)) {
 		t.Errorf("level 2 at level 1: %+v", res[0])
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res = Run(ctx, NewEnv(nil, Options{Level: 2}), []*Check{l2})
-	if res[0].Status != report.Skip || !strings.HasPrefix(res[0].Summary, RunCutPrefix) {
+	if res[0].Status != report.Skip || !cmp.Equal(onlyFinding(report.FindingCut, ""), unitFindings(res[0].Findings)) {
 		t.Errorf("after the run deadline: %+v", res[0])
 	}
 	// A check running when the run ends is cut off, not blamed.
@@ -183,7 +188,7 @@ func TestRunSkipsHigherLevelsAndHonoursTheRunDeadline(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	res = Run(ctx, NewEnv(nil, Options{Level: 1, CheckTimeout: time.Hour}), []*Check{slow})
-	if res[0].Status != report.Skip || !strings.HasPrefix(res[0].Summary, RunCutPrefix) {
+	if res[0].Status != report.Skip || !cmp.Equal(onlyFinding(report.FindingCut, ""), unitFindings(res[0].Findings)) {
 		t.Errorf("cut by the run deadline: %+v", res[0])
 	}
 }

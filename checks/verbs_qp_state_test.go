@@ -23,52 +23,50 @@ func TestQPStateRemediesNameNoMLNXOnlyTools(t *testing.T) {
 }
 
 func TestJudgeQPState(t *testing.T) {
+	qs := func(slug string) []unitFinding { return onlyFinding("verbs.qp_state/"+slug, "rxe0/1") }
 	runVerdictCases(t, judgeQPState, []verdictCase{
-		{name: "healthy rxe", status: report.Pass,
-			contains: []string{"RESET→RTS refused with EINVAL", "RoCE, GID index 1 0000:0000:0000:0000:0000:ffff:c000:0201 (RoCE v2)",
-				"RESET→INIT→RTR→RTS→ERR→RESET→INIT"}},
-		{name: "provider accepts RESET→RTS", status: report.Fail, remedy: "qp_state_table",
+		{name: "healthy rxe", findings: qs("walked"), status: report.Pass,
+			// the addressing read from the port, and the walk as it went
+			contains: []string{"RoCE, GID index 1 0000:0000:0000:0000:0000:ffff:c000:0201 (RoCE v2)", "RESET→INIT→RTR→RTS→ERR→RESET→INIT"}},
+		{name: "provider accepts RESET→RTS", findings: qs("reset-to-rts-accepted"), status: report.Fail, remedy: "qp_state_table",
 			edit: func(pr *probe.PortResult) {
 				r := pr.QPState
 				r.ResetToRTSErrno, r.StateAfterRefusal = 0, "RTS"
 				st := step(t, &r.Probe, "ibv_modify_qp C RESET→RTS")
 				st.OK, st.Errno, st.ErrnoName, st.Error = false, 0, "", "ibv_modify_qp C RESET→RTS succeeded; a correct stack refuses it with EINVAL"
 				failStep(step(t, &r.Probe, "C is RESET"), 0, "", "ibv_query_qp says C is RTS, expected RESET", "")
-			},
-			contains: []string{"the provider accepted RESET→RTS"}},
-		{name: "refused with another errno", status: report.Warn, remedy: "Update the provider",
+			}},
+		{name: "refused with another errno", findings: qs("reset-to-rts-errno"), status: report.Warn, remedy: "Update the provider",
 			edit: func(pr *probe.PortResult) {
 				pr.QPState.ResetToRTSErrno = 95
 				failStep(step(t, &pr.QPState.Probe, "ibv_modify_qp C RESET→RTS"), 95, "EOPNOTSUPP", "ibv_modify_qp: EOPNOTSUPP", "")
 			},
 			contains: []string{"errno 95 instead of EINVAL"}},
-		{name: "RTR refused", status: report.Fail, remedy: "`ibv_devinfo -v -d rxe0 -i 1` or `grep . /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/*`",
+		{name: "RTR refused", findings: qs("rtr-refused"), status: report.Fail, remedy: "`ibv_devinfo -v -d rxe0 -i 1` or `grep . /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/*`",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "ibv_modify_qp A INIT→RTR"), 22, "EINVAL", "ibv_modify_qp: EINVAL (invalid argument)",
 					"the attributes or the attribute mask do not fit this transition")
 				pr.QPState.Walk = []string{"RESET", "INIT"}
 				pr.QPState.Recovered = false
 			},
-			contains: []string{"ibv_modify_qp A INIT→RTR: EINVAL (invalid argument)", "states read back: RESET→INIT", "addressing: RoCE"}},
-		{name: "no SM", status: report.Fail, remedy: "`sminfo`",
+			contains: []string{"ibv_modify_qp A INIT→RTR: EINVAL (invalid argument)", "states read back: RESET→INIT"}},
+		{name: "no SM", findings: qs("no-lid"), status: report.Fail, remedy: "`sminfo`",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "resolve loopback address"), 0, "", "port 1 has LID 0", "no subnet manager has configured the port")
 				pr.QPState.Addressing = nil
-			},
-			contains: []string{"port 1 has LID 0 — no subnet manager"}},
-		{name: "no GID", status: report.Fail, remedy: "give it an IP address",
+			}},
+		{name: "no GID", findings: qs("no-gid"), status: report.Fail, remedy: "give it an IP address",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "resolve loopback address"), 0, "", "port 1 has no GID", "RoCE GIDs come from the netdev's addresses")
 			}},
-		{name: "query disagrees", status: report.Fail, remedy: "state machine",
+		{name: "query disagrees", findings: qs("state-wrong"), status: report.Fail, remedy: "state machine",
 			edit: func(pr *probe.PortResult) {
 				failStep(step(t, &pr.QPState.Probe, "A is RTR"), 0, "", "ibv_query_qp says A is INIT, expected RTR", "")
 			},
 			contains: []string{"says A is INIT"}},
-		{name: "no recovery", status: report.Fail, remedy: "state machine",
-			edit:     func(pr *probe.PortResult) { pr.QPState.Recovered = false },
-			contains: []string{"did not recover"}},
-		{name: "InfiniBand addressing", status: report.Pass,
+		{name: "no recovery", findings: qs("not-recovered"), status: report.Fail, remedy: "state machine",
+			edit: func(pr *probe.PortResult) { pr.QPState.Recovered = false }},
+		{name: "InfiniBand addressing", findings: qs("walked"), status: report.Pass,
 			edit: func(pr *probe.PortResult) {
 				pr.QPState.Addressing = &probe.Addressing{LinkLayer: "InfiniBand", DLID: 0x1a, PathMTU: 4096}
 			},

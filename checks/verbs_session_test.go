@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/verbs/probe"
@@ -40,7 +42,8 @@ type verdictCase struct {
 	software bool
 	edit     func(pr *probe.PortResult)
 	status   report.Status
-	contains []string
+	findings []unitFinding // every finding of the verdict; nil = not compared
+	contains []string      // words that are the point: a count, an errno, a step the probe names
 	remedy   string
 }
 
@@ -58,6 +61,11 @@ func runVerdictCases(t *testing.T, judge probeJudge, cases []verdictCase) {
 			}
 			if v.status != c.status {
 				t.Fatalf("status %s, want %s: %s", v.status, c.status, v.line)
+			}
+			if c.findings != nil {
+				if diff := cmp.Diff(c.findings, unitFindings(v.findings)); diff != "" {
+					t.Errorf("findings (-want +got):\n%s", diff)
+				}
 			}
 			text := v.line + "\n" + strings.Join(v.details, "\n")
 			for _, w := range c.contains {
@@ -128,17 +136,18 @@ func TestChildFailureVerdict(t *testing.T) {
 		Failure: &probe.ChildFailure{Error: "the verbs child crashed with SIGSEGV in port 1 verbs.qp_state: ibv_modify_qp A INIT→RTR",
 			Signal: "SIGSEGV", InProgress: "port 1 verbs.qp_state: ibv_modify_qp A INIT→RTR"}}
 	v := childFailureVerdict("mlx5_0 port 1", probe.QPState, dr)
-	if v.status != report.Error || !strings.Contains(v.line, "crashed with SIGSEGV") || strings.Contains(v.line, "not run") ||
-		!strings.Contains(v.remedy, "crashed") || !strings.Contains(strings.Join(v.details, ""), "SIGSEGV: segmentation") {
+	// The child's stderr is shown: its last lines say where it died.
+	if v.status != report.Error || !cmp.Equal(onlyFinding("verbs.qp_state/child-crash", "mlx5_0/1"), unitFindings(v.findings)) ||
+		!strings.Contains(strings.Join(v.details, ""), "SIGSEGV: segmentation") {
 		t.Fatalf("%+v", v)
 	}
 	// A later probe never ran: it says so.
 	v = childFailureVerdict("mlx5_0 port 1", probe.SendPoll, dr)
-	if !strings.Contains(v.line, "not run: the verbs child crashed") {
+	if !cmp.Equal(onlyFinding("probe.send_poll/not-run-crash", "mlx5_0/1"), unitFindings(v.findings)) {
 		t.Fatalf("%+v", v)
 	}
 	dr.Failure = &probe.ChildFailure{Error: "did not finish within 8s", TimedOut: true, InProgress: "port 1 verbs.resources: ibv_open_device"}
-	if v := childFailureVerdict("x", probe.Resources, dr); !strings.Contains(v.remedy, "--probe-timeout") {
+	if v := childFailureVerdict("mlx5_0 port 1", probe.Resources, dr); !cmp.Equal(onlyFinding("verbs.resources/child-timeout", "mlx5_0/1"), unitFindings(v.findings)) {
 		t.Fatalf("%+v", v)
 	}
 	if v := childFailureVerdict("x", probe.Resources, nil); v.status != report.Error {
@@ -159,8 +168,8 @@ func TestLevel2SkipsOnSnapshot(t *testing.T) {
 	for _, id := range []string{"verbs.resources", "verbs.qp_state", "probe.send_poll", "probe.cq_overflow", "probe.destroy_order"} {
 		c, _ := Lookup(id)
 		r := c.Run(context.Background(), env)
-		if r.Status != report.Skip || !strings.Contains(r.Summary, "no live device in a snapshot") {
-			t.Errorf("%s: %s %s", id, r.Status, r.Summary)
+		if r.Status != report.Skip || !cmp.Equal(onlyFinding(id+"/snapshot", ""), unitFindings(r.Findings)) {
+			t.Errorf("%s: %s %s %v", id, r.Status, r.Summary, unitFindings(r.Findings))
 		}
 	}
 	if f.calls != 0 {
