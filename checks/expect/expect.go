@@ -16,6 +16,7 @@
 //	waive_reason = "known-bad optics, RMA open" # … and why (required with waive)
 //	roce_tc = 106                         # traffic class RoCE applications use (DSCP<<2); 0..255
 //	lossless = true                       # PFC/trust/ECN faults fail instead of warn
+//	gpu_nic_max_distance = NODE           # a GPU's RDMA NIC no farther (PIX PXB PHB NODE SYS)
 //	mlx5_*.fw = ["16.35.*", "16.36.2000"] # device keys: <device glob>.<key>
 //	mlx5_*.pcie_speed = 8.0 GT/s PCIe
 //	mlx5_*.pcie_width = 16
@@ -120,6 +121,10 @@ type Class struct {
 	WaiveReason *Value[string]
 	RoCETC      *Value[int]
 	Lossless    *Value[bool]
+	// GPUNICMaxDistance is the farthest a GPU's RDMA NIC may be on this
+	// class, in the classes of `nvidia-smi topo -m` (PIX, PXB, PHB, NODE,
+	// SYS): gpu.nic_affinity fails a pair beyond it (gpu_nic_max_distance).
+	GPUNICMaxDistance *Value[string]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -244,6 +249,15 @@ func (c *Class) ExpectedLossless() *Value[bool] {
 		return nil
 	}
 	return c.Lossless
+}
+
+// ExpectedGPUNICMaxDistance is the class's gpu_nic_max_distance key (see
+// ExpectedDevices).
+func (c *Class) ExpectedGPUNICMaxDistance() *Value[string] {
+	if c == nil {
+		return nil
+	}
+	return c.GPUNICMaxDistance
 }
 
 // Skipped returns the skip value that names check id, or nil (also on a

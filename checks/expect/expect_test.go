@@ -159,6 +159,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative", "[class a]\nhosts = x\ndevices = -1\n", "expect.conf:3: devices: -1 is out of range 0..4096"},
 		{"tc range", "[class a]\nhosts = x\nroce_tc = 256\n", "expect.conf:3: roce_tc: 256 is out of range 0..255"},
 		{"bool", "[class a]\nhosts = x\nlossless = yes\n", `expect.conf:3: lossless: "yes": want true or false`},
+		{"gpu nic distance", "[class a]\nhosts = x\ngpu_nic_max_distance = near\n", `expect.conf:3: gpu_nic_max_distance: "near": want one of PIX PXB PHB NODE SYS`},
+		{"gpu nic distances", "[class a]\nhosts = x\ngpu_nic_max_distance = PIX PXB\n", `gpu_nic_max_distance: "PIX PXB": want one of`},
 		{"skip id", "[class a]\nhosts = x\nskip = counters\n", `expect.conf:3: skip: "counters" is not a check ID`},
 		{"bad host glob", "[class a]\nhosts = node[\n", `expect.conf:2: hosts: host glob "node[": bad pattern`},
 		{"bad device glob", "[class a]\nhosts = x\nmlx5_[.fw = 1\n", `expect.conf:3: mlx5_[.fw: device glob "mlx5_[": bad pattern`},
@@ -347,6 +349,32 @@ func val(v any) string {
 		}
 	}
 	return "[-]"
+}
+
+// gpu_nic_max_distance takes nvidia-smi topo -m's class bare or quoted, in
+// any case, keeps the upper-case spelling, and Write writes it back.
+func TestGPUNICMaxDistanceKey(t *testing.T) {
+	for _, v := range []string{"NODE", `"node"`, "Node"} {
+		c := mustParse(t, "[class a]\nhosts = x\ngpu_nic_max_distance = "+v+"  # rails\n").Classes[0]
+		got := c.ExpectedGPUNICMaxDistance()
+		if got == nil || got.V != "NODE" || got.Line != 3 {
+			t.Fatalf("%s: read %+v, want NODE from line 3", v, got)
+		}
+		if cite := got.Cite(); cite != "expect.conf:3 gpu_nic_max_distance = NODE" {
+			t.Errorf("%s: cited as %q", v, cite)
+		}
+		var b bytes.Buffer
+		if err := Write(&b, c); err != nil || !strings.Contains(b.String(), "gpu_nic_max_distance = NODE  # rails") {
+			t.Fatalf("Write: %v\n%s", err, b.String())
+		}
+		back, err := Parse("written.conf", &b)
+		if err != nil || back.Classes[0].ExpectedGPUNICMaxDistance().V != "NODE" {
+			t.Fatalf("written class reads back as %v (%v)", back, err)
+		}
+	}
+	if (*Class)(nil).ExpectedGPUNICMaxDistance() != nil {
+		t.Error("a nil class has a distance")
+	}
 }
 
 func TestWriteRoundTrip(t *testing.T) {

@@ -76,7 +76,7 @@ var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9
 // declares its findings in this shape (checks.declare).
 func IsFindingID(id string) bool { return findingIDRE.MatchString(id) }
 
-const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
@@ -136,6 +136,10 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 	case "lossless":
 		v, err := parseBool(value)
 		c.Lossless = orKeep(c.Lossless, mk(v, key, p), err)
+		return err
+	case "gpu_nic_max_distance":
+		v, err := parseGPUNICDistance(value)
+		c.GPUNICMaxDistance = orKeep(c.GPUNICMaxDistance, mk(v, key, p), err)
 		return err
 	default:
 		return fmt.Errorf("unknown key; valid: %s", classKeys)
@@ -312,6 +316,24 @@ func parseBool(s string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%q: want true or false", clip(s))
+}
+
+// GPUNICDistances are the values of gpu_nic_max_distance, nearest first:
+// the classes `nvidia-smi topo -m` prints between a GPU and a NIC.
+var GPUNICDistances = []string{"PIX", "PXB", "PHB", "NODE", "SYS"}
+
+// parseGPUNICDistance reads one of GPUNICDistances, bare or quoted, in
+// any case; it returns the upper-case spelling.
+func parseGPUNICDistance(s string) (string, error) {
+	words, err := splitWords(s)
+	if err == nil && len(words) == 1 {
+		for _, d := range GPUNICDistances {
+			if strings.EqualFold(words[0], d) {
+				return d, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%q: want one of %s (nvidia-smi topo -m's classes, nearest first)", clip(s), strings.Join(GPUNICDistances, " "))
 }
 
 // parseRate reads a port rate in Gb/s, the number sysfs rate starts with.

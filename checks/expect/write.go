@@ -115,6 +115,9 @@ func classEntries(c *Class) []entry {
 	if v := c.Lossless; v != nil {
 		add(0, v.Line, "lossless", formatValue(v.V), v.Comment)
 	}
+	if v := c.GPUNICMaxDistance; v != nil {
+		add(0, v.Line, "gpu_nic_max_distance", v.V, v.Comment)
+	}
 	for _, r := range c.DeviceRules {
 		es = appendValue(es, r.FW, r.Glob+".fw")
 		es = appendValue(es, r.PCIeSpeed, r.Glob+".pcie_speed")
