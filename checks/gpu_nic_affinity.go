@@ -18,8 +18,10 @@ func init() {
 				"`nvidia-smi topo -m`: PIX (one PCIe switch: a common bridge with at most one bridge below it on each side), PXB (several switches), " +
 				"PHB (same host bridge, different root ports), NODE (different host bridges, same numa_node), SYS (different numa_node). Each GPU is " +
 				"paired with the nearest NIC left, nearest pairs first, a NIC shared by at most ceil(GPUs/NICs) GPUs. On bare metal a GPU whose NIC " +
-				"is SYS fails; one at PHB/NODE warns when other GPUs of the host have a NIC under their switch (the platform allows better) and " +
-				"passes otherwise. In a VM (the CPU's hypervisor flag) the topology is the hypervisor's invention and is shown, not judged. " +
+				"is SYS fails when its own NUMA node has an RDMA NIC (the pairing or the slots are wrong), and warns when its node has none (the " +
+				"platform's wiring: the traffic crosses the inter-socket link); one at PHB/NODE warns when other GPUs of the host have a NIC under " +
+				"their switch (the platform allows better) and passes otherwise. A class of the expectations file that sets gpu_nic_max_distance " +
+				"fails every GPU whose NIC is farther than that class. In a VM (the CPU's hypervisor flag) the topology is the hypervisor's invention and is shown, not judged. " +
 				"Sources: NVIDIA's GPUDirect RDMA guide (\"the two devices must share the same upstream PCI Express root complex\"), NCCL's " +
 				"NCCL_NET_GDR_LEVEL (GPUDirect RDMA is used up to PXB by default, never across SYS), AMD's ROCmRDMA notes (same root complex recommended).",
 			Why: "NCCL, UCX and NVSHMEM send each GPU's traffic through the NIC nearest to it. When that NIC is across the socket interconnect, " +
@@ -53,6 +55,20 @@ var (
 		Fix: "Put an RDMA NIC under {gpu}'s PCIe switch (or at least on NUMA node {gpu_numa}), as the platform's slot guide pairs GPUs and NICs; " +
 			"check `nvidia-smi topo -m` (or `lspci -tv`) after the move. Until then NCCL does not use GPUDirect RDMA across sockets " +
 			"(NCCL_NET_GDR_LEVEL) and stages {gpu}'s traffic through host memory."})
+	affinityNoNICOnSocket = declare(Finding{ID: "gpu.nic_affinity/no-nic-on-socket", Status: report.Warn,
+		When: "bare metal: the GPU's NIC is on another NUMA node (SYS) and the GPU's own node has no RDMA NIC — the platform's wiring",
+		Message: "{gpu} {gpu_addr} ({product}) on NUMA node {gpu_numa}, which has no RDMA NIC: its NIC {nic} ({nic_addr}) is on NUMA node {nic_numa} — " +
+			"SYS, {meaning} ({path}); its RDMA traffic crosses the inter-socket link (UPI/xGMI) and NCCL does not use GPUDirect RDMA there",
+		Fix: "Nothing is misplaced: this platform wires no RDMA NIC to {gpu}'s socket, so {gpu}'s bandwidth to the network is bounded by the " +
+			"inter-socket link and the host memory it is staged through (NCCL_NET_GDR_LEVEL stops before SYS). Where the chassis has a free slot on " +
+			"NUMA node {gpu_numa}, an RDMA NIC there gives {gpu} a direct path; to require one, set gpu_nic_max_distance in the host's class of the " +
+			"expectations file."})
+	affinityFartherThanExpected = declare(Finding{ID: "gpu.nic_affinity/farther-than-expected", Status: report.Fail,
+		When: "bare metal: the host's class in the expectations file sets gpu_nic_max_distance and the GPU's NIC is farther",
+		Message: affinityPair + " — farther than {expected} ({cite})",
+		Fix: "Give {gpu} an RDMA NIC at {expected} or nearer, as its class demands ({cite}): a NIC in a slot of {gpu}'s socket, under " +
+			"its PCIe switch where the platform has one, as its slot guide pairs GPUs and NICs; check `nvidia-smi topo -m` after the move. " +
+			"If the class is wrong for this host, correct that line."})
 	affinityFar = declare(Finding{ID: "gpu.nic_affinity/nic-not-under-switch", Status: report.Warn,
 		When:    "bare metal: the GPU's NIC is only at PHB/NODE while other GPUs of the host have one under their switch",
 		Message: affinityPair + " — other GPUs here have a NIC at {best}",
@@ -77,9 +93,10 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 			best = g.Matrix[i][j].rel
 		}
 	}
+	limit := affinityLimitOf(env)
 	var vs []verdict
 	for i := range g.GPUs {
-		vs = append(vs, judgeAffinity(g, i, best))
+		vs = append(vs, judgeAffinity(g, i, best, limit))
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
 	if r.Status == report.Pass {
@@ -90,7 +107,10 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 		r.Summary = head.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "tally": g.pairedTally()})
 	}
 	r.Details = append(r.Details, g.matrixLines()...)
-	r.Expected = "each GPU's NIC under its PCIe switch (PIX/PXB), never across sockets (SYS)"
+	r.Expected = "each GPU's NIC under its PCIe switch (PIX/PXB), never across sockets (SYS) where the GPU's socket has an RDMA NIC"
+	if limit.set {
+		r.Expected += "; at most " + limit.rel.String() + " (" + limit.cite + ")"
+	}
 	var units []any
 	for _, v := range vs {
 		units = append(units, v.evidence)
@@ -99,23 +119,64 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 	return r
 }
 
+// affinityLimit is the farthest pair the host's class accepts
+// (gpu_nic_max_distance) and the line that says so; set is false when the
+// class says nothing.
+type affinityLimit struct {
+	rel  sysfs.PCIRelation
+	cite string
+	set  bool
+}
+
+func affinityLimitOf(env *Env) affinityLimit {
+	v := env.Expect.ExpectedGPUNICMaxDistance()
+	if v == nil {
+		return affinityLimit{}
+	}
+	for r := sysfs.RelPIX; r < sysfs.RelUnknown; r++ {
+		if r.String() == v.V {
+			return affinityLimit{rel: r, cite: v.Cite(), set: true}
+		}
+	}
+	return affinityLimit{}
+}
+
+// nicOnNode reports whether an RDMA NIC of the host is on NUMA node node.
+func (g *gpuSurvey) nicOnNode(node int) bool {
+	for _, n := range g.NICs {
+		if n.Fn.HasNUMA && n.Fn.NUMANode == node {
+			return true
+		}
+	}
+	return false
+}
+
 // judgeAffinity judges one GPU's pairing; best is the nearest pairing any
-// GPU of the host has, which says what the platform allows.
-func judgeAffinity(g *gpuSurvey, i int, best sysfs.PCIRelation) verdict {
+// GPU of the host has, which says what the platform allows, and limit the
+// farthest its class accepts.
+func judgeAffinity(g *gpuSurvey, i int, best sysfs.PCIRelation, limit affinityLimit) verdict {
 	gpu := g.GPUs[i]
 	n := g.NICs[g.Paired[i]]
 	l := g.Matrix[i][g.Paired[i]]
 	slots := Slots{"gpu": gpu.Name, "gpu_addr": gpu.Fn.Address, "product": gpu.Product, "nic": nicName(n), "nic_addr": n.Fn.Address,
 		"relation": l.rel.String(), "path": l.why}
+	// The NUMA nodes are named only by the findings about them: slots are
+	// part of the report.
+	numa := func(s Slots) Slots {
+		return s.with("gpu_numa", fmt.Sprint(gpu.Fn.NUMANode), "nic_numa", fmt.Sprint(n.Fn.NUMANode), "meaning", l.rel.Meaning())
+	}
 	var v verdict
 	switch {
 	case l.rel == sysfs.RelUnknown:
 		v = affinityUnknown.unit(gpu.Fn.Address, slots)
 	case g.Virt.Guest():
 		v = affinityVirtual.unit(gpu.Fn.Address, slots)
+	case l.rel == sysfs.RelSYS && g.nicOnNode(gpu.Fn.NUMANode):
+		v = affinityAcrossSockets.unit(gpu.Fn.Address, numa(slots))
+	case limit.set && l.rel > limit.rel:
+		v = affinityFartherThanExpected.unit(gpu.Fn.Address, slots.with("expected", limit.rel.String(), "cite", limit.cite))
 	case l.rel == sysfs.RelSYS:
-		slots["gpu_numa"], slots["nic_numa"], slots["meaning"] = fmt.Sprint(gpu.Fn.NUMANode), fmt.Sprint(n.Fn.NUMANode), l.rel.Meaning()
-		v = affinityAcrossSockets.unit(gpu.Fn.Address, slots)
+		v = affinityNoNICOnSocket.unit(gpu.Fn.Address, numa(slots))
 	case l.rel > sysfs.RelPXB && best <= sysfs.RelPXB:
 		slots["best"] = best.String()
 		v = affinityFar.unit(gpu.Fn.Address, slots)
