@@ -59,10 +59,10 @@ var (
 		When: "bare metal: the GPU's NIC is on another NUMA node (SYS) and the GPU's own node has no RDMA NIC — the platform's wiring",
 		Message: "{gpu} {gpu_addr} ({product}) on NUMA node {gpu_numa}, which has no RDMA NIC: its NIC {nic} ({nic_addr}) is on NUMA node {nic_numa} — " +
 			"SYS, {meaning} ({path}); its RDMA traffic crosses the inter-socket link (UPI/xGMI) and NCCL does not use GPUDirect RDMA there",
-		Fix: "Nothing is misplaced: this platform wires no RDMA NIC to {gpu}'s socket, so {gpu}'s bandwidth to the network is bounded by the " +
-			"inter-socket link and the host memory it is staged through (NCCL_NET_GDR_LEVEL stops before SYS). Where the chassis has a free slot on " +
-			"NUMA node {gpu_numa}, an RDMA NIC there gives {gpu} a direct path; to require one, set gpu_nic_max_distance in the host's class of the " +
-			"expectations file."})
+		Fix: "Nothing is misplaced: this platform wires no RDMA NIC to NUMA node {gpu_numa}, so its GPUs reach the network across the " +
+			"inter-socket link, staged through host memory (NCCL uses GPUDirect RDMA only up to PXB by default, NCCL_NET_GDR_LEVEL), and their " +
+			"bandwidth is bounded by that link. Where the chassis has a free slot on NUMA node {gpu_numa}, an RDMA NIC there gives them a direct " +
+			"path; to require one, set gpu_nic_max_distance in the host's class of the expectations file."})
 	affinityFartherThanExpected = declare(Finding{ID: "gpu.nic_affinity/farther-than-expected", Status: report.Fail,
 		When: "bare metal: the host's class in the expectations file sets gpu_nic_max_distance and the GPU's NIC is farther",
 		Message: affinityPair + " — farther than {expected} ({cite})",
