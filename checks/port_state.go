@@ -40,7 +40,7 @@ func init() {
 				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. " +
 				"In a virtual machine (the CPU's hypervisor flag) an InfiniBand VF's port (a physfn link, or a ConnectX VF device ID: Azure's HB, HC and ND VMs) " +
 				"that no SM configured is judged as a guest's: a VF has no QP0 and the fabric's SM runs outside the VM, so the remedy waits for it, " +
-				"checks the platform's agent and redeploys — never opensm. " +
+				"checks the platform's agent and redeploys; it never advises starting an SM in the guest. " +
 				"A down port whose netdev is in another namespace (a pod that sees the node's devices) fails with a remedy for the node, where the netdev is. With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
@@ -598,9 +598,9 @@ func guestSMFix(p sysfs.RDMAPort) string {
 	if guid == "" {
 		guid = "the Port GUID that `ibstat` shows"
 	}
-	return "this virtual machine cannot run the fabric's subnet manager: its port is an SR-IOV virtual function, which has no subnet management " +
-		"QP (QP0), and the fabric belongs to the platform — its SM runs on a switch or a management node (on Azure, the platform's own), so do not " +
-		"install or start opensm here. A port goes ACTIVE with a LID once that SM configures it, usually within minutes of the VM's start: wait and " +
+	return "This virtual machine cannot run the fabric's subnet manager: its port is an SR-IOV virtual function, which has no subnet management " +
+		"QP (QP0), and the fabric belongs to the platform — its SM runs on a switch or a management node (on Azure, the platform's own), so no " +
+		"subnet manager started in this VM can configure the port. A port goes ACTIVE with a LID once that SM configures it, usually within minutes of the VM's start: wait and " +
 		"watch `ibstat` (State: Active, a non-zero Base lid). Check that the VM's platform agent runs (on Azure the Linux guest agent: " +
 		"`systemctl status walinuxagent` or `waagent`) and that the VM size and image support InfiniBand. If the port stays INIT, stop (deallocate) " +
 		"and start the VM, or redeploy it, so that it lands on another host; if that does not help, open a case with the provider naming the VM " +
