@@ -97,7 +97,7 @@ var (
 		When: "an InfiniBand port of a virtual function in a virtual machine has its link up but is INIT or ARMED: the fabric's subnet manager, " +
 			"which runs outside the guest, has not brought it ACTIVE",
 		Message: "{state}: no subnet manager brought it ACTIVE (a VF in a virtual machine: the fabric's subnet manager runs outside it)",
-		Fix:     "{port}: {guest_fix}"})
+		Fix:     guestSMFix})
 	portNoLID = declare(Finding{ID: "port.state/no-lid", Status: report.Fail,
 		When:    "an ACTIVE InfiniBand port has LID 0 or SM LID 0: no subnet manager answered",
 		Message: "LID {lid}, SM LID {sm_lid}: no subnet manager answered", Fix: "{manager_fix}"})
@@ -437,7 +437,7 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Fin
 	case p.PhysState.Code == physLinkUp:
 		if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
 			if pj.guestVF(pm) {
-				return portInitNoSMGuest.At(unit, slots.with("guest_fix", guestSMFix(p)))
+				return portInitNoSMGuest.At(unit, guestSlots(slots, p))
 			}
 			return portInitNoSM.At(unit, slots.with("manager_fix", smRemedyFor(pm.Label, p, pm.Transport)))
 		}
@@ -523,7 +523,7 @@ func (pj *portJudge) addressFindings(pm *PortModel, ib bool, slots Slots) []repo
 	}
 	fix := smRemedyFor(pm.Label, p, pm.Transport)
 	if pj.guestVF(pm) {
-		fix = pm.Label + ": no subnet manager answered. " + guestSMFix(p)
+		fix = render(guestSMFix, guestSlots(slots, p))
 	}
 	return []report.Finding{portNoLID.At(portUnit(pm), slots.with("lid", fmt.Sprintf("0x%x", p.LID), "sm_lid", fmt.Sprintf("0x%x", p.SMLID),
 		"manager_fix", fix))}
@@ -592,19 +592,22 @@ func (pj *portJudge) virt() sysfs.Virtualization {
 // that no subnet manager configured: the guest can neither run the
 // fabric's SM nor ask it (sminfo and ibportstate need QP0), so the advice
 // is to wait for the fabric, check the VM's platform agent, and redeploy
-// or call the provider — never to start opensm.
-func guestSMFix(p sysfs.RDMAPort) string {
+// or call the provider — never to start a subnet manager in the guest.
+const guestSMFix = "{port}: this virtual machine cannot run the fabric's subnet manager: its port is an SR-IOV virtual function, which has no subnet " +
+	"management QP (QP0), and the fabric belongs to the platform — its SM runs on a switch or a management node (on Azure, the platform's own), " +
+	"so no subnet manager started in this VM can configure the port. A port goes ACTIVE with a LID once that SM configures it, usually within " +
+	"minutes of the VM's start: wait and watch `ibstat` (State: Active, a non-zero Base lid). Check that the VM's platform agent runs (on Azure " +
+	"the Linux guest agent: `systemctl status walinuxagent` or `waagent`) and that the VM size and image support InfiniBand. If the port stays " +
+	"unconfigured, stop (deallocate) and start the VM, or redeploy it, so that it lands on another host; if that does not help, open a case with " +
+	"the provider naming the VM and the port GUID ({guid})."
+
+// guestSlots adds what guestSMFix names: the port GUID, or where to read it.
+func guestSlots(slots Slots, p sysfs.RDMAPort) Slots {
 	guid := portGUID(p)
 	if guid == "" {
 		guid = "the Port GUID that `ibstat` shows"
 	}
-	return "This virtual machine cannot run the fabric's subnet manager: its port is an SR-IOV virtual function, which has no subnet management " +
-		"QP (QP0), and the fabric belongs to the platform — its SM runs on a switch or a management node (on Azure, the platform's own), so no " +
-		"subnet manager started in this VM can configure the port. A port goes ACTIVE with a LID once that SM configures it, usually within minutes of the VM's start: wait and " +
-		"watch `ibstat` (State: Active, a non-zero Base lid). Check that the VM's platform agent runs (on Azure the Linux guest agent: " +
-		"`systemctl status walinuxagent` or `waagent`) and that the VM size and image support InfiniBand. If the port stays INIT, stop (deallocate) " +
-		"and start the VM, or redeploy it, so that it lands on another host; if that does not help, open a case with the provider naming the VM " +
-		"and the port GUID (" + guid + ")."
+	return slots.with("guid", guid)
 }
 
 // portsByHand says how to read port states without rdmadoctor.

@@ -41,7 +41,8 @@ import (
 //     networking is off, so hv_netvsc's eth0 is the only Ethernet
 //     interface; IPoIB's ib0 is up without carrier (IPoIB's carrier
 //     follows the port going ACTIVE) and without the address the platform
-//     gives it later.
+//     gives it later; the VF's PCIe link files are left out (a VF's link
+//     is its PF's, which the guest does not see).
 //
 // Must be: port.state fail, exit 19 — finding port.state/init-no-sm-guest
 // on mlx5_ib0/1, whose fix waits for the platform's SM and redeploys; no
