@@ -38,6 +38,9 @@ func init() {
 				"(admin-down: bring it up; up without carrier: the cable or the switch port). EFA ports have no LID. VF representor ports that are down are " +
 				"not judged (they follow the VF's use), nor are the ports of a hypervisor's unused VFs (netdev admin-down or moved to another namespace " +
 				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. " +
+				"In a virtual machine (the CPU's hypervisor flag) an InfiniBand VF's port (a physfn link, or a ConnectX VF device ID: Azure's HB, HC and ND VMs) " +
+				"that no SM configured is judged as a guest's: a VF has no QP0 and the fabric's SM runs outside the VM, so the remedy waits for it, " +
+				"checks the platform's agent and redeploys; it never advises starting an SM in the guest. " +
 				"A down port whose netdev is in another namespace (a pod that sees the node's devices) fails with a remedy for the node, where the netdev is. With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
@@ -90,6 +93,11 @@ var (
 	portInitNoSM = declare(Finding{ID: "port.state/init-no-sm", Status: report.Fail,
 		When:    "an InfiniBand or Omni-Path port has its link up but is INIT or ARMED: no subnet manager brought it ACTIVE",
 		Message: "{state}: no subnet manager brought it ACTIVE", Fix: "{manager_fix}"})
+	portInitNoSMGuest = declare(Finding{ID: "port.state/init-no-sm-guest", Status: report.Fail,
+		When: "an InfiniBand port of a virtual function in a virtual machine has its link up but is INIT or ARMED: the fabric's subnet manager, " +
+			"which runs outside the guest, has not brought it ACTIVE",
+		Message: "{state}: no subnet manager brought it ACTIVE (a VF in a virtual machine: the fabric's subnet manager runs outside it)",
+		Fix:     guestSMFix})
 	portNoLID = declare(Finding{ID: "port.state/no-lid", Status: report.Fail,
 		When:    "an ACTIVE InfiniBand port has LID 0 or SM LID 0: no subnet manager answered",
 		Message: "LID {lid}, SM LID {sm_lid}: no subnet manager answered", Fix: "{manager_fix}"})
@@ -289,6 +297,9 @@ type portJudge struct {
 	env     *Env
 	netdevs map[string]sysfs.Netdev
 	ndErr   error
+	// virtual is whether the host is a VM, read once when a port needs it.
+	virtual  sysfs.Virtualization
+	virtRead bool
 }
 
 // poolVF says why a VF's port is not in use on this host ("admin-down",
@@ -425,6 +436,9 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Fin
 	switch {
 	case p.PhysState.Code == physLinkUp:
 		if ib && (p.State.Code == portStateInit || p.State.Code == portStateArmed) {
+			if pj.guestVF(pm) {
+				return portInitNoSMGuest.At(unit, guestSlots(slots, p))
+			}
 			return portInitNoSM.At(unit, slots.with("manager_fix", smRemedyFor(pm.Label, p, pm.Transport)))
 		}
 		return portDownLinkUp.At(unit, tools)
@@ -507,8 +521,12 @@ func (pj *portJudge) addressFindings(pm *PortModel, ib bool, slots Slots) []repo
 	if !ib || p.State.Code != portStateActive || !p.HasLID || (p.LID != 0 && p.SMLID != 0) {
 		return nil
 	}
+	fix := smRemedyFor(pm.Label, p, pm.Transport)
+	if pj.guestVF(pm) {
+		fix = render(guestSMFix, guestSlots(slots, p))
+	}
 	return []report.Finding{portNoLID.At(portUnit(pm), slots.with("lid", fmt.Sprintf("0x%x", p.LID), "sm_lid", fmt.Sprintf("0x%x", p.SMLID),
-		"manager_fix", smRemedyFor(pm.Label, p, pm.Transport)))}
+		"manager_fix", fix))}
 }
 
 // rateFindings judges the trained width of an InfiniBand port and the
@@ -536,6 +554,60 @@ func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe 
 		fs = append(fs, portBelowRate.At(unit, slots.with("want", fmt.Sprint(want))))
 	}
 	return fs
+}
+
+// guestVF reports whether a port belongs to a virtual function handed to
+// this host as a virtual machine (the CPU's hypervisor flag): an SR-IOV VF
+// has no subnet management QP (QP0), so no subnet manager can run from it,
+// and the guest does not own the fabric. A guest sees no PF, so a VF is
+// told by its physfn link where there is one, else by its device ID (the
+// ConnectX VF IDs: Azure's HB/HC/ND VMs get ConnectX-6 VFs 15b3:101c and
+// ConnectX-7 VFs 15b3:101e). A whole HCA passed through to a guest is no
+// VF: it may run a subnet manager, and keeps bare metal's advice.
+func (pj *portJudge) guestVF(pm *PortModel) bool {
+	if !pj.virt().Guest() {
+		return false
+	}
+	if pm.Device.Function == VirtualFunction {
+		return true
+	}
+	for _, fn := range pj.env.Survey().PCI {
+		if fn.Address == pm.Device.Dev.PCIAddr && fn.Vendor == 0x15b3 {
+			return strings.HasSuffix(mellanoxProducts[fn.Device], " VF")
+		}
+	}
+	return false
+}
+
+// virt reads whether this host is a virtual machine, once, when a port
+// first needs it.
+func (pj *portJudge) virt() sysfs.Virtualization {
+	if !pj.virtRead {
+		pj.virtual, pj.virtRead = pj.env.Host.ReadVirtualization(), true
+	}
+	return pj.virtual
+}
+
+// guestSMFix is the remedy for an InfiniBand VF port in a virtual machine
+// that no subnet manager configured: the guest can neither run the
+// fabric's SM nor ask it (sminfo and ibportstate need QP0), so the advice
+// is to wait for the fabric, check the VM's platform agent, and redeploy
+// or call the provider — never to start a subnet manager in the guest.
+const guestSMFix = "{port}: this virtual machine cannot run the fabric's subnet manager: its port is an SR-IOV virtual function, which has no subnet " +
+	"management QP (QP0), and the fabric belongs to the platform — its SM runs on a switch or a management node (on Azure, the platform's own), " +
+	"so no subnet manager started in this VM can configure the port. A port goes ACTIVE with a LID once that SM configures it, usually within " +
+	"minutes of the VM's start: wait and watch `ibstat` (State: Active, a non-zero Base lid). Check that the VM's platform agent runs (on Azure " +
+	"the Linux guest agent: `systemctl status walinuxagent` or `waagent`) and that the VM size and image support InfiniBand. If the port stays " +
+	"unconfigured, stop (deallocate) and start the VM, or redeploy it, so that it lands on another host; if that does not help, open a case with " +
+	"the provider naming the VM and the port GUID ({guid})."
+
+// guestSlots adds what guestSMFix names: the port GUID, or where to read it.
+func guestSlots(slots Slots, p sysfs.RDMAPort) Slots {
+	guid := portGUID(p)
+	if guid == "" {
+		guid = "the Port GUID that `ibstat` shows"
+	}
+	return slots.with("guid", guid)
 }
 
 // portsByHand says how to read port states without rdmadoctor.
