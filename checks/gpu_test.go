@@ -47,48 +47,60 @@ func countNICs(r *report.Report) int {
 func TestGPUHealthyHGXSaysWhy(t *testing.T) {
 	runNetCases(t, "gpu.nic_affinity", []netCase{
 		{name: "HGX: every GPU PIX to its own NIC", dir: netFixture("hgx-8gpu-healthy"), status: report.Pass,
-			contains: []string{"8 GPU(s), each paired with an RDMA NIC: 8 PIX", "GPU0 0000:1b:00.0 (H100 SXM5 80GB): mlx5_0 0000:18:00.0 PIX",
-				"GPU0  PIX*"}},
+			findings: refsOf("gpu.nic_affinity/paired", hgxGPUs),
+			contains: []string{"GPU0 0000:1b:00.0 (H100 SXM5 80GB): mlx5_0 0000:18:00.0 PIX", "GPU0  PIX*"}},
 		{name: "VM: virtual topology shown, not judged", dir: netFixture("gpu-vm-passthrough"), status: report.Pass,
-			contains: []string{"virtual topology"}},
+			findings: []findingRef{{"gpu.nic_affinity/virtual-topology", "0000:01:00.0"}}},
 	})
 	runNetCases(t, "gpu.peer_memory", []netCase{
 		{name: "HGX: both paths", dir: netFixture("hgx-8gpu-healthy"), status: report.Pass,
+			findings: []findingRef{{"gpu.peer_memory/available", ""}},
 			contains: []string{"nvidia_peermem loaded", "DMA-BUF (NVIDIA open kernel modules 550.90.07"}},
 		{name: "MI300X: DMA-BUF through amdgpu", dir: netFixture("amd-mi300x"), status: report.Pass,
-			contains: []string{"AMD GPUs: DMA-BUF (amdgpu exports GPU memory"}},
+			findings: []findingRef{{"gpu.peer_memory/available", ""}}, contains: []string{"AMD GPUs: DMA-BUF (amdgpu exports GPU memory"}},
 	})
 	runNetCases(t, "gpu.iommu", []netCase{
-		{name: "HGX: passthrough", dir: netFixture("hgx-8gpu-healthy"), status: report.Pass, contains: []string{"in passthrough", "GPU0 0000:1b:00.0: IOMMU group 32, identity"}},
-		{name: "VM without guest IOMMU", dir: netFixture("gpu-vm-passthrough"), status: report.Pass, contains: []string{"without a guest IOMMU"}},
+		{name: "HGX: passthrough", dir: netFixture("hgx-8gpu-healthy"), status: report.Pass,
+			findings: []findingRef{{"gpu.iommu/passthrough", ""}}, contains: []string{"GPU0 0000:1b:00.0: IOMMU group 32, identity"}},
+		{name: "VM without guest IOMMU", dir: netFixture("gpu-vm-passthrough"), status: report.Pass,
+			findings: []findingRef{{"gpu.iommu/guest-no-iommu", ""}}},
 	})
 	runNetCases(t, "gpu.acs", []netCase{
 		{name: "VM skips with the NIC's ATS", dir: netFixture("gpu-vm-passthrough"), status: report.Skip,
-			contains: []string{"virtual machine", "mlx5_0 0000:02:00.0: ATS enabled"}},
+			findings: []findingRef{{"gpu.acs/virtual-machine", ""}}, contains: []string{"mlx5_0 0000:02:00.0: ATS enabled"}},
 	})
 	runNetCases(t, "gpu.pcie", []netCase{
 		{name: "HGX: Gen5 x16 and the pair's Device Control", dir: netFixture("hgx-8gpu-healthy"), status: report.Pass,
-			contains: []string{"8 GPU(s) at their expected PCIe link: 32.0 GT/s x16", "mlx5_0 0000:18:00.0: MaxReadReq 4096 bytes, MaxPayload 256 bytes, relaxed ordering on"}},
+			findings: refsOf("gpu.pcie/link-expected", hgxGPUs),
+			contains: []string{"32.0 GT/s x16", "mlx5_0 0000:18:00.0: MaxReadReq 4096 bytes, MaxPayload 256 bytes, relaxed ordering on"}},
 	})
 }
 
 func TestGPUFailureFixtures(t *testing.T) {
 	runNetCases(t, "gpu.peer_memory", []netCase{
 		{name: "no nvidia_peermem, proprietary driver", dir: netFixture("hgx-no-peermem"), status: report.Fail, exit: 24, rootCause: "gpu.peer_memory",
-			contains: []string{"nvidia_peermem not loaded", "535.154.05 is the proprietary kernel module", "`modprobe nvidia-peermem`",
-				"/etc/modules-load.d/nvidia-peermem.conf", "open kernel modules R515+"}},
+			findings: []findingRef{{"gpu.peer_memory/no-path", ""}, {"gpu.peer_memory/nvidia-no-path", "nvidia"}},
+			contains: []string{"535.154.05 is the proprietary kernel module", "`modprobe nvidia-peermem`"}},
 	})
 	runNetCases(t, "gpu.acs", []netCase{
 		{name: "ACS redirect on GPU2's switch", dir: netFixture("hgx-acs-redirect"), status: report.Fail, exit: 25, rootCause: "gpu.acs",
-			contains: []string{"GPU2 0000:52:00.0 ↔ mlx5_2 0000:4f:00.0 (PIX)", "bridge 0000:4e:01.0 ACSCtl 0x001d: ReqRedir+ CmpltRedir+ on",
-				"`setpci -s 0000:4e:01.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:4e:00.0 ECAP_ACS+0x6.w=0000`", "every boot"},
+			findings: refsWith(refsOf("gpu.acs/no-redirect", hgxGPUs), 2, findingRef{"gpu.acs/redirect", "0000:52:00.0"}),
+			contains: []string{"bridge 0000:4e:01.0 ACSCtl 0x001d: ReqRedir+ CmpltRedir+ on",
+				"`setpci -s 0000:4e:01.0 ECAP_ACS+0x6.w=0000; setpci -s 0000:4e:00.0 ECAP_ACS+0x6.w=0000`"},
 			lacks: []string{"0000:17:01.0 ECAP_ACS"}},
 	})
 	runNetCases(t, "gpu.nic_affinity", []netCase{
 		{name: "GPU3's NIC on the other socket", dir: netFixture("hgx-nic-across-socket"), status: report.Fail, exit: 23, rootCause: "gpu.nic_affinity",
-			contains: []string{"GPU3 0000:61:00.0 (H100 SXM5 80GB) on NUMA node 0: nearest free RDMA NIC mlx5_3 (0000:b1:00.0) is on NUMA node 1 — SYS",
-				"8 GPUs: 1 fail, 7 pass", "under GPU3's PCIe switch (or at least on NUMA node 0)", "GPU3  NODE   NODE   NODE   SYS    SYS*"}},
+			findings: refsWith(refsOf("gpu.nic_affinity/paired", hgxGPUs), 3, findingRef{"gpu.nic_affinity/across-sockets", "0000:61:00.0"}),
+			contains: []string{"nearest free RDMA NIC mlx5_3 (0000:b1:00.0) is on NUMA node 1", "under GPU3's PCIe switch (or at least on NUMA node 0)"}},
 	})
+}
+
+// refsWith is refs with its i-th finding replaced by f: one unit differs
+// from the rest.
+func refsWith(refs []findingRef, i int, f findingRef) []findingRef {
+	refs[i] = f
+	return refs
 }
 
 // A GPU host without RDMA NIC: the pair checks skip saying so, the
