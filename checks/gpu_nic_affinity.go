@@ -64,7 +64,7 @@ var (
 			"bandwidth is bounded by that link. Where the chassis has a free slot on NUMA node {gpu_numa}, an RDMA NIC there gives them a direct " +
 			"path; to require one, set gpu_nic_max_distance in the host's class of the expectations file."})
 	affinityFartherThanExpected = declare(Finding{ID: "gpu.nic_affinity/farther-than-expected", Status: report.Fail,
-		When: "bare metal: the host's class in the expectations file sets gpu_nic_max_distance and the GPU's NIC is farther",
+		When:    "bare metal: the host's class in the expectations file sets gpu_nic_max_distance and the GPU's NIC is farther",
 		Message: affinityPair + " — farther than {expected} ({cite})",
 		Fix: "Give {gpu} an RDMA NIC at {expected} or nearer, as its class demands ({cite}): a NIC in a slot of {gpu}'s socket, under " +
 			"its PCIe switch where the platform has one, as its slot guide pairs GPUs and NICs; check `nvidia-smi topo -m` after the move. " +
