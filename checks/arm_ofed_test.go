@@ -23,25 +23,7 @@ func TestArmOFEDFixtureVerdicts(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(v.Fixture), checks.Options{ExpectLossless: v.ExpectLossless})
-			c := hwResult(t, r, v.Check)
-			if string(c.Status) != v.Status {
-				t.Errorf("%s is %s, want %s: %s", v.Check, c.Status, v.Status, c.Summary)
-			}
-			var ids []string
-			for _, f := range c.Findings {
-				ids = append(ids, f.ID)
-			}
-			if !strings.Contains(" "+strings.Join(ids, " ")+" ", " "+v.Finding+" ") {
-				t.Errorf("%s findings %v lack %s", v.Check, ids, v.Finding)
-			}
-			if r.ExitCode != v.Exit {
-				for _, c := range r.Checks {
-					if c.Status == report.Fail || c.Status == report.Error {
-						t.Logf("%s %s: %s", c.ID, c.Status, c.Summary)
-					}
-				}
-				t.Errorf("exit %d, want %d (root cause %s)", r.ExitCode, v.Exit, deref(r.RootCause))
-			}
+			statedVerdict(t, r, v.Check, v.Status, v.Finding, v.Exit)
 		})
 	}
 }

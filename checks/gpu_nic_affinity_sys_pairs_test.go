@@ -8,7 +8,6 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
-	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -37,25 +36,7 @@ func TestSysPairsFixtureVerdicts(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(v.Fixture), checks.Options{Expect: sysPairsClass(t, v.Expect)})
-			c := hwResult(t, r, v.Check)
-			if string(c.Status) != v.Status {
-				t.Errorf("%s is %s, want %s: %s", v.Check, c.Status, v.Status, c.Summary)
-			}
-			var ids []string
-			for _, f := range c.Findings {
-				ids = append(ids, f.ID)
-			}
-			if !strings.Contains(" "+strings.Join(ids, " ")+" ", " "+v.Finding+" ") {
-				t.Errorf("%s findings %v lack %s", v.Check, ids, v.Finding)
-			}
-			if r.ExitCode != v.Exit {
-				for _, c := range r.Checks {
-					if c.Status == report.Fail || c.Status == report.Error || c.Status == report.Warn {
-						t.Logf("%s %s: %s", c.ID, c.Status, c.Summary)
-					}
-				}
-				t.Errorf("exit %d, want %d (root cause %s)", r.ExitCode, v.Exit, deref(r.RootCause))
-			}
+			statedVerdict(t, r, v.Check, v.Status, v.Finding, v.Exit)
 		})
 	}
 }

@@ -115,3 +115,26 @@ func fixtureEdited(tb testing.TB, name string, edit func(tr *sysfstest.Tree)) st
 	edit(tr)
 	return hwWrite(tb, tr)
 }
+
+// statedVerdict asserts what a fixture's comment states of a run: the
+// check's status, a finding it carries ("" when none is named) and the
+// run's exit code; on a wrong exit code it logs the checks that caused it.
+func statedVerdict(t *testing.T, r *report.Report, check, status, finding string, exit int) report.CheckResult {
+	t.Helper()
+	c := hwResult(t, r, check)
+	if string(c.Status) != status {
+		t.Errorf("%s is %s, want %s: %s\n%s", check, c.Status, status, c.Summary, c.Remedy)
+	}
+	if finding != "" && !c.HasFinding(finding) {
+		t.Errorf("%s findings %v lack %s", check, refs(c.Findings), finding)
+	}
+	if r.ExitCode != exit {
+		for _, o := range r.Checks {
+			if o.Status == report.Fail || o.Status == report.Error || o.Status == report.Warn {
+				t.Logf("%s %s: %s", o.ID, o.Status, o.Summary)
+			}
+		}
+		t.Errorf("exit %d, want %d (root cause %s)", r.ExitCode, exit, deref(r.RootCause))
+	}
+	return c
+}

@@ -23,25 +23,8 @@ func TestGuestIBFixtureVerdicts(t *testing.T) {
 	for _, name := range names {
 		want := sysfstest.GuestIBVerdicts[name]
 		t.Run(name, func(t *testing.T) {
-			tr, err := sysfstest.Fixture(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := hwRun(t, hwWrite(t, tr), checks.Options{})
-			c := hwResult(t, r, want.Check)
-			if string(c.Status) != want.Status {
-				t.Errorf("%s %s, want %s: %s\n%s", want.Check, c.Status, want.Status, c.Summary, c.Remedy)
-			}
-			if r.ExitCode != want.Exit {
-				t.Errorf("exit %d, want %d (root cause %s)", r.ExitCode, want.Exit, deref(r.RootCause))
-			}
-			found := false
-			for _, f := range c.Findings {
-				found = found || f.ID == want.Finding
-			}
-			if !found {
-				t.Errorf("%s: no finding %s in %v", want.Check, want.Finding, refs(c.Findings))
-			}
+			r := hwRun(t, netFixture(name), checks.Options{})
+			statedVerdict(t, r, want.Check, want.Status, want.Finding, want.Exit)
 			for _, c := range r.Checks {
 				if strings.Contains(strings.ToLower(c.Remedy), "opensm") {
 					t.Errorf("%s advises opensm in a VM guest:\n%s", c.ID, c.Remedy)
