@@ -45,33 +45,11 @@ var ArmOFEDVerdicts = []ArmOFEDVerdict{
 // /usr/lib/aarch64-linux-gnu, as Debian's does; libc6's
 // /etc/ld.so.conf.d/aarch64-linux-gnu.conf lists the multiarch
 // directories; the generator string is inferred from Debian's shape).
-var Ubuntu2404Arm64 = &Layout{
-	OSRelease: ubuntuNobleOSRelease,
-	LibDir:    "/usr/lib/aarch64-linux-gnu",
-	RDMACore:  "50",
-	LDConf: map[string]string{
-		"/etc/ld.so.conf":                          "include /etc/ld.so.conf.d/*.conf\n\n",
-		"/etc/ld.so.conf.d/libc.conf":              "# libc default configuration\n/usr/local/lib\n",
-		"/etc/ld.so.conf.d/aarch64-linux-gnu.conf": "# Multiarch support\n/usr/local/lib/aarch64-linux-gnu\n/lib/aarch64-linux-gnu\n/usr/lib/aarch64-linux-gnu\n",
-	},
-	SystemLibDirs: []string{"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"},
-	LDGenerator:   "ldconfig (Ubuntu GLIBC 2.39-0ubuntu8.3) stable release version 2.39",
-}
+var Ubuntu2404Arm64 = debianMultiarch("aarch64-linux-gnu", ubuntuNobleOSRelease, "50", "ldconfig (Ubuntu GLIBC 2.39-0ubuntu8.3) stable release version 2.39")
 
 // Debian12Arm64 is Debian 12 on arm64: rdma-core 44 in
 // /usr/lib/aarch64-linux-gnu (read: Debian's rdma-core 44.0-2 for arm64).
-var Debian12Arm64 = &Layout{
-	OSRelease: debianOSRelease,
-	LibDir:    "/usr/lib/aarch64-linux-gnu",
-	RDMACore:  "44",
-	LDConf: map[string]string{
-		"/etc/ld.so.conf":                          "include /etc/ld.so.conf.d/*.conf\n\n",
-		"/etc/ld.so.conf.d/libc.conf":              "# libc default configuration\n/usr/local/lib\n",
-		"/etc/ld.so.conf.d/aarch64-linux-gnu.conf": "# Multiarch support\n/usr/local/lib/aarch64-linux-gnu\n/lib/aarch64-linux-gnu\n/usr/lib/aarch64-linux-gnu\n",
-	},
-	SystemLibDirs: []string{"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"},
-	LDGenerator:   "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36",
-}
+var Debian12Arm64 = debianMultiarch("aarch64-linux-gnu", debianOSRelease, "44", "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36")
 
 const ubuntuNobleOSRelease = `PRETTY_NAME="Ubuntu 24.04.1 LTS"
 NAME="Ubuntu"

@@ -112,17 +112,26 @@ type Layout struct {
 
 // Debian12 is Debian 12 (bookworm) on x86-64: rdma-core 44 in the
 // multiarch directory, no merged-/usr links in the fixtures.
-var Debian12 = &Layout{
-	OSRelease: debianOSRelease,
-	LibDir:    libDir,
-	RDMACore:  "44",
-	LDConf: map[string]string{
-		"/etc/ld.so.conf":                         "include /etc/ld.so.conf.d/*.conf\n\n",
-		"/etc/ld.so.conf.d/libc.conf":             "# libc default configuration\n/usr/local/lib\n",
-		"/etc/ld.so.conf.d/x86_64-linux-gnu.conf": "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n",
-	},
-	SystemLibDirs: []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"},
-	LDGenerator:   "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36",
+var Debian12 = debianMultiarch("x86_64-linux-gnu", debianOSRelease, "44", "ldconfig (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36")
+
+// debianMultiarch is a Debian-family layout for one multiarch triplet:
+// rdma-core in /usr/lib/<triplet>, which libc6's
+// /etc/ld.so.conf.d/<triplet>.conf lists with the other multiarch
+// directories (and /usr/local/lib in libc.conf).
+func debianMultiarch(triplet, osRelease, rdmaCore, generator string) *Layout {
+	return &Layout{
+		OSRelease: osRelease,
+		LibDir:    "/usr/lib/" + triplet,
+		RDMACore:  rdmaCore,
+		LDConf: map[string]string{
+			"/etc/ld.so.conf":             "include /etc/ld.so.conf.d/*.conf\n\n",
+			"/etc/ld.so.conf.d/libc.conf": "# libc default configuration\n/usr/local/lib\n",
+			"/etc/ld.so.conf.d/" + triplet + ".conf": "# Multiarch support\n/usr/local/lib/" + triplet + "\n/lib/" + triplet +
+				"\n/usr/lib/" + triplet + "\n",
+		},
+		SystemLibDirs: []string{"/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"},
+		LDGenerator:   generator,
+	}
 }
 
 // Rocky93 is Rocky Linux 9.3 (the RHEL 9 family) on x86-64: rdma-core 46
