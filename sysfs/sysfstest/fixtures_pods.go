@@ -133,6 +133,14 @@ func vfPod(name string, vfAddrs []string) Host {
 }
 
 func init() {
+	registerSharedModePods()
+	registerExclusiveModePods()
+	registerSRIOVPodsAndHosts()
+}
+
+// registerSharedModePods registers the pods of RDMA netns mode shared
+// given the RDMA shared device plugin's devices and Multus interfaces.
+func registerSharedModePods() {
 	// pod-shared-macvlan: a training pod on a dual-port CX-5 node with
 	// the RDMA shared device plugin; Multus gave it a macvlan on each port
 	// (net1 on ens1f0np0, net2 on ens1f1np1) with addresses from the
@@ -191,7 +199,11 @@ func init() {
 	register("pod-shared-no-network", func() *Tree {
 		return buildPod(podHost(CX5RoCE(), "rdma-train-2", nil), "python3")
 	})
+}
 
+// registerExclusiveModePods registers the pods of RDMA netns mode
+// exclusive, each holding its own VF's RDMA device.
+func registerExclusiveModePods() {
 	// pod-exclusive-vf: RDMA netns mode exclusive (rdma system set netns
 	// exclusive); the SR-IOV CNI moved VF 0000:3b:00.2's netdev into the
 	// pod as net1 and the RDMA CNI (k8s-rdma-cni README) moved its RDMA
@@ -216,7 +228,11 @@ func init() {
 		h.NetnsMode, h.Memlock, h.CapIPCLock = "exclusive", "65536", false
 		return buildExclusiveVFPod(h, "mpirun")
 	})
+}
 
+// registerSRIOVPodsAndHosts registers SR-IOV VF pods and the hypervisor
+// nodes that pool the VFs.
+func registerSRIOVPodsAndHosts() {
 	// pod-sriov-vf: RDMA netns mode shared, a pod given VF 0000:3b:00.2
 	// (net1, renamed by the SR-IOV CNI) by the SR-IOV network device
 	// plugin with isRdma (it mounts uverbs2 and rdma_cm). Shared mode
