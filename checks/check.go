@@ -108,6 +108,10 @@ type Env struct {
 	gpus       *gpuSurvey
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
+
+	// stateMu guards Opts.State: the checks that keep a history run
+	// concurrently (historyRun.lock).
+	stateMu sync.Mutex
 }
 
 // NewEnv prepares an environment for one run.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
@@ -109,6 +110,19 @@ type historyRun struct {
 	class     *expect.Class
 	notes     []string // what the whole check should say (unreadable boot_id, uptime)
 	index     map[string]int
+	// mu guards the state: checks run concurrently, and every check that
+	// keeps a history appends to the one state's series (nil outside a run).
+	mu *sync.Mutex
+}
+
+// lock holds the state for one judgement; the series pointers taken under
+// it must not outlive it (another check's append may move them).
+func (hr *historyRun) lock() func() {
+	if hr.mu == nil {
+		return func() {}
+	}
+	hr.mu.Lock()
+	return hr.mu.Unlock
 }
 
 // newHistoryRun reads boot_id and uptime; nil without a state.
@@ -116,7 +130,7 @@ func newHistoryRun(env *Env) *historyRun {
 	if env.Opts.State == nil {
 		return nil
 	}
-	hr := &historyRun{st: env.Opts.State, now: countersNow().UTC(), class: env.Expect}
+	hr := &historyRun{st: env.Opts.State, now: countersNow().UTC(), class: env.Expect, mu: &env.stateMu}
 	hr.cleanRuns, hr.cleanFrom = cleanRunsOf(env.Expect)
 	id, err := env.Host.BootID()
 	if err != nil {
@@ -131,6 +145,7 @@ func newHistoryRun(env *Env) *historyRun {
 		hr.uptime = up
 	}
 	if hr.bootID != "" {
+		defer hr.lock()()
 		hr.st.BootID = hr.bootID
 	}
 	return hr
@@ -450,6 +465,7 @@ func (j *unitJudgement) judgeWithHistory(u *counterUnit, c sysfs.Counter, spec c
 	if c.Group == "counters" && spec.bits > 0 {
 		max = 1<<spec.bits - 1
 	}
+	defer hr.lock()()
 	cs := hr.series(seriesKey(u, c))
 	base := counterSlots(u, c, spec)
 	r := judgeReading(cs, base, v, max, limitsOf(c, spec, hr.class), hr.now, hr.bootID, hr.uptime)

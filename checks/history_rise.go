@@ -1,0 +1,107 @@
+package checks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+)
+
+// The link-health checks (link.phy, pcie.aer, kernel.log's devlink
+// reporters) judge monotonic counters as rates, as counters.errors does,
+// but with findings of their own. riseReading is the shared part: one
+// reading set against its series in the state, with the same baselines
+// (boot, reset, new boot, clock). The judging — which rise fails — stays
+// with each check.
+
+// Where a riseReading is measured from.
+const (
+	riseSinceBoot     = "boot"     // no earlier reading: the count since boot
+	riseSincePrevious = "previous" // the last run's reading, same boot
+	riseNewBaseline   = "baseline" // not comparable: a new baseline starts here
+)
+
+// riseReading is one counter reading against its history.
+type riseReading struct {
+	// Since is riseSinceBoot, riseSincePrevious or riseNewBaseline.
+	Since string
+	// Delta is the rise: the count since boot for a first reading, the
+	// rise since the previous reading, 0 at a new baseline.
+	Delta uint64
+	// Over is the time the rise took: the uptime for a first reading (0
+	// when unreadable), the time since the previous reading.
+	Over time.Duration
+	// Previous is when the previous reading was taken (zero for a first).
+	Previous time.Time
+	// Note says why a new baseline starts ("" otherwise), for the details.
+	Note string
+}
+
+// PerHour is the rise's rate per hour; ok is false when the time it took is
+// unknown or zero.
+func (r riseReading) PerHour() (rate float64, ok bool) {
+	if r.Over <= 0 {
+		return 0, false
+	}
+	return float64(r.Delta) / r.Over.Hours(), true
+}
+
+// Words says over what the rise was measured, for a message:
+// "since boot (3.2 days)", "since the last run at T (1.0 h)".
+func (r riseReading) Words() string {
+	switch r.Since {
+	case riseSinceBoot:
+		if r.Over > 0 {
+			return fmt.Sprintf("since boot (%s)", fmtDur(r.Over))
+		}
+		return "since boot"
+	case riseSincePrevious:
+		return fmt.Sprintf("since the last run at %s (%s)", stamp(r.Previous), fmtDur(r.Over))
+	}
+	return "at a new baseline (" + r.Note + ")"
+}
+
+// newRiseRun is the history for a check that judges rises: with --state,
+// the state's series; without, every reading is a first (since boot). It
+// reads boot_id and uptime either way.
+func newRiseRun(env *Env) *historyRun {
+	if hr := newHistoryRun(env); hr != nil {
+		return hr
+	}
+	hr := &historyRun{now: countersNow().UTC()}
+	if id, err := env.Host.BootID(); err == nil {
+		hr.bootID = id
+	}
+	if up, err := env.Host.Uptime(); err == nil {
+		hr.uptime = up
+	}
+	return hr
+}
+
+// observe sets the reading v of the counter key (prefixed by the check's
+// ID, e.g. "pcie.aer/0000:3b:00.0/aer_dev_correctable") against its series,
+// and appends it to the series when there is a state.
+func (hr *historyRun) observe(key string, v uint64) riseReading {
+	cur := state.CounterSample{Value: v, At: hr.now, BootID: hr.bootID}
+	first := riseReading{Since: riseSinceBoot, Delta: v, Over: hr.uptime}
+	if hr.st == nil {
+		return first
+	}
+	defer hr.lock()()
+	cs := hr.series(key)
+	r := first
+	if n := len(cs.Samples); n > 0 {
+		prev := cs.Samples[n-1]
+		if why, note := newBaseline(prev, cur); why != "" {
+			cs.Baseline, cs.BaselineWhy = &cur, why
+			r = riseReading{Since: riseNewBaseline, Note: note}
+		} else {
+			r = riseReading{Since: riseSincePrevious, Delta: v - prev.Value, Over: hr.now.Sub(prev.At), Previous: prev.At}
+		}
+	} else {
+		cs.Baseline, cs.BaselineWhy = &state.CounterSample{BootID: hr.bootID, At: hr.now.Add(-hr.uptime)}, "boot"
+	}
+	cur.Rose = r.Delta > 0
+	appendSample(cs, cur)
+	return r
+}
