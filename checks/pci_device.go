@@ -60,6 +60,16 @@ var (
 		Message: "no RDMA-capable PCI function and no software RDMA device on this host ({scanned} PCI functions scanned)",
 		Fix: "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
 			"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."})
+	pciNoneInNetns = declare(Finding{ID: "pci.device/none-in-this-netns", Status: report.Fail,
+		When: "no RDMA NIC function and no RDMA device in sight, while the RDMA subsystem is in exclusive netns mode and a software RDMA driver is loaded: " +
+			"its devices belong to another network namespace (a pod or container that was given none)",
+		Message: "no RDMA device in this network namespace: the RDMA subsystem is in exclusive netns mode and {modules} is loaded, " +
+			"so its devices live in another namespace; no RDMA NIC function either ({scanned} PCI functions scanned)",
+		Fix: "In exclusive mode a network namespace sees only the RDMA devices moved into it (`rdma dev set <dev> netns <ns>`, which an RDMA CNI or the SR-IOV " +
+			"device plugin does for a VF's device), and this one holds none. Software devices (rxe, siw) cannot be moved: the kernel refuses with EOPNOTSUPP. " +
+			"Give the pod a device of its own (an SR-IOV VF network with the RDMA CNI), run the software-RDMA test in the namespace that holds the device " +
+			"(on the host: `rdma dev` lists it), or use shared mode (`rdma system set netns shared`, which the kernel refuses while other network namespaces exist; " +
+			"do not switch a host whose containers rely on exclusive mode)."})
 	pciDeviceBusUnreadable = declare(Finding{ID: "pci.device/bus-unreadable", Status: report.Error,
 		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
 		Message: "could not list PCI functions: {cause}",
@@ -88,7 +98,7 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		if len(c.softNames) > 0 {
 			fs = append(fs, pciSoftwareOnly.At("", Slots{"devices": strings.Join(c.softNames, ", ")}))
 		} else {
-			fs = append(fs, pciNoNIC.At("", Slots{"scanned": fmt.Sprint(len(s.PCI))}))
+			fs = append(fs, noDeviceFinding(env, s))
 		}
 	}
 	r := combineFindings(fs, false)
@@ -275,6 +285,31 @@ func noNICView(env *Env, s *Survey, c nicSort, r *Result) {
 	if mode, err := env.Host.RDMASystem(); err == nil && mode.NetnsMode == "exclusive" {
 		r.Details = append(r.Details, "RDMA netns mode is exclusive: devices are visible only in their own network namespace; a container without host networking sees none")
 	}
+}
+
+// softwareRDMAModules are the kernel modules of the software RDMA drivers,
+// by the name /sys/module shows.
+var softwareRDMAModules = []string{"rdma_rxe", "siw"}
+
+// noDeviceFinding is the finding of a host that shows no RDMA NIC and no
+// RDMA device: in exclusive netns mode with a software RDMA driver loaded,
+// the devices are in another namespace (a pod that was given none) — not
+// a missing card.
+func noDeviceFinding(env *Env, s *Survey) report.Finding {
+	slots := Slots{"scanned": fmt.Sprint(len(s.PCI))}
+	if mode, err := env.Host.RDMASystem(); err != nil || mode.NetnsMode != "exclusive" {
+		return pciNoNIC.At("", slots)
+	}
+	var loaded []string
+	for _, m := range softwareRDMAModules {
+		if ok, _ := env.Host.Exists("/sys/module/" + m); ok {
+			loaded = append(loaded, m)
+		}
+	}
+	if len(loaded) == 0 {
+		return pciNoNIC.At("", slots)
+	}
+	return pciNoneInNetns.At("", slots.with("modules", strings.Join(loaded, " and ")))
 }
 
 // messagesOf are the findings' rendered messages, one line each.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -105,6 +106,15 @@ func TestPCIDeviceFindings(t *testing.T) {
 		{"unbound ConnectX", pciVariantDir(t, nil, unbound), []findingRef{{"pci.device/unbound", "0000:3b:00.0"}}},
 		{"X722 bound to vfio-pci", pciVariantDir(t, nil, x722vfio), []findingRef{{"pci.device/passthrough", "0000:1a:00.0"}}},
 		{"PCI bus unreadable", busGone, []findingRef{{"pci.device/bus-unreadable", ""}}},
+		// A pod in exclusive netns mode whose host runs rxe: the device
+		// stays in the host's namespace (rxe cannot move), the pod sees none.
+		{"exclusive mode, rxe loaded, nothing here", fixtureEdited(t, "no-rdma-nic", func(tr *sysfstest.Tree) {
+			tr.Facts.RDMASystem = &sysfs.RDMASystem{NetnsMode: "exclusive"}
+			tr.Attr("/sys/module/rdma_rxe/refcnt", "0")
+		}), []findingRef{{"pci.device/none-in-this-netns", ""}}},
+		{"exclusive mode, no software driver", fixtureEdited(t, "no-rdma-nic", func(tr *sysfstest.Tree) {
+			tr.Facts.RDMASystem = &sysfs.RDMASystem{NetnsMode: "exclusive"}
+		}), []findingRef{{"pci.device/no-rdma-nic", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := hwRunOne(t, tc.dir, "pci.device", checks.Options{})

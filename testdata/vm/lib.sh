@@ -28,11 +28,12 @@ GUEST_PKGS=(
 	perftest libibumad3 libpci3
 )
 
-# Kernel modules the guest loads, in load order. configfs and crc32_generic
+# Kernel modules the guest loads, in load order. macvlan and ipvlan carry the
+# pod scenarios' net1 (a Multus interface on the RoCE netdev). configfs and crc32_generic
 # are not in anyone's depends= line but rdma_cm and rdma_rxe need them (without
 # crc32_generic rdma_rxe fails "failed to init crc32 algorithm err:-2").
 GUEST_MODULES=(configfs crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
-	iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe dummy)
+	iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe dummy macvlan ipvlan)
 
 # What the two-guest pair (pair.sh) loads on top of GUEST_MODULES but dummy:
 # the virtio NIC that carries RoCE between the guests (none of the virtio
@@ -172,6 +173,7 @@ KERNEL_PATTERNS=('./boot/vmlinuz-*'
 	'*/kernel/drivers/infiniband/core/*' '*/kernel/drivers/infiniband/sw/*'
 	'*/kernel/net/ipv4/*' '*/kernel/net/ipv6/*' '*/kernel/crypto/*'
 	'*/kernel/fs/configfs/*' '*/kernel/drivers/net/dummy.ko*' '*/kernel/lib/*'
+	'*/kernel/drivers/net/macvlan.ko*' '*/kernel/drivers/net/ipvlan/*'
 	'*/kernel/drivers/net/virtio_net.ko*' '*/kernel/drivers/net/net_failover.ko*'
 	'*/kernel/drivers/virtio/*' '*/kernel/net/core/*' '*/kernel/net/sched/*')
 
@@ -180,7 +182,7 @@ unpack_kernel() {
 	dir=$CACHE/kernel/$(basename "$deb" .deb)
 	# .done records what was extracted: a changed pattern list unpacks again.
 	if [ "$(cat "$dir/.done" 2>/dev/null)" != "${KERNEL_PATTERNS[*]}" ]; then
-		log "unpacking $(basename "$deb") (vmlinuz and the RDMA, tunnel, crypto, configfs, dummy, virtio, qdisc modules)"
+		log "unpacking $(basename "$deb") (vmlinuz and the RDMA, tunnel, crypto, configfs, dummy, macvlan, ipvlan, virtio, qdisc modules)"
 		rm -rf "$CACHE/kernel"
 		mkdir -p "$dir"
 		deb_fsys_extract "$deb" "$dir" "${KERNEL_PATTERNS[@]}" || die "unpacking $deb failed"

@@ -31,6 +31,9 @@
 #                       wait_ready (rxe0 ACTIVE again), wait_active DEV [GID];
 #                       added rdma links and netdevs are deleted afterwards
 #   --user U --memlock KiB   run rdmadoctor as U with RLIMIT_MEMLOCK KiB
+#   --netns NAME        run rdmadoctor inside that network namespace, as a pod
+#                       (`ip netns exec`: its own /sys/class/net); the harness
+#                       deletes the namespaces and restores shared netns mode
 #   --kind run|killprobe|timing|snapshot   (timing: --runs N --ref 'CMD';
 #                       snapshot: --redact 1 captures with --redact)
 # Every JSON run is also checked for: exit_code == the process's status, and
@@ -98,6 +101,40 @@ scenario dummy0-down --needs port.state --break '/usr/bin/ip link set dummy0 dow
 
 scenario dummy0-no-ip --needs roce.config --break '/usr/bin/ip addr flush dev dummy0' \
 	--exit 20 --root roce.config -- --level 1 --format json
+
+# Pods (issue 27): rdmadoctor run from a network namespace that does not hold
+# the RoCE netdev dummy0, as in a Kubernetes pod. In shared mode a Multus
+# macvlan or ipvlan `net1` on dummy0, moved into the namespace with an
+# address, carries RoCE: the kernel adds its address to rxe0's GID table
+# (an upper device of the port's netdev), so the pod is healthy.
+POD_NET1='/usr/bin/ip netns add pod && /usr/bin/ip link set net1 netns pod &&
+	/usr/bin/ip -n pod addr add 192.0.2.10/24 dev net1 && /usr/bin/ip -n pod link set net1 up &&
+	wait_active rxe0 0000:0000:0000:0000:0000:ffff:c000:020a'
+scenario pod-shared-macvlan --needs roce.config --netns pod \
+	--break "/usr/bin/ip link add net1 link dummy0 type macvlan mode bridge && $POD_NET1" \
+	--exit 0 --root none --status roce.config=pass --status port.state=pass \
+	-- --level 1 --format json
+
+scenario pod-shared-ipvlan --needs roce.config --netns pod \
+	--break "/usr/bin/ip link add net1 link dummy0 type ipvlan mode l2 && $POD_NET1" \
+	--exit 0 --root none --status roce.config=pass --status port.state=pass \
+	-- --level 1 --format json
+
+# A pod with no interface on the RDMA NIC: it sees rxe0 (shared mode) but
+# none of its networks; roce.config says how to give it one.
+scenario pod-shared-no-network --needs roce.config --netns pod \
+	--break '/usr/bin/ip netns add pod' \
+	--exit 20 --root roce.config --status roce.config=fail \
+	-- --level 1 --format json
+
+# Exclusive mode: a device is visible only in its own namespace, and rxe
+# refuses to move (`rdma dev set rxe0 netns pod`: EOPNOTSUPP), so the pod
+# sees no RDMA device at all; the verdict must say why (the mode, the
+# device left in another namespace), not send anyone to the BIOS.
+scenario pod-exclusive-no-device --needs rdma.devices --netns pod \
+	--break 'rdma system set netns exclusive && /usr/bin/ip netns add pod' \
+	--exit 10 --root pci.device --mentions exclusive --status pci.device=fail \
+	-- --level 1 --format json
 
 # Root holds CAP_IPC_LOCK, which lifts the limit: run as a plain user.
 scenario unprivileged-memlock-64k --needs limits.memlock --user rdtest --memlock 64 \

@@ -128,10 +128,29 @@ unhide_all() {
 	ldconfig
 }
 
+# netns_reset deletes the scenarios' network namespaces (their macvlan and
+# ipvlan interfaces go with them) and puts the RDMA subsystem back in shared
+# mode, which the kernel refuses (EBUSY) while another namespace lives: the
+# deletion finishes asynchronously, so the mode is retried.
+netns_reset() {
+	local p i
+	for p in /run/netns/*; do
+		[ -e "$p" ] && /usr/bin/ip netns delete "${p##*/}"
+	done
+	rdma system show 2>/dev/null | grep -q 'netns shared' && return 0
+	i=0
+	until rdma system set netns shared 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 10 ] && { say "netns_reset: rdma system set netns shared still refused"; return 1; }
+		sleep 1
+	done
+}
+
 # baseline restores the healthy state; it prints what it had to do.
 baseline() {
 	local p n
 	unhide_all
+	netns_reset || return 1
 	# Devices and netdevs a scenario added go again.
 	for p in /sys/class/infiniband/*; do
 		[ -e "$p" ] || continue
@@ -181,7 +200,7 @@ refs() {
 # --runs, --ref, --refs (1: save the reference tools' answers) and --redact
 # (1: snapshot --redact). Records go to the console as they finish.
 scenario() {
-	local name d brk user memlock kind wantrefs runs ref redact t0 n0
+	local name d brk user memlock kind wantrefs runs ref redact netns t0 n0
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
@@ -190,7 +209,7 @@ scenario() {
 	d=$RESULTS/$name
 	rm -rf "$d"
 	mkdir -p "$d"
-	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref="" redact=0
+	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref="" redact=0 netns=
 	: >"$d/meta"
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -214,6 +233,7 @@ scenario() {
 		--ref) ref=$2 ;;
 		--refs) wantrefs=$2 ;;
 		--redact) redact=$2 ;;
+		--netns) netns=$2 ;;
 		esac
 		# One line per key: a --break may span lines.
 		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
@@ -231,6 +251,12 @@ scenario() {
 	set -- rdmadoctor "$@"
 	if [ -n "$user" ]; then
 		set -- rdvm runas --user "$user" --memlock "${memlock:--1}" -- "$@"
+	fi
+	# A pod's view: its own network namespace (and the sysfs that
+	# `ip netns exec` mounts for it), the host's RDMA devices as the netns
+	# mode shows them.
+	if [ -n "$netns" ]; then
+		set -- /usr/bin/ip netns exec "$netns" "$@"
 	fi
 	if ! command -v rdmadoctor >/dev/null; then
 		echo 127 >"$d/exit"
