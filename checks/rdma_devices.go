@@ -39,6 +39,9 @@ type deviceLookup struct {
 	mods   *sysfs.Modules
 	modErr error
 	netns  string
+	// uverbsRead: the uverbs class was listed. It is not namespaced, so a
+	// function none of its nodes names has no device in any namespace.
+	uverbsRead bool
 }
 
 func newDeviceLookup(env *Env) *deviceLookup {
@@ -54,6 +57,7 @@ func newDeviceLookup(env *Env) *deviceLookup {
 		}
 	}
 	if us, err := h.UverbsDevices(); err == nil {
+		l.uverbsRead = true
 		for _, u := range us {
 			if u.PCIAddr != "" && u.IBDev != "" {
 				l.uverbs[u.PCIAddr] = append(l.uverbs[u.PCIAddr], u.IBDev)

@@ -143,7 +143,9 @@ func (l *deviceLookup) whyNoDevice(n NIC, slots Slots) (*Finding, Slots) {
 func (l *deviceLookup) notRegistered(n NIC, slots Slots) (*Finding, Slots) {
 	mod := n.Driver.RDMAModule()
 	netnsNote, netnsFix := "", ""
-	if l.netns == "exclusive" {
+	if l.netns == "exclusive" && !l.uverbsRead {
+		// The uverbs class (not namespaced) could not tell whether the
+		// device exists elsewhere.
 		netnsNote = "; RDMA netns mode is exclusive, so the device may exist in another network namespace"
 		netnsFix = " RDMA netns mode is exclusive: a device moved to another namespace (`rdma dev set <dev> netns <ns>`) is invisible here; " +
 			"run in that namespace or use `rdma system set netns shared`."
