@@ -90,7 +90,7 @@ func TestExpectFromHostValues(t *testing.T) {
 			"[class cx5-node]\nhosts = cx5-node*\ndevices = 2 ", "\nlossless = true ", "\nmlx5_0.fw = 16.35.2000 ", "# fw_ver 16.35.2000 (MT_0000000008)\n",
 			"\nmlx5_0.pcie_speed = 8.0 GT/s PCIe\n", "\nmlx5_0.pcie_width = 16\n", "\nmlx5_0.ports = 1\n", "\nmlx5_1/1.link_layer = Ethernet\n",
 			"\nmlx5_1/1.rate = 100\n", "\nmlx5_1/1.width = 4X\n", "\nmlx5_0/1.mtu = 9000 ", "# MTU of ens1f0np0", "\nmlx5_0/1.pfc_priority = 3 "},
-			[]string{"unused"}},
+			[]string{"unused", "gpu_nic_max_distance"}},
 		{"cx6-ib-healthy", []string{"mlx5_0/1.link_layer = InfiniBand\n", "mlx5_0/1.rate = 200\n", "mlx5_0.pcie_speed = 16.0 GT/s PCIe\n"},
 			[]string{".mtu", "pfc_priority", "lossless", "unused"}},
 		{"multiport-one-down", []string{"mlx4_0/1.rate = 56\n", "\n# mlx4_0/2.unused = true ", "# DOWN (phys Polling) when this file was written: uncomment if the port is unused on purpose\n"},
@@ -101,6 +101,9 @@ func TestExpectFromHostValues(t *testing.T) {
 		{"mlx5-roce-lag-bond", []string{"mlx5_bond_0/1.mtu = 9000 ", "# MTU of bond0", "mlx5_bond_0/1.pfc_priority = 3 ", "on ens2f0np0, ens2f1np1"}, nil},
 		{"aws-efa", []string{"rdmap0s6/1.link_layer = Unknown\n"}, []string{"mtu", "pfc"}},
 		{"cxgb4-iwarp", []string{"cxgb4_0/1.mtu = 9000 "}, []string{"pfc_priority", "lossless"}},
+		// GPUs: the farthest pair as gpu.nic_affinity pairs them.
+		{"hgx-8gpu-healthy", []string{"\ngpu_nic_max_distance = PIX ", "# the farthest GPU–NIC pair on this host (GPU"}, nil},
+		{"gpu4-nics-other-socket", []string{"\ngpu_nic_max_distance = SYS "}, nil},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			_, text, err := classFromHost(t, filepath.Join(hostsDir, tc.fixture))

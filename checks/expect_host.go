@@ -54,6 +54,7 @@ func ExpectFromHost(env *Env, className string, hosts []string) (*expect.Class, 
 	}
 	set("devices", strconv.Itoa(len(s.Devices)), "written by rdmadoctor expect --from-host on "+cmp.Or(env.Host.Hostname(), "a host without a name")+"; review before use")
 	expectTrafficClass(env, set)
+	expectGPUNICDistance(env, set)
 	if r := registry["roce.lossless"]; r != nil && r.Run(context.Background(), env).Status == report.Pass {
 		set("lossless", "true", "roce.lossless passed on this host")
 	}
@@ -66,6 +67,29 @@ func ExpectFromHost(env *Env, className string, hosts []string) (*expect.Class, 
 		}
 	}
 	return c, nil
+}
+
+// expectGPUNICDistance proposes gpu_nic_max_distance: the farthest of the
+// host's GPU–NIC pairs as gpu.nic_affinity pairs them, so that a node of
+// the class whose NIC lands farther (a misplaced card, a rail on the other
+// socket) fails. Nothing is proposed where a GPU has no NIC or a path could
+// not be read (a VM guest): the class would expect what the host does not show.
+func expectGPUNICDistance(env *Env, set setter) {
+	g := env.GPUs()
+	if len(g.GPUs) == 0 || len(g.NICs) == 0 {
+		return
+	}
+	worst, at := sysfs.RelPIX, ""
+	for i, gpu := range g.GPUs {
+		j := g.Paired[i]
+		if j < 0 || g.Matrix[i][j].rel == sysfs.RelUnknown {
+			return
+		}
+		if rel := g.Matrix[i][j].rel; rel >= worst {
+			worst, at = rel, gpu.Name+"–"+nicName(g.NICs[j])
+		}
+	}
+	set("gpu_nic_max_distance", worst.String(), fmt.Sprintf("the farthest GPU–NIC pair on this host (%s, of %d GPUs)", at, len(g.GPUs)))
 }
 
 // setter adds one key of a generated class.
