@@ -106,4 +106,14 @@ func TestOFEDGlobalClassOverridesRoCETOS(t *testing.T) {
 			}
 		})
 	}
+	// --roce-tc names a class no packet carries where the global class
+	// replaces it on every port: the global class is judged, and the
+	// details say why the expected one is not.
+	r := hwRunOne(t, build("106"), "roce.lossless", checks.Options{RoCETC: 0, RoCETCSet: true})
+	if d := cmp.Diff([]findingRef{{"roce.lossless/lossless", "ens1f0np0"}, {"roce.lossless/lossless", "ens1f1np1"}}, refs(r.Findings)); d != "" {
+		t.Errorf("--roce-tc 0 under a global tclass (-want +got):\n%s", d)
+	}
+	if want := "(ToS 0) not judged on ens1f0np0: MLNX_OFED's global tclass overrides"; !strings.Contains(strings.Join(r.Details, "\n"), want) {
+		t.Errorf("details lack %q:\n%s", want, strings.Join(r.Details, "\n"))
+	}
 }

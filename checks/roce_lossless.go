@@ -50,7 +50,7 @@ func init() {
 				"applications really use: the expected class (--roce-tc, or roce_tc in the expectations file) when given, rdma_cm's default_roce_tos " +
 				"where set (rdmadoctor never creates configfs entries), MLNX_OFED/DOCA-OFED's global traffic class where " +
 				"/sys/class/infiniband/<dev>/tc/<port>/traffic_class reads \"Global tclass=<N>\" (it overrides the class the applications and rdma_cm ask for, so it " +
-				"replaces default_roce_tos; its DSCP is N>>2), and otherwise ToS 0 — the kernel's default, and what NCCL (NCCL_IB_TC), UCX " +
+				"replaces default_roce_tos, and the expected class too where every port of the netdev has one — the details say so; its DSCP is N>>2), and otherwise ToS 0 — the kernel's default, and what NCCL (NCCL_IB_TC), UCX " +
 				"(UCX_IB_TRAFFIC_CLASS) and perftest (--tclass) send unless told. The report names the class it judged and where it came from. It warns " +
 				"when RoCE runs lossy (no PFC priority) or the judged class lands on a priority without PFC, or half-configured (ECN off on the PFC " +
 				"priority; trust pcp while DSCP is mapped; untagged RoCE with trust pcp going to priority 0); --expect-lossless (or lossless = true in " +
@@ -507,13 +507,26 @@ func (lj *losslessJudge) trafficClasses(t *losslessPort, o *losslessOutcome) []t
 			classes = append(classes, c)
 		}
 	}
-	if tc, src := lj.env.expectedTC(); tc >= 0 {
-		add(trafficClass{tos: tc, dscp: tc >> 2, source: src, port: t.ports[0], from: classExpected})
-	}
+	var portClasses []trafficClass
+	allGlobal := len(t.ports) > 0
 	for _, p := range t.ports {
-		if c, ok := lj.portClass(p, o); ok {
-			add(c)
+		c, ok := lj.portClass(p, o)
+		if ok {
+			portClasses = append(portClasses, c)
 		}
+		allGlobal = allGlobal && ok && c.from == classOFED
+	}
+	if tc, src := lj.env.expectedTC(); tc >= 0 {
+		if allGlobal {
+			// No packet of these ports carries the applications' class:
+			// the global tclass replaces it, so it is the one judged.
+			o.details = append(o.details, fmt.Sprintf("%s (ToS %d) not judged on %s: MLNX_OFED's global tclass overrides the class applications ask for on every port of it", src, tc, t.netdev))
+		} else {
+			add(trafficClass{tos: tc, dscp: tc >> 2, source: src, port: t.ports[0], from: classExpected})
+		}
+	}
+	for _, c := range portClasses {
+		add(c)
 	}
 	if len(classes) == 0 {
 		for _, p := range t.ports {
