@@ -56,7 +56,7 @@ var (
 			"does not have; it falls back to {nic} {nic_addr} ({path})",
 		Fix: "The platform did not attach the VF at {published_nic} (host maintenance, or a VF that failed), and nothing in the guest can attach " +
 			"it: deallocate and start the VM again (a redeploy moves it to a healthy host); if the NIC is still missing, open a support case " +
-			"with the cloud provider (on Azure, or report the node through Guest Health Reporting) naming this VM and the missing address. " +
+			"with the cloud provider (on Azure a support request, or a report through Guest Health Reporting) naming this VM and the missing address. " +
 			"Until then {gpu}'s traffic goes through {nic}, off its rail."})
 	affinityGuestSameNUMA = declare(Finding{ID: "gpu.nic_affinity/same-numa-node", Status: report.Pass,
 		When: "the hypervisor hides the PCIe path and the VM publishes no pairing: the GPU's NIC is on its NUMA node, the nearest a guest can tell",

@@ -142,6 +142,17 @@ func buildModel(h *sysfs.Host, s *Survey) *HostModel {
 	return m
 }
 
+// guestVFAt reports whether the RDMA device on the PCI function addr is a
+// VF in a virtual machine (DeviceModel.GuestVF).
+func (m *HostModel) guestVFAt(addr string) bool {
+	for _, d := range m.Devices {
+		if d.GuestVF && d.Dev.PCIAddr == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // guestReader reads whether the host is a virtual machine, once, when a
 // device first needs it: a host without VFs never reads /proc/cpuinfo
 // for it.
