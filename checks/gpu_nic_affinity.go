@@ -22,6 +22,13 @@ func init() {
 				"platform's wiring: the traffic crosses the inter-socket link); one at PHB/NODE warns when other GPUs of the host have a NIC under " +
 				"their switch (the platform allows better) and passes otherwise. A class of the expectations file that sets gpu_nic_max_distance " +
 				"fails every GPU whose NIC is farther than that class. In a VM (the CPU's hypervisor flag) the topology is the hypervisor's invention and is shown, not judged. " +
+				"Where the hypervisor hides the PCIe path altogether (Hyper-V/Azure: each GPU and NIC on its own vPCI root bus below its VMBus " +
+				"device) the guest knows only NUMA nodes (numa_node, which pci-hyperv takes from the host) and the pairing the VM publishes for " +
+				"NCCL: the topology file /etc/nccl.conf's NCCL_TOPO_FILE names, else the file in /opt/microsoft that lists exactly this VM's GPUs " +
+				"(Azure's HPC images install ndv4-topo.xml, ndv5-topo.xml, …), a GPU's k-th place below a virtual bridge pairing it with the k-th " +
+				"NIC there. A GPU with its published NIC on its NUMA node passes; one whose published NIC this VM does not have fails with the " +
+				"platform's fix (redeploy, a support case); without a published pairing a NIC on the GPU's NUMA node passes and one on another " +
+				"node warns. What the path hides (switches, slots) is said, never judged. " +
 				"Sources: NVIDIA's GPUDirect RDMA guide (\"the two devices must share the same upstream PCI Express root complex\"), NCCL's " +
 				"NCCL_NET_GDR_LEVEL (GPUDirect RDMA is used up to PXB by default, never across SYS), AMD's ROCmRDMA notes (same root complex recommended).",
 			Why: "NCCL, UCX and NVSHMEM send each GPU's traffic through the NIC nearest to it. When that NIC is across the socket interconnect, " +

@@ -158,3 +158,22 @@ func TestGuestPCIChecksOnHiddenPath(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUPCIeDegradedInGuest: a GPU that trained narrow in a VM whose
+// hypervisor hides the path gets the platform's fix, not a reseat.
+func TestGPUPCIeDegradedInGuest(t *testing.T) {
+	dir := ndv5Edited(t, func(tr *sysfstest.Tree) {
+		for p := range tr.Files {
+			if strings.HasSuffix(p, "/0002:00:00.0/current_link_width") {
+				tr.Attr(p, "8")
+			}
+		}
+	})
+	c := hwResult(t, hwRun(t, dir, checks.Options{}, "gpu.pcie"), "gpu.pcie")
+	if c.Status != report.Fail || !c.HasFinding("gpu.pcie/link-degraded-guest") {
+		t.Fatalf("%s %v: %s", c.Status, refs(c.Findings), c.Summary)
+	}
+	if m := guestUnfit.FindString(c.Remedy); m != "" || !strings.Contains(c.Remedy, "support case") {
+		t.Errorf("remedy is not the platform's (%q):\n%s", m, c.Remedy)
+	}
+}
