@@ -60,7 +60,7 @@ var (
 		When: "the hypervisor hides the PCIe path and the VM's published NCCL topology file pairs the GPU with a NIC this VM does not have " +
 			"(a VF the platform did not attach)",
 		Message: "{gpu} {gpu_addr} ({product}): {file} pairs it with the NIC at {published_nic} (below its virtual bridge {bridge}), which this VM " +
-			"does not have; it falls back to {nic} {nic_addr} ({path})",
+			"does not have; it falls back to {nic} {nic_addr} — {path}",
 		Fix: "The platform did not attach the VF at {published_nic} (host maintenance, or a VF that failed), and nothing in the guest can attach " +
 			"it: deallocate and start the VM again (a redeploy moves it to a healthy host); if the NIC is still missing, open a support case " +
 			"with the cloud provider (on Azure a support request, or a report through Guest Health Reporting) naming this VM and the missing address. " +
@@ -164,8 +164,10 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 	for _, v := range vs {
 		units = append(units, v.evidence)
 	}
-	r.Evidence = map[string]any{"gpus": units, "virtual_machine": g.Virt.Guest(), "nics": len(g.NICs), "pcie_path_hidden": hidden,
-		"published_topology": g.topologyFile()}
+	r.Evidence = map[string]any{"gpus": units, "virtual_machine": g.Virt.Guest(), "nics": len(g.NICs)}
+	if hidden {
+		r.Evidence["pcie_path_hidden"], r.Evidence["published_topology"] = true, g.topologyFile()
+	}
 	return r
 }
 
