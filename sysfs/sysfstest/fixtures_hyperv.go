@@ -155,7 +155,8 @@ var ndv5Pairs = []ndPair{{"0001", "0101", 0}, {"0002", "0102", 0}, {"0003", "010
 var ndv4Pairs = []ndPair{{"0003", "0103", 0}, {"0004", "0104", 0}, {"0001", "0101", 1}, {"0002", "0102", 1},
 	{"000d", "0107", 2}, {"000e", "0108", 2}, {"000b", "0105", 3}, {"000c", "0106", 3}}
 
-// ncclTopoFile writes an NCCL topology file as Azure's are made: per NUMA
+// ncclTopoFile writes an NCCL topology file as Azure's are made (without
+// their CPU affinity masks, which nothing here reads): per NUMA
 // node a <cpu>, per virtual bridge a <pci> holding its GPUs and NICs.
 // perBridge is how many pairs share one bridge (1 on ND v5, 2 on ND v4).
 func ncclTopoFile(pairs []ndPair, perBridge int, cpuVendor, speed string) string {
@@ -193,20 +194,17 @@ func azureTopoFiles() map[string]string {
 var azureEth0 = sysfs.Netdev{Name: "eth0", Index: 2, OperState: "up", AdminUp: true, Carrier: true, MTU: 1500, Addresses: []string{"10.0.0.4/24"}}
 
 // azure-ndv5-h100: a healthy Standard_ND96isr_H100_v5.
-//   - read: Azure's ND H100 v5 size page — 8 NVIDIA H100 SXM 80 GB GPUs on
-//     NVLink 4, 8 × 400 Gb/s NDR InfiniBand (one per GPU), two Sapphire
-//     Rapids sockets (Xeon Platinum 8480C), 96 vCPUs; published `lspci` of
-//     the size lists "3D controller: NVIDIA Corporation GH100 [H100 SXM5
-//     80GB]" at 0001:00:00.0 … and "Infiniband controller: Mellanox
-//     Technologies MT2910 Family [ConnectX-7 Virtual Function]"-class
-//     functions (15b3:101e) at 0101:00:00.0 …; `ibstat` shows mlx5_ib0–7
-//     at "Rate: 400"; the azhpc-images ND v5 script (topology file,
-//     /etc/nccl.conf, nvidia-peermem).
-//   - read: `nvidia-smi topo -m` in these VMs shows every GPU–NIC pair as
-//     NODE or SYS (each function on its own host bridge): the reason the
-//     images ship the topology file.
-//   - inferred: the 535 driver, the 5.15 Azure kernel, PCIe Gen5 x16
-//     links on the GPUs.
+//   - read: "Decoding Azure's NCCL Topology Files" (an ND96isr_H100_v5
+//     taken apart from /sys): two Sapphire Rapids Xeon 8480C sockets of
+//     48 vCPUs, each with 4 H100 GPUs and 4 ConnectX-7 400 Gb/s
+//     InfiniBand NICs; without /opt/microsoft/ndv5-topo.xml NCCL falls
+//     back to its own, wrong, detection (every function is on its own
+//     root bus); Azure's size list: 96 vCPUs, 8 GPUs.
+//   - read: the azhpc-images ND v5 script (the topology file, its
+//     /opt/microsoft/ndv5/topo.xml link, /etc/nccl.conf, nvidia-peermem).
+//   - inferred: 10de:2330 (H100 SXM5 80GB) and the ConnectX-7 VF ID
+//     15b3:101e (the mlx5 VF ID of ConnectX-6 Dx and later), the 535
+//     driver, the 5.15 Azure kernel, PCIe Gen5 x16 GPU links.
 //
 // Must be: exit 0; gpu.nic_affinity pass with gpu.nic_affinity/published-pair
 // on each GPU (paired by the VM's topology file, the hypervisor hiding
@@ -227,11 +225,13 @@ func AzureNDv5H100() ndVM {
 // azure-ndv5-h100-vf-missing: the ND H100 v5 VM after host servicing
 // brought back seven of its eight InfiniBand VFs: 0105:00:00.0 (mlx5_ib4,
 // GPU 0009:00:00.0's rail) is gone.
-//   - read: Azure's ND troubleshooting guidance — fewer InfiniBand devices
-//     than the size has (`ibstat`, `lspci`) after maintenance is fixed by
-//     deallocating and starting the VM again (a redeploy to another
-//     host) or, if it persists, by reporting the node to Azure support.
-//   - inferred: the other devices keep their names.
+//   - read: the published topology pairs 0009:00:00.0 with 0105:00:00.0;
+//     pci-hyperv adds and removes functions as the host offers and
+//     revokes them (PCI_BUS_RELATIONS / PCI_EJECT), so a VF the host does
+//     not offer is simply absent in the guest.
+//   - inferred: that host servicing is what takes a VF away; the other
+//     devices keep their names; the remedy a cloud guest has is the
+//     platform's (deallocate and start, redeploy, a support case).
 //
 // Must be: gpu.nic_affinity fail, exit 23 — gpu.nic_affinity/published-nic-missing
 // on GPU 0009:00:00.0, whose fix is the platform's (redeploy, support
@@ -250,13 +250,13 @@ func AzureNDv5H100VFMissing() ndVM {
 }
 
 // azure-ndv4-a100: a healthy Standard_ND96asr_v4.
-//   - read: Azure's ND A100 v4 size page — 8 NVIDIA A100 40 GB SXM4 GPUs,
-//     8 × 200 Gb/s HDR InfiniBand (ConnectX-6, SR-IOV), AMD EPYC 7V12
-//     (Rome), PCIe Gen4; ndv4-topo.xml's four NUMA nodes with two GPUs and
-//     two NICs below each virtual bridge; published `lspci` lists "3D
-//     controller: NVIDIA Corporation GA100 [A100 SXM4 40GB]" (10de:20b0)
-//     and "MT28908 Family [ConnectX-6 Virtual Function]" (15b3:101c).
-//   - inferred: the driver and kernel releases, the links at Gen4 x16.
+//   - read: ndv4-topo.xml — four NUMA nodes (AMD family 23 model 49,
+//     EPYC Rome), two GPUs and two NICs below each virtual bridge, PCIe
+//     16 GT/s x16; the azhpc-images ND v4 script (/opt/microsoft/ndv4
+//     link, /etc/nccl.conf).
+//   - inferred: 8 A100 SXM4 40GB (10de:20b0), 8 HDR 200 Gb/s ConnectX-6
+//     VFs (15b3:101c, as the HBv3 fixture's), the EPYC 7V12 model name,
+//     the driver and kernel releases.
 //
 // Must be: exit 0; gpu.nic_affinity pass with gpu.nic_affinity/published-pair
 // on each GPU; no warn in the report.
@@ -275,11 +275,11 @@ func AzureNDv4A100() ndVM {
 }
 
 // azure-hbv4-ib: a healthy Standard_HB176rs_v4.
-//   - read: Azure's HBv4 size page — AMD EPYC 9V33X (Genoa-X), 176 cores,
-//     one 400 Gb/s NDR InfiniBand (ConnectX-7) through SR-IOV, no GPU;
-//     `ibstat` on the HPC images: CA mlx5_ib0, "Rate: 400", State Active.
-//   - inferred: the kernel release, the VF's domain 0101, one NUMA node
-//     reported for the VF (0).
+//   - read: Azure's HBv4-series overview — two 96-core EPYC 9V33X
+//     (Genoa-X), SMT off, 176 cores and 4 NUMA domains in the VM.
+//   - inferred: one 400 Gb/s NDR InfiniBand ConnectX-7 VF (15b3:101e) as
+//     the size's InfiniBand (the size page's table, not re-read), the
+//     kernel release, the VF's domain 0101 and NUMA node 0, no GPU.
 //
 // Must be: exit 0; port.state pass on mlx5_ib0/1; the GPU checks skip
 // (no GPU); no warn in the report.
