@@ -28,7 +28,7 @@ func init() {
 				"(Azure's HPC images install ndv4-topo.xml, ndv5-topo.xml, …), a GPU's k-th place below a virtual bridge pairing it with the k-th " +
 				"NIC there. A GPU with its published NIC on its NUMA node passes; one whose published NIC this VM does not have fails with the " +
 				"platform's fix (redeploy, a support case); without a published pairing a NIC on the GPU's NUMA node passes and one on another " +
-				"node warns. What the path hides (switches, slots) is said, never judged. " +
+				"node warns. What the path hides (switches, slots) is said, never judged, and a class's gpu_nic_max_distance is not applied there. " +
 				"Sources: NVIDIA's GPUDirect RDMA guide (\"the two devices must share the same upstream PCI Express root complex\"), NCCL's " +
 				"NCCL_NET_GDR_LEVEL (GPUDirect RDMA is used up to PXB by default, never across SYS), AMD's ROCmRDMA notes (same root complex recommended).",
 			Why: "NCCL, UCX and NVSHMEM send each GPU's traffic through the NIC nearest to it. When that NIC is across the socket interconnect, " +
