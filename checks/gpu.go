@@ -40,10 +40,21 @@ func gpuProduct(fn sysfs.PCIFunction) string {
 	return fmt.Sprintf("%s GPU 0x%04x", v, fn.Device)
 }
 
-// gpuLink is one GPU–NIC pair and their relation.
+// gpuLink is one GPU–NIC pair and their relation; hidden when one of
+// them is on a paravirtual root bus, so the relation is their NUMA nodes
+// only.
 type gpuLink struct {
-	rel sysfs.PCIRelation
-	why string
+	rel    sysfs.PCIRelation
+	why    string
+	hidden bool
+}
+
+// publishedPair is the NIC a GPU's published topology file pairs it with:
+// the NIC's address, the virtual bridge the file puts both below, and
+// the NIC's index in gpuSurvey.NICs (-1: this host has no such NIC).
+type publishedPair struct {
+	nic, bridge string
+	index       int
 }
 
 // gpuSurvey is the GPU picture of the host.
@@ -55,6 +66,27 @@ type gpuSurvey struct {
 	// when there is none.
 	Paired []int
 	Virt   sysfs.Virtualization
+	// Topology is the GPU–NIC pairing the host publishes for NCCL (read
+	// only when the hypervisor hides the PCIe path); TopologyNotes say
+	// which files were passed over. Published is, per GPU, the pair the
+	// file names, nil when there is no file or it does not list the GPU.
+	Topology      *sysfs.NCCLTopology
+	TopologyNotes []string
+	Published     []*publishedPair
+}
+
+// hiddenPath reports whether the hypervisor hides the PCIe path of any
+// GPU–NIC pair: the pairs are then judged by NUMA node and the published
+// pairing, not by the tree.
+func (g *gpuSurvey) hiddenPath() bool {
+	for _, row := range g.Matrix {
+		for _, l := range row {
+			if l.hidden {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // GPUs returns the host's GPU survey, read once per run.
@@ -90,11 +122,43 @@ func takeGPUSurvey(h *sysfs.Host, s *Survey) *gpuSurvey {
 		g.Matrix[i] = make([]gpuLink, len(g.NICs))
 		for j, n := range g.NICs {
 			rel, why := sysfs.Relation(gpu.Fn, n.Fn)
-			g.Matrix[i][j] = gpuLink{rel, why}
+			_, hg := sysfs.HiddenPCIePath(gpu.Fn)
+			_, hn := sysfs.HiddenPCIePath(n.Fn)
+			g.Matrix[i][j] = gpuLink{rel, why, hg || hn}
 		}
+	}
+	if g.hiddenPath() {
+		g.readPublished(h)
 	}
 	g.pair()
 	return g
+}
+
+// readPublished reads the pairing the host publishes for NCCL and gives
+// each GPU it lists the NIC the file pairs it with: the GPU's k-th place
+// among its bridge's GPUs is the k-th NIC there (one each on ND H100 v5;
+// two GPUs and two NICs per bridge on ND A100 v4).
+func (g *gpuSurvey) readPublished(h *sysfs.Host) {
+	t, found, notes := h.ReadNCCLTopology(gpuAddresses(g))
+	g.TopologyNotes = notes
+	if !found {
+		return
+	}
+	g.Topology = &t
+	g.Published = make([]*publishedPair, len(g.GPUs))
+	for i, gpu := range g.GPUs {
+		grp, k, ok := t.GroupOf(gpu.Fn.Address)
+		if !ok || k >= len(grp.NICs) {
+			continue
+		}
+		p := &publishedPair{nic: grp.NICs[k], bridge: grp.Bridge, index: -1}
+		for j, n := range g.NICs {
+			if n.Fn.Address == p.nic {
+				p.index = j
+			}
+		}
+		g.Published[i] = p
+	}
 }
 
 // pair gives each GPU the NIC it would use, nearest pairs first across
@@ -122,6 +186,12 @@ func (g *gpuSurvey) pair() {
 		return g.Matrix[cands[a].gpu][cands[a].nic].rel < g.Matrix[cands[b].gpu][cands[b].nic].rel
 	})
 	used := make([]int, len(g.NICs))
+	for i, p := range g.Published {
+		if p != nil && p.index >= 0 {
+			g.Paired[i] = p.index
+			used[p.index]++
+		}
+	}
 	for _, c := range cands {
 		if g.Paired[c.gpu] < 0 && used[c.nic] < capacity {
 			g.Paired[c.gpu] = c.nic

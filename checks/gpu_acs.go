@@ -27,7 +27,9 @@ func init() {
 				"Control set fails, naming the bridge and the bits as lspci's ACSCtl prints them. The extended space is readable only with " +
 				"CAP_SYS_ADMIN: without it the check is an error that says so, never a guess. Pairs that meet only at the root complex (PHB, NODE, " +
 				"SYS) pass through it anyway and are not judged. In a VM the guest's bridges are virtual: ACS and ATS are set on the hypervisor " +
-				"host, so the check skips, listing the NIC's ATS state where the guest sees it. Sources: NCCL troubleshooting \"PCI Access Control " +
+				"host, so the check skips, listing the NIC's ATS state where the guest sees it; where the hypervisor hides the PCIe path altogether " +
+				"(Hyper-V/Azure: each GPU and NIC on its own vPCI root bus below its VMBus device) it skips saying that the path is the cloud " +
+				"platform's, with no host-side advice the guest cannot carry out. Sources: NCCL troubleshooting \"PCI Access Control " +
 				"Services (ACS)\" (disable ACS on PCI switches on bare metal: `setpci -s <bdf> ECAP_ACS+0x6.w=0000`), NVIDIA AI Enterprise " +
 				"\"ATS and ACS configuration\" for VMs (ATS on the NIC, ACS allowing translated requests), AMD ROCm's MI300X system " +
 				"optimization (ACS off for peer-to-peer).",
@@ -50,6 +52,12 @@ var (
 			"(ATS on the NIC, ACS allowing direct translated P2P)",
 		Fix: "On the hypervisor host: enable ATS on the NIC (`mlxconfig -d <dev> set ATS_ENABLED=true`, then reboot the host) and configure ACS " +
 			"on its switches to let translated requests go direct, as NVIDIA's \"ATS and ACS configuration\" for VMs describes."})
+	acsHiddenPath = declare(Finding{ID: "gpu.acs/hidden-path", Status: report.Skip,
+		When: "the hypervisor hides the PCIe path (a Hyper-V/Azure vPCI bus): the switches between the GPUs and their NICs, and their ACS, " +
+			"are the cloud platform's",
+		Message: "the hypervisor hides the PCIe path: each GPU and NIC sits on its own vPCI root bus, so the switches between them and their " +
+			"ACS and ATS settings are the cloud platform's — not visible or settable in this VM; if GPUDirect RDMA bandwidth is low " +
+			"(NCCL's all_reduce_perf below the size's published figure), redeploy the VM or ask the cloud provider"})
 	acsThroughRoot = declare(Finding{ID: "gpu.acs/through-root-complex", Status: report.Skip,
 		When:    "the GPU and its NIC meet only at the root complex (PHB, NODE, SYS): their traffic passes through it anyway",
 		Message: acsPair + ": {relation}, through the root complex: ACS redirect does not change the path"})
@@ -83,6 +91,12 @@ func runGPUACS(_ context.Context, env *Env) Result {
 		return r
 	}
 	g := env.GPUs()
+	if g.hiddenPath() {
+		r := acsHiddenPath.result("", nil)
+		r.Observed, r.Expected = "PCIe path hidden by the hypervisor", "nothing to judge in the guest"
+		r.Evidence = map[string]any{"virtual_machine": g.Virt.Guest(), "pcie_path_hidden": true}
+		return r
+	}
 	if g.Virt.Guest() {
 		return acsInVM(env, g)
 	}

@@ -22,6 +22,13 @@ func init() {
 				"platform's wiring: the traffic crosses the inter-socket link); one at PHB/NODE warns when other GPUs of the host have a NIC under " +
 				"their switch (the platform allows better) and passes otherwise. A class of the expectations file that sets gpu_nic_max_distance " +
 				"fails every GPU whose NIC is farther than that class. In a VM (the CPU's hypervisor flag) the topology is the hypervisor's invention and is shown, not judged. " +
+				"Where the hypervisor hides the PCIe path altogether (Hyper-V/Azure: each GPU and NIC on its own vPCI root bus below its VMBus " +
+				"device) the guest knows only NUMA nodes (numa_node, which pci-hyperv takes from the host) and the pairing the VM publishes for " +
+				"NCCL: the topology file /etc/nccl.conf's NCCL_TOPO_FILE names, else the file in /opt/microsoft that lists exactly this VM's GPUs " +
+				"(Azure's HPC images install ndv4-topo.xml, ndv5-topo.xml, …), a GPU's k-th place below a virtual bridge pairing it with the k-th " +
+				"NIC there. A GPU with its published NIC on its NUMA node passes; one whose published NIC this VM does not have fails with the " +
+				"platform's fix (redeploy, a support case); without a published pairing a NIC on the GPU's NUMA node passes and one on another " +
+				"node warns. What the path hides (switches, slots) is said, never judged, and a class's gpu_nic_max_distance is not applied there. " +
 				"Sources: NVIDIA's GPUDirect RDMA guide (\"the two devices must share the same upstream PCI Express root complex\"), NCCL's " +
 				"NCCL_NET_GDR_LEVEL (GPUDirect RDMA is used up to PXB by default, never across SYS), AMD's ROCmRDMA notes (same root complex recommended).",
 			Why: "NCCL, UCX and NVSHMEM send each GPU's traffic through the NIC nearest to it. When that NIC is across the socket interconnect, " +
@@ -44,6 +51,32 @@ var (
 	affinityVirtual = declare(Finding{ID: "gpu.nic_affinity/virtual-topology", Status: report.Pass,
 		When:    "in a VM: the topology is the hypervisor's invention, shown and not judged",
 		Message: affinityPair + " — virtual topology: the hypervisor's placement decides, check it on the host"})
+	affinityPublishedPair = declare(Finding{ID: "gpu.nic_affinity/published-pair", Status: report.Pass,
+		When: "the hypervisor hides the PCIe path (a Hyper-V/Azure vPCI bus): the GPU's NIC is the one the VM's published NCCL topology " +
+			"file pairs it with, on the GPU's NUMA node",
+		Message: "{gpu} {gpu_addr} ({product}): {nic} {nic_addr}, paired by {file} (both below its virtual bridge {bridge}), NUMA node {gpu_numa} — " +
+			"the hypervisor hides the PCIe path, so the switch between them is the platform's and not judged"})
+	affinityPublishedMissing = declare(Finding{ID: "gpu.nic_affinity/published-nic-missing", Status: report.Fail,
+		When: "the hypervisor hides the PCIe path and the VM's published NCCL topology file pairs the GPU with a NIC this VM does not have " +
+			"(a VF the platform did not attach)",
+		Message: "{gpu} {gpu_addr} ({product}): {file} pairs it with the NIC at {published_nic} (below its virtual bridge {bridge}), which this VM " +
+			"does not have; it falls back to {nic} {nic_addr} — {path}",
+		Fix: "The platform did not attach the VF at {published_nic} (host maintenance, or a VF that failed), and nothing in the guest can attach " +
+			"it: deallocate and start the VM again (a redeploy moves it to a healthy host); if the NIC is still missing, open a support case " +
+			"with the cloud provider (on Azure a support request, or a report through Guest Health Reporting) naming this VM and the missing address. " +
+			"Until then {gpu}'s traffic goes through {nic}, off its rail."})
+	affinityGuestSameNUMA = declare(Finding{ID: "gpu.nic_affinity/same-numa-node", Status: report.Pass,
+		When: "the hypervisor hides the PCIe path and the VM publishes no pairing: the GPU's NIC is on its NUMA node, the nearest a guest can tell",
+		Message: affinityPair + " — the hypervisor hides the PCIe path: same NUMA node {gpu_numa} is what the guest can see; whether they " +
+			"share a switch is not judged"})
+	affinityGuestOtherNUMA = declare(Finding{ID: "gpu.nic_affinity/guest-other-numa", Status: report.Warn,
+		When: "the hypervisor hides the PCIe path: the GPU's NIC is on another NUMA node, where the VM's placement put it",
+		Message: "{gpu} {gpu_addr} ({product}) on NUMA node {gpu_numa}: its NIC {nic} ({nic_addr}) is on NUMA node {nic_numa} — {path}; " +
+			"its RDMA traffic crosses the inter-socket link",
+		Fix: "The hypervisor placed the devices and the guest cannot move them. If this VM size pairs every GPU with a NIC on its NUMA node " +
+			"(its published NCCL topology file, the size's documentation), a device is missing or misplaced: deallocate and start the VM " +
+			"again (redeploy), and open a support case with the cloud provider if it persists. Otherwise this is the size's wiring: NCCL " +
+			"stages {gpu}'s traffic through host memory and its bandwidth is bounded by the inter-socket link."})
 	affinityUnknown = declare(Finding{ID: "gpu.nic_affinity/path-unreadable", Status: report.Error,
 		When:    "the GPU's or its NIC's PCI path could not be read, so their relation is unknown",
 		Message: affinityPair,
@@ -80,6 +113,12 @@ var (
 const (
 	affinityPassHead    headline = "{count} GPU(s), each paired with an RDMA NIC: {tally}"
 	affinityVirtualHead          = affinityPassHead + " (virtual topology, not judged)"
+	// Where the hypervisor hides the PCIe path the relations are NUMA
+	// nodes only: the heads say what was judged.
+	affinityPublishedHead headline = "{count} GPU(s), each paired with the RDMA NIC {file} names for it, on its NUMA node " +
+		"(the hypervisor hides the PCIe path)"
+	affinityHiddenHead headline = "{count} GPU(s), each paired with an RDMA NIC on its NUMA node (the hypervisor hides the PCIe path; " +
+		"no published pairing found, so switch placement is not judged)"
 )
 
 func runGPUNICAffinity(_ context.Context, env *Env) Result {
@@ -99,15 +138,25 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 		vs = append(vs, judgeAffinity(g, i, best, limit))
 	}
 	r := combineUnits(vs, "GPU", "GPUs")
+	hidden := g.hiddenPath()
 	if r.Status == report.Pass {
 		head := affinityPassHead
-		if g.Virt.Guest() {
+		switch {
+		case hidden && g.Topology != nil:
+			head = affinityPublishedHead
+		case hidden:
+			head = affinityHiddenHead
+		case g.Virt.Guest():
 			head = affinityVirtualHead
 		}
-		r.Summary = head.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "tally": g.pairedTally()})
+		r.Summary = head.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "tally": g.pairedTally(), "file": g.topologyFile()})
 	}
 	r.Details = append(r.Details, g.matrixLines()...)
 	r.Expected = "each GPU's NIC under its PCIe switch (PIX/PXB), never across sockets (SYS) where the GPU's socket has an RDMA NIC"
+	if hidden {
+		r.Details = append(r.Details, g.TopologyNotes...)
+		r.Expected = "the hypervisor hides the PCIe path: each GPU's NIC on its NUMA node, the one the VM's published topology pairs it with"
+	}
 	if limit.set {
 		r.Expected += "; at most " + limit.rel.String() + " (" + limit.cite + ")"
 	}
@@ -116,7 +165,18 @@ func runGPUNICAffinity(_ context.Context, env *Env) Result {
 		units = append(units, v.evidence)
 	}
 	r.Evidence = map[string]any{"gpus": units, "virtual_machine": g.Virt.Guest(), "nics": len(g.NICs)}
+	if hidden {
+		r.Evidence["pcie_path_hidden"], r.Evidence["published_topology"] = true, g.topologyFile()
+	}
 	return r
+}
+
+// topologyFile is the published topology file read, "" when none.
+func (g *gpuSurvey) topologyFile() string {
+	if g.Topology == nil {
+		return ""
+	}
+	return g.Topology.File
 }
 
 // affinityLimit is the farthest pair the host's class accepts
@@ -169,6 +229,8 @@ func judgeAffinity(g *gpuSurvey, i int, best sysfs.PCIRelation, limit affinityLi
 	switch {
 	case l.rel == sysfs.RelUnknown:
 		v = affinityUnknown.unit(gpu.Fn.Address, slots)
+	case l.hidden:
+		v = judgeHiddenAffinity(g, i, numa(slots))
 	case g.Virt.Guest():
 		v = affinityVirtual.unit(gpu.Fn.Address, slots)
 	case l.rel == sysfs.RelSYS && g.nicOnNode(gpu.Fn.NUMANode):
@@ -185,4 +247,29 @@ func judgeAffinity(g *gpuSurvey, i int, best sysfs.PCIRelation, limit affinityLi
 	}
 	v.evidence = map[string]any{"gpu": gpu.Fn.Address, "nic": n.Fn.Address, "rdma_device": nicName(n), "relation": l.rel.String(), "path": l.why}
 	return v
+}
+
+// judgeHiddenAffinity judges a GPU whose PCIe path to its NIC the
+// hypervisor hides (Hyper-V's vPCI): on what a guest can see, the pairing
+// the VM publishes for NCCL and the NUMA nodes. Nothing here can be fixed
+// in the guest, so the fixes are the platform's: redeploy, ask the
+// provider.
+func judgeHiddenAffinity(g *gpuSurvey, i int, slots Slots) verdict {
+	gpu, n := g.GPUs[i], g.NICs[g.Paired[i]]
+	l := g.Matrix[i][g.Paired[i]]
+	var p *publishedPair
+	if g.Published != nil {
+		p = g.Published[i]
+	}
+	switch {
+	case p != nil && p.index < 0:
+		return affinityPublishedMissing.unit(gpu.Fn.Address, slots.with("file", g.Topology.File, "published_nic", p.nic, "bridge", p.bridge))
+	case !gpu.Fn.HasNUMA || !n.Fn.HasNUMA:
+		return affinityVirtual.unit(gpu.Fn.Address, slots)
+	case l.rel == sysfs.RelSYS:
+		return affinityGuestOtherNUMA.unit(gpu.Fn.Address, slots)
+	case p != nil && p.index == g.Paired[i]:
+		return affinityPublishedPair.unit(gpu.Fn.Address, slots.with("file", g.Topology.File, "bridge", p.bridge))
+	}
+	return affinityGuestSameNUMA.unit(gpu.Fn.Address, slots)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
 func init() {
@@ -20,7 +21,9 @@ func init() {
 				"Where the configuration space's capability list is readable (bytes 64–255: root), the PCI Express capability's Device Control of " +
 				"the GPU and its paired NIC is read and shown: Max_Read_Request_Size (bits 14:12), Max_Payload_Size and Enable Relaxed Ordering (bit 4) — " +
 				"reported, not judged: the right values are platform guidance (NCCL_IB_PCI_RELAXED_ORDERING, the vendors' tuning guides). The NIC's " +
-				"own link is pci.link's.",
+				"own link is pci.link's. Where the hypervisor hides the PCIe path (Hyper-V/Azure: each GPU on its own vPCI root bus) the GPU is judged " +
+				"against its own max, the only link a guest sees, and a degraded link's fix is the platform's (redeploy, a support case), " +
+				"not a reseat or a BIOS setting.",
 			Why: "A GPU that trained at x8 or at a lower generation halves what GPUDirect RDMA can move between it and its NIC: the job runs, slowly, " +
 				"and nothing else says why.",
 		},
@@ -41,6 +44,13 @@ var (
 		Message: "{gpu} {link}",
 		Fix: "Reseat the GPU or its riser/cable with the host powered off, or check the baseboard's PCIe cabling and the BIOS PCIe speed and " +
 			"bifurcation settings; compare `lspci -vv -s {gpu_addr} | grep -e LnkCap -e LnkSta`."})
+	pcieDegradedGuest = declare(Finding{ID: "gpu.pcie/link-degraded-guest", Status: report.Fail,
+		When: "the GPU trained below its max where the hypervisor hides the PCIe path (a Hyper-V/Azure vPCI bus): the slot, riser and " +
+			"BIOS are the platform's",
+		Message: "{gpu} {link}",
+		Fix: "{gpu} ({gpu_addr}) trained below its capability on the platform's host; nothing in this VM can retrain it (the hardware " +
+			"under the VM is the cloud provider's): deallocate and start the VM again (a redeploy moves it to another host), and if the " +
+			"link stays low open a support case with the provider naming the VM and the GPU's address."})
 	pcieSlowBridge = declare(Finding{ID: "gpu.pcie/slow-bridge", Status: report.Warn,
 		When:    "a bridge above the GPU trained below its capability without limiting the GPU's link",
 		Message: "{gpu} {link}"})
@@ -74,7 +84,11 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 		if j.status == report.Fail {
 			slots["link"] = j.summary
 		}
-		v := pcieFindings[j.status].unit(gpu.Fn.Address, slots)
+		f := pcieFindings[j.status]
+		if _, hidden := sysfs.HiddenPCIePath(gpu.Fn); hidden && f == pcieDegraded {
+			f = pcieDegradedGuest
+		}
+		v := f.unit(gpu.Fn.Address, slots)
 		v.evidence = j.evidence
 		if j.status == report.Fail {
 			v.details = append(v.details, j.detail)
@@ -93,6 +107,9 @@ func runGPUPCIe(_ context.Context, env *Env) Result {
 		r.Summary = gpuPCIePassHead.render(Slots{"count": fmt.Sprint(len(g.GPUs)), "links": strings.Join(links, ", ")})
 	}
 	r.Expected = "each GPU at min(its max, its path's max)"
+	if g.hiddenPath() {
+		r.Expected = "each GPU at its own max (the hypervisor hides the path above it)"
+	}
 	var units []any
 	for _, v := range vs {
 		units = append(units, v.evidence)

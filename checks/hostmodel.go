@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -57,6 +58,13 @@ type DeviceModel struct {
 	// the bond of two PFs, registered on the first PF.
 	LAG   *LAG
 	Ports []*PortModel
+	// GuestVF: the device is an SR-IOV VF handed to this host as a
+	// virtual machine (the CPU's hypervisor flag) — Azure's HB, HC and ND
+	// VMs. Its fabric, subnet manager and PF belong to the platform: a VF
+	// has no subnet-management QP (QP0), so no SM, sminfo or ibportstate
+	// runs from it, and the guest's remedies are the platform's (wait,
+	// redeploy, a support case).
+	GuestVF bool
 }
 
 // LAG is a RoCE link aggregation: the bond and the slaves under it.
@@ -115,8 +123,10 @@ func (e *Env) Model() *HostModel {
 
 func buildModel(h *sysfs.Host, s *Survey) *HostModel {
 	m := &HostModel{}
+	guest := guestReader(h)
 	for _, d := range s.Devices {
 		dm := classifyDevice(s, d)
+		dm.GuestVF = isVFFunction(s, dm) && guest()
 		for _, p := range d.Ports {
 			pm := classifyPort(h, s, dm, p)
 			dm.Ports = append(dm.Ports, pm)
@@ -130,6 +140,49 @@ func buildModel(h *sysfs.Host, s *Survey) *HostModel {
 		m.Devices = append(m.Devices, dm)
 	}
 	return m
+}
+
+// guestVFAt reports whether the RDMA device on the PCI function addr is a
+// VF in a virtual machine (DeviceModel.GuestVF).
+func (m *HostModel) guestVFAt(addr string) bool {
+	for _, d := range m.Devices {
+		if d.GuestVF && d.Dev.PCIAddr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// guestReader reads whether the host is a virtual machine, once, when a
+// device first needs it: a host without VFs never reads /proc/cpuinfo
+// for it.
+func guestReader(h *sysfs.Host) func() bool {
+	var once sync.Once
+	guest := false
+	return func() bool {
+		once.Do(func() { guest = h.ReadVirtualization().Guest() })
+		return guest
+	}
+}
+
+// isVFFunction reports whether a device sits on an SR-IOV VF: by its
+// physfn link where the PF is on this host, else — in a guest, which sees
+// no PF — by its device ID (the ConnectX VF IDs: Azure's HB/HC/ND VMs get
+// ConnectX-6 VFs 15b3:101c and ConnectX-7 VFs 15b3:101e). A whole HCA
+// passed through to a guest is no VF.
+func isVFFunction(s *Survey, dm *DeviceModel) bool {
+	if dm.Function == VirtualFunction {
+		return true
+	}
+	if dm.Function != PhysicalFunction {
+		return false
+	}
+	for _, fn := range s.PCI {
+		if fn.Address == dm.Dev.PCIAddr && fn.Vendor == 0x15b3 {
+			return strings.HasSuffix(mellanoxProducts[fn.Device], " VF")
+		}
+	}
+	return false
 }
 
 // parseNodeType reads the number of "1: CA"; 0 when unreadable.

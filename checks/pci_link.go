@@ -21,7 +21,8 @@ func init() {
 				"The expected link is min(the card's max, every bridge's max) for speed and for width separately: a Gen5 card in a Gen4 slot " +
 				"is expected at Gen4 and passes. The function's link below that fails, naming both values; a bridge link on the way below it " +
 				"fails when it leaves less bandwidth than the card's expected link and warns otherwise. Functions that expose no " +
-				"current_link_* files (mlx4) are unknown, not failed. With an expectations file (--expect), a function whose trained link differs " +
+				"current_link_* files (mlx4) are unknown, not failed. A VF in a virtual machine on a Hyper-V/Azure vPCI bus (the guest sees " +
+				"no PF and no path above it) is counted, not judged: its link is the PF's, which only the platform sees. With an expectations file (--expect), a function whose trained link differs " +
 				"from its RDMA device's pcie_speed or pcie_width — slower or faster — fails, naming the line.",
 			Why: "A card that trained at x8 instead of x16, or at Gen3 in a Gen4 slot, loses half its bandwidth to the host: RDMA still " +
 				"works, benchmarks and jobs just run slow, and nothing else reports it. The usual causes are a card not fully seated, a riser " +
@@ -155,8 +156,9 @@ func (lj linkJudgements) evidence() map[string]any {
 // has no link of its own (it shares its PF's).
 func judgeLinks(env *Env, nics []NIC) linkJudgements {
 	var lj linkJudgements
+	m := env.Model()
 	for _, n := range nics {
-		if n.Fn.PhysFn != "" {
+		if n.Fn.PhysFn != "" || guestVFHidden(m, n.Fn) {
 			lj.vfs++
 			continue
 		}
@@ -170,6 +172,15 @@ func judgeLinks(env *Env, nics []NIC) linkJudgements {
 		lj.details = append(lj.details, fmt.Sprintf("%d SR-IOV VF(s) not judged: a VF has no link of its own, it shares its PF's", lj.vfs))
 	}
 	return lj
+}
+
+// guestVFHidden reports whether fn is a VF in a virtual machine whose PCIe
+// path the hypervisor hides (Hyper-V's vPCI): the guest sees neither its
+// PF nor a link of its own to judge. A VF below a guest's emulated root
+// port (QEMU) keeps the link the guest sees.
+func guestVFHidden(m *HostModel, fn sysfs.PCIFunction) bool {
+	_, hidden := sysfs.HiddenPCIePath(fn)
+	return hidden && m.guestVFAt(fn.Address)
 }
 
 // noPhysicalFunction skips the check when there is no PF to judge: no RDMA

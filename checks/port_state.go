@@ -40,7 +40,8 @@ func init() {
 				"while the PF's netdev is here); a VF handed to this namespace (a pod's SR-IOV VF, its PF's netdev elsewhere) is judged like any port. " +
 				"In a virtual machine (the CPU's hypervisor flag) an InfiniBand VF's port (a physfn link, or a ConnectX VF device ID: Azure's HB, HC and ND VMs) " +
 				"that no SM configured is judged as a guest's: a VF has no QP0 and the fabric's SM runs outside the VM, so the remedy waits for it, " +
-				"checks the platform's agent and redeploys; it never advises starting an SM in the guest. " +
+				"checks the platform's agent and redeploys; it never advises starting an SM in the guest, and a Disabled port there is enabled by the " +
+				"platform (redeploy, a support case), not by `ibportstate`, which needs QP0. " +
 				"A down port whose netdev is in another namespace (a pod that sees the node's devices) fails with a remedy for the node, where the netdev is. With --expect-rate GBPS, a port whose rate is below that fails.",
 			Why: "A port that is not ACTIVE carries no RDMA traffic; applications that pick it hang or fail to connect. On InfiniBand the subnet " +
 				"manager assigns LIDs and moves ports from INIT to ACTIVE: LID 0 means no SM answered and nothing can be addressed. " +
@@ -297,9 +298,6 @@ type portJudge struct {
 	env     *Env
 	netdevs map[string]sysfs.Netdev
 	ndErr   error
-	// virtual is whether the host is a VM, read once when a port needs it.
-	virtual  sysfs.Virtualization
-	virtRead bool
 }
 
 // poolVF says why a VF's port is not in use on this host ("admin-down",
@@ -445,7 +443,11 @@ func (pj *portJudge) linkFinding(pm *PortModel, ib bool, slots Slots) report.Fin
 	case ib && p.PhysState.Code == physDisabled:
 		// Only management (ibportstate, the SM, the switch) disables an
 		// InfiniBand port: a port off on purpose is not a fault.
-		return portDisabled.At(unit, slots.with("enable", enableHint(true, pm.Device.Dev.Name, p.Num, pm.Netdev)))
+		enable := enableHint(true, pm.Device.Dev.Name, p.Num, pm.Netdev)
+		if pj.guestVF(pm) {
+			enable = render(guestEnableHint, guestSlots(slots, p))
+		}
+		return portDisabled.At(unit, slots.with("enable", enable))
 	case !ib && (p.PhysState.Code == physDisabled || p.State.Code == portStateDown):
 		return pj.ethernetDown(pm, slots)
 	case p.PhysState.Code == physPolling || p.PhysState.Code == physSleep:
@@ -557,36 +559,11 @@ func (pj *portJudge) rateFindings(pm *PortModel, ib bool, ev map[string]any, pe 
 }
 
 // guestVF reports whether a port belongs to a virtual function handed to
-// this host as a virtual machine (the CPU's hypervisor flag): an SR-IOV VF
-// has no subnet management QP (QP0), so no subnet manager can run from it,
-// and the guest does not own the fabric. A guest sees no PF, so a VF is
-// told by its physfn link where there is one, else by its device ID (the
-// ConnectX VF IDs: Azure's HB/HC/ND VMs get ConnectX-6 VFs 15b3:101c and
-// ConnectX-7 VFs 15b3:101e). A whole HCA passed through to a guest is no
-// VF: it may run a subnet manager, and keeps bare metal's advice.
-func (pj *portJudge) guestVF(pm *PortModel) bool {
-	if !pj.virt().Guest() {
-		return false
-	}
-	if pm.Device.Function == VirtualFunction {
-		return true
-	}
-	for _, fn := range pj.env.Survey().PCI {
-		if fn.Address == pm.Device.Dev.PCIAddr && fn.Vendor == 0x15b3 {
-			return strings.HasSuffix(mellanoxProducts[fn.Device], " VF")
-		}
-	}
-	return false
-}
-
-// virt reads whether this host is a virtual machine, once, when a port
-// first needs it.
-func (pj *portJudge) virt() sysfs.Virtualization {
-	if !pj.virtRead {
-		pj.virtual, pj.virtRead = pj.env.Host.ReadVirtualization(), true
-	}
-	return pj.virtual
-}
+// this host as a virtual machine (DeviceModel.GuestVF): no subnet manager
+// can run from it, and the guest does not own the fabric. A whole HCA
+// passed through to a guest is no VF: it may run a subnet manager, and
+// keeps bare metal's advice.
+func (pj *portJudge) guestVF(pm *PortModel) bool { return pm.Device.GuestVF }
 
 // guestSMFix is the remedy for an InfiniBand VF port in a virtual machine
 // that no subnet manager configured: the guest can neither run the
@@ -644,6 +621,14 @@ func portGUID(p sysfs.RDMAPort) string {
 	}
 	return ""
 }
+
+// guestEnableHint is how a Disabled port of a VF in a virtual machine is
+// enabled: not from the guest — ibportstate sends SMPs, which need the
+// subnet-management QP (QP0) a VF does not have — but by the platform
+// that disabled it.
+const guestEnableHint = "not from this virtual machine — its port is an SR-IOV virtual function, without the subnet management QP (QP0) " +
+	"that `ibportstate` needs, and the platform manages the fabric and the port: stop (deallocate) and start the VM, or redeploy it, " +
+	"so that it lands on another host; if the port stays Disabled, open a case with the provider naming the VM and the port GUID ({guid})"
 
 // enableHint says how to enable a Disabled port. An InfiniBand port is
 // enabled by direct route from this host (it may have no LID while

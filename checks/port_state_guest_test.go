@@ -76,6 +76,10 @@ func TestPortStateGuestFindings(t *testing.T) {
 		{"VF in a VM, ACTIVE with LID 0", guestEdited(t, func(tr *sysfstest.Tree) {
 			tr.Attr(sysfstest.PortDir(tr, "mlx5_ib0", 1)+"/state", "4: ACTIVE")
 		}), []findingRef{{"port.state/no-lid", port}}, false, "cannot run the fabric's subnet manager"},
+		{"VF in a VM, Disabled", guestEdited(t, func(tr *sysfstest.Tree) {
+			tr.Attr(sysfstest.PortDir(tr, "mlx5_ib0", 1)+"/state", "1: DOWN")
+			tr.Attr(sysfstest.PortDir(tr, "mlx5_ib0", 1)+"/phys_state", "3: Disabled")
+		}), []findingRef{{"port.state/disabled", port}}, false, "open a case with the provider naming the VM and the port GUID (0x00155dfffd33ff0c)"},
 		{"the same HCA on bare metal", guestEdited(t, bareMetal),
 			[]findingRef{{"port.state/init-no-sm", port}}, true, "opensm -g 0x00155dfffd33ff0c"},
 		{"a whole HCA passed through to a VM", guestEdited(t, func(tr *sysfstest.Tree) {
@@ -93,6 +97,10 @@ func TestPortStateGuestFindings(t *testing.T) {
 			}
 			if !strings.Contains(c.Remedy, tc.remedyHas) {
 				t.Errorf("remedy lacks %q:\n%s", tc.remedyHas, c.Remedy)
+			}
+			// ibportstate sends SMPs through QP0, which a VF lacks.
+			if strings.Contains(c.Remedy, "ibportstate -C") && !tc.opensm {
+				t.Errorf("remedy runs ibportstate from a VF:\n%s", c.Remedy)
 			}
 		})
 	}

@@ -21,13 +21,15 @@ func init() {
 				"(IPv4-mapped first), InfiniBand: dlid = the port's LID — RESET→INIT→RTR→RTS, read back with ibv_query_qp after each step. " +
 				"One is then moved RTS→ERR→RESET→INIT, which must work. retry_cnt and rnr_retry are 3 (7 would retry forever). " +
 				"iWARP devices (RNIC: siw, cxgb4, irdma in iWARP mode) skip it: their RC QPs connect only through rdma_cm, not ibv_modify_qp. " +
-				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges.",
+				"Devices without RC QPs skip it too: EFA (UD and SRD only), whose UD path probe.ud judges. A port with LID 0 fails; on an " +
+				"InfiniBand VF in a virtual machine (Azure's HB, HC and ND VMs, the host model's guest VF) the remedy waits for the platform's " +
+				"subnet manager and redeploys, since a VF has no QP0 and cannot run one.",
 			Why: "Connection setup is where most RDMA applications fail in the field: a wrong GID index, a path MTU above the port's, a LID of 0 " +
 				"with no subnet manager. A provider that accepts illegal transitions hides application bugs until they corrupt traffic; " +
 				"one that cannot recover a QP from ERR forces applications to leak QPs.",
 		},
 		Run: func(ctx context.Context, env *Env) Result {
-			return runLevel2(ctx, env, probe.QPState, qpStateFrame, judgeQPState)
+			return runLevel2(ctx, env, probe.QPState, qpStateFrame, qpStateJudge(guestVFPorts(env)))
 		},
 	})
 }
@@ -76,6 +78,9 @@ var (
 	qpStateNoLID = declare(Finding{ID: "verbs.qp_state/no-lid", Status: report.Fail,
 		When:    "the port has LID 0 (InfiniBand): no subnet manager",
 		Message: "{label}: {step}", Fix: "The port has LID 0: no subnet manager has configured it. {manager_fix}"})
+	qpStateNoLIDGuest = declare(Finding{ID: "verbs.qp_state/no-lid-guest", Status: report.Fail,
+		When:    "the port has LID 0 (InfiniBand) and is a VF in a virtual machine: the platform's subnet manager, outside the guest, has not configured it",
+		Message: "{label}: {step}", Fix: "The port has LID 0: no subnet manager has configured it. " + guestSMFix})
 	qpStateNoGID = declare(Finding{ID: "verbs.qp_state/no-gid", Status: report.Fail,
 		When:    "the port has no GID (RoCE): the netdev has no address",
 		Message: "{label}: {step}", Fix: noGIDFix})
@@ -119,8 +124,33 @@ func qpRefusal(r *probe.QPStateResult) (string, *Finding, Slots) {
 	return "", nil, nil
 }
 
+// guestPorts says, for a probed port's label, whether the port is an
+// InfiniBand VF of a virtual machine and the slots of the guest's
+// subnet-manager fix; nil knows of none.
+type guestPorts func(label string) (Slots, bool)
+
+// guestVFPorts finds the host model's guest VF ports by label.
+func guestVFPorts(env *Env) guestPorts {
+	return func(label string) (Slots, bool) {
+		for _, pm := range env.Model().Ports {
+			if pm.Label == label && pm.Device.GuestVF {
+				return guestSlots(Slots{"port": label}, pm.Port), true
+			}
+		}
+		return nil, false
+	}
+}
+
+// qpStateJudge judges verbs.qp_state on one port; guest tells a VF in a
+// virtual machine, whose LID-0 remedy is the platform's.
+func qpStateJudge(guest guestPorts) probeJudge {
+	return func(label string, software bool, pr *probe.PortResult) (verdict, bool) {
+		return judgeQPState(label, pr, guest)
+	}
+}
+
 // judgeQPState judges verbs.qp_state on one port.
-func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, bool) {
+func judgeQPState(label string, pr *probe.PortResult, guest guestPorts) (verdict, bool) {
 	r := pr.QPState
 	if r == nil {
 		return verdict{}, false
@@ -144,7 +174,7 @@ func judgeQPState(label string, software bool, pr *probe.PortResult) (verdict, b
 	var v verdict
 	switch {
 	case st != nil:
-		v = qpStepFinding(st, label, r.Addressing)
+		v = qpStepFinding(st, label, r.Addressing, guest)
 		ev["failed_step"] = st
 		if walk != "" {
 			v.details = append(v.details, "states read back: "+walk)
@@ -180,10 +210,15 @@ func slotPairs(s Slots) []string {
 // qpStepFinding is the verdict for a failed step, by what the step and its
 // error say: no LID, no GID, the address vector, the provider's states, or
 // verbs.resources's fix for the verb and errno.
-func qpStepFinding(st *probe.Step, label string, a *probe.Addressing) verdict {
+func qpStepFinding(st *probe.Step, label string, a *probe.Addressing, guest guestPorts) verdict {
 	unit, slots := portUnitOf(label), Slots{"label": label, "step": stepText(st)}
 	switch {
 	case strings.Contains(st.Error, "LID 0"):
+		if guest != nil {
+			if g, ok := guest(label); ok {
+				return qpStateNoLIDGuest.unit(unit, slots.with(slotPairs(g)...))
+			}
+		}
 		dev, port := labelParts(label)
 		return qpStateNoLID.unit(unit, slots.with("manager_fix", subnetManagerFixFor(dev, port, "")))
 	case strings.Contains(st.Error, "has no GID"):

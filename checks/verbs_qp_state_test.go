@@ -24,7 +24,7 @@ func TestQPStateRemediesNameNoMLNXOnlyTools(t *testing.T) {
 
 func TestJudgeQPState(t *testing.T) {
 	qs := func(slug string) []unitFinding { return onlyFinding("verbs.qp_state/"+slug, "rxe0/1") }
-	runVerdictCases(t, judgeQPState, []verdictCase{
+	runVerdictCases(t, qpStateJudge(nil), []verdictCase{
 		{name: "healthy rxe", findings: qs("walked"), status: report.Pass,
 			// the addressing read from the port, and the walk as it went
 			contains: []string{"RoCE, GID index 1 0000:0000:0000:0000:0000:ffff:c000:0201 (RoCE v2)", "RESET→INIT→RTR→RTS→ERR→RESET→INIT"}},
@@ -72,4 +72,42 @@ func TestJudgeQPState(t *testing.T) {
 			},
 			contains: []string{"InfiniBand, dlid 0x1a, path MTU 4096"}},
 	})
+}
+
+// TestJudgeQPStateGuestVF: on an InfiniBand VF of a virtual machine a port
+// with LID 0 gets the guest's remedy (wait for the platform's SM,
+// redeploy), never opensm, which a VF cannot run; the same port on a host
+// keeps the subnet-manager remedy.
+func TestJudgeQPStateGuestVF(t *testing.T) {
+	noLID := func(pr *probe.PortResult) {
+		failStep(step(t, &pr.QPState.Probe, "resolve loopback address"), 0, "", "port 1 has LID 0", "no subnet manager has configured the port")
+		pr.QPState.Addressing = nil
+	}
+	guest := func(label string) (Slots, bool) {
+		return Slots{"port": label, "guid": "0x00155dfffe342000"}, label == "mlx5_ib0 port 1"
+	}
+	for _, tc := range []struct {
+		label, finding, has, hasNot string
+	}{
+		{"mlx5_ib0 port 1", "verbs.qp_state/no-lid-guest", "redeploy it", "opensm"},
+		{"mlx5_0 port 1", "verbs.qp_state/no-lid", "opensm -g", "redeploy"},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			pr := healthyPort(t)
+			noLID(pr)
+			v, ok := qpStateJudge(guest)(tc.label, false, pr)
+			if !ok {
+				t.Fatal("no verdict")
+			}
+			if len(v.findings) != 1 || v.findings[0].ID != tc.finding {
+				t.Fatalf("findings %v, want %s", unitFindings(v.findings), tc.finding)
+			}
+			if !strings.Contains(v.remedy, tc.has) || strings.Contains(v.remedy, tc.hasNot) {
+				t.Errorf("remedy should say %q and not %q:\n%s", tc.has, tc.hasNot, v.remedy)
+			}
+		})
+	}
+	if !strings.Contains(render(qpStateNoLIDGuest.Fix, Slots{"port": "mlx5_ib0 port 1", "guid": "0x1"}), "(0x1)") {
+		t.Error("the guest fix does not name the port GUID")
+	}
 }

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -67,7 +68,16 @@ func (r PCIRelation) Meaning() string {
 type PCITreePath struct {
 	HostBridge string
 	Bridges    []string
+	// HiddenBy is the device a paravirtual root bus hangs from, "" for a
+	// bus below a host bridge: Hyper-V's pci-hyperv makes one root bus
+	// per passed-through function below its VMBus device
+	// (…/VMBUS:00/<instance GUID>/pci<domain>:00/<domain>:00:00.0), the
+	// PCIe path above it being the hypervisor's, which the guest cannot see.
+	HiddenBy string
 }
+
+// rootBusRE matches a PCI root bus directory: "pci0000:00", "pci0101:00".
+var rootBusRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
 
 // TreePathOf splits a resolved /sys/devices path. A path outside
 // /sys/devices/pci* (a VMBus or platform device) has no PCI tree.
@@ -77,10 +87,15 @@ func TreePathOf(sysPath string) (PCITreePath, error) {
 		return PCITreePath{}, fmt.Errorf("%s is not below /sys/devices", sysPath)
 	}
 	parts := strings.Split(rest, "/")
-	if len(parts) < 2 || !strings.HasPrefix(parts[0], "pci") {
-		return PCITreePath{}, fmt.Errorf("%s is not below a PCI host bridge (/sys/devices/pciDDDD:BB)", sysPath)
+	root := paravirtualRoot(parts)
+	if root < 0 && (len(parts) < 2 || !strings.HasPrefix(parts[0], "pci")) {
+		return PCITreePath{}, fmt.Errorf("%s is not below a PCI host bridge (/sys/devices/pciDDDD:BB) nor on a paravirtual root bus", sysPath)
 	}
 	p := PCITreePath{HostBridge: parts[0]}
+	if root > 0 {
+		p = PCITreePath{HostBridge: parts[root], HiddenBy: parts[root-1]}
+		parts = parts[root:]
+	}
 	for _, el := range parts[1 : len(parts)-1] {
 		if len(p.Bridges) >= maxPCIDepth {
 			return p, fmt.Errorf("%s: deeper than %d bridges", sysPath, maxPCIDepth)
@@ -90,6 +105,34 @@ func TreePathOf(sysPath string) (PCITreePath, error) {
 		}
 	}
 	return p, nil
+}
+
+// paravirtualRoot is the index in parts (a /sys/devices path split at
+// "/") of a root bus that hangs from a device that is not a PCI function
+// (a VMBus device), -1 when there is none. Intel VMD's root bus hangs from
+// the VMD endpoint, a PCI function whose own path is seen: that one is no
+// paravirtual root.
+func paravirtualRoot(parts []string) int {
+	for i := 1; i < len(parts)-1; i++ {
+		if rootBusRE.MatchString(parts[i]) {
+			if IsPCIAddress(parts[i-1]) || strings.HasPrefix(parts[0], "pci") {
+				return -1
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// HiddenPCIePath reports whether the PCIe path above fn is the
+// hypervisor's, hidden from the guest, and names the bus and the device
+// it hangs from ("pci0101:00 below VMBus device 00000100-0101-…").
+func HiddenPCIePath(fn PCIFunction) (string, bool) {
+	p, err := TreePathOf(fn.SysPath)
+	if err != nil || p.HiddenBy == "" {
+		return "", false
+	}
+	return p.HostBridge + " below " + p.HiddenBy, true
 }
 
 // Relation computes how a and b are connected from their resolved sysfs
@@ -107,6 +150,9 @@ func Relation(a, b PCIFunction) (PCIRelation, string) {
 	pb, errB := TreePathOf(b.SysPath)
 	if errA != nil || errB != nil {
 		return RelUnknown, "the PCI path could not be read: " + firstErr(errA, errB).Error()
+	}
+	if pa.HiddenBy != "" || pb.HiddenBy != "" {
+		return hiddenRelation(a, b, pa, pb)
 	}
 	if pa.HostBridge != pb.HostBridge {
 		switch {
@@ -127,6 +173,22 @@ func Relation(a, b PCIFunction) (PCIRelation, string) {
 		return RelPIX, fmt.Sprintf("one PCIe switch: both below %s", top)
 	}
 	return RelPXB, fmt.Sprintf("below %s through %d and %d further bridges", top, len(pa.Bridges)-common, len(pb.Bridges)-common)
+}
+
+// hiddenRelation is the relation of two functions one of which sits on a
+// paravirtual root bus: the guest sees no switch or root port between
+// them, only their NUMA nodes, so the class is NODE or SYS as
+// `nvidia-smi topo -m` prints it there, and the sentence says the path
+// itself is hidden.
+func hiddenRelation(a, b PCIFunction, pa, pb PCITreePath) (PCIRelation, string) {
+	hidden := fmt.Sprintf("the hypervisor hides the PCIe path (root buses %s and %s)", pa.HostBridge, pb.HostBridge)
+	switch {
+	case a.HasNUMA && b.HasNUMA && a.NUMANode != b.NUMANode:
+		return RelSYS, fmt.Sprintf("%s; NUMA nodes %d and %d", hidden, a.NUMANode, b.NUMANode)
+	case a.HasNUMA && b.HasNUMA:
+		return RelNODE, fmt.Sprintf("%s; both on NUMA node %d", hidden, a.NUMANode)
+	}
+	return RelNODE, hidden + "; no NUMA node reported, counted as one node"
 }
 
 // BridgesBetween are the bridges the traffic from a to b passes below

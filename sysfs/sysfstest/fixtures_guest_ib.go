@@ -57,7 +57,7 @@ func AzureHBv3IBInit() Host {
 			FW: "20.28.4000 (MT_0000000223)", HCAType: "MT4124", BoardID: "MT_0000000223",
 			Ports: []Port{{State: "2: INIT", PhysState: "5: LinkUp", Rate: "200 Gb/sec (4X HDR)", LinkLayer: "InfiniBand",
 				LID: 0, SMLID: 0, PortGUID: guid, Netdev: "ib0", MAC: ipoibAddr(0x48, guid), MTU: 2044, NoCarrier: true}},
-			parentDir: hypervVPCIBus("0101", "00000101-0001-0000-3130-444531313336")}},
+			parentDir: hypervVPCIBus("0101", vpciGUID(0x100, "0101"))}},
 		ExtraNetdevs: []sysfs.Netdev{{Name: "eth0", Index: 2, OperState: "up", AdminUp: true, Carrier: true, MTU: 1500,
 			Addresses: []string{"10.0.0.4/24"}}},
 	}
