@@ -26,7 +26,7 @@ ensure_tools() {
 	command -v ibsim >/dev/null 2>&1 && command -v ibsim-run >/dev/null 2>&1 || need+=(ibsim-utils)
 	command -v opensm >/dev/null 2>&1 || need+=(opensm)
 	command -v sminfo >/dev/null 2>&1 && command -v saquery >/dev/null 2>&1 || need+=(infiniband-diags)
-	ldconfig -p 2>/dev/null | grep -q 'libibumad\.so\.3 ' || need+=(libibumad3)
+	grep -q 'libibumad\.so\.3 ' <(ldconfig -p 2>/dev/null) || need+=(libibumad3)
 	[ "${#need[@]}" -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || fail "missing ${need[*]}: run as root or install them: apt-get install ${need[*]}"
 	say "installing ${need[*]}"

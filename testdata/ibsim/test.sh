@@ -67,6 +67,9 @@ trap 'exit 141' PIPE
 # A command that fails where the script does not expect it says where.
 trap 'fail "line $LINENO: \"$BASH_COMMAND\" exited $?"' ERR
 
+# shellcheck source=testdata/ibsim/verify_selftest.sh
+. "$here/verify_selftest.sh"
+verify_selftest
 ensure_tools
 "$bin" list >"$W/list.txt" || fail "rdmadoctor list failed"
 awk 'NR > 1 { print $2 }' "$W/list.txt" >"$W/catalog"
