@@ -151,7 +151,8 @@ fabric_stop() {
 	return 0
 }
 
-# leftovers: the pids this suite started that are still alive (none once fabric_stop ran).
+# leftovers: the processes this suite started that are still alive (none once fabric_stop
+# ran): the SMs and ibsim by pid, and any other client by the socket name in its environment.
 leftovers() {
 	local e p alive=()
 	for e in "${SM_PIDS[@]}"; do
@@ -159,7 +160,13 @@ leftovers() {
 		[ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive+=("$p")
 	done
 	[ -n "$IBSIM_PID" ] && kill -0 "$IBSIM_PID" 2>/dev/null && alive+=("$IBSIM_PID")
-	echo "${alive[*]}"
+	for e in /proc/[0-9]*/environ; do
+		p=${e#/proc/}
+		p=${p%/environ}
+		[ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] &&
+			grep -qz "^IBSIM_SOCKNAME=rdibsim$$\\." "$e" 2>/dev/null && alive+=("$p")
+	done
+	[ "${#alive[@]}" -eq 0 ] || printf '%s\n' "${alive[@]}" | sort -un | paste -sd ' ' -
 }
 
 # --- the reference tools -------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #   --record   rewrite testdata/ibsim/ref/<scenario>/: the reference tools' transcripts and the
 #              facts derived from them (review the diff: it is what the simulator shows)
 #   KEEP=1     keeps the work directory (logs, live transcripts, reports) of a failed run
+#   PAUSE=N    waits N s in each scenario once its fabric is up and broken, to use it by hand
 #
 # Each scenario of scenarios.sh gets a fabric of its own: ibsim on its topology, its SMs
 # started and waited for (bounded), its breakage applied; then the reference tools run as the
@@ -57,7 +58,13 @@ cleanup() {
 	fabric_stop
 	local left
 	left=$(leftovers)
-	[ -z "$left" ] || { printf 'ib-test: FAIL: processes left: %s\n' "$left" >&2 && rc=1; }
+	if [ -n "$left" ]; then
+		# Each carries this run's socket name: ours to end, and a failure of the teardown.
+		printf 'ib-test: FAIL: processes left after the teardown (killed now): %s\n' "$left" >&2
+		# shellcheck disable=SC2086 # a list of pids
+		kill -9 $left 2>/dev/null
+		rc=1
+	fi
 	if [ "$rc" = 0 ] || [ -z "${KEEP:-}" ]; then rm -rf "$W"; else say "kept $W"; fi
 	exit "$rc"
 }
@@ -132,6 +139,11 @@ scenario() {
 		diff -u "$here/ref/$name/facts" "$W/$name.facts" >"$W/$name.facts.diff" ||
 			fail "$name: the reference tools disagree with ref/$name/facts:
 $(cat "$W/$name.facts.diff")"
+	fi
+
+	if [ -n "${PAUSE:-}" ]; then
+		say "$name: paused ${PAUSE}s; attach with: IBSIM_SOCKNAME=$IBSIM_SOCKNAME SIM_HOST=$host ibsim-run CMD"
+		sleep "$PAUSE"
 	fi
 
 	# rdmadoctor as the host, only with the checks the catalog has.
