@@ -38,7 +38,7 @@ scenario healthy --sm Hca1:14:with-8001.conf \
 	--fact sm.answers=yes --fact sm.state=MASTER --fact sm.ports=1 --fact path.self=resolved \
 	--fact far.desc=Switch2 --fact far.port=1 --fact far.width=4X --fact 'pkeys=0xffff 0x8001' \
 	--status ib.sm=pass --status ib.path=pass --status ib.far_end=pass --status ib.pkey=pass \
-	--mentions ib.sm=@sm.guid --mentions ib.far_end=@far.desc
+	--mentions ib.sm=@sm.guid --mentions ib.path=@path.mtu --mentions ib.far_end=@far.desc
 
 # The same fabric judged against a class that pins the cable and the partition: all hold.
 scenario healthy-expect --sm Hca1:14:with-8001.conf --expect healthy.conf \
@@ -74,10 +74,11 @@ scenario moved-cable --topo moved-cable.net --sm Hca1:14:with-8001.conf --expect
 	--finding ib.far_end=$ID_FAR_UNEXPECTED --mentions ib.far_end=@far.desc --mentions ib.far_end=Switch2 \
 	--status ib.pkey=pass
 
-# Switch2 port 1 enabled for 1X only: the link trains 1X on both ends.
+# Switch2 port 1 enabled for 1X only: the link trains 1X on both ends; the path's rate follows
+# (2.5 Gb/s, 1X SDR), consistent with the port, so ib.path passes.
 scenario degraded-1x --topo degraded-1x.net --sm Hca1:14:with-8001.conf \
-	--fact far.width=1X --fact port.width=1X --fact far.desc=Switch2 --fact path.self=resolved \
-	--status ib.sm=pass --status ib.path=pass --status 'ib.far_end=warn|fail' \
+	--fact far.width=1X --fact port.width=1X --fact far.desc=Switch2 --fact path.rate=2.5 \
+	--status ib.sm=pass --status ib.path=pass --mentions ib.path=@path.rate --status 'ib.far_end=warn|fail' \
 	--finding ib.far_end=$ID_FAR_WIDTH --mentions ib.far_end=@far.width --status ib.pkey=pass
 
 # opensm's partitions leave out 0x0001; the class needs full membership of 0x8001.

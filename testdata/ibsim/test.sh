@@ -182,4 +182,4 @@ $(cat "$W/$name.facts.diff")"
 # shellcheck source=testdata/ibsim/scenarios.sh
 . "$here/scenarios.sh"
 [ "$ran" -gt 0 ] || fail "no scenario matched --only ${only//,/ }"
-say "PASS: $passed scenarios passed, $pending pending, in $(elapsed "$t0") s"
+say "PASS: $ran scenarios, $passed judged in full, $pending with PENDING verdicts (a check not in rdmadoctor list), in $(elapsed "$t0") s"
