@@ -64,8 +64,30 @@ fabric_start() {
 	done
 }
 
-# console CMD: one ibsim console command (Dump, Unlink "node"[port], Link ..., see ibsim's Help).
-console() { printf '%s\n' "$*" >&7; }
+# console CMD: one ibsim console command (Unlink "node"[port], Link ..., see ibsim's Help); returns
+# once ibsim has run it (its next prompt is in the log).
+console() {
+	local before
+	before=$(grep -o 'sim> ' "$FABRIC_DIR/ibsim.log" | wc -l)
+	printf '%s\n' "$*" >&7
+	local end=$((SECONDS + 5))
+	until [ "$(grep -o 'sim> ' "$FABRIC_DIR/ibsim.log" | wc -l)" -gt "$before" ]; do
+		[ "$SECONDS" -lt "$end" ] || fail "ibsim did not run console command '$*' in 5 s"
+		sleep 0.1
+	done
+}
+
+# sim_dump FILE: the simulator's own view of every port (ibsim's Dump: link, LID, SM LID,
+# width, speed, state), without its time stamp.
+sim_dump() {
+	local start
+	start=$(wc -l <"$FABRIC_DIR/ibsim.log")
+	console Dump
+	{
+		printf '$ (ibsim console) Dump\n'
+		tail -n +"$((start + 1))" "$FABRIC_DIR/ibsim.log" | sed -e 's/^sim> //' -e '/^# Net status - /d' -e '/^sim> *$/d' | grep .
+	} >"$1"
+}
 
 # sm_start HCA PRIORITY [PARTITIONS]: opensm attached as HCA with that SM priority (0..15) and
 # the partitions file, if any; its cache and log in a directory of its own (two SMs must not
@@ -172,16 +194,23 @@ leftovers() {
 # --- the reference tools -------------------------------------------------------------------------
 
 # transcript DIR NAME HOST CMD...: CMD run as HOST into DIR/NAME.txt: the command line, what it
-# printed (stdout and stderr) and its exit status.
+# printed (stdout and stderr) and its exit status. What differs from run to run on the same
+# fabric (pids, the date, the SM's activity count, traffic counters) reads <varies>, so that
+# recording again changes nothing.
 transcript() {
 	local dir=$1 name=$2 host=$3 out rc=0
 	shift 3
 	out=$(as "$host" "$@" 2>&1) || rc=$?
-	printf '$ %s\n%s\n# exit %d\n' "$*" "$out" "$rc" >"$dir/$name.txt"
+	printf '$ %s\n%s\n# exit %d\n' "$*" "$out" "$rc" | sed -E \
+		-e 's/^(ib(warn|panic|error)): \[[0-9]+\]/\1: [<varies>]/' \
+		-e 's/^(# Topology file: generated on ).*/\1<varies>/' \
+		-e 's/(activity count )[0-9]+/\1<varies>/' \
+		-e 's/^((PortXmit|PortRcv)(Data|Pkts):\.*)[0-9]+$/\1<varies>/' >"$dir/$name.txt"
 }
 
 # field FILE NAME: the value of a "Name:.....value" line of smpquery/perfquery output.
-field() { sed -n "s/^$2:\.*//p" "$1" | head -n 1; }
+# Nothing when the query was not made (no file).
+field() { [ ! -f "$1" ] || sed -n "s/^$2:\.*//p" "$1" | head -n 1; }
 # exit_of FILE: the exit status a transcript recorded.
 exit_of() { sed -n 's/^# exit //p' "$1"; }
 
@@ -216,6 +245,7 @@ reference() {
 		[ "${far_lid:-0}" != 0 ] && transcript "$dir" perfquery-far "$host" perfquery "$far_lid" "$far_port"
 	fi
 	transcript "$dir" ibnetdiscover "$host" ibnetdiscover
+	sim_dump "$dir/ibsim-dump.txt"
 }
 
 # mtu_of CODE / rate_of CODE: a PathRecord's MTU (bytes) and rate (Gb/s) from their 6-bit codes.

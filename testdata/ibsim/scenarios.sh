@@ -10,6 +10,7 @@
 #                       started in order, the first waited for as MASTER, each next one as
 #                       STANDBY. No --sm: no SM ever runs (ports stay Initialize, LID 0).
 #   --kill-sm HCA       once the SMs have swept, the SM attached as HCA is killed (SIGKILL)
+#   --console CMD       then an ibsim console command (Unlink "Hca2"[1] pulls Hca2's cable)
 #   --expect FILE       rdmadoctor runs with --expect expect/FILE, less the key lines whose
 #                       trailing "# <check ID>" names a check not in `rdmadoctor list`
 # What the reference tools must show (sminfo, saquery, smpquery, perfquery, ibnetdiscover, run
@@ -29,6 +30,7 @@
 # The finding IDs the scenarios name: the one place to rename them.
 ID_SM_NO_SM=ib.sm/no-sm                  # the port has no SM LID: no SM ever configured it
 ID_SM_SILENT=ib.sm/sm-silent            # the SM LID does not answer SMInfo (timeout, retries)
+ID_SM_LINK_DOWN=ib.sm/link-down          # the port's physical link is not up: no SM can reach it
 ID_FAR_UNEXPECTED=ib.far_end/unexpected  # the neighbour is not the switch/port the class pins
 ID_FAR_WIDTH=ib.far_end/degraded         # the link trained narrower than both ends allow
 ID_PKEY_MISSING=ib.pkey/missing          # a partition the class names is not in the P_Key table
@@ -60,6 +62,13 @@ scenario sm-killed --sm Hca1:14:with-8001.conf --kill-sm Hca1 \
 	--fact path.self=none --fact far.desc=Switch2 \
 	--status ib.sm=fail --finding ib.sm=$ID_SM_SILENT --status 'ib.path=fail|skip' \
 	--status 'ib.far_end=pass|warn' --status 'ib.pkey=pass|skip' --within 10
+
+# The cable pulled after the sweep (ibsim's Unlink): the port is Down/Polling, nothing answers
+# beyond it; the local port's own SMA still answers directed-route SMPs to itself.
+scenario cable-pulled --sm Hca1:14:with-8001.conf --console 'Unlink "Hca2"[1]' \
+	--fact port.state=Down --fact sm.answers=no --fact sm.ports=none --fact far.desc= \
+	--status ib.sm=skip --finding ib.sm=$ID_SM_LINK_DOWN --status 'ib.path=skip|fail' \
+	--status 'ib.far_end=skip|fail' --status 'ib.pkey=pass|skip' --within 10
 
 # Two SMs: Hca1 (priority 14) MASTER, Hca3 (priority 1) STANDBY; both are listed.
 scenario two-sms --sm Hca1:14:with-8001.conf --sm Hca3:1:with-8001.conf \

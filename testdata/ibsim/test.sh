@@ -93,13 +93,14 @@ scenario() {
 	local name=$1
 	shift
 	[ -z "$only" ] || [[ "$only" == *",$name,"* ]] || return 0
-	local topo=healthy.net host=Hca2 expect= kill_sm= sms=() facts_want=() verdicts=()
+	local topo=healthy.net host=Hca2 expect= kill_sm= sms=() consoles=() facts_want=() verdicts=()
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--topo) topo=$2 ;;
 		--host) host=$2 ;;
 		--sm) sms+=("$2") ;;
 		--kill-sm) kill_sm=$2 ;;
+		--console) consoles+=("$2") ;;
 		--expect) expect=$2 ;;
 		--fact) facts_want+=("$2") ;;
 		--status | --finding | --mentions | --within) verdicts+=("$1" "$2") ;;
@@ -123,6 +124,7 @@ scenario() {
 	if [ -n "$kill_sm" ]; then
 		kill -9 "$(sm_pid "$kill_sm")" && wait "$(sm_pid "$kill_sm")" 2>/dev/null || true
 	fi
+	for spec in "${consoles[@]}"; do console "$spec"; done
 
 	# The reference: transcripts, facts, the scenario's breakage in them.
 	local refdir=$W/ref/$name
