@@ -88,6 +88,75 @@ say "checks in the catalog: ${present:-none of ib.sm ib.path ib.far_end ib.pkey 
 
 passed=0 pending=0 ran=0
 
+# The steps of a scenario. They read the scenario's options from the locals of scenario()
+# (bash's dynamic scope): topo, host, sms, kill_sm, consoles, expect, facts_want.
+
+# fabric_up: the fabric, its SMs (the first MASTER, each next one STANDBY), then the breakage.
+fabric_up() {
+	fabric_start "$here/topo/$topo"
+	local i hca prio parts spec
+	for i in "${!sms[@]}"; do
+		IFS=: read -r hca prio parts <<<"${sms[$i]}"
+		sm_start "$hca" "$prio" "${parts:+$here/partitions/$parts}"
+		wait_swept "$host" $((i + 1))
+	done
+	if [ -n "$kill_sm" ]; then
+		kill -9 "$(sm_pid "$kill_sm")" && wait "$(sm_pid "$kill_sm")" 2>/dev/null || true
+	fi
+	for spec in "${consoles[@]}"; do console "$spec"; done
+}
+
+# reference_agrees NAME: the reference transcripts and their facts ($W/NAME.facts), which must
+# show the scenario's --fact lines and equal ref/NAME/facts (--record writes both instead).
+reference_agrees() {
+	local name=$1 refdir=$W/ref/$1 f key got
+	[ "$record" = 1 ] && refdir=$here/ref/$name && rm -rf "$refdir"
+	reference "$host" "$refdir"
+	facts "$refdir" >"$W/$name.facts"
+	for f in "${facts_want[@]}"; do
+		key=${f%%=*}
+		got=$(sed -n "s/^${key//./\\.}=//p" "$W/$name.facts")
+		[ "$got" = "${f#*=}" ] || fail "$name: the reference tools show $key='$got', the scenario needs '${f#*=}' (transcripts: $refdir)"
+	done
+	if [ "$record" = 1 ]; then
+		cp "$W/$name.facts" "$here/ref/$name/facts"
+		return 0
+	fi
+	[ -f "$here/ref/$name/facts" ] || fail "$name: no ref/$name/facts (test.sh --record)"
+	diff -u "$here/ref/$name/facts" "$W/$name.facts" >"$W/$name.facts.diff" ||
+		fail "$name: the reference tools disagree with ref/$name/facts:
+$(cat "$W/$name.facts.diff")"
+}
+
+# expect_file NAME: expect/$expect less the key lines of checks not in the catalog (a key line
+# ends with "# <check ID>"), under the same file name and with the same line numbers, since a
+# finding cites FILE:LINE. Prints its path.
+expect_file() {
+	[ -f "$here/expect/$expect" ] || fail "$1: no expect/$expect"
+	mkdir -p "$W/expect.$1"
+	awk -v have=",$present," 'match($0, /#[ \t]*ib\.[a-z_]+[ \t]*$/) {
+		id = substr($0, RSTART + 1); gsub(/[ \t]/, "", id)
+		if (index(have, "," id ",") == 0) { print "# left out: " id " is not in rdmadoctor list"; next }
+	} { print }' "$here/expect/$expect" >"$W/expect.$1/$expect"
+	echo "$W/expect.$1/$expect"
+}
+
+# run_doctor NAME: rdmadoctor as the host with the checks the catalog has, into $W/NAME.json;
+# sets doctor_rc and doctor_s (seconds taken, "-" when not run).
+run_doctor() {
+	local name=$1 t args=("${check_args[@]}" --format json)
+	doctor_rc=0 doctor_s=-
+	: >"$W/$name.json"
+	: >"$W/$name.stderr"
+	[ -n "$present" ] || return 0
+	[ -z "$expect" ] || args+=(--expect "$(expect_file "$name")")
+	t=$(date +%s.%N)
+	(cd "$FABRIC_DIR" && env -u LD_PRELOAD SIM_HOST="$host" timeout -k 2 60 ibsim-run "$bin" "${args[@]}") \
+		>"$W/$name.json" 2>"$W/$name.stderr" || doctor_rc=$?
+	doctor_s=$(elapsed "$t")
+	[ "$doctor_rc" != 124 ] && [ "$doctor_rc" != 137 ] || fail "$name: rdmadoctor did not return within 60 s"
+}
+
 # scenario NAME [--key value]...: see scenarios.sh.
 scenario() {
 	local name=$1
@@ -108,73 +177,18 @@ scenario() {
 		esac
 		shift 2
 	done
-	local ts
+	local ts out vrc=0 doctor_rc doctor_s
 	ts=$(date +%s.%N)
 	ran=$((ran + 1))
-
-	# The fabric and its SMs, the first MASTER, each next one STANDBY.
-	fabric_start "$here/topo/$topo"
-	local i spec hca prio parts
-	for i in "${!sms[@]}"; do
-		spec=${sms[$i]}
-		IFS=: read -r hca prio parts <<<"$spec"
-		sm_start "$hca" "$prio" "${parts:+$here/partitions/$parts}"
-		wait_swept "$host" $((i + 1))
-	done
-	if [ -n "$kill_sm" ]; then
-		kill -9 "$(sm_pid "$kill_sm")" && wait "$(sm_pid "$kill_sm")" 2>/dev/null || true
-	fi
-	for spec in "${consoles[@]}"; do console "$spec"; done
-
-	# The reference: transcripts, facts, the scenario's breakage in them.
-	local refdir=$W/ref/$name
-	[ "$record" = 1 ] && refdir=$here/ref/$name && rm -rf "$refdir"
-	reference "$host" "$refdir"
-	facts "$refdir" >"$W/$name.facts"
-	local f key got
-	for f in "${facts_want[@]}"; do
-		key=${f%%=*}
-		got=$(sed -n "s/^${key//./\\.}=//p" "$W/$name.facts")
-		[ "$got" = "${f#*=}" ] || fail "$name: the reference tools show $key='$got', the scenario needs '${f#*=}' (transcripts: $refdir)"
-	done
-	if [ "$record" = 1 ]; then
-		cp "$W/$name.facts" "$here/ref/$name/facts"
-	else
-		[ -f "$here/ref/$name/facts" ] || fail "$name: no ref/$name/facts (test.sh --record)"
-		diff -u "$here/ref/$name/facts" "$W/$name.facts" >"$W/$name.facts.diff" ||
-			fail "$name: the reference tools disagree with ref/$name/facts:
-$(cat "$W/$name.facts.diff")"
-	fi
-
+	fabric_up
+	reference_agrees "$name"
 	if [ -n "${PAUSE:-}" ]; then
 		say "$name: paused ${PAUSE}s; attach with: IBSIM_SOCKNAME=$IBSIM_SOCKNAME SIM_HOST=$host ibsim-run CMD"
 		sleep "$PAUSE"
 	fi
-
-	# rdmadoctor as the host, only with the checks the catalog has, and only the expectations
-	# keys those checks judge (a key line ends with "# <check ID>").
-	local rc=0 t elapsed_s=-
-	if [ -n "$expect" ]; then
-		[ -f "$here/expect/$expect" ] || fail "$name: no expect/$expect"
-		# The same file name and line numbers: a finding cites FILE:LINE.
-		mkdir -p "$W/expect.$name"
-		awk -v have=",$present," 'match($0, /#[ \t]*ib\.[a-z_]+[ \t]*$/) {
-			id = substr($0, RSTART + 1); gsub(/[ \t]/, "", id)
-			if (index(have, "," id ",") == 0) { print "# left out: " id " is not in rdmadoctor list"; next }
-		} { print }' "$here/expect/$expect" >"$W/expect.$name/$expect"
-		expect=$W/expect.$name/$expect
-	fi
-	: >"$W/$name.json"
-	if [ -n "$present" ]; then
-		t=$(date +%s.%N)
-		(cd "$FABRIC_DIR" && env -u LD_PRELOAD SIM_HOST="$host" timeout -k 2 60 ibsim-run "$bin" "${check_args[@]}" \
-			--format json ${expect:+--expect "$expect"}) >"$W/$name.json" 2>"$W/$name.stderr" || rc=$?
-		elapsed_s=$(elapsed "$t")
-		[ "$rc" != 124 ] && [ "$rc" != 137 ] || fail "$name: rdmadoctor did not return within 60 s"
-	fi
+	run_doctor "$name"
 	fabric_stop
-	local out vrc=0
-	out=$(python3 "$here/verify.py" "$W/$name.json" "$rc" "$elapsed_s" "$W/catalog" "$W/$name.facts" "${verdicts[@]}") || vrc=$?
+	out=$(python3 "$here/verify.py" "$W/$name.json" "$doctor_rc" "$doctor_s" "$W/catalog" "$W/$name.facts" "${verdicts[@]}") || vrc=$?
 	printf '%s\n' "$out" | sed "s/^/  $name: /"
 	[ "$vrc" = 0 ] || fail "$name: rdmadoctor disagrees (report: $W/$name.json, stderr: $(head -c 300 "$W/$name.stderr"))"
 	if grep -q '^PENDING' <<<"$out"; then pending=$((pending + 1)); else passed=$((passed + 1)); fi
