@@ -29,10 +29,10 @@
 
 # The finding IDs the scenarios name: the one place to rename them.
 ID_SM_NO_SM=ib.sm/no-sm                  # the port has no SM LID: no SM ever configured it
-ID_SM_SILENT=ib.sm/sm-silent            # the SM LID does not answer SMInfo (timeout, retries)
+ID_SM_SILENT=ib.sm/sm-silent             # the SM LID does not answer SMInfo (timeout, retries)
 ID_SM_LINK_DOWN=ib.sm/link-down          # the port's physical link is not up: no SM can reach it
 ID_FAR_UNEXPECTED=ib.far_end/unexpected  # the neighbour is not the switch/port the class pins
-ID_FAR_WIDTH=ib.far_end/degraded         # the link trained narrower than both ends allow
+ID_FAR_WIDTH=ib.far_end/degraded         # the link trained narrower than 4X (a switch port lost lanes)
 ID_PKEY_MISSING=ib.pkey/missing          # a partition the class names is not in the P_Key table
 
 # SM up, 0x8001 configured, paths resolve, Hca2 on Switch2 port 1 at 4X.
