@@ -3,7 +3,8 @@
 #   make check   everything CI runs: vet, the hermetic and live-kernel Go tests, the fleet tests
 #                (make fleet-test), the SoftRoCE VM suite, the .deb/.rpm packages built and installed
 #                (make package-test), the Slurm integration under Debian's real slurmctld, slurmd and
-#                munge (make slurm-test) and the image's root filesystem under chroot (make image-test)
+#                munge (make slurm-test), the image's root filesystem under chroot (make image-test) and
+#                the InfiniBand checks on Debian's ibsim fabric simulator with opensm (make ib-test)
 #   make package dist/rdmadoctor_*.deb and dist/rdmadoctor-*.rpm (nfpm, built once into .cache/)
 #   make fleet-test  the fleet integration tests (fleettest/): the real node-problem-detector
 #                against a fake API server, the Kubernetes manifests decoded strictly
@@ -14,7 +15,7 @@
 GO ?= go
 export CGO_ENABLED ?= 0
 
-.PHONY: build check deps fixtures test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test
+.PHONY: build check deps fixtures test vet vm bench fuzz golden package package-test slurm-test image image-test fleet-test ib-test
 
 # The commit, for `rdmadoctor version`, where Go's own VCS stamp is off
 # (GOFLAGS=-buildvcs=false) or the tree is not a checkout.
@@ -46,7 +47,12 @@ deps:
 slurm-test: build fixtures
 	bash testdata/slurm/test.sh bin/rdmadoctor
 
-check: deps vet test fleet-test vm package-test slurm-test image-test
+# The InfiniBand control-plane checks against a fabric simulated by Debian's ibsim, with the real
+# opensm and infiniband-diags as the reference (installs them as root when missing; no hardware).
+ib-test: build
+	bash testdata/ibsim/test.sh bin/rdmadoctor
+
+check: deps vet test fleet-test vm package-test slurm-test image-test ib-test
 
 # Fleet integration tests: fleettest/ is a module of its own (the main module
 # never depends on Kubernetes). node-problem-detector is built once per
