@@ -234,7 +234,7 @@ func TestFlagErrorsNameTheFlagAndWhatItWants(t *testing.T) {
 		want string
 	}{
 		{[]string{"--levle", "2"}, "rdmadoctor: unknown flag --levle; did you mean --level?\n"},
-		{[]string{"--check"}, "rdmadoctor: --check needs a value (string): run only this check (ID or code) and its prerequisites; repeatable\n"},
+		{[]string{"--check"}, "rdmadoctor: --check needs a value (strings): run only these checks (IDs or codes, comma-separated) and their prerequisites; repeatable\n"},
 		{[]string{"-o"}, "rdmadoctor: -o (--output) needs a value (string): write the report to this file"},
 		{[]string{"--format", "jsno"}, "rdmadoctor: --format \"jsno\": unknown format; valid formats: text, json, prometheus; did you mean json?\n"},
 		{[]string{"list", "--fromat", "json"}, "rdmadoctor list: unknown flag --fromat; did you mean --format? (list --help)\n"},

@@ -114,7 +114,7 @@ func newFlagSet(f *flags) *pflag.FlagSet {
 	fs.IntVar(&f.level, "level", 2, "1: read-only checks; 2: also drive the verbs API (creates and destroys its own resources)")
 	fs.StringVar(&f.format, "format", "text", "report format: text, json, or prometheus (node_exporter textfile)")
 	fs.StringVar(&f.root, "root", "/", "read this host directory or snapshot .tar.gz instead of the live host")
-	fs.StringArrayVar(&f.checkIDs, "check", nil, "run only this check (ID or code) and its prerequisites; repeatable")
+	fs.StringSliceVar(&f.checkIDs, "check", nil, "run only these checks (IDs or codes, comma-separated) and their prerequisites; repeatable")
 	fs.StringSliceVar(&f.skipIDs, "skip", nil, "leave out these checks (IDs or codes, comma-separated; repeatable): the report says so, and a kept --state keeps their last result")
 	fs.StringVar(&f.failOn, "fail-on", "fail", "what makes the exit code non-zero: fail, or warn (warnings count too)")
 	fs.BoolVar(&f.noColor, "no-color", false, "never colour the text report (NO_COLOR does the same)")
