@@ -1,0 +1,182 @@
+package sysfstest
+
+import "fmt"
+
+// Fixtures of platforms built around RDMA that the bare-metal reference
+// fixtures do not cover: AWS EFA instances (p5/p5e, trn1/trn1n), OCI bare
+// metal RoCE, GCP A3 (GPUDirect-TCPX/TCPXO on gVNIC, no RDMA) and A3
+// Ultra/A4 (ConnectX-7 VFs with RoCE), Broadcom Thor 2, BlueField-3 in DPU
+// and NIC mode, AMD Pensando Pollara (ionic), Intel Gaudi, Cornelis
+// Omni-Path, two rdma-core copies and a container image without
+// providers. Each fixture's comment says what was read, what was inferred,
+// and the verdict it must get at level 1 (PlatformVerdicts, stated before
+// the code was run against it).
+
+// PlatformVerdict is the verdict a fixture of this file must get: the
+// status of the check it is about, with the finding named, and the exit
+// code of the whole level-1 run.
+type PlatformVerdict struct {
+	Fixture        string
+	Check          string
+	Status         string // "pass", "warn", "fail", "error", "skip"
+	Finding        string // the finding ID the check must carry ("" = none named)
+	ExpectLossless bool   // run with --expect-lossless
+	Exit           int
+	// Healthy fixtures must show no warn, fail or error in any check.
+	Healthy bool
+}
+
+// PlatformVerdicts are the verdicts stated before the code was run against
+// the fixtures; the checks' tests assert each.
+var PlatformVerdicts []PlatformVerdict
+
+// stated registers a fixture with its stated verdict.
+func stated(name string, build func() *Tree, verdicts ...PlatformVerdict) {
+	register(name, build)
+	for _, v := range verdicts {
+		v.Fixture = name
+		PlatformVerdicts = append(PlatformVerdicts, v)
+	}
+}
+
+// ubuntu2204 is Ubuntu 22.04 on x86-64 (read: Ubuntu's multiarch layout,
+// as Debian's; jammy's glibc 2.35) with the rdma-core release the AWS EFA
+// installer and NVIDIA's DOCA packages ship (inferred: 50, the noble
+// release, stands for "a current rdma-core").
+var ubuntu2204 = debianMultiarch("x86_64-linux-gnu", ubuntuJammyOSRelease, "50", "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.8) stable release version 2.35")
+
+const ubuntuJammyOSRelease = `PRETTY_NAME="Ubuntu 22.04.5 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.5 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+UBUNTU_CODENAME=jammy
+`
+
+// --- AWS EFA -----------------------------------------------------------
+//
+// Read: the kernel's drivers/infiniband/hw/efa (efa_main.c registers the
+// device "efa_%d", renamed rdmap<bus>s<slot> by rdma-core's udev rule;
+// efa_query_port: ACTIVE/LinkUp, 4X EDR-style rate from the link speed,
+// no LID; efa_verbs.c: EFA_DEFINE_PORT_STATS / EFA_DEFINE_DEVICE_STATS in
+// hw_counters, no process_mad, so no PMA counters; node_type
+// RDMA_NODE_UNSPECIFIED, link layer "Unknown"; no netdev of its own — the
+// ENA beside it carries IP). rdma-core's providers/efa matches 1d0f:efa0
+// … efa3. efadv_query_device reports EFADV_DEVICE_ATTR_CAPS_RDMA_READ
+// (trn1, p4d and later): a verbs query, not a sysfs file, so level 1
+// cannot see it and judges nothing about it. EC2's instance pages: p5.48xlarge
+// and p5e.48xlarge have 8 H100 / H200 GPUs and 32 EFA network cards
+// (3200 Gbps), trn1.32xlarge 8 EFAs (800 Gbps) and trn1n.32xlarge 16
+// (1600 Gbps), each with 16 Trainium chips (1d0f:7164, the neuron driver,
+// "System peripheral" in published lspci listings).
+// Inferred: the guests' PCIe tree (each GPU below one switch with its four
+// EFAs, as `nvidia-smi topo -m` listings of p5 show PXB between a GPU and
+// its four NICs), bus numbers, NUMA placement (GPUs 0–3 node 0), the EFA
+// generation per instance (efa2 for p5, efa1 for trn1), the kernel
+// release of the Deep Learning AMI.
+
+// efaNIC is one EFA function, ACTIVE, named as rdma-core's udev rule names
+// it (rdmap<bus>s0).
+func efaNIC(bus, i int, device uint16, numa int, parent string) NIC {
+	return NIC{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: parent, Vendor: 0x1d0f, Device: device, Class: 0x020000,
+		SubVendor: 0x1d0f, SubDevice: device, Driver: "efa", NUMA: numa, Uverbs: i, IBDev: fmt.Sprintf("rdmap%ds0", bus),
+		NodeType: "7: unspecified", NodeGUID: "0000:0000:0000:0000", FW: "0.0.0.0",
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Unknown",
+			PortGUID: fmt.Sprintf("0a1f:3aff:fe55:%04x", i)}}}
+}
+
+// enaNIC is the instance's primary ENA, which carries its IP address.
+func enaNIC(mac, ip string) NIC {
+	return NIC{Addr: "0000:00:05.0", Vendor: 0x1d0f, Device: 0xec20, Class: 0x020000, SubVendor: 0x1d0f, SubDevice: 0xec20, Driver: "ena",
+		Ports: []Port{{Netdev: "ens5", MAC: mac, MTU: 9001, OperUp: true, Addrs: []string{ip}}}}
+}
+
+// nitroGuest is what every EC2 Nitro guest with accelerators shares: a
+// hypervisor, no guest IOMMU, Amazon's DMI names.
+func nitroGuest(product, kernel string) *GPUHost {
+	return &GPUHost{Cmdline: "BOOT_IMAGE=/boot/vmlinuz-" + kernel + " root=PARTUUID=5f2a1c3e-01 ro console=tty1 console=ttyS0 nvme_core.io_timeout=4294967295",
+		Hypervisor: true, SysVendor: "Amazon EC2", Product: product}
+}
+
+// awsP5 is a p5.48xlarge-shaped guest: 8 GPUs of device gpuID, each below
+// its own Gen5 switch with four EFAs, DLAMI's kernel.
+func awsP5(host string, gpuID uint16, nvidia string, mods []string) Host {
+	const kernel = "6.8.0-1021-aws"
+	h := Host{Hostname: host, Kernel: kernel, Memlock: "unlimited", CapIPCLock: true, Layout: ubuntu2204, Providers: allProviders,
+		Modules: append(append([]string{"efa", "ena"}, mods...), "ib_uverbs", "ib_core"),
+		NICs:    []NIC{enaNIC("02:1f:3a:55:0c:11", "10.1.2.3/20")}, GPU: nitroGuest("p5.48xlarge", kernel)}
+	h.GPU.NVIDIAVersion = nvidia
+	for g := 0; g < 8; g++ {
+		numa, hb := g/4, 0x10+g*0x10
+		root, up := fmt.Sprintf("0000:%02x:01.0", hb), fmt.Sprintf("0000:%02x:00.0", hb+1)
+		h.GPU.Bridges = append(h.GPU.Bridges,
+			Bridge{Addr: root, HostBridge: fmt.Sprintf("pci0000:%02x", hb), PortType: 4, Vendor: 0x1d0f, Device: 0x0200, NUMA: numa, Speed: gen5, Width: 16, NoACS: true},
+			Bridge{Addr: up, Parent: root, PortType: 5, Vendor: 0x1000, Device: 0xc030, NUMA: numa, Speed: gen5, Width: 16, NoACS: true})
+		for port := 0; port < 5; port++ {
+			dn := fmt.Sprintf("0000:%02x:%02x.0", hb+2, port)
+			h.GPU.Bridges = append(h.GPU.Bridges, Bridge{Addr: dn, Parent: up, PortType: 6, Vendor: 0x1000, Device: 0xc030, NUMA: numa,
+				Speed: gen5, Width: 16, NoACS: true})
+			bus := hb + 3 + port
+			if port == 4 {
+				h.GPU.GPUs = append(h.GPU.GPUs, GPUDev{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: dn, Vendor: 0x10de, Device: gpuID,
+					Class: 0x030200, Driver: "nvidia", NUMA: numa, Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16})
+				continue
+			}
+			h.NICs = append(h.NICs, efaNIC(bus, g*4+port, 0xefa2, numa, dn))
+		}
+	}
+	return h
+}
+
+// AWSP5 is a p5.48xlarge on the Deep Learning AMI: 8 H100 (10de:2330), 32
+// EFAs, nvidia_peermem loaded (the AMI loads it for GPUDirect RDMA over
+// EFA). Must get: every check pass or skip, exit 0; roce.config and
+// roce.lossless skip (EFA runs SRD, no GIDs or PFC to set).
+func AWSP5() Host {
+	return awsP5("ip-10-1-2-3", 0x2330, nvidiaOpen550, nvidiaModules)
+}
+
+// AWSP5e is a p5e.48xlarge: 8 H200 (10de:2335), 32 EFAs, the open kernel
+// modules 550 and no nvidia_peermem — the NIC reaches GPU memory through
+// DMA-BUF (efa registers dma-buf MRs since Linux 5.15's
+// efa_reg_user_mr_dmabuf; rdma-core ≥ 34). Must get: gpu.peer_memory pass
+// (DMA-BUF), exit 0.
+func AWSP5e() Host {
+	return awsP5("ip-10-1-9-40", 0x2335, nvidiaOpen550, without(nvidiaModules, "nvidia_peermem"))
+}
+
+// awsTrn1 is a trn1-family guest: 16 Trainium chips (not GPUs: the neuron
+// driver, class 0x0880) and n EFAs of the second generation.
+func awsTrn1(host string, n int) Host {
+	const kernel = "6.8.0-1021-aws"
+	h := Host{Hostname: host, Kernel: kernel, Memlock: "unlimited", CapIPCLock: true, Layout: ubuntu2204, Providers: allProviders,
+		Modules: []string{"neuron", "efa", "ena", "ib_uverbs", "ib_core"},
+		NICs:    []NIC{enaNIC("02:44:9c:10:20:30", "10.2.0.17/20")}}
+	for i := 0; i < 16; i++ {
+		h.NICs = append(h.NICs, NIC{Addr: fmt.Sprintf("0000:%02x:1e.0", 0x10+i), Vendor: 0x1d0f, Device: 0x7164, Class: 0x088000,
+			SubVendor: 0x1d0f, SubDevice: 0x7164, Driver: "neuron", NUMA: i / 8})
+	}
+	for i := 0; i < n; i++ {
+		h.NICs = append(h.NICs, efaNIC(0x30+i, i, 0xefa1, i*2/n, ""))
+	}
+	return h
+}
+
+func init() {
+	healthy := PlatformVerdict{Check: "pci.device", Status: "pass", Finding: "pci.device/bound", Exit: 0, Healthy: true}
+	stated("aws-p5-efa-h100", func() *Tree { return Build(AWSP5()) }, healthy,
+		PlatformVerdict{Check: "roce.lossless", Status: "skip", Finding: "roce.lossless/efa"},
+		PlatformVerdict{Check: "gpu.peer_memory", Status: "pass", Finding: "gpu.peer_memory/available"})
+	stated("aws-p5e-efa-dmabuf", func() *Tree { return Build(AWSP5e()) }, healthy,
+		PlatformVerdict{Check: "gpu.peer_memory", Status: "pass", Finding: "gpu.peer_memory/available"})
+	// trn1.32xlarge: 8 EFAs, 16 Trainium chips. Must get: all pass or
+	// skip (no GPU: the gpu checks skip), exit 0.
+	stated("aws-trn1-efa", func() *Tree { return Build(awsTrn1("ip-10-2-0-17", 8)) }, healthy,
+		PlatformVerdict{Check: "roce.config", Status: "skip", Finding: "roce.config/efa"})
+	// trn1n.32xlarge: 16 EFAs. Must get: all pass or skip, exit 0.
+	stated("aws-trn1n-efa", func() *Tree { return Build(awsTrn1("ip-10-2-0-18", 16)) }, healthy,
+		PlatformVerdict{Check: "rdma.devices", Status: "pass", Finding: "rdma.devices/present"})
+}
