@@ -109,26 +109,36 @@ func awsP5(host string, gpuID uint16, nvidia string, mods []string) Host {
 		Modules: append(append([]string{"efa", "ena"}, mods...), "ib_uverbs", "ib_core"),
 		NICs:    []NIC{enaNIC("02:1f:3a:55:0c:11", "10.1.2.3/20")}, GPU: nitroGuest("p5.48xlarge", kernel)}
 	h.GPU.NVIDIAVersion = nvidia
+	switchedGPUs(&h, gpuID, 4, 0x1d0f, 0x0200, func(bus, i, numa int, parent string) NIC { return efaNIC(bus, i, 0xefa2, numa, parent) })
+	return h
+}
+
+// switchedGPUs adds 8 GPUs of device gpuID, each below its own Gen5 switch
+// (root port vendor:device rootVendor:rootDevice, a Broadcom PEX89000
+// upstream) with nicsPer NICs from mkNIC on the switch's other downstream
+// ports; GPUs 0–3 on NUMA node 0, 4–7 on node 1. A VM's virtual bridges
+// carry no ACS capability; a bare-metal host's switches have ACS off.
+func switchedGPUs(h *Host, gpuID uint16, nicsPer int, rootVendor, rootDevice uint16, mkNIC func(bus, i, numa int, parent string) NIC) {
+	vm := h.GPU.Hypervisor
 	for g := 0; g < 8; g++ {
 		numa, hb := g/4, 0x10+g*0x10
 		root, up := fmt.Sprintf("0000:%02x:01.0", hb), fmt.Sprintf("0000:%02x:00.0", hb+1)
 		h.GPU.Bridges = append(h.GPU.Bridges,
-			Bridge{Addr: root, HostBridge: fmt.Sprintf("pci0000:%02x", hb), PortType: 4, Vendor: 0x1d0f, Device: 0x0200, NUMA: numa, Speed: gen5, Width: 16, NoACS: true},
-			Bridge{Addr: up, Parent: root, PortType: 5, Vendor: 0x1000, Device: 0xc030, NUMA: numa, Speed: gen5, Width: 16, NoACS: true})
-		for port := 0; port < 5; port++ {
+			Bridge{Addr: root, HostBridge: fmt.Sprintf("pci0000:%02x", hb), PortType: 4, Vendor: rootVendor, Device: rootDevice, NUMA: numa, Speed: gen5, Width: 16, NoACS: vm},
+			Bridge{Addr: up, Parent: root, PortType: 5, Vendor: 0x1000, Device: 0xc030, NUMA: numa, Speed: gen5, Width: 16, NoACS: vm})
+		for port := 0; port <= nicsPer; port++ {
 			dn := fmt.Sprintf("0000:%02x:%02x.0", hb+2, port)
 			h.GPU.Bridges = append(h.GPU.Bridges, Bridge{Addr: dn, Parent: up, PortType: 6, Vendor: 0x1000, Device: 0xc030, NUMA: numa,
-				Speed: gen5, Width: 16, NoACS: true})
+				Speed: gen5, Width: 16, NoACS: vm})
 			bus := hb + 3 + port
-			if port == 4 {
+			if port == nicsPer {
 				h.GPU.GPUs = append(h.GPU.GPUs, GPUDev{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: dn, Vendor: 0x10de, Device: gpuID,
 					Class: 0x030200, Driver: "nvidia", NUMA: numa, Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16})
 				continue
 			}
-			h.NICs = append(h.NICs, efaNIC(bus, g*4+port, 0xefa2, numa, dn))
+			h.NICs = append(h.NICs, mkNIC(bus, g*nicsPer+port, numa, dn))
 		}
 	}
-	return h
 }
 
 // AWSP5 is a p5.48xlarge on the Deep Learning AMI: 8 H100 (10de:2330), 32
@@ -179,4 +189,83 @@ func init() {
 	// trn1n.32xlarge: 16 EFAs. Must get: all pass or skip, exit 0.
 	stated("aws-trn1n-efa", func() *Tree { return Build(awsTrn1("ip-10-2-0-18", 16)) }, healthy,
 		PlatformVerdict{Check: "rdma.devices", Status: "pass", Finding: "rdma.devices/present"})
+}
+
+// --- OCI bare metal RoCE -----------------------------------------------
+//
+// Read: OCI's shape pages — BM.Optimized3.36 has one 100 Gbps RDMA port
+// (ConnectX-6 Dx, 15b3:101d) for its cluster network, BM.GPU.H100.8 8
+// H100 and 16 × 200 Gbps RDMA ports (ConnectX-7, 15b3:1021) — and that the
+// cluster network is RoCE v2. The kernel's mlx5 DCB (en_dcbnl.c: IEEE PFC,
+// APP table DSCP entries switch the port to trust dscp) and MLNX_OFED's
+// qos/trust and ecn/roce_{np,rp}/enable files. Inferred: the operator's
+// QoS (trust dscp, DSCP 26 → priority 3 with PFC, ECN on, default ToS 106
+// set in rdma_cm's configfs), Oracle Linux's UEK release, the RHEL-family
+// library layout, bus numbers.
+
+// ociCX7 is one ConnectX-7 200 GbE RoCE PF of an OCI GPU shape.
+func ociCX7(bus, i, numa int, parent string) NIC {
+	return NIC{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: parent, Vendor: mellanox, Device: 0x1021, Class: 0x020000,
+		SubVendor: mellanox, SubDevice: 0x0041, Driver: "mlx5_core", NUMA: numa,
+		Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16, IBDev: fmt.Sprintf("mlx5_%d", i), Uverbs: i,
+		NodeGUID: fmt.Sprintf("946d:ae03:00%02x:%04x", 0x3f, 0x5a00+i), FW: "28.39.1002 (ORC0000000001)", HCAType: "MT4129", BoardID: "ORC0000000001",
+		MaxReadReq: 4096, RelaxedOrder: true,
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "200 Gb/sec (4X HDR)", LinkLayer: "Ethernet",
+			Netdev: fmt.Sprintf("rdma%d", i), MAC: fmt.Sprintf("94:6d:ae:3f:5a:%02x", i), MTU: 4220, OperUp: true,
+			Addrs: []string{fmt.Sprintf("10.224.%d.%d/21", i/4, 10+i)}}}}
+}
+
+// OCIGPUH100 is a BM.GPU.H100.8: 8 H100 and 16 ConnectX-7 RoCE ports, two
+// beside each GPU on its switch; IOMMU in passthrough, nvidia_peermem
+// loaded. Must get: all pass or skip with --expect-lossless, exit 0.
+func OCIGPUH100() Host {
+	h := Host{Hostname: "inst-gpu-h100-01", Kernel: "5.15.0-208.159.3.2.el8uek.x86_64", Memlock: "unlimited", CapIPCLock: true,
+		Layout: Rocky93, Providers: allProviders, RoCETOS: "106",
+		Modules: append(append([]string{}, nvidiaModules...), rdmaModulesMLX5...),
+		GPU: &GPUHost{Cmdline: "BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.15.0-208.159.3.2.el8uek.x86_64 root=UUID=4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d ro intel_iommu=on iommu=pt",
+			SysVendor: "Oracle Corporation", Product: "BM.GPU.H100.8", IOMMUUnits: []string{"dmar0", "dmar1", "dmar2", "dmar3"},
+			GroupType: "identity", NVIDIAVersion: nvidiaOpen550}}
+	switchedGPUs(&h, 0x2330, 2, 0x8086, 0x352a, ociCX7)
+	return h
+}
+
+// OCIOptimized3 is a BM.Optimized3.36: one ConnectX-6 Dx 100 GbE port on
+// the cluster network (the second port unused, down without a cable), no
+// GPU. Must get: roce.lossless pass with --expect-lossless, exit 0.
+func OCIOptimized3() Host {
+	h := CX5RoCE()
+	h.Hostname, h.Kernel, h.Layout = "inst-hpc-opt3-07", "5.15.0-208.159.3.2.el8uek.x86_64", Rocky93
+	for i := range h.NICs {
+		n := &h.NICs[i]
+		n.Device, n.SubDevice, n.HCAType = 0x101d, 0x0016, "MT4125"
+		n.FW, n.BoardID = "22.39.2048 (ORC0000000003)", "ORC0000000003"
+		n.Speed, n.MaxSpeed, n.BridgeSpeed = "16.0 GT/s PCIe", "16.0 GT/s PCIe", "16.0 GT/s PCIe"
+	}
+	h.NICs = h.NICs[:1]
+	h.NICs[0].Ports[0].Netdev, h.NICs[0].Ports[0].Addrs = "ens800f0np0", []string{"172.16.5.37/22"}
+	return h
+}
+
+func init() {
+	lossless := PlatformVerdict{Check: "roce.lossless", Status: "pass", Finding: "roce.lossless/lossless", ExpectLossless: true, Exit: 0, Healthy: true}
+	stated("oci-bm-gpu-h100-roce", func() *Tree { return Build(OCIGPUH100()) }, lossless,
+		PlatformVerdict{Check: "gpu.nic_affinity", Status: "pass", Healthy: true})
+	stated("oci-bm-optimized3-roce", func() *Tree { return Build(OCIOptimized3()) }, lossless)
+	// The BM.GPU.H100.8 with PFC switched off on every port (priority 3 no
+	// longer lossless: `mlnx_qos --pfc 0,0,0,0,0,0,0,0` after a firmware
+	// reset, say), trust dscp and ECN still on. Must get: roce.lossless
+	// warn (lossy) and exit 0; with --expect-lossless fail
+	// (lossless-expected), exit 21.
+	stated("oci-bm-roce-pfc-off", func() *Tree {
+		h := OCIGPUH100()
+		h.Hostname = "inst-gpu-h100-02"
+		t := Build(h)
+		for _, n := range h.NICs {
+			if n.IBDev != "" {
+				SetPFC(t, n.Ports[0].Netdev, 0)
+			}
+		}
+		return t
+	}, PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/lossy", Exit: 0},
+		PlatformVerdict{Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/lossless-expected", ExpectLossless: true, Exit: 21})
 }
