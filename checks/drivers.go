@@ -192,7 +192,7 @@ var mellanoxProducts = map[uint16]string{
 var vendorNames = map[uint16]string{
 	0x15b3: "Mellanox/NVIDIA", 0x14e4: "Broadcom", 0x8086: "Intel", 0x1d0f: "Amazon",
 	0x1077: "QLogic/Marvell", 0x19e5: "Huawei", 0x1425: "Chelsio", 0x1ded: "Alibaba",
-	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)",
+	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)", 0x1ae0: "Google",
 }
 
 // VendorName names a PCI vendor ID, or prints it.
@@ -261,4 +261,5 @@ var productNames = map[[2]uint16]string{
 	{0x19e5, 0xa222}: "HiSilicon HNS3 25GE RDMA", {0x19e5, 0xa224}: "HiSilicon HNS3 50GE RDMA", {0x19e5, 0xa226}: "HiSilicon HNS3 100GE RDMA",
 	{0x19e5, 0xa228}: "HiSilicon HNS3 200GE RDMA", {0x1ded, 0x107f}: "Alibaba Elastic RDMA", {0x1414, 0x00ba}: "Microsoft Azure MANA",
 	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
+	{0x1ae0, 0x0042}: "Google gVNIC",
 }

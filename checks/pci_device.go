@@ -60,6 +60,11 @@ var (
 		Message: "no RDMA-capable PCI function and no software RDMA device on this host ({scanned} PCI functions scanned)",
 		Fix: "Check the card is seated and enabled in BIOS/UEFI: " + lspciHint + " lists InfiniBand and Ethernet controllers with the driver bound to each; " +
 			"in a VM, pass the function through. To test without hardware: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>`."})
+	pciCloudVNICOnly = declare(Finding{ID: "pci.device/cloud-vnic-only", Status: report.Skip,
+		When: "no RDMA device, and every network function is a cloud VM's paravirtual NIC that has no RDMA engine (Google gVNIC, AWS ENA): " +
+			"the machine type decides, nothing on the host can add RDMA — nothing to judge",
+		Message: "no RDMA device: this VM's network is {vnics}, which has no RDMA engine — {platform}",
+		Fix:     "Nothing to fix on this host. If this node should have RDMA: {how}"})
 	pciDeviceBusUnreadable = declare(Finding{ID: "pci.device/bus-unreadable", Status: report.Error,
 		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
 		Message: "could not list PCI functions: {cause}",
@@ -83,10 +88,14 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 	}
 	c := sortNICs(s)
 	fs := append(append([]report.Finding(nil), c.findings...), c.untabled...)
+	var cloud Slots // set when the VM has no RDMA by its machine type
 	if len(c.boundNICs)+len(c.foreignNICs)+len(c.unbound)+len(c.untabled) == 0 {
 		// No RDMA NIC the host can use, nor one of a driver outside the table.
 		if len(c.softNames) > 0 {
 			fs = append(fs, pciSoftwareOnly.At("", Slots{"devices": strings.Join(c.softNames, ", ")}))
+		} else if slots, ok := cloudVNICOnly(s.PCI); ok {
+			fs = append(fs, pciCloudVNICOnly.At("", slots))
+			cloud = slots
 		} else {
 			fs = append(fs, pciNoNIC.At("", Slots{"scanned": fmt.Sprint(len(s.PCI))}))
 		}
@@ -104,6 +113,10 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, c.assigned...)
 	default:
 		noNICView(env, s, c, &r)
+		if cloud != nil {
+			r.Expected, r.NothingBeyond = "an RDMA NIC, where the machine type has one", true
+			r.Details = append(r.Details, "If this node should have RDMA: "+cloud["how"])
+		}
 	}
 	r.Evidence = map[string]any{"pci_functions_scanned": len(s.PCI), "rdma_nics": c.nicEv, "software_devices": c.softNames}
 	return r
@@ -334,4 +347,50 @@ func firstOr(s []string, def string) string {
 		return s[0]
 	}
 	return def
+}
+
+// cloudVNIC is a cloud VM's paravirtual NIC that has no RDMA engine: on
+// its platform RDMA comes as other functions (an EFA beside the ENA;
+// ConnectX-7 VFs on GCP's RDMA machine types), never from it.
+type cloudVNIC struct {
+	name, driver string
+	platform     string // what moves the accelerators' data there instead
+	how          string // how a node of that cloud gets RDMA
+}
+
+// cloudVNICs are the paravirtual NICs known to have no RDMA engine, by
+// vendor:device: gVNIC (drivers/net/ethernet/google/gve: PCI_VENDOR_ID_GOOGLE
+// 0x1ae0, PCI_DEV_ID_GVNIC 0x0042) and ENA (drivers/net/ethernet/amazon/ena:
+// 1d0f:ec20, ec21; EFA is its own function, 1d0f:efa*).
+var cloudVNICs = map[[2]uint16]cloudVNIC{
+	{0x1ae0, 0x0042}: {name: "Google gVNIC", driver: "gve",
+		platform: "on Google Cloud, A3 High and A3 Mega move GPU data with GPUDirect-TCPX/TCPXO over gVNIC (TCP, not RDMA; rdmadoctor does not judge it)",
+		how:      "use a machine type with an RDMA network (A3 Ultra, A4, H4D: ConnectX-7 VFs running RoCE) and attach its RDMA network interfaces (nic-type MRDMA/IRDMA) at creation."},
+	{0x1d0f, 0xec20}: {name: "AWS ENA", driver: "ena", platform: "on EC2, RDMA is an EFA, a PCI function of its own that this instance does not have",
+		how: "launch an EFA-capable instance type with EFA network interfaces (`--network-interfaces ... InterfaceType=efa`), or attach one to the stopped instance; then install the EFA driver (the AWS EFA installer)."},
+	{0x1d0f, 0xec21}: {name: "AWS ENA", driver: "ena", platform: "on EC2, RDMA is an EFA, a PCI function of its own that this instance does not have",
+		how: "launch an EFA-capable instance type with EFA network interfaces (`--network-interfaces ... InterfaceType=efa`), or attach one to the stopped instance; then install the EFA driver (the AWS EFA installer)."},
+}
+
+// cloudVNICOnly reports whether every network-class function of the host
+// is one cloud's paravirtual NIC without RDMA, with the finding's slots:
+// such a VM has no RDMA by its machine type, not by a fault on it.
+func cloudVNICOnly(fns []sysfs.PCIFunction) (Slots, bool) {
+	var kind *cloudVNIC
+	count := 0
+	for _, fn := range fns {
+		if fn.Class>>16 != 0x02 {
+			continue // not a network controller
+		}
+		v, ok := cloudVNICs[[2]uint16{fn.Vendor, fn.Device}]
+		if !ok || (kind != nil && kind.name != v.name) {
+			return nil, false
+		}
+		kind = &v
+		count++
+	}
+	if kind == nil {
+		return nil, false
+	}
+	return Slots{"vnics": fmt.Sprintf("%d × %s (%s)", count, kind.name, kind.driver), "platform": kind.platform, "how": kind.how}, true
 }

@@ -256,6 +256,10 @@ func losslessTargets(env *Env) ([]*losslessPort, []string, Result) {
 	var lines []string
 	for _, pm := range env.Model().Ports {
 		reason := losslessNotJudged(pm)
+		if product := vfByDeviceID(env.Survey(), pm); reason == "" && pm.Transport == RoCE && product != "" {
+			reason = "a " + product + " with no PF in view: PFC, trust and ECN are the PF's, set where the PF is " +
+				"(the hypervisor host, for a VM) — nothing to set here"
+		}
 		switch {
 		case pm.Transport != RoCE:
 			other = append(other, pm)
@@ -848,4 +852,18 @@ func init() {
 		o.RoCETCSet = o.RoCETC >= 0
 		return nil
 	})
+}
+
+// vfByDeviceID tells an SR-IOV VF that shows no physfn link — a VF passed
+// into a VM, where the guest sees no PF — by its ConnectX VF device ID
+// (GCP's A3 Ultra/A4 and Azure's HPC VMs get ConnectX-6/7 VFs): the kernel
+// answers DCB with EOPNOTSUPP on it, and its lossless setup is the PF's.
+// It returns the VF's product name, "" when the port is no such VF.
+func vfByDeviceID(s *Survey, pm *PortModel) string {
+	for _, fn := range s.PCI {
+		if fn.Address == pm.Device.Dev.PCIAddr && fn.Vendor == 0x15b3 && strings.HasSuffix(mellanoxProducts[fn.Device], " VF") {
+			return mellanoxProducts[fn.Device] + " (" + fn.Address + ")"
+		}
+	}
+	return ""
 }

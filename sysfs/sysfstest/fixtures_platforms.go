@@ -269,3 +269,103 @@ func init() {
 	}, PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/lossy", Exit: 0},
 		PlatformVerdict{Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/lossless-expected", ExpectLossless: true, Exit: 21})
 }
+
+// --- GCP A3 / A3 Ultra / A4 --------------------------------------------
+//
+// Read: the kernel's gve driver (drivers/net/ethernet/google/gve:
+// PCI_VENDOR_ID_GOOGLE 0x1ae0, PCI_DEV_ID_GVNIC 0x0042), a plain Ethernet
+// function with no RDMA engine; Google Cloud's GPU machine-type pages —
+// a3-highgpu-8g: 8 H100 and 5 gVNICs (one for the host, four for
+// GPUDirect-TCPX), a3-megagpu-8g: 8 H100 and 9 gVNICs (GPUDirect-TCPXO),
+// a3-ultragpu-8g: 8 H200, a4-highgpu-8g: 8 B200, each with 8 ConnectX-7
+// 400 Gb/s NICs on an RDMA network running RoCE v2 and a gVNIC for the
+// host. mlx5's VFs (15b3:101e) have no DCB of their own: PFC and ECN are
+// the hypervisor host's and the fabric's. Inferred: that the CX-7s reach
+// the guest as VFs, the guests' PCIe tree (a GPU and its NIC below one
+// switch), the RDMA netdev names, MTU 8896, addresses, the kernel release
+// and driver versions, nvidia_peermem on A3 Ultra and DMA-BUF on A4.
+
+// gvnic is one gVNIC function with its netdev.
+func gvnic(slot int, mac, ip string) NIC {
+	var addrs []string
+	if ip != "" {
+		addrs = []string{ip}
+	}
+	return NIC{Addr: fmt.Sprintf("0000:00:%02x.0", slot), Vendor: 0x1ae0, Device: 0x0042, Class: 0x020000, SubVendor: 0x1ae0, SubDevice: 0x0058,
+		Driver: "gve", Ports: []Port{{Netdev: fmt.Sprintf("ens%d", slot), MAC: mac, MTU: 8244, OperUp: true, Addrs: addrs}}}
+}
+
+// gceGuest is a Compute Engine guest with 8 NVIDIA GPUs.
+func gceGuest(host, product string, mods []string, nvidia string) Host {
+	const kernel = "6.8.0-1019-gcp"
+	return Host{Hostname: host, Kernel: kernel, Memlock: "unlimited", CapIPCLock: true, Layout: ubuntu2204, Providers: allProviders,
+		Modules: mods,
+		GPU: &GPUHost{Cmdline: "BOOT_IMAGE=/vmlinuz-" + kernel + " root=PARTUUID=9b3c2d1e-0f4a-4b5c-8d6e-7f8091a2b3c4 ro console=ttyS0,115200",
+			Hypervisor: true, SysVendor: "Google", Product: "Google Compute Engine", NVIDIAVersion: nvidia}}
+}
+
+// gceTCPX is an A3 High / A3 Mega guest: 8 H100 and n gVNICs, no RDMA
+// device at all (GPUDirect-TCPX/TCPXO runs over the gVNICs).
+func gceTCPX(host string, n int) Host {
+	h := gceGuest(host, "a3-highgpu-8g", append([]string{"gve"}, without(nvidiaModules, "nvidia_peermem")...), nvidiaOpen550)
+	h.Providers = nil
+	for i := 0; i < n; i++ {
+		h.NICs = append(h.NICs, gvnic(4+i, fmt.Sprintf("42:01:0a:80:00:%02x", 2+i), fmt.Sprintf("10.%d.0.2/32", 128+i)))
+	}
+	for g := 0; g < 8; g++ {
+		root := fmt.Sprintf("0000:%02x:00.0", 0x80+g*0x10)
+		h.GPU.Bridges = append(h.GPU.Bridges, Bridge{Addr: root, HostBridge: fmt.Sprintf("pci0000:%02x", 0x80+g*0x10), PortType: 4,
+			Vendor: 0x1b36, Device: 0x000c, NUMA: g / 4, Speed: gen5, Width: 16, NoACS: true})
+		h.GPU.GPUs = append(h.GPU.GPUs, GPUDev{Addr: fmt.Sprintf("0000:%02x:00.0", 0x81+g*0x10), Parent: root, Vendor: 0x10de, Device: 0x2330,
+			Class: 0x030200, Driver: "nvidia", NUMA: g / 4, Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16})
+	}
+	return h
+}
+
+// gceCX7VF is one ConnectX-7 VF of GCP's RDMA network, RoCE v2 at 400
+// Gb/s, its netdev addressed.
+func gceCX7VF(bus, i, numa int, parent string) NIC {
+	guid := fmt.Sprintf("0000:0000:0000:%04x", 0x0100+i)
+	return NIC{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: parent, Vendor: mellanox, Device: 0x101e, Class: 0x020000,
+		SubVendor: mellanox, SubDevice: 0x0041, Driver: "mlx5_core", NUMA: numa,
+		Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16, IBDev: fmt.Sprintf("mlx5_%d", i), Uverbs: i,
+		NodeGUID: guid, FW: "28.41.1000 (GOG0000000003)", HCAType: "MT4129", BoardID: "GOG0000000003", ATS: true,
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "400 Gb/sec (4X NDR)", LinkLayer: "Ethernet",
+			Netdev: fmt.Sprintf("gpu%drdma0", i), MAC: fmt.Sprintf("42:01:c0:a8:%02x:02", i), MTU: 8896, OperUp: true,
+			Addrs: []string{fmt.Sprintf("192.168.%d.2/32", i)}}}}
+}
+
+// gceRDMA is an A3 Ultra / A4 guest: 8 GPUs of device gpuID, each below a
+// virtual switch with its ConnectX-7 VF, and the host's gVNIC.
+func gceRDMA(host, product string, gpuID uint16, mods []string) Host {
+	h := gceGuest(host, product, append(append([]string{"gve"}, mods...), rdmaModulesMLX5...), nvidiaOpen550)
+	h.NICs = []NIC{gvnic(4, "42:01:0a:80:00:02", "10.128.0.2/32")}
+	switchedGPUs(&h, gpuID, 1, 0x1b36, 0x000c, gceCX7VF)
+	return h
+}
+
+func init() {
+	// a3-highgpu-8g with GPUDirect-TCPX: no RDMA device, by the machine
+	// type. Must get: pci.device skip (cloud-vnic-only: gVNIC has no RDMA
+	// engine; no BIOS, seating or Soft-RoCE advice), exit 0 (it was fail,
+	// no-rdma-nic, exit 10, advising to reseat a card in a VM).
+	noRDMA := PlatformVerdict{Check: "pci.device", Status: "skip", Finding: "pci.device/cloud-vnic-only", Exit: 0, Healthy: true}
+	stated("gcp-a3-high-tcpx", func() *Tree { return Build(gceTCPX("a3-high-0", 5)) }, noRDMA)
+	// a3-megagpu-8g with GPUDirect-TCPXO: 9 gVNICs. Must get: the same.
+	stated("gcp-a3-mega-tcpxo", func() *Tree { return Build(gceTCPX("a3-mega-0", 9)) }, noRDMA)
+	// a3-ultragpu-8g: 8 H200, 8 CX-7 VFs, nvidia_peermem. Must get: all
+	// pass or skip (VFs have no DCB: roce.lossless does not judge them,
+	// saying PFC and ECN are the PF's on the hypervisor host — it was
+	// "driver has no DCB"), exit 0.
+	stated("gcp-a3-ultra-roce", func() *Tree {
+		return Build(gceRDMA("a3-ultra-0", "a3-ultragpu-8g", 0x2335, nvidiaModules))
+	}, PlatformVerdict{Check: "roce.config", Status: "pass", Finding: "roce.config/ok", Healthy: true},
+		PlatformVerdict{Check: "gpu.nic_affinity", Status: "pass"},
+		PlatformVerdict{Check: "roce.lossless", Status: "skip", Finding: "roce.lossless/none-judged"})
+	// a4-highgpu-8g: 8 B200 (10de:2901), 8 CX-7 VFs, DMA-BUF without
+	// nvidia_peermem. Must get: all pass or skip, gpu.peer_memory pass
+	// (DMA-BUF), exit 0.
+	stated("gcp-a4-roce", func() *Tree {
+		return Build(gceRDMA("a4-0", "a4-highgpu-8g", 0x2901, without(nvidiaModules, "nvidia_peermem")))
+	}, PlatformVerdict{Check: "gpu.peer_memory", Status: "pass", Finding: "gpu.peer_memory/available", Healthy: true})
+}
