@@ -74,3 +74,33 @@ func TestCloudVNICOnly(t *testing.T) {
 		})
 	}
 }
+
+// bnxt_re's congestion control is read from debugfs where root can list
+// it; a cc_config that cannot be listed leaves ECN unknown and says why,
+// with no ECN finding; tos_ecn 0 (no ECT) is ECN off too.
+func TestBnxtCCFromDebugfs(t *testing.T) {
+	const dir = "/sys/kernel/debug/bnxt_re/0000:b1:00.0/cc_config"
+	for _, tc := range []struct {
+		name    string
+		edit    func(tr *sysfstest.Tree)
+		finding string
+		detail  string
+	}{
+		{"readable, on", func(*sysfstest.Tree) {}, "roce.lossless/lossless", "ECN on (bnxt_re congestion control: enable_cc 1, tos_ecn 1)"},
+		{"no ECT", func(tr *sysfstest.Tree) { tr.Attr(dir+"/tos_ecn", "0") }, "roce.lossless/ecn-off", "tos_ecn 0: RoCE packets carry no ECT"},
+		{"not listable", func(tr *sysfstest.Tree) {
+			tr.Remove(dir)
+			tr.File(dir, "not a directory\n")
+		}, "roce.lossless/lossless", "ECN unknown (bnxt_re congestion control in " + dir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := hwRunOne(t, fixtureEdited(t, "bnxt-thor2-roce-cc", tc.edit), "roce.lossless", checks.Options{})
+			if len(r.Findings) != 1 || r.Findings[0].ID != tc.finding {
+				t.Errorf("findings %v, want one %s", refs(r.Findings), tc.finding)
+			}
+			if text := strings.Join(r.Details, "\n") + r.Summary; !strings.Contains(text, tc.detail) {
+				t.Errorf("roce.lossless lacks %q:\n%s", tc.detail, text)
+			}
+		})
+	}
+}

@@ -369,3 +369,62 @@ func init() {
 		return Build(gceRDMA("a4-0", "a4-highgpu-8g", 0x2901, without(nvidiaModules, "nvidia_peermem")))
 	}, PlatformVerdict{Check: "gpu.peer_memory", Status: "pass", Finding: "gpu.peer_memory/available", Healthy: true})
 }
+
+// --- Broadcom Thor 2 (BCM57608, bnxt_re) -------------------------------
+//
+// Read: drivers/infiniband/hw/bnxt_re — main.c registers "bnxt_re%d" on
+// bnxt_en's auxiliary device (the RDMA device's parent is the PCI
+// function), RoCE v2 over the bnxt_en netdev; hw_counters.c's stat table;
+// bnxt_re_process_mad (2025) answers PMA; debugfs.c makes
+// /sys/kernel/debug/bnxt_re/<PCI address>/cc_config/ with enable_cc,
+// tos_ecn, tos_dscp, cc_mode … (0400; a read queries the firmware and
+// prints "%d\n"). bnxt_en's DCB (bnxt_dcb.c) answers IEEE PFC and APP
+// DSCP entries. Broadcom's bnxt_setupcc.sh (its out-of-tree driver
+// package) sets PFC on the RoCE priority, the DSCP→priority APP entry,
+// and CC with ECN marking. pci.ids: 14e4:1760 BCM57608 (Thor 2, 400G).
+// Inferred: the kernel release carrying the debugfs CC files, slot, bus
+// numbers, firmware string, addresses.
+
+// Thor2 is a BCM57608 400 GbE host with RoCE, PFC on priority 3 for DSCP
+// 26 and bnxt_re's congestion control on with ECT set.
+func Thor2(host string) Host {
+	h := ethRoCE(host, "bnxt_re", "bnxt_en", "bnxt_re0", 0x14e4, 0x1760, "ens7f0np0", "84:16:0c:3e:21:a0", "192.0.2.150/24",
+		[]string{"bnxt_re", "bnxt_en", "rdma_ucm", "rdma_cm", "iw_cm", "ib_cm", "ib_uverbs", "ib_core"})
+	h.Kernel = "6.16.3-1-amd64"
+	n := &h.NICs[0]
+	n.Speed, n.MaxSpeed, n.BridgeSpeed, n.FW, n.PMA = gen5, gen5, gen5, "230.2.52.0", true
+	n.Ports[0].Rate = "400 Gb/sec (4X NDR)"
+	return h
+}
+
+// withBnxtCC writes bnxt_re's debugfs congestion-control files of every
+// bnxt_en function: enable_cc and tos_ecn as given, DSCP 26, CC mode 1.
+func withBnxtCC(h Host, enable, ect int) *Tree {
+	t := Build(h)
+	for _, n := range h.NICs {
+		if n.Driver != "bnxt_en" {
+			continue
+		}
+		dir := "/sys/kernel/debug/bnxt_re/" + n.Addr + "/cc_config"
+		for name, v := range map[string]int{"enable_cc": enable, "tos_ecn": ect, "tos_dscp": 26, "cc_mode": 1, "run_avg_weight_g": 8} {
+			t.Attr(dir+"/"+name, fmt.Sprint(v))
+		}
+	}
+	return t
+}
+
+func init() {
+	// Thor 2 with PFC on 3, DSCP 26 → 3, CC on with ECT. Must get:
+	// roce.lossless pass (ECN read from debugfs: on), also with
+	// --expect-lossless, exit 0.
+	stated("bnxt-thor2-roce-cc", func() *Tree { return withBnxtCC(Thor2("thor2-node01"), 1, 1) },
+		PlatformVerdict{Check: "roce.lossless", Status: "pass", Finding: "roce.lossless/lossless", ExpectLossless: true, Healthy: true},
+		PlatformVerdict{Check: "kernel.modules", Status: "pass", Healthy: true})
+	// The same host with bnxt_re's congestion control off (enable_cc 0:
+	// a firmware reset, or bnxt_setupcc.sh -m 1, PFC only). Must get:
+	// roce.lossless warn (ecn-off, naming enable_cc and the debugfs
+	// command), exit 0; with --expect-lossless fail, exit 21.
+	stated("bnxt-thor2-cc-off", func() *Tree { return withBnxtCC(Thor2("thor2-node02"), 0, 1) },
+		PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/ecn-off"},
+		PlatformVerdict{Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/lossless-expected", ExpectLossless: true, Exit: 21})
+}
