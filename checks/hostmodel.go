@@ -84,7 +84,11 @@ type PortModel struct {
 	// (moved into a container by a CNI, or the reader is in a container).
 	NetdevHere  bool
 	Representor bool // an eswitch representor port (switchdev mode)
-	TopoErr     error
+	// OVSPort: the netdev is a port of Open vSwitch's datapath (its master
+	// is ovs-system), a switch port such as a DPU's uplink: it forwards
+	// others' traffic and carries no address of its own.
+	OVSPort bool
+	TopoErr error
 }
 
 // IsVF reports whether the port's device is a VF or sub-function: no IP on
@@ -219,6 +223,7 @@ func classifyPort(h *sysfs.Host, s *Survey, dm *DeviceModel, p sysfs.RDMAPort) *
 		pm.Uppers = uppersHere(h, p, pm.Netdev) // hostmodel_netns.go
 	}
 	pm.Representor = topo.Representor()
+	pm.OVSPort = topo.Master == "ovs-system"
 	pm.DCBNetdevs = []string{pm.Netdev}
 	if topo.Bond {
 		slaves, _ := h.BondSlaves(pm.Netdev)

@@ -175,6 +175,16 @@ var (
 			" For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF {pf}'s VF ports (eswitch in switchdev mode), " +
 			"`devlink port function set pci/{pf}/<port index> roce enable` turns it back on (kernel 6.2 or newer; set it while the VF is not bound to mlx5_core)." +
 			mlx5LinkType + notRegisteredTail})
+	devicesNotRegisteredBlueField = declare(Finding{ID: "rdma.devices/not-registered-bluefield", Status: report.Fail,
+		When: "the same, on a BlueField DPU's function seen from its host: in DPU mode the DPU's Arm OS owns the function's capabilities, " +
+			"so no reload on this host changes them",
+		Message: notRegisteredMessage,
+		Fix: "{functions}: this is a BlueField DPU's function. In DPU mode (the default) its Arm OS owns the function: there, " +
+			"`devlink port show` lists this host's PF as an external controller's port (c1pf0, netdev pf0hpf) and " +
+			"`devlink port function set <that port> roce enable` gives it RoCE back; " +
+			"`mlxconfig -d {addr} query INTERNAL_CPU_OFFLOAD_ENGINE` says the mode (0 DPU mode, 1 NIC mode). " +
+			"Read `dmesg | grep -i -e {prefix} -e infiniband` on this host for the driver's reason. In NIC mode the host owns the function as a ConnectX: " +
+			"see `rdmadoctor explain rdma.devices/not-registered-mlx5`.{netns_fix}"})
 	devicesModulesUnknown = declare(Finding{ID: "rdma.devices/not-registered-modules-unknown", Status: report.Fail,
 		When:    "the function registered no RDMA device and the loaded modules could not be read to say why",
 		Message: "no RDMA device registered (modules unknown: {cause}){netns_note}",

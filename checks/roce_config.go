@@ -445,6 +445,8 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 			f.add(roceConfigVFNoIP) // roce_config_netns.go
 		case pm.IsVF() || pm.Representor:
 			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
+		case pm.OVSPort:
+			*line += "; no IP (an Open vSwitch port: the bridge forwards others' traffic through it; this host's own RDMA uses an interface of its own)"
 		case len(backup) > 0:
 			// Its addresses are the bond's: on the active slave's port.
 		case len(pm.Uppers) > 0:

@@ -1,6 +1,11 @@
 package sysfstest
 
-import "fmt"
+import (
+	"fmt"
+	"path"
+
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
 
 // Fixtures of platforms built around RDMA that the bare-metal reference
 // fixtures do not cover: AWS EFA instances (p5/p5e, trn1/trn1n), OCI bare
@@ -427,4 +432,134 @@ func init() {
 	stated("bnxt-thor2-cc-off", func() *Tree { return withBnxtCC(Thor2("thor2-node02"), 0, 1) },
 		PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/ecn-off"},
 		PlatformVerdict{Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/lossless-expected", ExpectLossless: true, Exit: 21})
+}
+
+// --- BlueField-3: DPU mode (host side and Arm side) and NIC mode -------
+//
+// Read: the kernel's mlx5 — a BlueField-3 network function is 15b3:a2dc
+// (mlx5_core's pci table, "MT43244 BlueField-3 integrated ConnectX-7");
+// on the DPU's Arm the PFs are embedded-CPU functions (ECPF) that own the
+// eswitch, in switchdev mode: the uplink representor's phys_port_name is
+// "p0", the x86 host's PF representor is an external controller's PCI PF
+// port, named by devlink "c1pf0" (__devlink_port_phys_port_name_get:
+// controller, then "pf%u"), its VFs' "c1pf0vf0", and the Arm's own
+// sub-functions' "pf0sf0"; every representor is a port of the uplink's
+// RDMA device (mlx5_ib's representor ports). SFs are auxiliary devices
+// mlx5_core.sf.N below the PF with their own netdev and RDMA device. The
+// BlueField OS documentation: Ubuntu 22.04 arm64, OVS bridges ovsbr1/2
+// holding p0, pf0hpf and the SF representor, the Arm's own traffic on an
+// SF netdev (enp3s0f0s0); in DPU mode the Arm owns the function's
+// capabilities (`devlink port function set … roce`) and the host cannot
+// change them; NIC mode (mlxconfig INTERNAL_CPU_OFFLOAD_ENGINE=1) gives
+// the host a plain ConnectX-7. Inferred: the SoC management function's
+// ID (15b3:c2d5, class 0x0801) beside the PFs, bus numbers, firmware,
+// kernel releases, addresses.
+
+// bf3PF is one BlueField-3 PF of the x86 host, RoCE at 200 Gb/s.
+func bf3PF(fn int, netdev, mac, ip string) NIC {
+	return NIC{Addr: fmt.Sprintf("0000:17:00.%d", fn), RootPort: "0000:16:01.0", Vendor: mellanox, Device: 0xa2dc, Class: 0x020000,
+		SubVendor: mellanox, SubDevice: 0x0051, Driver: "mlx5_core", NUMA: 0,
+		Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16, BridgeSpeed: gen5, BridgeWidth: 16,
+		IBDev: fmt.Sprintf("mlx5_%d", fn), Uverbs: fn, NodeGUID: fmt.Sprintf("a088:c203:00e1:7a%02x", fn),
+		FW: "32.41.1000 (MT_0000000884)", HCAType: "MT41692", BoardID: "MT_0000000884",
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "200 Gb/sec (4X HDR)", LinkLayer: "Ethernet",
+			Netdev: netdev, MAC: mac, MTU: 9000, OperUp: true, Addrs: []string{ip}}}}
+}
+
+// bf3SoCMgmt is the BlueField-3 SoC management function (RShim over PCIe)
+// beside the PFs: a DMA controller, no network function.
+func bf3SoCMgmt() NIC {
+	return NIC{Addr: "0000:17:00.2", RootPort: "0000:16:01.0", Vendor: mellanox, Device: 0xc2d5, Class: 0x080100,
+		SubVendor: mellanox, SubDevice: 0x0051, NUMA: 0}
+}
+
+// BF3HostSide is the x86 host of a BlueField-3: its two PFs with RoCE and
+// the SoC management function.
+func BF3HostSide(host string) Host {
+	h := CX5RoCE()
+	h.Hostname, h.Kernel, h.Layout = host, "6.8.0-49-generic", ubuntu2204
+	h.NICs = []NIC{bf3PF(0, "ens1f0np0", "a0:88:c2:e1:7a:00", "192.0.2.160/24"), bf3PF(1, "ens1f1np1", "a0:88:c2:e1:7a:01", "198.51.100.160/24"), bf3SoCMgmt()}
+	return h
+}
+
+// ubuntu2204Arm64 is the BlueField OS's Ubuntu 22.04 on arm64 with
+// DOCA's rdma-core.
+var ubuntu2204Arm64 = debianMultiarch("aarch64-linux-gnu", ubuntuJammyOSRelease, "50", "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.8) stable release version 2.35")
+
+// BF3ArmSide is the BlueField-3's own Arm OS in DPU mode: each ECPF's RDMA
+// device carries the uplink (p0/p1, an OVS port without an address) and
+// the representors of the x86 host's PF (c1pf0/c1pf1, netdevs pf0hpf,
+// pf1hpf) and of the Arm's SF (pf0sf0, en3f0pf0sf0); the SF itself
+// (mlx5_2, netdev enp3s0f0s0) carries the Arm's RDMA address.
+func BF3ArmSide() Host {
+	port := func(netdev, phys, mac string) Port {
+		return Port{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "200 Gb/sec (4X HDR)", LinkLayer: "Ethernet",
+			Netdev: netdev, MAC: mac, MTU: 9216, OperUp: true, PhysPortName: phys}
+	}
+	pf := func(fn int) NIC {
+		n := bf3PF(fn, "", "", "")
+		n.Addr, n.RootPort, n.Speed, n.MaxSpeed, n.BridgeSpeed = fmt.Sprintf("0000:03:00.%d", fn), "0000:02:00.0", "", "", ""
+		n.IBDev, n.Uverbs = fmt.Sprintf("mlx5_%d", fn), fn
+		n.Ports = []Port{port(fmt.Sprintf("p%d", fn), fmt.Sprintf("p%d", fn), fmt.Sprintf("58:a2:e1:7a:00:%02x", fn)),
+			port(fmt.Sprintf("pf%dhpf", fn), fmt.Sprintf("c1pf%d", fn), fmt.Sprintf("58:a2:e1:7a:10:%02x", fn)),
+			port(fmt.Sprintf("en3f%dpf%dsf0", fn, fn), fmt.Sprintf("pf%dsf0", fn), fmt.Sprintf("58:a2:e1:7a:20:%02x", fn))}
+		sfPort := port(fmt.Sprintf("enp3s0f%ds0", fn), "", fmt.Sprintf("02:a2:e1:7a:30:%02x", fn))
+		sfPort.Addrs = []string{fmt.Sprintf("192.0.2.%d/24", 170+fn)}
+		n.SFs = []SF{{Index: 2 + fn, SFNum: 0, IBDev: fmt.Sprintf("mlx5_%d", 2+fn), Uverbs: 2 + fn,
+			NodeGUID: fmt.Sprintf("a088:c203:00e1:7b%02x", fn), Port: sfPort}}
+		return n
+	}
+	return Host{Hostname: "bf3-dpu-arm01", Kernel: "5.15.0-1042-bluefield", Memlock: "unlimited", CapIPCLock: true, RoCETOS: "106",
+		Modules:   append([]string{"openvswitch", "mlx5_vdpa"}, rdmaModulesMLX5...),
+		Providers: allProviders, Layout: ubuntu2204Arm64, NICs: []NIC{pf(0), pf(1)}}
+}
+
+// ovsPorts makes the named netdevs ports of the OVS datapath (openvswitch
+// links each port to ovs-system: netdev_master_upper_dev_link gives it a
+// master and upper_ovs-system link), and writes ovs-system itself.
+func ovsPorts(t *Tree, netdevs ...string) {
+	const dp = "/sys/devices/virtual/net/ovs-system"
+	t.Attr(dp+"/operstate", "down")
+	t.Attr(dp+"/mtu", "1500")
+	t.RelLink("/sys/class/net/ovs-system", dp)
+	t.Facts.DCB["ovs-system"] = sysfs.DCB{Err: sysfs.ErrNoDCB}
+	for _, nd := range netdevs {
+		dir := t.Links["/sys/class/net/"+nd]
+		if dir == "" {
+			panic("sysfstest: ovsPorts: no netdev " + nd)
+		}
+		abs := path.Join("/sys/class/net", dir)
+		t.RelLink(path.Join(abs, "master"), dp)
+		t.RelLink(path.Join(abs, "upper_ovs-system"), dp)
+		t.RelLink(path.Join(dp, "lower_"+nd), abs)
+	}
+}
+
+func init() {
+	// The x86 host of a BlueField-3 in NIC mode: its PFs are a ConnectX-7
+	// to the host; the SoC management function beside them is no RDMA
+	// NIC. Must get: every check pass or skip, exit 0.
+	stated("bf3-nic-mode-host", func() *Tree { return Build(BF3HostSide("bf3-nic-host01")) },
+		PlatformVerdict{Check: "pci.device", Status: "pass", Finding: "pci.device/bound", Healthy: true},
+		PlatformVerdict{Check: "roce.lossless", Status: "pass", Finding: "roce.lossless/lossless", ExpectLossless: true})
+	// The x86 host of a BlueField-3 in DPU mode whose Arm disabled RoCE on
+	// the host's first PF (`devlink port function set … roce disable` on
+	// its c1pf0 port): mlx5_ib registers no RDMA device there. Must get:
+	// rdma.devices fail (not-registered-bluefield: the fix is the DPU's
+	// Arm OS, with no driver reload or devlink reload on this host), exit
+	// 14.
+	stated("bf3-dpu-host-roce-disabled", func() *Tree {
+		h := BF3HostSide("bf3-dpu-host02")
+		h.NICs[0].IBDev = ""
+		return Build(h)
+	}, PlatformVerdict{Check: "rdma.devices", Status: "fail", Finding: "rdma.devices/not-registered-bluefield", Exit: 14})
+	// The BlueField-3's Arm OS in DPU mode: uplinks in OVS without an
+	// address, host-PF and SF representors, the Arm's SFs with addresses.
+	// Must get: every check pass or skip (representors and OVS-enslaved
+	// uplinks are switch ports, not RoCE endpoints), exit 0.
+	stated("bf3-dpu-arm-side", func() *Tree {
+		t := buildArm64(BF3ArmSide())
+		ovsPorts(t, "p0", "pf0hpf", "en3f0pf0sf0", "p1", "pf1hpf", "en3f1pf1sf0")
+		return t
+	}, PlatformVerdict{Check: "roce.config", Status: "pass", Healthy: true})
 }
