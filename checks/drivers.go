@@ -23,6 +23,11 @@ type Driver struct {
 	// NICs under this PCI driver: i40e drives many Intel NICs, and only the
 	// X722 has an RDMA engine.
 	DeviceIDs []uint16
+	// RDMAOptional: the PCI driver also drives functions that run no
+	// RDMA (ionic: the RDMA engine is a firmware capability of the LIF,
+	// IONIC_LIF_CAP_RDMA), so a function is an RDMA NIC only when an RDMA
+	// device sits on it or the RDMA module is loaded.
+	RDMAOptional bool
 }
 
 // covers reports whether a function bound to d's PCI driver is an RDMA NIC.
@@ -58,6 +63,13 @@ var drivers = []*Driver{
 	{PCIDriver: "cxgb4", Modules: []string{"cxgb4", "iw_cxgb4"}, Provider: "cxgb4", Vendor: 0x1425, Family: "Chelsio T5/T6 iWARP", DevPrefix: "cxgb4_"},
 	{PCIDriver: "erdma", Modules: []string{"erdma"}, Provider: "erdma", Vendor: 0x1ded, Family: "Alibaba Elastic RDMA", DevPrefix: "erdma"},
 	{PCIDriver: "mana", Modules: []string{"mana", "mana_ib"}, Provider: "mana", Vendor: 0x1414, Family: "Microsoft Azure MANA", DevPrefix: "mana_"},
+	// AMD Pensando (Pollara 400, DSC): the ionic Ethernet driver adds an
+	// auxiliary device for a LIF with IONIC_LIF_CAP_RDMA
+	// (ionic_auxbus_register), ionic_rdma (drivers/infiniband/hw/ionic)
+	// registers "ionic_%d" on the PCI function; rdma-core's provider is
+	// ionic.
+	{PCIDriver: "ionic", Modules: []string{"ionic", "ionic_rdma"}, Provider: "ionic", Vendor: 0x1dd8, Family: "AMD Pensando (ionic)", DevPrefix: "ionic_",
+		RDMAOptional: true},
 	{PCIDriver: "hfi1", Modules: []string{"hfi1"}, Provider: "hfi1verbs", Vendor: 0x8086, Family: "Intel Omni-Path (hfi1)", DevPrefix: "hfi1_",
 		DeviceIDs: []uint16{0x24f0, 0x24f1}},
 	{Modules: []string{"rdma_rxe"}, Provider: "rxe", Family: "Soft-RoCE (rxe)", Software: true, DevPrefix: "rxe"},
@@ -192,7 +204,7 @@ var mellanoxProducts = map[uint16]string{
 var vendorNames = map[uint16]string{
 	0x15b3: "Mellanox/NVIDIA", 0x14e4: "Broadcom", 0x8086: "Intel", 0x1d0f: "Amazon",
 	0x1077: "QLogic/Marvell", 0x19e5: "Huawei", 0x1425: "Chelsio", 0x1ded: "Alibaba",
-	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)", 0x1ae0: "Google",
+	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)", 0x1ae0: "Google", 0x1dd8: "AMD Pensando",
 }
 
 // VendorName names a PCI vendor ID, or prints it.
@@ -261,5 +273,5 @@ var productNames = map[[2]uint16]string{
 	{0x19e5, 0xa222}: "HiSilicon HNS3 25GE RDMA", {0x19e5, 0xa224}: "HiSilicon HNS3 50GE RDMA", {0x19e5, 0xa226}: "HiSilicon HNS3 100GE RDMA",
 	{0x19e5, 0xa228}: "HiSilicon HNS3 200GE RDMA", {0x1ded, 0x107f}: "Alibaba Elastic RDMA", {0x1414, 0x00ba}: "Microsoft Azure MANA",
 	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
-	{0x1ae0, 0x0042}: "Google gVNIC",
+	{0x1ae0, 0x0042}: "Google gVNIC", {0x1dd8, 0x1002}: "AMD Pensando DSC/Pollara Ethernet PF",
 }

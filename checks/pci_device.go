@@ -35,7 +35,7 @@ var (
 		When:    "an RDMA NIC function is bound to its driver from the table",
 		Message: "{function}: driver {driver}"})
 	pciUntabled = declare(Finding{ID: "pci.device/driver-not-in-table", Status: report.Pass,
-		When:    "the kernel registered an RDMA device on a function whose driver is not in rdmadoctor's table (ionic_rdma, usnic_verbs, a newer driver): present, not judged",
+		When:    "the kernel registered an RDMA device on a function whose driver is not in rdmadoctor's table (ocrdma, usnic_verbs, a newer driver): present, not judged",
 		Message: "{device} on {address} (driver {driver}): driver not in rdmadoctor's table, not judged"})
 	pciAssignedVF = declare(Finding{ID: "pci.device/vf-assigned", Status: report.Skip,
 		When:    "an SR-IOV VF is held by vfio-pci or another driver outside the table: assigned to a VM, not judged",

@@ -22,7 +22,18 @@ func TestPlatformFixtureVerdicts(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := hwRun(t, netFixture(v.Fixture), checks.Options{ExpectLossless: v.ExpectLossless})
-			statedVerdict(t, r, v.Check, v.Status, v.Finding, v.Exit)
+			c := statedVerdict(t, r, v.Check, v.Status, v.Finding, v.Exit)
+			text := c.Summary + "\n" + strings.Join(c.Details, "\n") + "\n" + c.Remedy
+			for _, want := range v.Says {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s does not say %q:\n%s", v.Check, want, text)
+				}
+			}
+			for _, never := range v.Never {
+				if strings.Contains(text, never) {
+					t.Errorf("%s says %q, which cannot be done on this host:\n%s", v.Check, never, text)
+				}
+			}
 			if !v.Healthy {
 				return
 			}

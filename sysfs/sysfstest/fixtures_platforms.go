@@ -29,6 +29,10 @@ type PlatformVerdict struct {
 	Exit           int
 	// Healthy fixtures must show no warn, fail or error in any check.
 	Healthy bool
+	// Says and Never are texts the check's summary, details and remedy
+	// must and must not contain: advice that fits the platform, and
+	// advice that cannot be carried out there.
+	Says, Never []string
 }
 
 // PlatformVerdicts are the verdicts stated before the code was run against
@@ -354,7 +358,8 @@ func init() {
 	// type. Must get: pci.device skip (cloud-vnic-only: gVNIC has no RDMA
 	// engine; no BIOS, seating or Soft-RoCE advice), exit 0 (it was fail,
 	// no-rdma-nic, exit 10, advising to reseat a card in a VM).
-	noRDMA := PlatformVerdict{Check: "pci.device", Status: "skip", Finding: "pci.device/cloud-vnic-only", Exit: 0, Healthy: true}
+	noRDMA := PlatformVerdict{Check: "pci.device", Status: "skip", Finding: "pci.device/cloud-vnic-only", Exit: 0, Healthy: true,
+		Says: []string{"A3 Ultra"}, Never: []string{"seated", "BIOS", "rdma_rxe"}}
 	stated("gcp-a3-high-tcpx", func() *Tree { return Build(gceTCPX("a3-high-0", 5)) }, noRDMA)
 	// a3-megagpu-8g with GPUDirect-TCPXO: 9 gVNICs. Must get: the same.
 	stated("gcp-a3-mega-tcpxo", func() *Tree { return Build(gceTCPX("a3-mega-0", 9)) }, noRDMA)
@@ -430,7 +435,8 @@ func init() {
 	// roce.lossless warn (ecn-off, naming enable_cc and the debugfs
 	// command), exit 0; with --expect-lossless fail, exit 21.
 	stated("bnxt-thor2-cc-off", func() *Tree { return withBnxtCC(Thor2("thor2-node02"), 0, 1) },
-		PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/ecn-off"},
+		PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/ecn-off",
+			Says: []string{"/sys/kernel/debug/bnxt_re/0000:b1:00.0/cc_config/enable_cc"}, Never: []string{"mlnx_qos", "/ecn/roce_np"}},
 		PlatformVerdict{Check: "roce.lossless", Status: "fail", Finding: "roce.lossless/lossless-expected", ExpectLossless: true, Exit: 21})
 }
 
@@ -552,7 +558,8 @@ func init() {
 		h := BF3HostSide("bf3-dpu-host02")
 		h.NICs[0].IBDev = ""
 		return Build(h)
-	}, PlatformVerdict{Check: "rdma.devices", Status: "fail", Finding: "rdma.devices/not-registered-bluefield", Exit: 14})
+	}, PlatformVerdict{Check: "rdma.devices", Status: "fail", Finding: "rdma.devices/not-registered-bluefield", Exit: 14,
+		Says: []string{"roce enable"}, Never: []string{"modprobe -r", "devlink dev reload"}})
 	// The BlueField-3's Arm OS in DPU mode: uplinks in OVS without an
 	// address, host-PF and SF representors, the Arm's SFs with addresses.
 	// Must get: every check pass or skip (representors and OVS-enslaved
@@ -562,4 +569,70 @@ func init() {
 		ovsPorts(t, "p0", "pf0hpf", "en3f0pf0sf0", "p1", "pf1hpf", "en3f1pf1sf0")
 		return t
 	}, PlatformVerdict{Check: "roce.config", Status: "pass", Healthy: true})
+}
+
+// --- AMD Pensando Pollara 400 (ionic) ----------------------------------
+//
+// Read: drivers/net/ethernet/pensando/ionic (ionic_aux.c: an auxiliary
+// device for a LIF with IONIC_LIF_CAP_RDMA; the PF's PCI ID
+// PCI_DEVICE_ID_PENSANDO_IONIC_ETH_PF 0x1002, vendor 0x1dd8) and
+// drivers/infiniband/hw/ionic (ionic_ibdev.c: ib_device_set_netdev on the
+// LIF's netdev, node_type CA, one port, ib_register_device "ionic_%d"
+// with the PCI function as parent; hw stats named by the firmware, so no
+// fixed counter names); rdma-core's ionic provider. The ionic netdev has
+// no dcbnl_ops: DCB answers EOPNOTSUPP and QoS is set through AMD's
+// tools. AMD's Pollara 400 brief: a 400 GbE AI NIC on PCIe Gen5 x16 with
+// RoCE v2, paired with Instinct MI300X/MI325X in AMD's reference nodes.
+// Inferred: that Pollara keeps the ionic PF ID, the slot, firmware
+// string, addresses, the rate string (4X NDR-style from ib_query_port).
+
+// pollara is one Pollara 400 PF with ionic_rdma's device on it.
+func pollara(bus, i, numa int, parent string) NIC {
+	return NIC{Addr: fmt.Sprintf("0000:%02x:00.0", bus), Parent: parent, Vendor: 0x1dd8, Device: 0x1002, Class: 0x020000,
+		SubVendor: 0x1dd8, SubDevice: 0x5201, Driver: "ionic", NUMA: numa,
+		Speed: gen5, Width: 16, MaxSpeed: gen5, MaxWidth: 16, IBDev: fmt.Sprintf("ionic_%d", i), Uverbs: i,
+		NodeGUID: fmt.Sprintf("0690:81ff:fe5a:%02x00", i), FW: "1.110.0-a-79",
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "400 Gb/sec (4X NDR)", LinkLayer: "Ethernet",
+			Netdev: fmt.Sprintf("benic%dp1", i+1), MAC: fmt.Sprintf("04:90:81:5a:%02x:00", i), MTU: 9000, OperUp: true,
+			Addrs: []string{fmt.Sprintf("10.10.%d.11/24", i)}}}}
+}
+
+// PollaraMI300X is the MI300X node with a Pollara 400 beside each GPU on
+// its switch instead of a ConnectX-7, ionic_rdma loaded, rdma-core with
+// the ionic provider.
+func PollaraMI300X() Host {
+	h := MI300X()
+	h.Hostname = "mi300x-pollara01"
+	h.Modules = append([]string{"ionic_rdma", "ionic", "amdgpu"}, cmModules...)
+	h.Providers = append(append([]string{}, allProviders...), "ionic")
+	for i := range h.NICs {
+		n := h.NICs[i]
+		bus := 0
+		fmt.Sscanf(n.Addr[5:7], "%x", &bus)
+		h.NICs[i] = pollara(bus, i, n.NUMA, n.Parent)
+	}
+	return h
+}
+
+func init() {
+	// MI300X with 8 Pollara 400: ionic in the driver table. Must get:
+	// pci.device pass (bound, not "driver outside the table"),
+	// kernel.modules names ionic_rdma, libibverbs.install pass (ionic
+	// provider), gpu.nic_affinity pass (PIX), roce.lossless skip (ionic
+	// has no DCB), counters.errors skip, exit 0.
+	stated("pollara-mi300x", func() *Tree { return Build(PollaraMI300X()) },
+		PlatformVerdict{Check: "pci.device", Status: "pass", Finding: "pci.device/bound", Healthy: true},
+		PlatformVerdict{Check: "libibverbs.install", Status: "pass", Finding: "libibverbs.install/ok"},
+		PlatformVerdict{Check: "gpu.nic_affinity", Status: "pass"})
+	// One Pollara 400 on an rdma-core without the ionic provider (a
+	// distribution release older than the provider). Must get:
+	// libibverbs.install fail (provider ionic missing), exit 16.
+	stated("pollara-no-provider", func() *Tree {
+		h := oneNIC("pollara-node02", "6.17.0-5-generic", append([]string{"ionic_rdma", "ionic"}, cmModules...), pollara(0xc3, 0, 1, ""))
+		h.NICs[0].RootPort, h.NICs[0].BridgeSpeed, h.NICs[0].BridgeWidth = "0000:c0:01.1", gen5, 16
+		t := Build(h)
+		t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
+		return t
+	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/provider-missing", Exit: 16,
+		Says: []string{"ionic-common"}})
 }
