@@ -413,8 +413,15 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate, family string) 
 	ev["config_dir"] = h.Display(sysfs.LibibverbsConfDir)
 	var fs []report.Finding
 	var evList []map[string]any
+	packages := providerPackages(family)
+	if c := h.Container(); c != "" {
+		// Installed into a running container, a package is gone with
+		// the container: the providers belong in its image.
+		packages += " — in this container (" + c + "), in its image: add that install to the image's build (a Dockerfile RUN line) " +
+			"and redeploy, since a package installed into a running container is lost when it restarts"
+	}
 	for _, name := range need.order {
-		pv := pl.judge(name, need.devices[name], providerPackages(family))
+		pv := pl.judge(name, need.devices[name], packages)
 		evList = append(evList, pv.evidence)
 		fs = append(fs, pv.finding)
 		details = append(details, pv.detail)

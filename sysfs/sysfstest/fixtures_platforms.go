@@ -636,3 +636,91 @@ func init() {
 	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/provider-missing", Exit: 16,
 		Says: []string{"ionic-common"}})
 }
+
+// --- Two rdma-core copies; a container image without providers ---------
+//
+// Read: rdma-core's build (libibverbs.so.1 → libibverbs.so.1.14.<release>.0,
+// providers lib<name>-rdmav34.so in <libdir>/libibverbs named by
+// /etc/libibverbs.d/<name>.driver; a source build installs into
+// /usr/local/lib by CMake's default prefix); glibc's ldconfig (every
+// directory of /etc/ld.so.conf.d enters the cache, and the cache's first
+// entry for a soname wins). An image built FROM a base with libibverbs1
+// but without ibverbs-providers (Debian's split: libibverbs1 carries the
+// library, ibverbs-providers the .driver files and providers) has the
+// library and no provider; a pod with the RDMA shared device plugin still
+// sees the host's devices. Inferred: the paths of the vendor build, the
+// image's contents.
+
+// withVendorRDMACore adds a second rdma-core build under prefix (its lib
+// directory in the loader configuration when cached) beside the
+// distribution's.
+func withVendorRDMACore(t *Tree, prefix string, cached bool) {
+	lib := path.Join(prefix, "lib")
+	t.File(path.Join(lib, "libibverbs.so.1.14.57.0"), elfStub("libibverbs.so.1"))
+	t.Link(path.Join(lib, "libibverbs.so.1"), "libibverbs.so.1.14.57.0")
+	t.File(path.Join(lib, "libmlx5.so.1.25.57.0"), elfStub("libmlx5.so.1"))
+	t.Link(path.Join(lib, "libmlx5.so.1"), "libmlx5.so.1.25.57.0")
+	t.Link(path.Join(lib, "libibverbs", "libmlx5-rdmav34.so"), "../libmlx5.so.1.25.57.0")
+	t.Attr(path.Join(prefix, "etc", "libibverbs.d", "mlx5.driver"), "driver mlx5")
+	if cached {
+		t.File("/etc/ld.so.conf.d/rdma-core-local.conf", lib+"\n")
+		WriteLDCache(t)
+		t.Facts.Libibverbs.LibraryPath = path.Join(lib, "libibverbs.so.1.14.57.0")
+	}
+}
+
+// podShared is a pod with the RDMA shared device plugin: the host's
+// devices, the pod's own eth0, the host's netdevs out of sight.
+func podShared(h Host) *Tree {
+	h.Hostname = "train-7d9f-0"
+	for i := range h.NICs {
+		h.NICs[i].Ports[0].Away = true
+	}
+	h.ExtraNetdevs = []sysfs.Netdev{{Name: "eth0", Index: 3, OperState: "up", AdminUp: true, Carrier: true, MTU: 1500, Addresses: []string{"10.244.1.7/24"}}}
+	t := Build(h)
+	t.File("/.dockerenv", "")
+	return t
+}
+
+func init() {
+	// rdma-core 57 built from source into /usr/local (its lib in
+	// /etc/ld.so.conf.d) beside Debian's 44: both in the loader cache.
+	// Must get: libibverbs.install fail (two-copies), exit 16.
+	stated("rdma-core-usr-local-copy", func() *Tree {
+		t := Build(CX5RoCE())
+		withVendorRDMACore(t, "/usr/local", true)
+		return t
+	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/two-copies", Exit: 16})
+	// A vendor rdma-core under /opt/vendor/rdma-core, outside the loader's
+	// path (its applications set LD_LIBRARY_PATH): the loader reaches one
+	// copy. Must get: libibverbs.install pass, exit 0.
+	stated("rdma-core-opt-uncached", func() *Tree {
+		t := Build(CX5RoCE())
+		withVendorRDMACore(t, "/opt/vendor/rdma-core", false)
+		return t
+	}, PlatformVerdict{Check: "libibverbs.install", Status: "pass", Finding: "libibverbs.install/ok", Healthy: true})
+	// A container image with libibverbs1 and no providers, in a pod that
+	// sees the host's two ConnectX-5 devices. Must get:
+	// libibverbs.install fail (provider-missing), exit 16, the fix naming
+	// the image (not a package installed into the running container);
+	// roce.config fails too (the pod has no interface on the RDMA
+	// network), after it in code order.
+	stated("container-no-providers", func() *Tree {
+		h := CX5RoCE()
+		h.Providers = []string{}
+		t := podShared(h)
+		t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
+		return t
+	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/provider-missing", Exit: 16,
+		Says: []string{"image"}})
+	// The same image on an EFA instance's pod. Must get: the same.
+	stated("container-no-providers-efa", func() *Tree {
+		h := AWSEFA()
+		h.Providers = []string{}
+		t := Build(h)
+		t.File("/.dockerenv", "")
+		t.Facts.Libibverbs.Devices = []sysfs.VerbsDevice{}
+		return t
+	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/provider-missing", Exit: 16,
+		Says: []string{"image"}})
+}
