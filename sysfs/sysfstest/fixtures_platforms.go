@@ -724,3 +724,53 @@ func init() {
 	}, PlatformVerdict{Check: "libibverbs.install", Status: "fail", Finding: "libibverbs.install/provider-missing", Exit: 16,
 		Says: []string{"image"}})
 }
+
+// --- Omni-Path: Intel OPA 100 and Cornelis CN5000 ----------------------
+//
+// Read: the kernel's drivers/infiniband/hw/hfi1 (on rdmavt; "hfi1_%d";
+// link layer InfiniBand; PMA counters; Intel 8086:24f0/24f1), rdma-core's
+// hfi1verbs provider; Omni-Path fabrics are run by Cornelis/Intel's
+// fabric manager (opafm), not opensm. Cornelis's CN5000 (400 Gb/s
+// Omni-Path Express) is driven by the hfi1 of Cornelis's OPX software
+// suite, out of tree. Inferred — no upstream source was found for it:
+// that CN5000 keeps hfi1's device shape and names, its PCI IDs (vendor
+// 0x434e "CN", device 0x0001), the 4X rate string, the kernel release,
+// firmware string and LIDs.
+
+// CN5000 is a host with one Cornelis CN5000 adapter under OPX's hfi1.
+func CN5000(host string) Host {
+	h := OmniPath()
+	h.Hostname, h.Kernel, h.Layout = host, "5.14.0-503.14.1.el9_5.x86_64", Rocky93
+	n := &h.NICs[0]
+	n.Vendor, n.Device, n.SubVendor, n.SubDevice = 0x434e, 0x0001, 0x434e, 0x0001
+	n.Speed, n.MaxSpeed, n.BridgeSpeed = gen5, gen5, gen5
+	n.NodeGUID, n.FW = "0006:6a01:00b2:1c3d", "12.0.0.0.38"
+	n.Ports[0].Rate, n.Ports[0].PortGUID = "400 Gb/sec (4X NDR)", "0006:6a01:00b2:1c3d"
+	return h
+}
+
+func init() {
+	// CN5000 under OPX's hfi1, port ACTIVE with a LID from opafm. Must
+	// get: pci.device pass (bound: hfi1 knows the Cornelis IDs as it does
+	// Intel's), roce.* skip (Omni-Path), exit 0.
+	stated("cn5000-opx-hfi1", func() *Tree { return Build(CN5000("cn5k-node01")) },
+		PlatformVerdict{Check: "pci.device", Status: "pass", Finding: "pci.device/bound", Healthy: true},
+		PlatformVerdict{Check: "roce.config", Status: "skip"})
+	// The same host with the port in INIT: no fabric manager has swept
+	// it yet (LID 0). Must get: port.state fail, exit 19, the fix naming
+	// the Omni-Path fabric manager (opafm), never opensm.
+	stated("cn5000-port-init", func() *Tree {
+		h := CN5000("cn5k-node02")
+		p := &h.NICs[0].Ports[0]
+		p.State, p.LID, p.SMLID = "2: INIT", 0, 0
+		return Build(h)
+	}, PlatformVerdict{Check: "port.state", Status: "fail", Exit: 19, Says: []string{"opafm"}, Never: []string{"opensm"}})
+	// Intel OPA 100 with the port in INIT. Must get: the same.
+	stated("opa100-port-init", func() *Tree {
+		h := OmniPath()
+		h.Hostname = "opa-node32"
+		p := &h.NICs[0].Ports[0]
+		p.State, p.LID, p.SMLID = "2: INIT", 0, 0
+		return Build(h)
+	}, PlatformVerdict{Check: "port.state", Status: "fail", Exit: 19, Says: []string{"opafm"}, Never: []string{"opensm"}})
+}
