@@ -774,3 +774,62 @@ func init() {
 		return Build(h)
 	}, PlatformVerdict{Check: "port.state", Status: "fail", Exit: 19, Says: []string{"opafm"}, Never: []string{"opensm"}})
 }
+
+// --- NVIDIA Spectrum-X host: ConnectX-8 SuperNIC -----------------------
+//
+// Read: NVIDIA's ConnectX-8 SuperNIC pages (800 Gb/s, 48 lanes of PCIe
+// Gen6 with a built-in PCIe switch that the GPU sits behind, Spectrum-X
+// Ethernet with RoCE adaptive routing and congestion control) and the
+// kernel's mlx5 (15b3:1023 ConnectX-8 in mlx5_core's pci table). Adaptive
+// routing is the switch's and the NIC firmware's (out-of-order placement
+// of RoCE packets, set with mlxconfig), with no sysfs file on the host:
+// a host-side doctor sees a RoCE port like any ConnectX's. Inferred: the
+// CX-8's switch port IDs, that both the NIC function and the GPU sit on
+// its downstream ports (nvidia-smi topo -m: PIX), the 800G rate string,
+// the B300 device ID (10de:3182), PFC/ECN/DSCP as on other RoCE fabrics,
+// DOCA's kernel and driver versions.
+
+// spectrumXHost is an 8-GPU host with a ConnectX-8 SuperNIC per GPU, the
+// GPU below the CX-8's own Gen6 switch.
+func spectrumXHost(host string) Host {
+	const gen6 = "64.0 GT/s PCIe"
+	h := Host{Hostname: host, Kernel: "6.8.0-1025-nvidia", Memlock: "unlimited", CapIPCLock: true, Layout: ubuntu2204, Providers: allProviders,
+		RoCETOS: "106", Modules: append(append([]string{}, nvidiaModules...), rdmaModulesMLX5...),
+		GPU: &GPUHost{Cmdline: "BOOT_IMAGE=/boot/vmlinuz-6.8.0-1025-nvidia root=UUID=5b6c7d8e-9fa0-4b1c-8d2e-3f4a5b6c7d8e ro iommu=pt",
+			SysVendor: "NVIDIA", Product: "HGX B300", IOMMUUnits: []string{"dmar0", "dmar1"}, GroupType: "identity", NVIDIAVersion: nvidiaOpen550}}
+	for g := 0; g < 8; g++ {
+		numa, hb := g/4, 0x10+g*0x10
+		root, up := fmt.Sprintf("0000:%02x:01.0", hb), fmt.Sprintf("0000:%02x:00.0", hb+1)
+		dnNIC, dnGPU := fmt.Sprintf("0000:%02x:00.0", hb+2), fmt.Sprintf("0000:%02x:01.0", hb+2)
+		h.GPU.Bridges = append(h.GPU.Bridges,
+			Bridge{Addr: root, HostBridge: fmt.Sprintf("pci0000:%02x", hb), PortType: 4, Vendor: 0x8086, Device: 0x352a, NUMA: numa, Speed: gen6, Width: 16},
+			Bridge{Addr: up, Parent: root, PortType: 5, Vendor: mellanox, Device: 0x197b, NUMA: numa, Speed: gen6, Width: 16},
+			Bridge{Addr: dnNIC, Parent: up, PortType: 6, Vendor: mellanox, Device: 0x197b, NUMA: numa, Speed: gen6, Width: 16},
+			Bridge{Addr: dnGPU, Parent: up, PortType: 6, Vendor: mellanox, Device: 0x197b, NUMA: numa, Speed: gen6, Width: 16})
+		n := ociCX7(hb+3, g, numa, dnNIC)
+		n.Device, n.HCAType, n.BoardID, n.FW = 0x1023, "MT4131", "MT_0000001070", "40.44.1036 (MT_0000001070)"
+		n.Speed, n.MaxSpeed = gen6, gen6
+		n.Ports[0].Rate, n.Ports[0].Netdev, n.Ports[0].MTU = "800 Gb/sec (4X XDR)", fmt.Sprintf("enp%ds0f0np0", hb+3), 9000
+		h.NICs = append(h.NICs, n)
+		h.GPU.GPUs = append(h.GPU.GPUs, GPUDev{Addr: fmt.Sprintf("0000:%02x:00.0", hb+4), Parent: dnGPU, Vendor: 0x10de, Device: 0x3182,
+			Class: 0x030200, Driver: "nvidia", NUMA: numa, Speed: gen6, Width: 16, MaxSpeed: gen6, MaxWidth: 16})
+	}
+	return h
+}
+
+func init() {
+	// Spectrum-X host, 8 CX-8 SuperNICs, each GPU behind its CX-8's
+	// switch. Must get: every check pass or skip with --expect-lossless,
+	// gpu.nic_affinity pass (PIX through the NIC's own switch), pci.link
+	// pass at Gen6 x16, exit 0.
+	stated("spectrumx-cx8-supernic", func() *Tree { return Build(spectrumXHost("b300-node01")) },
+		PlatformVerdict{Check: "gpu.nic_affinity", Status: "pass", ExpectLossless: true, Healthy: true},
+		PlatformVerdict{Check: "pci.link", Status: "pass", Says: []string{"64.0 GT/s"}})
+	// The same host where one CX-8 trained at Gen5 (a riser or retimer
+	// fault). Must get: pci.link fail, exit 11.
+	stated("spectrumx-cx8-gen5-link", func() *Tree {
+		h := spectrumXHost("b300-node02")
+		h.NICs[2].Speed = gen5
+		return Build(h)
+	}, PlatformVerdict{Check: "pci.link", Status: "fail", Exit: 11, Says: []string{"0000:33:00.0"}})
+}
