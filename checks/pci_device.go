@@ -65,6 +65,13 @@ var (
 			"the machine type decides, nothing on the host can add RDMA — nothing to judge",
 		Message: "no RDMA device: this VM's network is {vnics}, which has no RDMA engine — {platform}",
 		Fix:     "Nothing to fix on this host. If this node should have RDMA: {how}"})
+	pciAcceleratorPorts = declare(Finding{ID: "pci.device/accelerator-ports-no-driver", Status: report.Fail,
+		When: "no RDMA device, and the host's RoCE ports are integrated in its accelerators (Intel Gaudi), which have no RDMA device " +
+			"because their network and RDMA drivers are not installed",
+		Message: "no RDMA device: the RoCE ports of {accelerators} are integrated in the accelerators, and no driver registered them",
+		Fix: "The upstream kernel's habanalabs driver runs the accelerators' compute only; their integrated RoCE ports need Intel's Gaudi " +
+			"software (its habanalabs driver package with the network and RDMA drivers, and its rdma-core provider): install it as Intel's " +
+			"Gaudi installation guide says, then check the ports with `hl-smi` and `ibv_devices`."})
 	pciDeviceBusUnreadable = declare(Finding{ID: "pci.device/bus-unreadable", Status: report.Error,
 		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
 		Message: "could not list PCI functions: {cause}",
@@ -93,6 +100,8 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		// No RDMA NIC the host can use, nor one of a driver outside the table.
 		if len(c.softNames) > 0 {
 			fs = append(fs, pciSoftwareOnly.At("", Slots{"devices": strings.Join(c.softNames, ", ")}))
+		} else if accel := acceleratorPorts(s.PCI); accel != "" {
+			fs = append(fs, pciAcceleratorPorts.At("", Slots{"accelerators": accel}))
 		} else if slots, ok := cloudVNICOnly(s.PCI); ok {
 			fs = append(fs, pciCloudVNICOnly.At("", slots))
 			cloud = slots
@@ -393,4 +402,35 @@ func cloudVNICOnly(fns []sysfs.PCIFunction) (Slots, bool) {
 		return nil, false
 	}
 	return Slots{"vnics": fmt.Sprintf("%d × %s (%s)", count, kind.name, kind.driver), "platform": kind.platform, "how": kind.how}, true
+}
+
+// rdmaAccelerators are accelerators whose RoCE ports are integrated on the
+// accelerator's own PCI function (read: drivers/accel/habanalabs, PCI
+// vendor 0x1da3; Gaudi 2 is 0x1020; Gaudi 3's 0x1060 is inferred). The
+// upstream kernel drives their compute only: the network and RDMA drivers
+// come with Intel's Gaudi software.
+var rdmaAccelerators = map[[2]uint16]string{
+	{0x1da3, 0x1020}: "Intel Gaudi 2", {0x1da3, 0x1060}: "Intel Gaudi 3",
+}
+
+// acceleratorPorts names the host's accelerators with integrated RoCE
+// ports ("8 × Intel Gaudi 3"), "" when it has none.
+func acceleratorPorts(fns []sysfs.PCIFunction) string {
+	counts := map[string]int{}
+	var names []string
+	for _, fn := range fns {
+		name, ok := rdmaAccelerators[[2]uint16{fn.Vendor, fn.Device}]
+		if !ok {
+			continue
+		}
+		if counts[name] == 0 {
+			names = append(names, name)
+		}
+		counts[name]++
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%d × %s", counts[n], n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -833,3 +833,65 @@ func init() {
 		return Build(h)
 	}, PlatformVerdict{Check: "pci.link", Status: "fail", Exit: 11, Says: []string{"0000:33:00.0"}})
 }
+
+// --- Intel Gaudi 2 / Gaudi 3 (integrated RoCE ports) -------------------
+//
+// Read: the kernel's drivers/accel/habanalabs (PCI vendor 0x1da3, Gaudi 2
+// 0x1020; the accelerator's compute only) — the network drivers Intel
+// posted for upstream (hbl_cn, hbl_en and the hbl InfiniBand driver,
+// 2024) are not merged, so an upstream kernel shows no netdev and no RDMA
+// device for the accelerators' 24 integrated 100/200 GbE RoCE ports;
+// Intel's Gaudi software installs its own habanalabs with them. Intel's
+// pages: an HLS-Gaudi2/3 node has 8 accelerators, 3 (Gaudi 2) or 6
+// (Gaudi 3) ports of each for scale-out. Inferred: Gaudi 3's device ID
+// (0x1060), the RDMA device names of Intel's stack (hbl_N, one per
+// accelerator with its scale-out ports), the processing-accelerator
+// class, NUMA placement, addresses.
+
+// gaudiHost is a node with 8 Gaudi accelerators of device id (class
+// 0x1200, habanalabs) and an X710 (i40e, no RDMA engine) for the host
+// network.
+func gaudiHost(host string, id uint16) Host {
+	h := Host{Hostname: host, Kernel: "6.8.0-49-generic", Memlock: "unlimited", CapIPCLock: true, Layout: ubuntu2204, Providers: allProviders,
+		Modules: []string{"habanalabs", "i40e"},
+		NICs: []NIC{{Addr: "0000:b1:00.0", RootPort: "0000:b0:02.0", Vendor: 0x8086, Device: 0x1572, Class: 0x020000, SubVendor: 0x8086,
+			SubDevice: 0x0001, Driver: "i40e", NUMA: 1,
+			Ports: []Port{{Netdev: "ens801f0", MAC: "b4:96:91:3e:21:b0", MTU: 1500, OperUp: true, Addrs: []string{"10.20.0.5/16"}}}}}}
+	for i := 0; i < 8; i++ {
+		h.NICs = append(h.NICs, NIC{Addr: fmt.Sprintf("0000:%02x:00.0", 0x19+i*0x10), RootPort: fmt.Sprintf("0000:%02x:01.0", 0x18+i*0x10),
+			Vendor: 0x1da3, Device: id, Class: 0x120000, SubVendor: 0x1da3, SubDevice: id, Driver: "habanalabs", NUMA: i / 4,
+			Speed: "32.0 GT/s PCIe", Width: 16, MaxSpeed: "32.0 GT/s PCIe", MaxWidth: 16, BridgeSpeed: "32.0 GT/s PCIe", BridgeWidth: 16})
+	}
+	return h
+}
+
+func init() {
+	// 8 Gaudi 3 on the upstream kernel: habanalabs bound, no network or
+	// RDMA driver for the integrated ports, an X710 for the host network. Must get: pci.device fail (accelerator-ports-no-driver,
+	// naming the accelerators and Intel's Gaudi software, never reseating
+	// a card or Soft-RoCE), exit 10.
+	gaudiNoDriver := PlatformVerdict{Check: "pci.device", Status: "fail", Finding: "pci.device/accelerator-ports-no-driver", Exit: 10,
+		Says: []string{"Gaudi"}, Never: []string{"seated", "rdma_rxe"}}
+	stated("gaudi3-upstream-no-rdma", func() *Tree { return Build(gaudiHost("hls3-node01", 0x1060)) }, gaudiNoDriver,
+		PlatformVerdict{Check: "pci.device", Status: "fail", Says: []string{"8 × Intel Gaudi 3"}, Exit: 10})
+	// 8 Gaudi 2 with Intel's stack: an RDMA device hbl_N on each
+	// accelerator's function with its 3 scale-out ports up and addressed.
+	// Must get: pci.device pass (driver-not-in-table: present, not
+	// judged), port.state pass, exit 0.
+	stated("gaudi2-intel-stack", func() *Tree {
+		h := gaudiHost("hls2-node01", 0x1020)
+		h.Modules = append([]string{"habanalabs_ib", "habanalabs_en", "habanalabs_cn"}, append(h.Modules, cmModules...)...)
+		h.Providers = append(append([]string{}, allProviders...), "hbl")
+		for i := 1; i < len(h.NICs); i++ {
+			n := &h.NICs[i]
+			n.IBDev, n.Uverbs, n.NodeGUID, n.FW = fmt.Sprintf("hbl_%d", i-1), i-1, fmt.Sprintf("b0fd:0bff:fe%02x:0000", i), "1.18.0"
+			for p := 0; p < 3; p++ {
+				n.Ports = append(n.Ports, Port{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Ethernet",
+					Netdev: fmt.Sprintf("hbl%dp%d", i-1, p), MAC: fmt.Sprintf("b0:fd:0b:%02x:00:%02x", i, p), MTU: 8192, OperUp: true,
+					Addrs: []string{fmt.Sprintf("10.%d.%d.5/24", 100+p, i)}})
+			}
+		}
+		return Build(h)
+	}, PlatformVerdict{Check: "pci.device", Status: "pass", Finding: "pci.device/driver-not-in-table", Healthy: true},
+		PlatformVerdict{Check: "port.state", Status: "pass"})
+}
