@@ -16,10 +16,14 @@ func init() {
 		Title: "an RDMA-capable PCI function is present with its driver bound",
 		Explain: Explanation{
 			Judges: "Lists every PCI function under /sys/bus/pci/devices and keeps those that are RDMA NICs, whatever driver holds them: " +
-				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, i40e for the X722 only, efa, qede, hns3, cxgb4, erdma, mana), " +
+				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, i40e for the X722 only, efa, qede, hns3, cxgb4, erdma, mana, " +
+				"ionic, hfi1 for Intel OPA and Cornelis CN5000), " +
 				"or a function whose IDs are an RDMA NIC (every Mellanox/NVIDIA ConnectX/BlueField network function, EFA, erdma, MANA, X722) — unbound, " +
 				"or held by a driver outside the table such as vfio-pci. An SR-IOV VF held by vfio-pci is assigned to a VM and not judged. " +
-				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too.",
+				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too. A host with none is told apart by what it has: a cloud VM whose only NICs " +
+				"are paravirtual ones without RDMA (gVNIC, ENA) has no RDMA by its machine type and skips, blocking the checks that need a device; " +
+				"a host whose RoCE ports are integrated in Intel Gaudi accelerators without their network drivers fails naming them. ionic (AMD Pensando) " +
+				"functions count only with their RDMA device or ionic_rdma loaded, since ionic also drives cards without RDMA.",
 			Why: "Everything else in the RDMA stack hangs off this function. When the card is missing, disabled in firmware, " +
 				"has no driver or is handed to a VM, every later error (no device, no provider, OFED 'mismatch') is an echo of this one.",
 		},

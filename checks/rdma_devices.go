@@ -19,7 +19,8 @@ func init() {
 			Judges: "For every RDMA NIC function (PFs and VFs; a VF held by vfio-pci is assigned to a VM and not judged) looks for its RDMA device: <function>/infiniband/<dev> " +
 				"or a /sys/class/infiniband entry whose device link points at the function. Software devices (rxe, siw) count for themselves. " +
 				"A NIC without a device is named with the reason that can be seen: its driver unbound or a passthrough driver bound, its RDMA module (mlx5_ib, bnxt_re, irdma, …) " +
-				"or ib_core not loaded, or the modules loaded and the device still not registered. A PF of an mlx5 RoCE LAG has no device of its own — the LAG's mlx5_bond_N, on the first PF, " +
+				"or ib_core not loaded, or the modules loaded and the device still not registered (on a BlueField seen from its host, the fix is the DPU's Arm OS, " +
+				"never a reload on the host). A PF of an mlx5 RoCE LAG has no device of its own — the LAG's mlx5_bond_N, on the first PF, " +
 				"serves the bond — and counts as served. A device the kernel registered (its /sys/class/infiniband_verbs/uverbsN names it) that this network namespace " +
 				"does not show is said as such, the namespace first; in RDMA netns mode exclusive, when this namespace holds devices of its own (a pod given a VF's " +
 				"device by the RDMA CNI), the devices other namespaces hold are listed, not judged.",
