@@ -542,8 +542,7 @@ func (pl providerLayout) judge(name string, devs []string, packages string) prov
 	if len(problems) > 0 {
 		pe["status"] = "missing"
 		why := strings.Join(problems, "; ")
-		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages,
-			"provider_source", newerProviders[name])),
+		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages+newerProviders[name])),
 			detail: fmt.Sprintf("provider %s for %s: MISSING — %s", name, on, why)}
 	}
 	pe["status"] = "ok"
@@ -614,7 +613,7 @@ func ownerQuery(family, file string) string {
 // this host's distribution (libraryPackages, providerPackages).
 const (
 	installLibFix      = "Install rdma-core's library and providers{on}: {packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack instead."
-	installProviderFix = "Install the providers: {provider_packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack.{provider_source}"
+	installProviderFix = "Install the providers: {provider_packages}. With MLNX_OFED/DOCA-OFED, reinstall that stack."
 )
 
 // libraryPackages are the slots of installLibFix: the packages that
@@ -673,6 +672,6 @@ func LocateLibibverbs(h *sysfs.Host, explicit string) (path, file string) {
 // rdma-core releases of the last years do not carry it yet: installing
 // their provider package then does not help.
 var newerProviders = map[string]string{
-	"ionic": " The ionic provider (AMD Pensando) is in rdma-core only from its 2025 releases on: with an older distribution rdma-core, " +
-		"install a newer rdma-core or AMD's user-space package for the card (ionic-common), then check `ls <libdir>/libibverbs/libionic-rdmav*.so`.",
+	"ionic": "; the ionic provider (AMD Pensando) is in rdma-core only from its 2025 releases on: with an older distribution rdma-core, " +
+		"install a newer rdma-core or AMD's user-space package for the card (ionic-common), then check `ls <libdir>/libibverbs/libionic-rdmav*.so`",
 }
