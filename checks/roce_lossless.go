@@ -753,6 +753,9 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	if len(notJudged) > 0 && r.Status != report.Error {
 		r.Summary += losslessNotJudgedEnd.render(Slots{"count": fmt.Sprint(len(notJudged))})
 	}
+	if bf := blueFieldNetdevs(env, outs); r.Remedy != "" && len(bf) > 0 {
+		r.Remedy += "\n" + render(dpuQoSNote, Slots{"netdevs": strings.Join(bf, ", ")})
+	}
 	r.Expected = "PFC on the priority the RoCE traffic really uses (rdma_cm's default ToS, else ToS 0, or the expected class), trust dscp (or pcp with tagged traffic), ECN on the PFC priority; " + howAppsChooseTC
 	r.Details = append(t.details, notJudged...)
 	r.Evidence = map[string]any{"netdevs": t.evs, "expect_lossless": expectLossless}

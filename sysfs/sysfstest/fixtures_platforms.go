@@ -560,6 +560,16 @@ func init() {
 		return Build(h)
 	}, PlatformVerdict{Check: "rdma.devices", Status: "fail", Finding: "rdma.devices/not-registered-bluefield", Exit: 14,
 		Says: []string{"roce enable"}, Never: []string{"modprobe -r", "devlink dev reload"}})
+	// The x86 host of a BlueField-3 with PFC off on its ports. Must get:
+	// roce.lossless warn (lossy), exit 0, the fix saying that in DPU mode
+	// the settings are made on the DPU's Arm OS, on the uplink.
+	stated("bf3-dpu-host-pfc-off", func() *Tree {
+		h := BF3HostSide("bf3-dpu-host03")
+		t := Build(h)
+		SetPFC(t, "ens1f0np0", 0)
+		SetPFC(t, "ens1f1np1", 0)
+		return t
+	}, PlatformVerdict{Check: "roce.lossless", Status: "warn", Finding: "roce.lossless/lossy", Says: []string{"DPU's Arm OS", "p0"}})
 	// The BlueField-3's Arm OS in DPU mode: uplinks in OVS without an
 	// address, host-PF and SF representors, the Arm's SFs with addresses.
 	// Must get: every check pass or skip (representors and OVS-enslaved
