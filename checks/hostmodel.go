@@ -342,7 +342,18 @@ func transportTally(ports []*PortModel) string {
 	}
 	var parts []string
 	for _, t := range order {
-		parts = append(parts, fmt.Sprintf("%s: %s", t, strings.Join(by[t], ", ")))
+		labels := by[t]
+		if len(labels) > tallyListMax {
+			// An EFA instance has 32 ports: a count and the ends of the
+			// list read better than every name.
+			parts = append(parts, fmt.Sprintf("%s: %d ports (%s, %s, …, %s)", t, len(labels), labels[0], labels[1], labels[len(labels)-1]))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", t, strings.Join(labels, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
+
+// tallyListMax is how many ports of one transport transportTally names
+// one by one.
+const tallyListMax = 8
