@@ -62,6 +62,10 @@ type Result struct {
 	// exist and work, so the checks that need this one still judge them
 	// and the run's gating (Run) does not block them.
 	BlocksNothing bool
+	// NothingBeyond marks a skip that leaves the checks needing this one
+	// nothing to judge (a cloud VM without RDMA by its machine type): they
+	// are skipped as blocked by it instead of failing on what cannot exist.
+	NothingBeyond bool
 	// Findings are the declared findings the result was rendered from,
 	// one per unit judged (finding.go).
 	Findings []report.Finding

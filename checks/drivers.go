@@ -23,6 +23,11 @@ type Driver struct {
 	// NICs under this PCI driver: i40e drives many Intel NICs, and only the
 	// X722 has an RDMA engine.
 	DeviceIDs []uint16
+	// RDMAOptional: the PCI driver also drives functions that run no
+	// RDMA (ionic: the RDMA engine is a firmware capability of the LIF,
+	// IONIC_LIF_CAP_RDMA), so a function is an RDMA NIC only when an RDMA
+	// device sits on it or the RDMA module is loaded.
+	RDMAOptional bool
 }
 
 // covers reports whether a function bound to d's PCI driver is an RDMA NIC.
@@ -58,8 +63,20 @@ var drivers = []*Driver{
 	{PCIDriver: "cxgb4", Modules: []string{"cxgb4", "iw_cxgb4"}, Provider: "cxgb4", Vendor: 0x1425, Family: "Chelsio T5/T6 iWARP", DevPrefix: "cxgb4_"},
 	{PCIDriver: "erdma", Modules: []string{"erdma"}, Provider: "erdma", Vendor: 0x1ded, Family: "Alibaba Elastic RDMA", DevPrefix: "erdma"},
 	{PCIDriver: "mana", Modules: []string{"mana", "mana_ib"}, Provider: "mana", Vendor: 0x1414, Family: "Microsoft Azure MANA", DevPrefix: "mana_"},
+	// AMD Pensando (Pollara 400, DSC): the ionic Ethernet driver adds an
+	// auxiliary device for a LIF with IONIC_LIF_CAP_RDMA
+	// (ionic_auxbus_register), ionic_rdma (drivers/infiniband/hw/ionic)
+	// registers "ionic_%d" on the PCI function; rdma-core's provider is
+	// ionic.
+	{PCIDriver: "ionic", Modules: []string{"ionic", "ionic_rdma"}, Provider: "ionic", Vendor: 0x1dd8, Family: "AMD Pensando (ionic)", DevPrefix: "ionic_",
+		RDMAOptional: true},
 	{PCIDriver: "hfi1", Modules: []string{"hfi1"}, Provider: "hfi1verbs", Vendor: 0x8086, Family: "Intel Omni-Path (hfi1)", DevPrefix: "hfi1_",
 		DeviceIDs: []uint16{0x24f0, 0x24f1}},
+	// Cornelis Omni-Path Express (CN5000) under the hfi1 of Cornelis's OPX
+	// suite: the same driver, modules and provider as Intel's OPA 100
+	// (the IDs are inferred: vendor 0x434e).
+	{PCIDriver: "hfi1", Modules: []string{"hfi1"}, Provider: "hfi1verbs", Vendor: 0x434e, Family: "Cornelis Omni-Path Express (hfi1)", DevPrefix: "hfi1_",
+		DeviceIDs: []uint16{0x0001}},
 	{Modules: []string{"rdma_rxe"}, Provider: "rxe", Family: "Soft-RoCE (rxe)", Software: true, DevPrefix: "rxe"},
 	{Modules: []string{"siw"}, Provider: "siw", Family: "Soft-iWARP (siw)", Software: true, DevPrefix: "siw"},
 }
@@ -113,11 +130,12 @@ func DriverByPCI(name string) *Driver {
 // driverForFunction returns the table entry of the driver bound to fn when
 // that driver makes fn an RDMA NIC, nil otherwise.
 func driverForFunction(fn sysfs.PCIFunction) *Driver {
-	d := DriverByPCI(fn.Driver)
-	if d == nil || !d.covers(fn) {
-		return nil
+	for _, d := range drivers {
+		if d.PCIDriver != "" && d.PCIDriver == fn.Driver && d.covers(fn) {
+			return d
+		}
 	}
-	return d
+	return nil
 }
 
 // softwareDriver guesses a software device's driver from its name or the
@@ -192,7 +210,7 @@ var mellanoxProducts = map[uint16]string{
 var vendorNames = map[uint16]string{
 	0x15b3: "Mellanox/NVIDIA", 0x14e4: "Broadcom", 0x8086: "Intel", 0x1d0f: "Amazon",
 	0x1077: "QLogic/Marvell", 0x19e5: "Huawei", 0x1425: "Chelsio", 0x1ded: "Alibaba",
-	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)",
+	0x1414: "Microsoft", 0x1af4: "Red Hat (virtio)", 0x1ae0: "Google", 0x1dd8: "AMD Pensando", 0x434e: "Cornelis Networks",
 }
 
 // VendorName names a PCI vendor ID, or prints it.
@@ -253,7 +271,7 @@ var knownRDMANICs = map[[2]uint16]string{
 // productNames names RDMA NICs of other vendors by their PCI IDs (the
 // pci.ids names), where the ID alone says more than "Ethernet controller".
 var productNames = map[[2]uint16]string{
-	{0x8086, 0x24f0}: "Intel Omni-Path HFI 100", {0x8086, 0x24f1}: "Intel Omni-Path HFI 100 (integrated)",
+	{0x8086, 0x24f0}: "Intel Omni-Path HFI 100", {0x8086, 0x24f1}: "Intel Omni-Path HFI 100 (integrated)", {0x434e, 0x0001}: "Cornelis CN5000",
 	{0x8086, 0x1592}: "Intel E810-C (QSFP)", {0x8086, 0x1593}: "Intel E810-C (SFP)", {0x8086, 0x159b}: "Intel E810-XXV (SFP)",
 	{0x14e4, 0x1750}: "Broadcom BCM57508", {0x14e4, 0x1751}: "Broadcom BCM57504", {0x14e4, 0x1760}: "Broadcom BCM57608",
 	{0x1d0f, 0xefa0}: "AWS EFA", {0x1d0f, 0xefa1}: "AWS EFA (2nd gen)", {0x1d0f, 0xefa2}: "AWS EFA (3rd gen)", {0x1d0f, 0xefa3}: "AWS EFA (4th gen)",
@@ -261,4 +279,5 @@ var productNames = map[[2]uint16]string{
 	{0x19e5, 0xa222}: "HiSilicon HNS3 25GE RDMA", {0x19e5, 0xa224}: "HiSilicon HNS3 50GE RDMA", {0x19e5, 0xa226}: "HiSilicon HNS3 100GE RDMA",
 	{0x19e5, 0xa228}: "HiSilicon HNS3 200GE RDMA", {0x1ded, 0x107f}: "Alibaba Elastic RDMA", {0x1414, 0x00ba}: "Microsoft Azure MANA",
 	{0x1425, 0x6408}: "Chelsio T62100-CR", {0x1425, 0x6410}: "Chelsio T6225-CR", {0x1d0f, 0xec20}: "AWS ENA",
+	{0x1ae0, 0x0042}: "Google gVNIC", {0x1dd8, 0x1002}: "AMD Pensando DSC/Pollara Ethernet PF",
 }

@@ -92,7 +92,11 @@ type PortModel struct {
 	// (moved into a container by a CNI, or the reader is in a container).
 	NetdevHere  bool
 	Representor bool // an eswitch representor port (switchdev mode)
-	TopoErr     error
+	// OVSPort: the netdev is a port of Open vSwitch's datapath (its master
+	// is ovs-system), a switch port such as a DPU's uplink: it forwards
+	// others' traffic and carries no address of its own.
+	OVSPort bool
+	TopoErr error
 }
 
 // IsVF reports whether the port's device is a VF or sub-function: no IP on
@@ -272,6 +276,7 @@ func classifyPort(h *sysfs.Host, s *Survey, dm *DeviceModel, p sysfs.RDMAPort) *
 		pm.Uppers = uppersHere(h, p, pm.Netdev) // hostmodel_netns.go
 	}
 	pm.Representor = topo.Representor()
+	pm.OVSPort = topo.Master == "ovs-system"
 	pm.DCBNetdevs = []string{pm.Netdev}
 	if topo.Bond {
 		slaves, _ := h.BondSlaves(pm.Netdev)
@@ -390,7 +395,18 @@ func transportTally(ports []*PortModel) string {
 	}
 	var parts []string
 	for _, t := range order {
-		parts = append(parts, fmt.Sprintf("%s: %s", t, strings.Join(by[t], ", ")))
+		labels := by[t]
+		if len(labels) > tallyListMax {
+			// An EFA instance has 32 ports: a count and the ends of the
+			// list read better than every name.
+			parts = append(parts, fmt.Sprintf("%s: %d ports (%s, %s, …, %s)", t, len(labels), labels[0], labels[1], labels[len(labels)-1]))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", t, strings.Join(labels, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
+
+// tallyListMax is how many ports of one transport transportTally names
+// one by one.
+const tallyListMax = 8

@@ -413,8 +413,15 @@ func judgeProviders(h *sysfs.Host, s *Survey, lib *libCandidate, family string) 
 	ev["config_dir"] = h.Display(sysfs.LibibverbsConfDir)
 	var fs []report.Finding
 	var evList []map[string]any
+	packages := providerPackages(family)
+	if c := h.Container(); c != "" {
+		// Installed into a running container, a package is gone with
+		// the container: the providers belong in its image.
+		packages += " — in this container (" + c + "), in its image: add that install to the image's build (a Dockerfile RUN line) " +
+			"and redeploy, since a package installed into a running container is lost when it restarts"
+	}
 	for _, name := range need.order {
-		pv := pl.judge(name, need.devices[name], providerPackages(family))
+		pv := pl.judge(name, need.devices[name], packages)
 		evList = append(evList, pv.evidence)
 		fs = append(fs, pv.finding)
 		details = append(details, pv.detail)
@@ -535,7 +542,7 @@ func (pl providerLayout) judge(name string, devs []string, packages string) prov
 	if len(problems) > 0 {
 		pe["status"] = "missing"
 		why := strings.Join(problems, "; ")
-		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages)),
+		return providerVerdict{evidence: pe, finding: libProviderMissing.At(name, slots.with("cause", why, "provider_packages", packages+newerProviders[name])),
 			detail: fmt.Sprintf("provider %s for %s: MISSING — %s", name, on, why)}
 	}
 	pe["status"] = "ok"
@@ -659,4 +666,12 @@ func LocateLibibverbs(h *sysfs.Host, explicit string) (path, file string) {
 		return "", ""
 	}
 	return li.picked.path, li.picked.chain.Final
+}
+
+// newerProviders say where a provider comes from when distributions'
+// rdma-core releases of the last years do not carry it yet: installing
+// their provider package then does not help.
+var newerProviders = map[string]string{
+	"ionic": "; the ionic provider (AMD Pensando) is in rdma-core only from its 2025 releases on: with an older distribution rdma-core, " +
+		"install a newer rdma-core or AMD's user-space package for the card (ionic-common), then check `ls <libdir>/libibverbs/libionic-rdmav*.so`",
 }

@@ -16,10 +16,14 @@ func init() {
 		Title: "an RDMA-capable PCI function is present with its driver bound",
 		Explain: Explanation{
 			Judges: "Lists every PCI function under /sys/bus/pci/devices and keeps those that are RDMA NICs, whatever driver holds them: " +
-				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, i40e for the X722 only, efa, qede, hns3, cxgb4, erdma, mana), " +
+				"a bound driver from the vendor-neutral table (mlx5_core, mlx4_core, bnxt_en, ice, i40e for the X722 only, efa, qede, hns3, cxgb4, erdma, mana, " +
+				"ionic, hfi1 for Intel OPA and Cornelis CN5000), " +
 				"or a function whose IDs are an RDMA NIC (every Mellanox/NVIDIA ConnectX/BlueField network function, EFA, erdma, MANA, X722) — unbound, " +
 				"or held by a driver outside the table such as vfio-pci. An SR-IOV VF held by vfio-pci is assigned to a VM and not judged. " +
-				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too.",
+				"Software RDMA devices (rxe, siw) under /sys/class/infiniband count too. A host with none is told apart by what it has: a cloud VM whose only NICs " +
+				"are paravirtual ones without RDMA (gVNIC, ENA) has no RDMA by its machine type and skips, blocking the checks that need a device; " +
+				"a host whose RoCE ports are integrated in Intel Gaudi accelerators without their network drivers fails naming them. ionic (AMD Pensando) " +
+				"functions count only with their RDMA device or ionic_rdma loaded, since ionic also drives cards without RDMA.",
 			Why: "Everything else in the RDMA stack hangs off this function. When the card is missing, disabled in firmware, " +
 				"has no driver or is handed to a VM, every later error (no device, no provider, OFED 'mismatch') is an echo of this one.",
 		},
@@ -35,7 +39,7 @@ var (
 		When:    "an RDMA NIC function is bound to its driver from the table",
 		Message: "{function}: driver {driver}"})
 	pciUntabled = declare(Finding{ID: "pci.device/driver-not-in-table", Status: report.Pass,
-		When:    "the kernel registered an RDMA device on a function whose driver is not in rdmadoctor's table (ionic_rdma, usnic_verbs, a newer driver): present, not judged",
+		When:    "the kernel registered an RDMA device on a function whose driver is not in rdmadoctor's table (ocrdma, usnic_verbs, a newer driver): present, not judged",
 		Message: "{device} on {address} (driver {driver}): driver not in rdmadoctor's table, not judged"})
 	pciAssignedVF = declare(Finding{ID: "pci.device/vf-assigned", Status: report.Skip,
 		When:    "an SR-IOV VF is held by vfio-pci or another driver outside the table: assigned to a VM, not judged",
@@ -70,6 +74,18 @@ var (
 			"Give the pod a device of its own (an SR-IOV VF network with the RDMA CNI), run the software-RDMA test in the namespace that holds the device " +
 			"(on the host: `rdma dev` lists it), or use shared mode (`rdma system set netns shared`, which the kernel refuses while other network namespaces exist; " +
 			"do not switch a host whose containers rely on exclusive mode)."})
+	pciCloudVNICOnly = declare(Finding{ID: "pci.device/cloud-vnic-only", Status: report.Skip,
+		When: "no RDMA device, and every network function is a cloud VM's paravirtual NIC that has no RDMA engine (Google gVNIC, AWS ENA): " +
+			"the machine type decides, nothing on the host can add RDMA — nothing to judge",
+		Message: "no RDMA device: this VM's network is {vnics}, which has no RDMA engine — {platform}",
+		Fix:     "Nothing to fix on this host. If this node should have RDMA: {how}"})
+	pciAcceleratorPorts = declare(Finding{ID: "pci.device/accelerator-ports-no-driver", Status: report.Fail,
+		When: "no RDMA device, and the host's RoCE ports are integrated in its accelerators (Intel Gaudi), which have no RDMA device " +
+			"because their network and RDMA drivers are not installed",
+		Message: "no RDMA device: the RoCE ports of {accelerators} are integrated in the accelerators, and no driver registered them",
+		Fix: "The upstream kernel's habanalabs driver runs the accelerators' compute only; their integrated RoCE ports need Intel's Gaudi " +
+			"software (its habanalabs driver package with the network and RDMA drivers, and its rdma-core provider): install it as Intel's " +
+			"Gaudi installation guide says, then check the ports with `hl-smi` and `ibv_devices`."})
 	pciDeviceBusUnreadable = declare(Finding{ID: "pci.device/bus-unreadable", Status: report.Error,
 		When:    "the PCI bus (/sys/bus/pci/devices) could not be listed",
 		Message: "could not list PCI functions: {cause}",
@@ -93,10 +109,16 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 	}
 	c := sortNICs(s)
 	fs := append(append([]report.Finding(nil), c.findings...), c.untabled...)
+	var cloud Slots // set when the VM has no RDMA by its machine type
 	if len(c.boundNICs)+len(c.foreignNICs)+len(c.unbound)+len(c.untabled) == 0 {
 		// No RDMA NIC the host can use, nor one of a driver outside the table.
 		if len(c.softNames) > 0 {
 			fs = append(fs, pciSoftwareOnly.At("", Slots{"devices": strings.Join(c.softNames, ", ")}))
+		} else if accel := acceleratorPorts(s.PCI); accel != "" {
+			fs = append(fs, pciAcceleratorPorts.At("", Slots{"accelerators": accel}))
+		} else if slots, ok := cloudVNICOnly(s.PCI); ok {
+			fs = append(fs, pciCloudVNICOnly.At("", slots))
+			cloud = slots
 		} else {
 			fs = append(fs, noDeviceFinding(env, s))
 		}
@@ -114,6 +136,10 @@ func runPCIDevice(_ context.Context, env *Env) Result {
 		r.Details = append([]string{"Soft-RoCE/Soft-iWARP run the real verbs API over an ordinary netdev: good for tests, not for production performance."}, c.assigned...)
 	default:
 		noNICView(env, s, c, &r)
+		if cloud != nil {
+			r.Expected, r.NothingBeyond = "an RDMA NIC, where the machine type has one", true
+			r.Details = append(r.Details, "If this node should have RDMA: "+cloud["how"])
+		}
 	}
 	r.Evidence = map[string]any{"pci_functions_scanned": len(s.PCI), "rdma_nics": c.nicEv, "software_devices": c.softNames}
 	return r
@@ -369,4 +395,81 @@ func firstOr(s []string, def string) string {
 		return s[0]
 	}
 	return def
+}
+
+// cloudVNIC is a cloud VM's paravirtual NIC that has no RDMA engine: on
+// its platform RDMA comes as other functions (an EFA beside the ENA;
+// ConnectX-7 VFs on GCP's RDMA machine types), never from it.
+type cloudVNIC struct {
+	name, driver string
+	platform     string // what moves the accelerators' data there instead
+	how          string // how a node of that cloud gets RDMA
+}
+
+// cloudVNICs are the paravirtual NICs known to have no RDMA engine, by
+// vendor:device: gVNIC (drivers/net/ethernet/google/gve: PCI_VENDOR_ID_GOOGLE
+// 0x1ae0, PCI_DEV_ID_GVNIC 0x0042) and ENA (drivers/net/ethernet/amazon/ena:
+// 1d0f:ec20, ec21; EFA is its own function, 1d0f:efa*).
+var cloudVNICs = map[[2]uint16]cloudVNIC{
+	{0x1ae0, 0x0042}: {name: "Google gVNIC", driver: "gve",
+		platform: "on Google Cloud, A3 High and A3 Mega move GPU data with GPUDirect-TCPX/TCPXO over gVNIC (TCP, not RDMA; rdmadoctor does not judge it)",
+		how:      "use a machine type with an RDMA network (A3 Ultra, A4, H4D: ConnectX-7 VFs running RoCE) and attach its RDMA network interfaces (nic-type MRDMA/IRDMA) at creation."},
+	{0x1d0f, 0xec20}: {name: "AWS ENA", driver: "ena", platform: "on EC2, RDMA is an EFA, a PCI function of its own that this instance does not have",
+		how: "launch an EFA-capable instance type with EFA network interfaces (`--network-interfaces ... InterfaceType=efa`), or attach one to the stopped instance; then install the EFA driver (the AWS EFA installer)."},
+	{0x1d0f, 0xec21}: {name: "AWS ENA", driver: "ena", platform: "on EC2, RDMA is an EFA, a PCI function of its own that this instance does not have",
+		how: "launch an EFA-capable instance type with EFA network interfaces (`--network-interfaces ... InterfaceType=efa`), or attach one to the stopped instance; then install the EFA driver (the AWS EFA installer)."},
+}
+
+// cloudVNICOnly reports whether every network-class function of the host
+// is one cloud's paravirtual NIC without RDMA, with the finding's slots:
+// such a VM has no RDMA by its machine type, not by a fault on it.
+func cloudVNICOnly(fns []sysfs.PCIFunction) (Slots, bool) {
+	var kind *cloudVNIC
+	count := 0
+	for _, fn := range fns {
+		if fn.Class>>16 != 0x02 {
+			continue // not a network controller
+		}
+		v, ok := cloudVNICs[[2]uint16{fn.Vendor, fn.Device}]
+		if !ok || (kind != nil && kind.name != v.name) {
+			return nil, false
+		}
+		kind = &v
+		count++
+	}
+	if kind == nil {
+		return nil, false
+	}
+	return Slots{"vnics": fmt.Sprintf("%d × %s (%s)", count, kind.name, kind.driver), "platform": kind.platform, "how": kind.how}, true
+}
+
+// rdmaAccelerators are accelerators whose RoCE ports are integrated on the
+// accelerator's own PCI function (read: drivers/accel/habanalabs, PCI
+// vendor 0x1da3; Gaudi 2 is 0x1020; Gaudi 3's 0x1060 is inferred). The
+// upstream kernel drives their compute only: the network and RDMA drivers
+// come with Intel's Gaudi software.
+var rdmaAccelerators = map[[2]uint16]string{
+	{0x1da3, 0x1020}: "Intel Gaudi 2", {0x1da3, 0x1060}: "Intel Gaudi 3",
+}
+
+// acceleratorPorts names the host's accelerators with integrated RoCE
+// ports ("8 × Intel Gaudi 3"), "" when it has none.
+func acceleratorPorts(fns []sysfs.PCIFunction) string {
+	counts := map[string]int{}
+	var names []string
+	for _, fn := range fns {
+		name, ok := rdmaAccelerators[[2]uint16{fn.Vendor, fn.Device}]
+		if !ok {
+			continue
+		}
+		if counts[name] == 0 {
+			names = append(names, name)
+		}
+		counts[name]++
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%d × %s", counts[n], n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -19,7 +19,8 @@ func init() {
 			Judges: "For every RDMA NIC function (PFs and VFs; a VF held by vfio-pci is assigned to a VM and not judged) looks for its RDMA device: <function>/infiniband/<dev> " +
 				"or a /sys/class/infiniband entry whose device link points at the function. Software devices (rxe, siw) count for themselves. " +
 				"A NIC without a device is named with the reason that can be seen: its driver unbound or a passthrough driver bound, its RDMA module (mlx5_ib, bnxt_re, irdma, …) " +
-				"or ib_core not loaded, or the modules loaded and the device still not registered. A PF of an mlx5 RoCE LAG has no device of its own — the LAG's mlx5_bond_N, on the first PF, " +
+				"or ib_core not loaded, or the modules loaded and the device still not registered (on a BlueField seen from its host, the fix is the DPU's Arm OS, " +
+				"never a reload on the host). A PF of an mlx5 RoCE LAG has no device of its own — the LAG's mlx5_bond_N, on the first PF, " +
 				"serves the bond — and counts as served. A device the kernel registered (its /sys/class/infiniband_verbs/uverbsN names it) that this network namespace " +
 				"does not show is said as such, the namespace first; in RDMA netns mode exclusive, when this namespace holds devices of its own (a pod given a VF's " +
 				"device by the RDMA CNI), the devices other namespaces hold are listed, not judged.",
@@ -179,6 +180,16 @@ var (
 			" For a VF, the PF's owner can have disabled its RoCE capability: `devlink port show` lists the PF {pf}'s VF ports (eswitch in switchdev mode), " +
 			"`devlink port function set pci/{pf}/<port index> roce enable` turns it back on (kernel 6.2 or newer; set it while the VF is not bound to mlx5_core)." +
 			mlx5LinkType + notRegisteredTail})
+	devicesNotRegisteredBlueField = declare(Finding{ID: "rdma.devices/not-registered-bluefield", Status: report.Fail,
+		When: "the same, on a BlueField DPU's function seen from its host: in DPU mode the DPU's Arm OS owns the function's capabilities, " +
+			"so no reload on this host changes them",
+		Message: notRegisteredMessage,
+		Fix: "{functions}: this is a BlueField DPU's function. In DPU mode (the default) its Arm OS owns the function: there, " +
+			"`devlink port show` lists this host's PF as an external controller's port (c1pf0, netdev pf0hpf) and " +
+			"`devlink port function set <that port> roce enable` gives it RoCE back; " +
+			"`mlxconfig -d {addr} query INTERNAL_CPU_OFFLOAD_ENGINE` says the mode (0 DPU mode, 1 NIC mode). " +
+			"Read `dmesg | grep -i -e {prefix} -e infiniband` on this host for the driver's reason. In NIC mode the host owns the function as a ConnectX: " +
+			"see `rdmadoctor explain rdma.devices/not-registered-mlx5`.{netns_fix}"})
 	devicesModulesUnknown = declare(Finding{ID: "rdma.devices/not-registered-modules-unknown", Status: report.Fail,
 		When:    "the function registered no RDMA device and the loaded modules could not be read to say why",
 		Message: "no RDMA device registered (modules unknown: {cause}){netns_note}",

@@ -31,7 +31,7 @@ func TestRDMADevicesFindings(t *testing.T) {
 		{"software device", netFixture("rxe-softroce"), []findingRef{{"rdma.devices/present", ""}, {"rdma.devices/software", "rxe0"}}},
 		{"sub-functions", netFixture("bf3-subfunctions"),
 			[]findingRef{{"rdma.devices/registered", "0000:3b:00.0"}, {"rdma.devices/present", ""}, {"rdma.devices/sub-function", "mlx5_2"}, {"rdma.devices/sub-function", "mlx5_3"}}},
-		{"a driver outside the table", netFixture("unknown-driver-nic"), []findingRef{{"rdma.devices/present", ""}, {"rdma.devices/other-driver", "ionic_0"}}},
+		{"a driver outside the table", netFixture("unknown-driver-nic"), []findingRef{{"rdma.devices/present", ""}, {"rdma.devices/other-driver", "ocrdma0"}}},
 		{"hidden by the namespace", netFixture("netns-exclusive-container"),
 			[]findingRef{{"rdma.devices/other-netns", "0000:3b:00.0"}, {"rdma.devices/other-netns", "0000:3b:00.1"}}},
 		{"passthrough", netFixture("mlx5-vfio-passthrough"),

@@ -157,6 +157,8 @@ func (l *deviceLookup) notRegistered(n NIC, slots Slots) (*Finding, Slots) {
 		return devicesModulesUnknown, slots.with("cause", l.modErr.Error())
 	case n.Driver.PCIDriver == "mlx4_core":
 		return devicesNotRegisteredMLX4, slots
+	case n.Fn.Vendor == 0x15b3 && strings.HasPrefix(mellanoxProducts[n.Fn.Device], "BlueField"):
+		return devicesNotRegisteredBlueField, slots
 	case n.Driver.Vendor == 0x15b3 && n.Fn.PhysFn != "":
 		return devicesNotRegisteredMLX5VF, slots
 	case n.Driver.Vendor == 0x15b3:

@@ -30,7 +30,8 @@ func init() {
 				"is RoCE v2 where that file exists — rdmadoctor never creates configfs entries, so otherwise the mode is unknown and judged from the GID types; " +
 				"and the netdev MTU with the RoCE active MTU it allows (the largest of 256…4096 that fits with the RoCE headers). InfiniBand-only hosts skip. " +
 				"Kinds: a PF's port is judged on its netdev and the devices stacked on it (VLAN, macvlan, bond; a RoCE LAG on its bond). " +
-				"A VF's, sub-function's or representor's port needs no address on the host (a hypervisor's pool: listed, not failed) and is not judged when its " +
+				"A port whose netdev is an Open vSwitch port (master ovs-system, as a DPU's uplink is) is a switch port with no address of its own. " +
+				"A VF's, sub-function's or representor's port (a DPU's representor of its host's PF, c1pf0, included) needs no address on the host (a hypervisor's pool: listed, not failed) and is not judged when its " +
 				"netdev has moved to another namespace; a VF whose netdev is here while its PF's is not was handed to this namespace (a pod's SR-IOV VF) and " +
 				"must have an address. In a pod or container in RDMA netns mode shared, a port whose netdev is the host's is judged through the interfaces of " +
 				"this namespace that carry it — a Multus macvlan or ipvlan (net1), tied to the port by a GID of its own address under its name, as the kernel " +
@@ -445,6 +446,8 @@ func (rj *roceJudge) netdevState(pm *PortModel, f *roceFindings, ev map[string]a
 			f.add(roceConfigVFNoIP) // roce_config_netns.go
 		case pm.IsVF() || pm.Representor:
 			*line += "; no IP on the host (" + noIPWhy(pm) + ")"
+		case pm.OVSPort:
+			*line += "; no IP (an Open vSwitch port: the bridge forwards others' traffic through it; this host's own RDMA uses an interface of its own)"
 		case len(backup) > 0:
 			// Its addresses are the bond's: on the active slave's port.
 		case len(pm.Uppers) > 0:

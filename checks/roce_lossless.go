@@ -46,7 +46,9 @@ func init() {
 				"are the PF's business), where PFC, trust and ECN live: the port's netdev, or on an mlx5 RoCE LAG each slave of the bond (the bond " +
 				"itself answers EOPNOTSUPP). PFC from DCB netlink (RTM_GETDCB / DCB_CMD_IEEE_GET: the pfc_en bitmap of struct ieee_pfc); the trust mode " +
 				"from MLNX_OFED's /sys/class/net/<if>/qos/trust, else DSCP entries in the DCB IEEE APP table (trust dscp) or none (trust pcp); ECN per " +
-				"priority from /sys/class/net/<if>/ecn/roce_np|roce_rp/enable/<prio> where those files exist. The traffic judged is the class RoCE " +
+				"priority from /sys/class/net/<if>/ecn/roce_np|roce_rp/enable/<prio> where those files exist; on Broadcom bnxt_re, whose congestion control " +
+				"lives in the firmware, enable_cc and tos_ecn (ECT on RoCE packets) from debugfs /sys/kernel/debug/bnxt_re/<PCI address>/cc_config " +
+				"where root can read it. A ConnectX VF with no PF in view (a VM's) is not judged: its PFC is the PF's. The traffic judged is the class RoCE " +
 				"applications really use: the expected class (--roce-tc, or roce_tc in the expectations file) when given, rdma_cm's default_roce_tos " +
 				"where set (rdmadoctor never creates configfs entries), MLNX_OFED/DOCA-OFED's global traffic class where " +
 				"/sys/class/infiniband/<dev>/tc/<port>/traffic_class reads \"Global tclass=<N>\" (it overrides the class the applications and rdma_cm ask for, so it " +
@@ -256,6 +258,10 @@ func losslessTargets(env *Env) ([]*losslessPort, []string, Result) {
 	var lines []string
 	for _, pm := range env.Model().Ports {
 		reason := losslessNotJudged(pm)
+		if product := vfByDeviceID(env.Survey(), pm); reason == "" && pm.Transport == RoCE && product != "" {
+			reason = "a " + product + " with no PF in view: PFC, trust and ECN are the PF's, set where the PF is " +
+				"(the hypervisor host, for a VM) — nothing to set here"
+		}
 		switch {
 		case pm.Transport != RoCE:
 			other = append(other, pm)
@@ -435,12 +441,18 @@ func (lj *losslessJudge) judge(t *losslessPort) losslessOutcome {
 	}
 	o.ev["vlan"] = vlan
 	ecn := lj.h.ECN(nd)
-	o.ecnKnown = ecn.Present
+	bnxt := lj.bnxtCCOf(t, ecn)
+	o.ecnKnown = ecn.Present || bnxt.Present
 	lj.judgePFC(nd, v, classes, ecn, &o)
 	lj.judgeExpectedPriority(t, nd, v, &o)
-	lj.judgeECN(nd, v, ecn, head, &o)
+	ecnText := ecnSummary(ecn)
+	if bnxt.Dir != "" {
+		ecnText = lj.judgeBnxtCC(nd, v, bnxt, head, &o)
+	} else {
+		lj.judgeECN(nd, v, ecn, head, &o)
+	}
 	lj.judgeTrust(nd, v, classes, vlan, &o)
-	line := fmt.Sprintf("%s: PFC on %s, trust %s (%s), ECN %s", head, priorityList(v.pfc), v.trust, v.trustFrom, ecnSummary(ecn))
+	line := fmt.Sprintf("%s: PFC on %s, trust %s (%s), ECN %s", head, priorityList(v.pfc), v.trust, v.trustFrom, ecnText)
 	if vlan {
 		line += ", VLAN netdev"
 	}
@@ -754,6 +766,9 @@ func losslessResult(env *Env, outs []losslessOutcome, notJudged []string) Result
 	if len(notJudged) > 0 && r.Status != report.Error {
 		r.Summary += losslessNotJudgedEnd.render(Slots{"count": fmt.Sprint(len(notJudged))})
 	}
+	if bf := blueFieldNetdevs(env, outs); r.Remedy != "" && len(bf) > 0 {
+		r.Remedy += "\n" + render(dpuQoSNote, Slots{"netdevs": strings.Join(bf, ", ")})
+	}
 	r.Expected = "PFC on the priority the RoCE traffic really uses (rdma_cm's default ToS, else ToS 0, or the expected class), trust dscp (or pcp with tagged traffic), ECN on the PFC priority; " + howAppsChooseTC
 	r.Details = append(t.details, notJudged...)
 	r.Evidence = map[string]any{"netdevs": t.evs, "expect_lossless": expectLossless}
@@ -861,4 +876,18 @@ func init() {
 		o.RoCETCSet = o.RoCETC >= 0
 		return nil
 	})
+}
+
+// vfByDeviceID tells an SR-IOV VF that shows no physfn link — a VF passed
+// into a VM, where the guest sees no PF — by its ConnectX VF device ID
+// (GCP's A3 Ultra/A4 and Azure's HPC VMs get ConnectX-6/7 VFs): the kernel
+// answers DCB with EOPNOTSUPP on it, and its lossless setup is the PF's.
+// It returns the VF's product name, "" when the port is no such VF.
+func vfByDeviceID(s *Survey, pm *PortModel) string {
+	for _, fn := range s.PCI {
+		if fn.Address == pm.Device.Dev.PCIAddr && fn.Vendor == 0x15b3 && strings.HasSuffix(mellanoxProducts[fn.Device], " VF") {
+			return mellanoxProducts[fn.Device] + " (" + fn.Address + ")"
+		}
+	}
+	return ""
 }

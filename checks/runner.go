@@ -193,7 +193,8 @@ func (t *checkTurn) run(ctx context.Context, env *Env, c *Check) {
 		waive(env.Expect, &t.result)
 	}
 	t.took = time.Since(start)
-	if (t.result.Status == report.Fail || t.result.Status == report.Error) && !t.result.BlocksNothing {
+	if (t.result.Status == report.Fail || t.result.Status == report.Error) && !t.result.BlocksNothing ||
+		t.result.Status == report.Skip && t.result.NothingBeyond {
 		t.blocks = c.ID
 	}
 }
@@ -251,7 +252,7 @@ const RunCutPrefix = "not run"
 // below the run's level proved nothing, and keeps its older record).
 var (
 	runBlocked = declare(Finding{ID: report.FindingBlocked, Status: report.Skip,
-		When:    "a check it needs failed or could not look: the first red line is the cause, not this one",
+		When:    "a check it needs failed or could not look (the first red line is the cause, not this one), or found nothing for it to judge",
 		Message: "blocked by {check}"})
 	runBelowLevel = declare(Finding{ID: report.FindingBelowLevel, Status: report.Skip,
 		When:    "the check creates verbs resources (level 2) and the run was level 1",

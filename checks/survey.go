@@ -32,13 +32,13 @@ func (n NIC) AssignedVF() bool { return n.Foreign != "" && n.Fn.PhysFn != "" }
 func takeSurvey(h *sysfs.Host) *Survey {
 	s := &Survey{}
 	s.PCI, s.PCIErr = h.PCIFunctions()
+	s.Devices, s.DevicesErr = h.RDMADevices()
+	mods, _ := h.ReadModules()
 	for _, fn := range s.PCI {
-		if n, ok := classifyNIC(fn); ok {
+		if n, ok := classifyNIC(fn); ok && (!n.Driver.RDMAOptional || len(s.DevicesOf(fn.Address)) > 0 || moduleInUse(mods)(n.Driver.RDMAModule())) {
 			s.NICs = append(s.NICs, n)
 		}
 	}
-	s.Devices, s.DevicesErr = h.RDMADevices()
-	mods, _ := h.ReadModules()
 	for i, n := range s.NICs {
 		name := ""
 		if devs := s.DevicesOf(n.Fn.Address); len(devs) > 0 {

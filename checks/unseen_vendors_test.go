@@ -38,12 +38,12 @@ func TestUnseenVendorsPCIDevice(t *testing.T) {
 			contains: []string{"AWS EFA (3rd gen) (efa) ×32"}, lacks: []string{"ENA"}},
 		{name: "siw only warns", dir: netFixture("siw-softiwarp"), status: report.Warn, findings: []findingRef{{"pci.device/software-only", ""}},
 			contains: []string{"siw0 on enp0s3"}},
-		// ionic_rdma registered ionic_0: an RDMA NIC the table does not
+		// ocrdma registered ocrdma0: an RDMA NIC the table does not
 		// know is present, not missing; it was once "no RDMA-capable PCI
 		// function" (exit 10) on a working host.
 		{name: "driver outside the table", dir: netFixture("unknown-driver-nic"), status: report.Pass,
 			findings: []findingRef{{"pci.device/driver-not-in-table", "0000:c3:00.0"}},
-			contains: []string{"ionic_0 on 0000:c3:00.0 (driver ionic)"}, lacks: []string{"no RDMA-capable PCI function", "seated"}},
+			contains: []string{"ocrdma0 on 0000:c3:00.0 (driver be2net)"}, lacks: []string{"no RDMA-capable PCI function", "seated"}},
 	})
 }
 

@@ -24,10 +24,20 @@ type NetdevTopology struct {
 }
 
 // Representor reports whether the interface is an eswitch representor of a
-// VF or sub-function (phys_port_name "pf0vf3", "pf0sf1", "c1pf0vf3").
+// VF or sub-function (phys_port_name "pf0vf3", "pf0sf1", "c1pf0vf3"), or of
+// a PCI PF — a DPU's representor of its host's PF, an external
+// controller's port ("c1pf0"; devlink's __devlink_port_phys_port_name_get
+// prints a PCI_PF port "pf%u", with "c%u" before it for an external
+// controller). An uplink ("p0") is none.
 func (t NetdevTopology) Representor() bool {
 	n := t.PhysPortName
-	return strings.Contains(n, "vf") || strings.Contains(n, "sf")
+	if strings.Contains(n, "vf") || strings.Contains(n, "sf") {
+		return true
+	}
+	if i := strings.Index(n, "pf"); i >= 0 && isDigits(n[i+2:]) && (i == 0 || n[0] == 'c' && isDigits(n[1:i])) {
+		return true
+	}
+	return false
 }
 
 // validIfname rejects names that cannot be an interface's and would walk

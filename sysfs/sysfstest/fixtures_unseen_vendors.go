@@ -125,16 +125,18 @@ func EFAMany() Host {
 	return h
 }
 
-// UnknownDriverNIC is an AMD Pensando DSC (1dd8:1002, ionic + ionic_rdma),
-// a driver outside the table.
+// UnknownDriverNIC is an Emulex OneConnect Skyhawk (10df:0720) with RoCE:
+// be2net binds the function and carries the netdev, ocrdma
+// (drivers/infiniband/hw/ocrdma, ocrdma_register_device: "ocrdma%d") puts
+// its RDMA device on the same function — a driver outside the table.
 func UnknownDriverNIC() Host {
-	return oneNIC("ionic-node01", "6.12.0-1-amd64", append([]string{"ionic_rdma", "ionic"}, cmModules...), NIC{
-		Addr: "0000:c3:00.0", RootPort: "0000:c0:01.1", Vendor: 0x1dd8, Device: 0x1002, Class: 0x020000,
-		SubVendor: 0x1dd8, SubDevice: 0x4001, Driver: "ionic", NUMA: 1,
-		Speed: "16.0 GT/s PCIe", Width: 16, MaxSpeed: "16.0 GT/s PCIe", MaxWidth: 16, BridgeSpeed: "16.0 GT/s PCIe", BridgeWidth: 16,
-		IBDev: "ionic_0", NodeGUID: "0aae:ddff:fe01:0200", FW: "1.8.0",
-		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "200 Gb/sec (4X HDR)", LinkLayer: "Ethernet",
-			Netdev: "enp195s0", MAC: "00:ae:cd:01:02:00", MTU: 9000, OperUp: true, Addrs: []string{"192.0.2.110/24"}}},
+	return oneNIC("ocrdma-node01", "6.12.0-1-amd64", append([]string{"ocrdma", "be2net"}, cmModules...), NIC{
+		Addr: "0000:c3:00.0", RootPort: "0000:c0:01.1", Vendor: 0x10df, Device: 0x0720, Class: 0x020000,
+		SubVendor: 0x10df, SubDevice: 0xe800, Driver: "be2net", NUMA: 1,
+		Speed: "8.0 GT/s PCIe", Width: 8, MaxSpeed: "8.0 GT/s PCIe", MaxWidth: 8, BridgeSpeed: "16.0 GT/s PCIe", BridgeWidth: 16,
+		IBDev: "ocrdma0", NodeGUID: "0290:faff:fe01:0200", FW: "12.0.1169.0",
+		Ports: []Port{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "10 Gb/sec (1X QDR)", LinkLayer: "Ethernet",
+			Netdev: "enp195s0", MAC: "00:90:fa:01:02:00", MTU: 9000, OperUp: true, Addrs: []string{"192.0.2.110/24"}}},
 	})
 }
 
