@@ -160,6 +160,17 @@ func limits(b []byte, off int, conv func([]byte, int) float64) Limits {
 // package decodes.
 var ErrNotAModule = errors.New("identifier not decoded")
 
+// UnknownIdentifierError is a lower page whose identifier (SFF-8024 Table
+// 4-1) names no layout decoded here; it is ErrNotAModule.
+type UnknownIdentifierError struct{ ID byte }
+
+func (e UnknownIdentifierError) Error() string {
+	return fmt.Sprintf("lower page 00h: identifier 0x%02x: %v", e.ID, ErrNotAModule)
+}
+
+// Is makes errors.Is(err, ErrNotAModule) true.
+func (e UnknownIdentifierError) Is(target error) bool { return target == ErrNotAModule }
+
 // DecodeTransceiver decodes a module's recorded pages by the specification its
 // identifier names.
 func DecodeTransceiver(m ModuleEEPROM) (*Transceiver, error) {
@@ -175,5 +186,5 @@ func DecodeTransceiver(m ModuleEEPROM) (*Transceiver, error) {
 	case specSFF8472:
 		return decodeSFF8472(m, lower)
 	}
-	return nil, fmt.Errorf("lower page 00h: identifier 0x%02x: %w", lower[0], ErrNotAModule)
+	return nil, UnknownIdentifierError{ID: lower[0]}
 }
