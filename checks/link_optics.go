@@ -408,3 +408,20 @@ func readingsText(m *sysfs.Transceiver) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// inventoryModules names each netdev's plug-in module in the inventory,
+// where its EEPROM could be read and decoded.
+func inventoryModules(h *sysfs.Host, nds []report.Netdev) {
+	for i := range nds {
+		raw, found, err := h.ModuleEEPROM(nds[i].Name)
+		if err != nil || !found || raw.Err != "" {
+			continue
+		}
+		m, err := sysfs.DecodeTransceiver(raw)
+		if err != nil {
+			continue
+		}
+		nds[i].Module = &report.Module{Form: m.Form, Spec: m.Spec, Media: m.Media, Vendor: m.Vendor, Part: m.Part,
+			Revision: m.Revision, Serial: m.Serial, Firmware: m.Firmware}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
+	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
@@ -144,5 +145,36 @@ func TestLinkOpticsWording(t *testing.T) {
 	dac := hwResult(t, hwRun(t, netFixture("optics-dac"), checks.Options{}, "link.optics"), "link.optics")
 	if !strings.Contains(dac.Summary, "MCP1600-C003") || !strings.Contains(dac.Summary, "DAC") {
 		t.Errorf("DAC pass does not name the cable: %s", dac.Summary)
+	}
+}
+
+// The inventory names each netdev's module: what to order, what is on
+// the label; a snapshot without modules names none.
+func TestInventoryModules(t *testing.T) {
+	inv := func(name string) map[string]*report.Module {
+		h, err := sysfs.Open(netFixture(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		out := map[string]*report.Module{}
+		for _, nd := range checks.Inventory(checks.NewEnv(h, checks.Options{Level: 1})).Netdevs {
+			out[nd.Name] = nd.Module
+		}
+		return out
+	}
+	got := inv("optics-cmis-hot")
+	want := &report.Module{Form: "OSFP", Spec: "CMIS 5.0", Media: "optical", Vendor: "NVIDIA", Part: "MMA4Z00-NS", Revision: "A5",
+		Serial: "MT2410FT09876", Firmware: "46.120"}
+	if d := cmp.Diff(want, got["ens1f0np0"]); d != "" {
+		t.Errorf("ens1f0np0 module (-want +got):\n%s", d)
+	}
+	if dac := inv("optics-dac")["ens1f1np1"]; dac == nil || dac.Part != "MCP1600-C003" || dac.Media != "passive copper" {
+		t.Errorf("DAC in the inventory: %+v", dac)
+	}
+	for nd, m := range inv("cx5-roce-healthy") {
+		if m != nil {
+			t.Errorf("%s: module %+v from a snapshot that recorded none", nd, m)
+		}
 	}
 }
