@@ -130,6 +130,9 @@ var (
 	opticsUnknownModule = declare(Finding{ID: "link.optics/identifier-unknown", Status: report.Skip,
 		When:    "the module's identifier names a form factor this check does not decode (not SFF-8636, CMIS or SFF-8472)",
 		Message: "{port}: module identifier {identifier}: not a layout this check decodes"})
+	opticsNotCaptured = declare(Finding{ID: "link.optics/not-captured", Status: report.Skip,
+		When:    "the snapshot or fixture records no module EEPROMs at all (taken before modules were captured)",
+		Message: "this snapshot records no module EEPROMs: not judged"})
 	opticsNoPort = declare(Finding{ID: "link.optics/no-port", Status: report.Skip,
 		When:    "no RDMA port has a netdev here whose module could be read (VFs, representors, netdevs in other namespaces are not judged)",
 		Message: "no RDMA port with a netdev here to read a module from ({count} not judged, see details)"})
@@ -151,6 +154,9 @@ func opticsLaneMessage(what string) string {
 
 func runLinkOptics(_ context.Context, env *Env) Result {
 	targets, notJudged := opticsTargets(env.Model())
+	if len(targets) > 0 && !env.Host.RecordsModules() {
+		return opticsNotCaptured.result("", nil)
+	}
 	if len(targets) == 0 {
 		r := opticsNoPort.result("", Slots{"count": fmt.Sprint(len(notJudged))})
 		r.Details = notJudged

@@ -82,8 +82,10 @@ func TestLinkOpticsFindings(t *testing.T) {
 		{"hot CMIS module", netFixture("optics-cmis-hot"), checks.Options{},
 			[]findingRef{{"link.optics/temp-warning", "ens1f0np0"}, {"link.optics/ok", "ens1f1np1"}}},
 		{"virtio netdev", netFixture("optics-no-module"), checks.Options{}, []findingRef{{"link.optics/no-module-support", "enp0s3"}}},
-		{"snapshot without modules", netFixture("cx5-roce-healthy"), checks.Options{},
-			[]findingRef{{"link.optics/not-recorded", "ens1f0np0"}, {"link.optics/not-recorded", "ens1f1np1"}}},
+		{"snapshot without modules", netFixture("cx5-roce-healthy"), checks.Options{}, []findingRef{{"link.optics/not-captured", ""}}},
+		{"module of one netdev not recorded", fixtureEdited(t, "optics-qsfp28-healthy", func(tr *sysfstest.Tree) {
+			delete(tr.Facts.ModuleEEPROMs, "ens1f1np1")
+		}), checks.Options{}, one("not-recorded")},
 		{"InfiniBand without IPoIB", netFixture("cx6-ib-healthy"), checks.Options{}, []findingRef{{"link.optics/no-port", ""}}},
 		{"no thresholds", withModule(t, sysfstest.QSFP28(sysfstest.ModuleID{}, sysfstest.MMA1B00Readings(), sysfstest.OpticLimits{})), checks.Options{}, one("no-thresholds")},
 		{"SFP without diagnostics", withModule(t, sfpNoDDM), checks.Options{}, one("no-diagnostics")},

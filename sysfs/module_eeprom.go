@@ -133,6 +133,13 @@ func (h *Host) ModuleEEPROM(ifname string) (m ModuleEEPROM, found bool, err erro
 	return m, found, nil
 }
 
+// RecordsModules tells whether module EEPROMs can be known here: always
+// on a live host; in a fixture or snapshot, when its facts file records
+// them (one taken before modules were captured does not).
+func (h *Host) RecordsModules() bool {
+	return h.Live() || h.facts != nil && h.facts.ModuleEEPROMs != nil
+}
+
 // moduleSource is a live source that reads module EEPROMs (the netlink
 // source does; a test's source may not).
 type moduleSource interface {
