@@ -54,17 +54,22 @@ func (s netlinkSource) ModuleEEPROM(ifname string) (ModuleEEPROM, error) {
 func moduleErr(ifname string, err error) (ModuleEEPROM, error) {
 	var errno unix.Errno
 	if errors.As(err, &errno) {
-		return ModuleEEPROM{Err: unix.ErrnoName(errno)}, nil
+		return ModuleEEPROM{Err: errnoName(errno)}, nil
 	}
 	return ModuleEEPROM{}, fmt.Errorf("module EEPROM of %s: %w", ifname, err)
 }
 
+// errnoName names an errno as the facts file records it: EOPNOTSUPP under
+// that name (Linux's ENOTSUP is the same number, and ErrnoName picks it).
 func errnoName(err error) string {
 	var errno unix.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
+	if !errors.As(err, &errno) {
+		return err.Error()
 	}
-	return err.Error()
+	if errno == unix.EOPNOTSUPP {
+		return ErrNoModule
+	}
+	return unix.ErrnoName(errno)
 }
 
 // ethtoolReader asks one interface's module for half pages over one
