@@ -108,6 +108,8 @@ type Env struct {
 	gpus       *gpuSurvey
 
 	verbs verbsState // the verbs child's work, done once per run (verbs_session.go)
+
+	modules moduleCache // the modules' EEPROMs, read once per run (link_optics.go)
 }
 
 // NewEnv prepares an environment for one run.

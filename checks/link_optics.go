@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -220,7 +221,7 @@ func judgeOptics(env *Env, t opticsTarget) []report.Finding {
 		label = fmt.Sprintf("%s (%s, slave of %s)", t.port.Label, t.netdev, t.port.Netdev)
 	}
 	slots := Slots{"port": label, "netdev": t.netdev}
-	raw, found, err := env.Host.ModuleEEPROM(t.netdev)
+	raw, found, err := env.moduleEEPROM(t.netdev)
 	switch {
 	case err != nil:
 		return []report.Finding{opticsUnreadable.At(t.netdev, slots.with("page", "lower page 00h", "cause", err.Error()))}
@@ -417,9 +418,9 @@ func readingsText(m *sysfs.Transceiver) string {
 
 // inventoryModules names each netdev's plug-in module in the inventory,
 // where its EEPROM could be read and decoded.
-func inventoryModules(h *sysfs.Host, nds []report.Netdev) {
+func inventoryModules(env *Env, nds []report.Netdev) {
 	for i := range nds {
-		raw, found, err := h.ModuleEEPROM(nds[i].Name)
+		raw, found, err := env.moduleEEPROM(nds[i].Name)
 		if err != nil || !found || raw.Err != "" {
 			continue
 		}
@@ -430,4 +431,33 @@ func inventoryModules(h *sysfs.Host, nds []report.Netdev) {
 		nds[i].Module = &report.Module{Form: m.Form, Spec: m.Spec, Media: m.Media, Vendor: m.Vendor, Part: m.Part,
 			Revision: m.Revision, Serial: m.Serial, Firmware: m.Firmware}
 	}
+}
+
+// moduleCache holds the module EEPROMs one run read: link.optics and the
+// inventory look at the same modules, and a live read is several I2C
+// transactions through the NIC's firmware per module.
+type moduleCache struct {
+	mu sync.Mutex
+	m  map[string]moduleAnswer
+}
+
+type moduleAnswer struct {
+	raw   sysfs.ModuleEEPROM
+	found bool
+	err   error
+}
+
+// moduleEEPROM is Host.ModuleEEPROM, asked once per interface and run.
+func (e *Env) moduleEEPROM(ifname string) (sysfs.ModuleEEPROM, bool, error) {
+	e.modules.mu.Lock()
+	defer e.modules.mu.Unlock()
+	if a, ok := e.modules.m[ifname]; ok {
+		return a.raw, a.found, a.err
+	}
+	raw, found, err := e.Host.ModuleEEPROM(ifname)
+	if e.modules.m == nil {
+		e.modules.m = map[string]moduleAnswer{}
+	}
+	e.modules.m[ifname] = moduleAnswer{raw, found, err}
+	return raw, found, err
 }
