@@ -11,7 +11,7 @@ import (
 // byte at the offsets of the specifications (SFF-8636 rev 2.10a, CMIS 5.2;
 // the same offsets ethtool's qsfp.h and cmis.h use) from the values of
 // published `ethtool -m` listings, so the decoders read what a real module
-// holds.
+// holds. Serial numbers are made up.
 //
 // optics-qsfp28-healthy: the ConnectX-5 RoCE host with an NVIDIA/Mellanox
 // MMA1B00-C100D (100GBASE-SR4 QSFP28) in each port, every monitor within
@@ -27,11 +27,13 @@ import (
 //     dBm maximum), which that listing omits.
 //
 // optics-dac: the same host cabled with Mellanox MCP1600-C003 passive
-// copper (QSFP28 DAC, 3 m): SFF-8636 flat memory, transmitter technology
-// 1010b "copper cable unequalized" (the values Chester Gillon's published
-// `ethtool -m` notes on ConnectX QSFP cables show for Mellanox DACs:
-// Identifier 0x11, Connector 0x23 "No separable connector", Transmitter
-// technology 0xa0). Verdict: link.optics pass naming the DAC, exit 0.
+// copper (QSFP28 DAC, 3 m). Chester Gillon's published notes on reading
+// QSFP modules (gist "Reading QSFP module information") show `ethtool -m`
+// of a Mellanox passive copper QSFP+ DAC (MC2206130-002) on a ConnectX;
+// this is its QSFP28 sibling, written as SFF-8636 encodes a passive copper
+// cable: identifier 0x11, connector 0x23 "no separable connector",
+// transmitter technology 1010b "copper cable unequalized", flat memory.
+// Verdict: link.optics pass naming the DAC, exit 0.
 //
 // optics-rx-low-alarm: optics-qsfp28-healthy with lane 3 of ens1f1np1's
 // module receiving 0.0209 mW (−16.80 dBm), below the module's low alarm
