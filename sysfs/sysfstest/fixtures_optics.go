@@ -189,7 +189,7 @@ func OSFP(id ModuleID, fw [2]byte, r OpticReadings, l OpticLimits) sysfs.ModuleE
 	putVolts(lower, 16, r.Vcc)
 	lower[39], lower[40] = fw[0], fw[1]
 	lower[85] = 0x01                                                    // multimode fibre
-	lower[86], lower[87], lower[88], lower[89] = 0x11, 0x0b, 0x88, 0x01 // 400GAUI-4-S… 8 host / 8 media lanes
+	lower[86], lower[87], lower[88], lower[89] = 0x11, 0x0b, 0x88, 0x01 // application 1: interface codes, 8 host and 8 media lanes (byte 88)
 	up0[0] = 0x19
 	putText(up0, 129-128, 16, id.Vendor)
 	putText(up0, 148-128, 16, id.Part)
