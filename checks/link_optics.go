@@ -30,7 +30,7 @@ func init() {
 				"beyond an alarm fails, beyond a warning warns. A direct-attach copper cable (DAC, passive or active copper) has no laser: it passes, " +
 				"named. A driver without module support (dummy, virtio, veth: EOPNOTSUPP) is skipped with the reason, as is an empty cage on a port " +
 				"without link; an EEPROM that cannot be read on a port with link, or whose pages are short or garbled, is an error naming the page. " +
-				"The expectations file can pin each port's module vendor, part and firmware (module_vendor, module_part, module_firmware).",
+				"The expectations file can pin each port's module vendor, part and firmware (module_vendor, module_part, module_firmware); a port unused on purpose (<device>/<port>.unused = true) is not read.",
 			Why: "A degrading transceiver or a dirty fibre shows in the module's optical power and laser bias long before the link drops: the " +
 				"receiver's power falls towards its alarm, FEC corrects more, and then the link flaps under an AI job's all-reduce. The module carries " +
 				"its maker's limits for each monitor, so judging against them needs no per-part table; the finding names the port, the module's " +
@@ -154,7 +154,7 @@ func opticsLaneMessage(what string) string {
 }
 
 func runLinkOptics(_ context.Context, env *Env) Result {
-	targets, notJudged := opticsTargets(env.Model())
+	targets, notJudged := opticsTargets(env.Model(), env.Expect)
 	if len(targets) > 0 && !env.Host.RecordsModules() {
 		return opticsNotCaptured.result("", nil)
 	}
@@ -180,13 +180,16 @@ type opticsTarget struct {
 
 // opticsTargets lists the netdevs to read: each port's own netdev, or each
 // slave of a LAG's bond (the bond has no module); the ports not judged, why.
-func opticsTargets(m *HostModel) ([]opticsTarget, []string) {
+func opticsTargets(m *HostModel, class *expect.Class) ([]opticsTarget, []string) {
 	var out []opticsTarget
 	var notJudged []string
 	seen := map[string]bool{}
 	for _, pm := range m.Ports {
 		var why string
+		unused := class.Port(pm.Device.Dev.Name, pm.Port.Num).Unused
 		switch {
+		case unused != nil && unused.V:
+			why = "unused on purpose (" + unused.Cite() + ")"
 		case pm.Representor:
 			why = "a representor: its module is the uplink's"
 		case pm.IsVF():

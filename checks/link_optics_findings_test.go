@@ -86,6 +86,7 @@ func TestLinkOpticsFindings(t *testing.T) {
 		{"module of one netdev not recorded", fixtureEdited(t, "optics-qsfp28-healthy", func(tr *sysfstest.Tree) {
 			delete(tr.Facts.ModuleEEPROMs, "ens1f1np1")
 		}), checks.Options{}, one("not-recorded")},
+		{"one port unused on purpose", netFixture("optics-rx-low-alarm"), checks.Options{Expect: classWith(t, "mlx5_1/1.unused", "true")}, []findingRef{ok0}},
 		{"InfiniBand without IPoIB", netFixture("cx6-ib-healthy"), checks.Options{}, []findingRef{{"link.optics/no-port", ""}}},
 		{"no thresholds", withModule(t, sysfstest.QSFP28(sysfstest.ModuleID{}, sysfstest.MMA1B00Readings(), sysfstest.OpticLimits{})), checks.Options{}, one("no-thresholds")},
 		{"SFP without diagnostics", withModule(t, sfpNoDDM), checks.Options{}, one("no-diagnostics")},
