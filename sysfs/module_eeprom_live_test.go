@@ -33,3 +33,21 @@ func TestLiveModuleEEPROMOfLoopback(t *testing.T) {
 		t.Errorf("the capture lacks lo's answer: %v (unavailable %v)", got, unavailable)
 	}
 }
+
+// In a network namespace with a veth pair and a dummy — drivers without a
+// plug-in module — the kernel's answer for each is EOPNOTSUPP (EPERM
+// unprivileged): recorded, so link.optics skips them with the reason.
+func TestLiveModuleEEPROMOfVirtualDrivers(t *testing.T) {
+	ns, haveDummy := liveNetns(t)
+	h := &Host{rootDir: "/", live: netlinkSource{ns: ns}}
+	names := []string{"v0", "v1"}
+	if haveDummy {
+		names = append(names, "d0")
+	}
+	for _, n := range names {
+		m, found, err := h.ModuleEEPROM(n)
+		if err != nil || !found || !slices.Contains([]string{ErrNoModule, "EPERM"}, m.Err) || len(m.Pages) != 0 {
+			t.Errorf("ModuleEEPROM(%s) = %+v, %v, %v; want EOPNOTSUPP and no pages", n, m, found, err)
+		}
+	}
+}
