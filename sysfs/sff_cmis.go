@@ -1,6 +1,9 @@
 package sysfs
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // CMIS 5.2 offsets (CMIS 4.0 has the same for every field read here); ethtool
 // cmis.h names the same.
@@ -78,14 +81,19 @@ func decodeCMIS(m ModuleEEPROM, lower []byte) (*Transceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	p11, err := m.halfPage(ModuleI2CA0, 0x11, 0, ModuleHalfPage)
-	if err != nil {
-		return nil, err
-	}
 	adv := p1[cmisMonAdvert]
 	mult := float64(int(1) << ((adv & cmisBiasMult) >> 3))
 	bias := func(b []byte, o int) float64 { return biasMA(b, o, mult) }
-	mod.Lanes = cmisLanes(p11, adv, cmisLaneCount(lower), bias)
+	p11, err := m.halfPage(ModuleI2CA0, 0x11, 0, ModuleHalfPage)
+	switch {
+	case err == nil:
+		mod.Lanes = cmisLanes(p11, adv, cmisLaneCount(lower), bias)
+	case m.Source == "ioctl" && errors.Is(err, errPageMissing):
+		// The ioctl's flat layout ends at page 03h: on a kernel without
+		// the netlink request the module-level monitors are all there is.
+	default:
+		return nil, err
+	}
 	mod.Thresholds = &ModuleThresholds{
 		Temp: limits(p2, cmisTempLimits, tempC), Vcc: limits(p2, cmisVccLimits, volts),
 		TxPower: limits(p2, cmisTxPowerLimits, powerMW), TxBias: limits(p2, cmisTxBiasLimits, bias),

@@ -285,3 +285,19 @@ func FuzzDecodeTransceiver(f *testing.F) {
 		}
 	})
 }
+
+// Read through the ioctl (a kernel before 5.13), a CMIS module has no page
+// 11h: its module-level monitors and thresholds are decoded, its lanes are
+// not; read through netlink, a missing page 11h is an error.
+func TestDecodeCMISThroughIoctl(t *testing.T) {
+	m := sysfstest.OSFP(sysfstest.ModuleID{Vendor: "NVIDIA"}, [2]byte{46, 120}, sysfstest.MMA4Z00Readings(50), sysfstest.MMA4Z00Limits)
+	m.Pages = m.Pages[:4] // no page 11h
+	if _, err := sysfs.DecodeTransceiver(m); err == nil || !strings.Contains(err.Error(), "upper page 11h: not read") {
+		t.Errorf("netlink without page 11h: %v, want an error naming the page", err)
+	}
+	m.Source = "ioctl"
+	got, err := sysfs.DecodeTransceiver(m)
+	if err != nil || got.Lanes != nil || got.Temp == nil || got.Thresholds == nil {
+		t.Errorf("ioctl CMIS: %+v, %v; want module monitors and thresholds, no lanes", got, err)
+	}
+}
