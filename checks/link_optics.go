@@ -235,6 +235,11 @@ func judgeOptics(env *Env, t opticsTarget) []report.Finding {
 	}
 	mod, err := sysfs.DecodeTransceiver(raw)
 	var unknown sysfs.UnknownIdentifierError
+	if errors.As(err, &unknown) && (unknown.ID == 0x00 || unknown.ID == 0xff) {
+		// SFF-8024's "unknown or unspecified", or an erased EEPROM: no
+		// module answers so; the read returned no ID.
+		return []report.Finding{opticsMalformed.At(t.netdev, slots.with("cause", err.Error()+" (no module reports that: blank or unread)"))}
+	}
 	if errors.As(err, &unknown) {
 		return []report.Finding{opticsUnknownModule.At(t.netdev, slots.with("identifier", fmt.Sprintf("0x%02x", unknown.ID)))}
 	}

@@ -102,6 +102,7 @@ func TestLinkOpticsFindings(t *testing.T) {
 		{"EPERM", withModule(t, sysfs.ModuleEEPROM{Err: "EPERM"}), checks.Options{}, one("no-privilege")},
 		{"page 03h missing", withModule(t, noPage3), checks.Options{}, one("eeprom-malformed")},
 		{"CFP identifier", withModule(t, lowerOnly(0x0e)), checks.Options{}, one("identifier-unknown")},
+		{"blank lower page", withModule(t, lowerOnly(0x00)), checks.Options{}, one("eeprom-malformed")},
 		{"empty cage, no carrier", fixtureEdited(t, "optics-qsfp28-healthy", func(tr *sysfstest.Tree) {
 			tr.Facts.ModuleEEPROMs["ens1f1np1"] = sysfs.ModuleEEPROM{Err: "EIO"}
 			for i := range tr.Facts.Netdevs {
