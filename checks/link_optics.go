@@ -469,3 +469,35 @@ func (e *Env) moduleEEPROM(ifname string) (sysfs.ModuleEEPROM, bool, error) {
 	e.modules.m[ifname] = moduleAnswer{raw, found, err}
 	return raw, found, err
 }
+
+// expectModule offers the port's module as commented pins of the class
+// (expect --from-host): vendor, part and firmware, when every netdev of
+// the port (each LAG slave) carries the same module. Commented, because
+// a fleet usually qualifies more than one part.
+func expectModule(env *Env, pm *PortModel, unit string, candidate setter) {
+	netdevs := pm.DCBNetdevs
+	if len(netdevs) == 0 {
+		netdevs = []string{pm.Netdev}
+	}
+	var first *sysfs.Transceiver
+	for _, nd := range netdevs {
+		raw, found, err := env.moduleEEPROM(nd)
+		if err != nil || !found || raw.Err != "" {
+			return
+		}
+		m, err := sysfs.DecodeTransceiver(raw)
+		if err != nil || first != nil && (m.Vendor != first.Vendor || m.Part != first.Part || m.Firmware != first.Firmware) {
+			return
+		}
+		first = m
+	}
+	if first == nil {
+		return
+	}
+	why := "the module in " + strings.Join(netdevs, ", ") + " when this file was written: uncomment to pin it"
+	for _, kv := range [][2]string{{"module_vendor", first.Vendor}, {"module_part", first.Part}, {"module_firmware", first.Firmware}} {
+		if kv[1] != "" {
+			candidate(unit+"."+kv[0], kv[1], why)
+		}
+	}
+}

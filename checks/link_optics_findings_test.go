@@ -182,3 +182,33 @@ func TestInventoryModules(t *testing.T) {
 		}
 	}
 }
+
+// expect --from-host offers each port's module as commented pins; the
+// class with them uncommented matches the host it was written from.
+func TestExpectFromHostOffersModulePins(t *testing.T) {
+	dir := netFixture("optics-cmis-hot")
+	_, text, err := classFromHost(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# mlx5_0/1.module_vendor = NVIDIA", "# mlx5_0/1.module_part = MMA4Z00-NS", "# mlx5_1/1.module_firmware = 46.120"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the written class lacks %q:\n%s", want, text)
+		}
+	}
+	uncommented := strings.NewReplacer("# mlx5_0/1.module", "mlx5_0/1.module", "# mlx5_1/1.module", "mlx5_1/1.module").Replace(text)
+	f, err := expect.Parse("expect.conf", strings.NewReader(uncommented))
+	if err != nil {
+		t.Fatalf("uncommented pins do not parse: %v\n%s", err, uncommented)
+	}
+	class, err := checks.ExpectClassFor(f, "cx7-roce-node02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := hwResult(t, hwRun(t, dir, checks.Options{Expect: class}, "link.optics"), "link.optics")
+	for _, f := range c.Findings {
+		if strings.HasSuffix(f.ID, "-deviates") {
+			t.Errorf("the host deviates from its own pins: %s %s", f.ID, f.Message)
+		}
+	}
+}
