@@ -116,6 +116,8 @@ type Env struct {
 	// stateMu guards Opts.State: the checks that keep a history run
 	// concurrently (historyRun.lock).
 	stateMu sync.Mutex
+
+	modules moduleCache // the modules' EEPROMs, read once per run (link_optics.go)
 }
 
 // NewEnv prepares an environment for one run.

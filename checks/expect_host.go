@@ -156,6 +156,7 @@ func expectPort(env *Env, pm *PortModel, set, candidate setter) {
 	if prio, ok := onePFCPriority(env.Host, pm.DCBNetdevs); ok && pm.Transport == RoCE {
 		set(unit+".pfc_priority", strconv.Itoa(prio), "PFC is on this priority only, on "+strings.Join(pm.DCBNetdevs, ", "))
 	}
+	expectModule(env, pm, unit, candidate) // link_optics.go
 }
 
 // onePFCPriority is the priority PFC is on when it is on exactly one, the

@@ -36,6 +36,7 @@ func Inventory(env *Env) report.Inventory {
 	inventoryGPUs(env, &inv)
 	var mtu map[string]int
 	inv.Netdevs, mtu = inventoryNetdevs(env.Netdevs(), carried)
+	inventoryModules(env, inv.Netdevs)
 	setActiveMTUs(&inv, mtu)
 	sort.Slice(inv.Netdevs, func(i, j int) bool { return inv.Netdevs[i].Name < inv.Netdevs[j].Name })
 	return inv

@@ -131,4 +131,19 @@ type Netdev struct {
 	MTU       int      `json:"mtu"`
 	MAC       string   `json:"mac,omitempty"`
 	Addresses []string `json:"addresses"`
+	// Module is the plug-in module its EEPROM names; nil when none was read.
+	Module *Module `json:"module,omitempty"`
+}
+
+// Module is a netdev's plug-in module (QSFP, OSFP, SFP) as its EEPROM
+// names it: what to order and what to find on the label.
+type Module struct {
+	Form     string `json:"form"`  // "QSFP28", "OSFP"
+	Spec     string `json:"spec"`  // "SFF-8636", "CMIS 5.0"
+	Media    string `json:"media"` // "optical", "passive copper"
+	Vendor   string `json:"vendor"`
+	Part     string `json:"part"`
+	Revision string `json:"revision,omitempty"`
+	Serial   string `json:"serial"`
+	Firmware string `json:"firmware,omitempty"` // CMIS modules only
 }

@@ -239,6 +239,13 @@ func writeNetdev(b *strings.Builder, p Port, name string, nds map[string]Netdev,
 		desc += ", MAC " + nd.MAC
 	}
 	kv(b, 4, "netdev", desc, width)
+	if m := nd.Module; m != nil {
+		line := fmt.Sprintf("%s %s %s, SN %s (%s %s)", orDash(m.Vendor), orDash(m.Part), m.Revision, orDash(m.Serial), m.Form, m.Media)
+		if m.Firmware != "" {
+			line += ", firmware " + m.Firmware
+		}
+		kv(b, 6, "module", strings.Join(strings.Fields(line), " "), width)
+	}
 	if len(nd.Addresses) == 0 {
 		kv(b, 6, "address", "none: no IP, so no RoCE v2 GID for this netdev", width)
 	}

@@ -51,6 +51,7 @@ func (h *Host) GatherFacts(recorded map[string]Access) *Facts {
 			}
 			f.DCB[nd.Name] = d
 		}
+		f.ModuleEEPROMs = h.gatherModuleEEPROMs(nds, f.Unavailable)
 	}
 	if sys, err := h.RDMASystem(); err != nil {
 		f.Unavailable["rdma_system"] = err.Error()

@@ -35,6 +35,9 @@ type Facts struct {
 	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
 	// them: a directory of files cannot hold a character device.
 	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`
+	// ModuleEEPROMs are the plug-in modules' EEPROM pages (ethtool netlink
+	// MODULE_EEPROM_GET) by interface name, or the errno its driver answered.
+	ModuleEEPROMs map[string]ModuleEEPROM `json:"module_eeproms,omitempty"`
 	// ReadErrors are files that exist on the host but whose read failed,
 	// by path, with the errno name ("EINVAL" for a counter the driver
 	// refuses, "EACCES"): reading them from the root fails the same way, so a

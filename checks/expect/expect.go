@@ -166,6 +166,11 @@ type PortExpect struct {
 	MTU         *Value[int]
 	PFCPriority *Value[int]
 	Unused      *Value[bool]
+	// The plug-in module's vendor, part number and firmware, matched by
+	// link.optics against the module's EEPROM.
+	ModuleVendor   *Value[Pattern]
+	ModulePart     *Value[Pattern]
+	ModuleFirmware *Value[Pattern]
 }
 
 // NewClass starts a class for a program to fill with Set, refusing a name
@@ -221,6 +226,9 @@ func (c *Class) Port(dev string, port int) PortExpect {
 		out.MTU = later(out.MTU, r.MTU)
 		out.PFCPriority = later(out.PFCPriority, r.PFCPriority)
 		out.Unused = later(out.Unused, r.Unused)
+		out.ModuleVendor = later(out.ModuleVendor, r.ModuleVendor)
+		out.ModulePart = later(out.ModulePart, r.ModulePart)
+		out.ModuleFirmware = later(out.ModuleFirmware, r.ModuleFirmware)
 	}
 	return out
 }

@@ -264,8 +264,15 @@ func (r *PortRule) set(name, key, value string, p pos) error {
 		var v bool
 		v, err = parseBool(value)
 		r.Unused = orKeep(r.Unused, mk(v, key, p), err)
+	case "module_vendor", "module_part", "module_firmware":
+		// Any text: what the module's EEPROM says, matched as written
+		// or as a glob.
+		var v Pattern
+		v, err = parsePattern(value, func(it string) (string, error) { return it, nil })
+		dst := map[string]**Value[Pattern]{"module_vendor": &r.ModuleVendor, "module_part": &r.ModulePart, "module_firmware": &r.ModuleFirmware}[name]
+		*dst = orKeep(*dst, mk(v, key, p), err)
 	default:
-		err = fmt.Errorf("unknown port key %q; valid: link_layer, rate, width, mtu, pfc_priority, unused", clip(name))
+		err = fmt.Errorf("unknown port key %q; valid: link_layer, rate, width, mtu, pfc_priority, unused, module_vendor, module_part, module_firmware", clip(name))
 	}
 	return err
 }

@@ -68,6 +68,9 @@ func (r *PortRule) site() site {
 	siteOf(&s, r.MTU)
 	siteOf(&s, r.PFCPriority)
 	siteOf(&s, r.Unused)
+	siteOf(&s, r.ModuleVendor)
+	siteOf(&s, r.ModulePart)
+	siteOf(&s, r.ModuleFirmware)
 	return s
 }
 

@@ -135,6 +135,9 @@ func classEntries(c *Class) []entry {
 		es = appendValue(es, r.MTU, unit+".mtu")
 		es = appendValue(es, r.PFCPriority, unit+".pfc_priority")
 		es = appendValue(es, r.Unused, unit+".unused")
+		es = appendValue(es, r.ModuleVendor, unit+".module_vendor")
+		es = appendValue(es, r.ModulePart, unit+".module_part")
+		es = appendValue(es, r.ModuleFirmware, unit+".module_firmware")
 	}
 	es = appendCounterEntries(es, c) // counters.go
 	for _, k := range c.Candidates {
