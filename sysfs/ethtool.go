@@ -398,7 +398,7 @@ func (h *Host) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
 		return src.Ethtool(ifnames)
 	}
 	if h.facts == nil || h.facts.Ethtool == nil {
-		return nil, h.noFacts("ethtool")
+		return nil, fmt.Errorf("%w: %v", ErrEthtoolNotRecorded, h.noFacts("ethtool"))
 	}
 	out := make(map[string]EthtoolAnswer, len(ifnames))
 	for _, n := range ifnames {
@@ -411,6 +411,10 @@ func (h *Host) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
 	}
 	return out, nil
 }
+
+// ErrEthtoolNotRecorded says a fixture or snapshot holds no ethtool
+// answers (one taken before they were captured).
+var ErrEthtoolNotRecorded = errors.New("no ethtool answers recorded")
 
 // EthtoolSource is a live source that asks the ethtool requests.
 type EthtoolSource interface {
