@@ -397,6 +397,10 @@ func (h *Host) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
 		}
 		return src.Ethtool(ifnames)
 	}
+	if h.facts != nil && h.facts.Ethtool == nil && h.facts.Unavailable["ethtool"] != "" {
+		// The capture asked and failed: the host's failure, not a lack.
+		return nil, h.noFacts("ethtool")
+	}
 	if h.facts == nil || h.facts.Ethtool == nil {
 		return nil, fmt.Errorf("%w: %v", ErrEthtoolNotRecorded, h.noFacts("ethtool"))
 	}
