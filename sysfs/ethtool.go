@@ -429,6 +429,7 @@ type EthtoolSource interface {
 // NUL-padded ETH_GSTRING_LEN names) with the u64 values of ETHTOOL_GSTATS;
 // it stops at the shorter of the two.
 func DecodeEthtoolStats(names, vals []byte, n int) []EthtoolStat {
+	n = max(0, min(n, len(names)/ethGStringLen, len(vals)/8))
 	out := make([]EthtoolStat, 0, n)
 	for i := 0; i < n && (i+1)*ethGStringLen <= len(names) && (i+1)*8 <= len(vals); i++ {
 		raw := names[i*ethGStringLen : (i+1)*ethGStringLen]

@@ -17,25 +17,27 @@ import (
 
 // Ethtool asks every interface named for its FEC state and statistics, its
 // link state and link modes (ethtool generic netlink) and its driver
-// statistics (SIOCETHTOOL), over one netlink socket and one ioctl socket
-// for the whole run. A kernel without the ethtool netlink family (before
-// 5.6) leaves the netlink parts with that error; the statistics still come.
+// statistics (the SIOCETHTOOL ioctl, asked on the same socket: the kernel
+// serves it on any socket, in the socket's network namespace), over one
+// socket for the whole run. A kernel without the ethtool netlink family
+// (before 5.6) leaves the netlink parts with that error; the statistics
+// still come.
 func (s netlinkSource) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
+	sock, err := nl.GetNetlinkSocketAt(s.ns, netns.None(), unix.NETLINK_GENERIC)
+	if err != nil {
+		return nil, fmt.Errorf("netlink (generic): %w", err)
+	}
+	defer sock.Close()
+	tv := unix.NsecToTimeval(netlinkTimeout.Nanoseconds())
+	if err := sock.SetReceiveTimeout(&tv); err != nil {
+		return nil, fmt.Errorf("netlink (generic): %w", err)
+	}
+	if err := sock.SetSendTimeout(&tv); err != nil {
+		return nil, fmt.Errorf("netlink (generic): %w", err)
+	}
+	g := &ethtoolGenl{sock: sock}
+	gerr := g.resolve()
 	out := make(map[string]EthtoolAnswer, len(ifnames))
-	g, gerr := s.openEthtoolGenl()
-	if g != nil {
-		defer g.sock.Close()
-	}
-	fd, ferr := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if ferr != nil {
-		fd, ferr = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
-	}
-	if ferr == nil {
-		defer unix.Close(fd)
-	}
-	if gerr != nil && ferr != nil {
-		return nil, fmt.Errorf("ethtool: %v; ioctl socket: %w", gerr, ferr)
-	}
 	for _, name := range ifnames {
 		var a EthtoolAnswer
 		if gerr != nil {
@@ -43,11 +45,7 @@ func (s netlinkSource) Ethtool(ifnames []string) (map[string]EthtoolAnswer, erro
 		} else {
 			g.answer(name, &a)
 		}
-		if ferr != nil {
-			a.StatsErr = "ioctl socket: " + ferr.Error()
-		} else {
-			a.Stats, a.StatsErr = ethtoolStats(fd, name)
-		}
+		a.Stats, a.StatsErr = ethtoolStats(sock.GetFd(), name)
 		out[name] = a
 	}
 	return out, nil
@@ -59,32 +57,16 @@ type ethtoolGenl struct {
 	family uint16
 }
 
-// openEthtoolGenl opens the socket and resolves the "ethtool" family
-// (CTRL_CMD_GETFAMILY) on it.
-func (s netlinkSource) openEthtoolGenl() (*ethtoolGenl, error) {
-	sock, err := nl.GetNetlinkSocketAt(s.ns, netns.None(), unix.NETLINK_GENERIC)
-	if err != nil {
-		return nil, fmt.Errorf("netlink (generic): %w", err)
-	}
-	tv := unix.NsecToTimeval(netlinkTimeout.Nanoseconds())
-	if err := sock.SetReceiveTimeout(&tv); err != nil {
-		sock.Close()
-		return nil, err
-	}
-	if err := sock.SetSendTimeout(&tv); err != nil {
-		sock.Close()
-		return nil, err
-	}
-	g := &ethtoolGenl{sock: sock}
+// resolve finds the "ethtool" family's ID (CTRL_CMD_GETFAMILY) on the socket.
+func (g *ethtoolGenl) resolve() error {
 	name := append([]byte(unix.ETHTOOL_GENL_NAME), 0)
 	payload := append([]byte{unix.CTRL_CMD_GETFAMILY, 2, 0, 0}, nlAttrBytes(unix.CTRL_ATTR_FAMILY_NAME, name)...)
 	msgs, err := g.exchange(unix.GENL_ID_CTRL, payload)
+	if errors.Is(err, unix.ENOENT) {
+		return errors.New("the kernel has no ethtool netlink family (Linux 5.6+)")
+	}
 	if err != nil {
-		sock.Close()
-		if errors.Is(err, unix.ENOENT) {
-			return nil, errors.New("the kernel has no ethtool netlink family (Linux 5.6+)")
-		}
-		return nil, fmt.Errorf("netlink CTRL_CMD_GETFAMILY ethtool: %w", err)
+		return fmt.Errorf("netlink CTRL_CMD_GETFAMILY ethtool: %w", err)
 	}
 	for _, m := range msgs {
 		attrs, err := genlAttrs(m)
@@ -98,10 +80,9 @@ func (s netlinkSource) openEthtoolGenl() (*ethtoolGenl, error) {
 		}
 	}
 	if g.family == 0 {
-		sock.Close()
-		return nil, errors.New("netlink CTRL_CMD_GETFAMILY ethtool: no family ID in the answer")
+		return errors.New("netlink CTRL_CMD_GETFAMILY ethtool: no family ID in the answer")
 	}
-	return g, nil
+	return nil
 }
 
 // exchange sends one request on the shared socket and returns the replies.
