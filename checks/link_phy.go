@@ -60,7 +60,7 @@ var (
 		Message: "no RDMA port with an Ethernet netdev here: {why}"})
 	phyNotRecorded = declare(Finding{ID: "link.phy/not-recorded", Status: report.Skip,
 		When:    "a snapshot or fixture holds no ethtool answers (taken by a version without link.phy)",
-		Message: "no ethtool answers recorded: {cause}"})
+		Message: "{cause}: nothing to judge (a capture taken before ethtool answers were recorded)"})
 	phyEthtoolFailed = declare(Finding{ID: "link.phy/ethtool-unavailable", Status: report.Error,
 		When:    "neither the ethtool netlink family nor the SIOCETHTOOL ioctl could be asked",
 		Message: "ethtool could not be asked: {cause}",

@@ -401,8 +401,11 @@ func (h *Host) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
 		// The capture asked and failed: the host's failure, not a lack.
 		return nil, h.noFacts("ethtool")
 	}
-	if h.facts == nil || h.facts.Ethtool == nil {
+	if h.facts == nil {
 		return nil, fmt.Errorf("%w: %v", ErrEthtoolNotRecorded, h.noFacts("ethtool"))
+	}
+	if h.facts.Ethtool == nil {
+		return nil, fmt.Errorf("%w in %s", ErrEthtoolNotRecorded, h.Display(FactsFile))
 	}
 	out := make(map[string]EthtoolAnswer, len(ifnames))
 	for _, n := range ifnames {
