@@ -402,10 +402,10 @@ func (h *Host) Ethtool(ifnames []string) (map[string]EthtoolAnswer, error) {
 		return nil, h.noFacts("ethtool")
 	}
 	if h.facts == nil {
-		return nil, fmt.Errorf("%w: %v", ErrEthtoolNotRecorded, h.noFacts("ethtool"))
+		return nil, fmt.Errorf("%w: the root has no %s", ErrEthtoolNotRecorded, FactsFile)
 	}
 	if h.facts.Ethtool == nil {
-		return nil, fmt.Errorf("%w in %s", ErrEthtoolNotRecorded, h.Display(FactsFile))
+		return nil, fmt.Errorf("%w in its %s", ErrEthtoolNotRecorded, FactsFile)
 	}
 	out := make(map[string]EthtoolAnswer, len(ifnames))
 	for _, n := range ifnames {
