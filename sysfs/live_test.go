@@ -313,3 +313,15 @@ func TestLiveEthtoolInNetns(t *testing.T) {
 		t.Errorf("lo: statistics error %q, want EOPNOTSUPP", lo.StatsErr)
 	}
 }
+
+// BenchmarkLiveEthtool is the live requests of one run for one interface
+// (lo, in this namespace: FEC_GET, LINKSTATE_GET, LINKMODES_GET and the
+// statistics ioctl over one socket), the cost link.phy adds per netdev.
+func BenchmarkLiveEthtool(b *testing.B) {
+	h := OpenLive()
+	for b.Loop() {
+		if _, err := h.Ethtool([]string{"lo"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
