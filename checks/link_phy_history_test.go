@@ -63,9 +63,11 @@ func editFacts(t *testing.T, dir string, edit func(f *sysfs.Facts)) {
 
 // bump raises one of ens1f0np0's counters: FEC uncorrectable blocks
 // ("fec_uncorrectable") or a driver statistic.
-func bump(t *testing.T, dir, counter string, by uint64) {
+func bump(t *testing.T, dir, counter string, by uint64) { bumpOn(t, dir, "ens1f0np0", counter, by) }
+
+func bumpOn(t *testing.T, dir, netdev, counter string, by uint64) {
 	editFacts(t, dir, func(f *sysfs.Facts) {
-		a := f.Ethtool["ens1f0np0"]
+		a := f.Ethtool[netdev]
 		if counter == "fec_uncorrectable" {
 			a.FEC.Uncorrectable.Total += by
 		}
@@ -74,7 +76,7 @@ func bump(t *testing.T, dir, counter string, by uint64) {
 				a.Stats[i].Value += by
 			}
 		}
-		f.Ethtool["ens1f0np0"] = a
+		f.Ethtool[netdev] = a
 	})
 }
 
@@ -152,6 +154,31 @@ func TestLinkPHYNamesTheLane(t *testing.T) {
 	r := runLinkPHYAt(t, dir, st, t0.Add(time.Hour))
 	if r.Status != report.Fail || !strings.Contains(r.Summary, "12 uncorrectable FEC blocks since the last run at 2026-02-01T08:00:00Z (1.0 h) (lane 2: 12) (FEC BaseR)") {
 		t.Errorf("%s: %s", r.Status, r.Summary)
+	}
+}
+
+// bnxt_en counts the bits it received (rx_bits): the pre-FEC BER of the
+// interval is the corrected bits over those, judged against RS(528,514)'s
+// limit on the 100G port's four 25G lanes.
+func TestLinkPHYBERFromReceivedBits(t *testing.T) {
+	tree, err := sysfstest.Fixture("bnxt-re-phy-healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "host")
+	if err := tree.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st := state.New("bnxt")
+	if r := runLinkPHYAt(t, dir, st, t0); r.Status != report.Pass || !strings.Contains(r.Summary, "pre-FEC BER 1.0e-09 since boot (10.0 days)") {
+		t.Fatalf("first run: %s %s", r.Status, r.Summary)
+	}
+	bumpOn(t, dir, "ens3f0np0", "rx_bits", 360000000000000) // an hour at 100 Gb/s
+	bumpOn(t, dir, "ens3f0np0", "rx_corrected_bits", 36000000000)
+	r := runLinkPHYAt(t, dir, st, t0.Add(time.Hour))
+	want := "ens3f0np0 (bnxt_re0 port 1): pre-FEC BER 1.0e-04 since the last run at 2026-02-01T08:00:00Z (1.0 h) (rx_bits), above 5.0e-05 for RS(528,514) FEC on 25G NRZ lanes"
+	if r.Status != report.Warn || r.Summary != want {
+		t.Errorf("%s: %s\nwant %s", r.Status, r.Summary, want)
 	}
 }
 

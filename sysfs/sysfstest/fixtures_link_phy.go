@@ -162,9 +162,84 @@ var LinkPHYVerdicts = []LinkPHYVerdict{
 	// port.state fails first (no carrier, 19); link.phy names the cause.
 	{"cx7-roce-link-down-cable", "fail", "link.phy/down-cable", 19},
 	{"cx7-roce-flapping", "fail", "link.phy/flapping-drain", 60},
+	{"bnxt-re-phy-healthy", "pass", "link.phy/healthy", 0},
+	{"irdma-e810-phy-healthy", "pass", "link.phy/healthy", 0},
+}
+
+// bnxtStatsListing is `ethtool -S` of a BCM57508 port cut to its port
+// statistics: the names are bnxt_en's (drivers/net/ethernet/broadcom/bnxt/
+// bnxt_ethtool.c, bnxt_port_stats_arr and bnxt_port_stats_ext_arr: the
+// extended rx statistics carry link_down_events, rx_bits,
+// rx_pcs_symbol_err, rx_corrected_bits and the FEC blocks); the per-ring
+// lines ("[0]: rx_ucast_packets: …") are left out. The values are this
+// fixture's: 100 Gb/s for ten days, a pre-FEC BER of 1e-9.
+const bnxtStatsListing = `NIC statistics:
+     rx_good_frames: 40217733810
+     rx_fcs_err_frames: 0
+     tx_good_frames: 39811023377
+     link_down_events: 0
+     continuous_pause_events: 0
+     resume_pause_events: 0
+     continuous_roce_pause_events: 0
+     resume_roce_pause_events: 0
+     rx_bits: 86400000000000000
+     rx_buffer_passed_threshold: 0
+     rx_pcs_symbol_err: 0
+     rx_corrected_bits: 86400000
+     rx_fec_corrected_blocks: 1534211
+     rx_fec_uncorrectable_blocks: 0
+     rx_filter_miss: 0
+`
+
+// iceStatsListing is `ethtool -S` of an E810 port cut to a few of its port
+// statistics (drivers/net/ethernet/intel/ice/ice_ethtool.c ice_gstrings_pf_stats,
+// the ".nic" names): ice has no PHY counter link.phy reads; its FEC blocks
+// come from FEC_GET (ice_get_fec_stats).
+const iceStatsListing = `NIC statistics:
+     rx_bytes.nic: 30412299102231
+     tx_bytes.nic: 29811022310001
+     rx_unicast.nic: 20412233810
+     tx_unicast.nic: 19911022377
+     rx_crc_errors.nic: 0
+     rx_length_errors.nic: 0
+     link_xon_rx.nic: 0
+     link_xoff_rx.nic: 0
+`
+
+// oneRSPort is the ethtool answer of a 100G port on four 25G NRZ lanes with
+// RS(528,514) active and the blocks given, with the statistics listed.
+func oneRSPort(corrected, uncorrectable uint64, listing string) sysfs.EthtoolAnswer {
+	up := true
+	return sysfs.EthtoolAnswer{
+		FEC: &sysfs.FECState{Configured: []string{"RS"}, Active: "RS",
+			Corrected: &sysfs.FECCounter{Total: corrected}, Uncorrectable: &sysfs.FECCounter{Total: uncorrectable}},
+		Link:  &sysfs.LinkState{Up: &up},
+		Modes: &sysfs.LinkModes{SpeedMbps: 100000, Lanes: 4},
+		Stats: sysfs.ParseEthtoolStatsListing(listing),
+	}
+}
+
+// withOnePort records one port's answer and its netdev's carrier counters.
+func withOnePort(t *Tree, h Host, a sysfs.EthtoolAnswer) *Tree {
+	nd := h.NICs[0].Ports[0].Netdev
+	t.Facts.Ethtool = map[string]sysfs.EthtoolAnswer{nd: a}
+	dir := netdevDir(t, nd)
+	t.Attr(path.Join(dir, "speed"), "100000")
+	t.Attr(path.Join(dir, "carrier_changes"), "2")
+	t.Attr(path.Join(dir, "carrier_down_count"), "1")
+	t.Attr(path.Join(dir, "carrier_up_count"), "1")
+	return t
 }
 
 func init() {
+	register("bnxt-re-phy-healthy", func() *Tree {
+		h := BCM57508()
+		return withOnePort(Build(h), h, oneRSPort(1534211, 0, bnxtStatsListing))
+	})
+	register("irdma-e810-phy-healthy", func() *Tree {
+		h := E810()
+		return withOnePort(Build(h), h, oneRSPort(2210987, 0, iceStatsListing))
+	})
 	register("cx7-roce-phy-healthy", func() *Tree {
 		h := CX7RoCE()
 		return withPHY(Build(h), h)
