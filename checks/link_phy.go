@@ -147,6 +147,9 @@ func runLinkPHY(_ context.Context, env *Env) Result {
 			details = append(details, u.netdev+": "+strings.Join(j.notes, "; "))
 		}
 	}
+	for _, nd := range elsewhere {
+		details = append(details, nd+": in another network namespace: not judged here")
+	}
 	r := combineFindings(fs, false)
 	r.Details = details
 	r.Observed = tallyFindings(fs)
