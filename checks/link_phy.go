@@ -114,6 +114,8 @@ var (
 type phyUnit struct {
 	netdev string
 	ports  []string
+	vf     bool   // a VF's or sub-function's netdev: its PF owns the PHY
+	driver string // the PCI function's driver; "" for a software device's parent
 }
 
 func runLinkPHY(_ context.Context, env *Env) Result {
@@ -140,7 +142,7 @@ func runLinkPHY(_ context.Context, env *Env) Result {
 	var fs []report.Finding
 	var details []string
 	for _, u := range units {
-		j := &phyJudge{env: env, hr: hr, netdev: u.netdev, ans: answers[u.netdev],
+		j := &phyJudge{env: env, hr: hr, netdev: u.netdev, vf: u.vf, pciDriver: u.driver, ans: answers[u.netdev],
 			slots: Slots{"netdev": u.netdev, "ports": strings.Join(u.ports, ", ")}}
 		fs = append(fs, j.judge()...)
 		if len(j.notes) > 0 {
@@ -181,10 +183,25 @@ func phyUnits(env *Env) (units []phyUnit, elsewhere []string) {
 				units = append(units, phyUnit{netdev: nd})
 			}
 			units[i].ports = appendUnique(units[i].ports, pm.Label)
+			units[i].vf, units[i].driver = pm.IsVF(), pciDriverOf(env, pm)
 		}
 	}
 	sort.Slice(units, func(a, b int) bool { return units[a].netdev < units[b].netdev })
 	return units, elsewhere
+}
+
+// pciDriverOf is the driver of the PCI function a port's device sits on;
+// "" for a software device (rxe, siw), whose netdev is another driver's.
+func pciDriverOf(env *Env, pm *PortModel) string {
+	if pm.Device.Function == SoftwareDevice || pm.Device.Dev.PCIAddr == "" {
+		return ""
+	}
+	for _, n := range env.Survey().NICs {
+		if n.Fn.Address == pm.Device.Dev.PCIAddr {
+			return n.Fn.Driver
+		}
+	}
+	return ""
 }
 
 // tallyFindings says how many units got each status: "2 pass, 1 skip".

@@ -38,13 +38,15 @@ const (
 // phyJudge judges one netdev: its answers, its counters against their
 // history, the findings and the notes (for the pass line and details).
 type phyJudge struct {
-	env    *Env
-	hr     *historyRun
-	netdev string
-	ans    sysfs.EthtoolAnswer
-	slots  Slots
-	notes  []string
-	out    []report.Finding
+	env       *Env
+	hr        *historyRun
+	netdev    string
+	vf        bool
+	pciDriver string // the driver of the port's PCI function, when it has one
+	ans       sysfs.EthtoolAnswer
+	slots     Slots
+	notes     []string
+	out       []report.Finding
 }
 
 func (j *phyJudge) judge() []report.Finding {
@@ -101,7 +103,14 @@ func (j *phyJudge) readable() (f report.Finding, done bool) {
 // driver names the netdev's driver for a message: "driver virtio_net", or
 // a software netdev's lack of one.
 func (j *phyJudge) driver() string {
-	if d, err := j.env.Host.LinkBase(sysfs.NetClass + "/" + j.netdev + "/device/driver"); err == nil && d != "" {
+	d := j.pciDriver
+	if d == "" {
+		d, _ = j.env.Host.LinkBase(sysfs.NetClass + "/" + j.netdev + "/device/driver")
+	}
+	switch {
+	case d != "" && j.vf:
+		return "driver " + d + " on a virtual function (its PF owns the PHY)"
+	case d != "":
 		return "driver " + d
 	}
 	return "a software netdev (no device)"

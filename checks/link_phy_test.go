@@ -159,3 +159,27 @@ func findingMessages(c report.CheckResult) []string {
 	}
 	return out
 }
+
+// On a hypervisor's PF with VFs: the PFs are judged, the VF here answers
+// EOPNOTSUPP as a VF does (its PF owns the PHY) and is skipped saying so,
+// the VF moved into a pod is named in the details.
+func TestLinkPHYVirtualFunctions(t *testing.T) {
+	up := true
+	pf := sysfs.EthtoolAnswer{FEC: &sysfs.FECState{Active: "RS", Uncorrectable: &sysfs.FECCounter{}},
+		Link: &sysfs.LinkState{Up: &up}, Modes: &sysfs.LinkModes{SpeedMbps: 100000, Lanes: 4}}
+	dir := fixtureEdited(t, "sriov-vfs-hypervisor", func(tr *sysfstest.Tree) {
+		tr.Facts.Ethtool = map[string]sysfs.EthtoolAnswer{"ens1f0np0": pf, "ens1f1np1": pf,
+			"ens1f0v0": {FECErr: sysfs.ErrNotSupported, Link: &sysfs.LinkState{Up: &up}, Stats: []sysfs.EthtoolStat{{Name: "rx_packets", Value: 12}}}}
+	})
+	c := hwResult(t, hwRun(t, dir, checks.Options{}), "link.phy")
+	want := []findingRef{{"link.phy/healthy", "ens1f0np0"}, {"link.phy/no-phy-stats", "ens1f0v0"}, {"link.phy/healthy", "ens1f1np1"}}
+	if d := cmp.Diff(want, refs(c.Findings)); d != "" {
+		t.Errorf("-want +got\n%s", d)
+	}
+	text := strings.Join(findingMessages(c), "\n") + "\n" + strings.Join(c.Details, "\n")
+	for _, w := range []string{"on a virtual function (its PF owns the PHY)", "ens1f0v1: in another network namespace: not judged here"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("lacks %q:\n%s", w, text)
+		}
+	}
+}
