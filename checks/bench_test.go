@@ -175,3 +175,36 @@ func BenchmarkGPUChecksHGX(b *testing.B) {
 		h.Close()
 	}
 }
+
+// BenchmarkLinkPHYShare is level 1 on the healthy ConnectX-7 fixture (two
+// netdevs, their answers from the facts file) with and without link.phy:
+// the difference is what link.phy adds to a run (the survey and the host
+// model it uses are shared with the other checks). BenchmarkLiveEthtool in
+// sysfs times the live requests per netdev.
+func BenchmarkLinkPHYShare(b *testing.B) {
+	dir := filepath.Join(hostsDir, "cx7-roce-phy-healthy")
+	all, err := checks.Select(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var without []string
+	for _, c := range all {
+		if c.ID != "link.phy" && c.Level == 1 {
+			without = append(without, c.ID)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		ids  []string
+	}{{"with", append(append([]string(nil), without...), "link.phy")}, {"without", without}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := hwRun(b, dir, checks.Options{}, bc.ids...)
+				if r.ExitCode != 0 {
+					b.Fatalf("exit %d", r.ExitCode)
+				}
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ func (h *Host) GatherFacts(recorded map[string]Access) *Facts {
 			f.DCB[nd.Name] = d
 		}
 		f.ModuleEEPROMs = h.gatherModuleEEPROMs(nds, f.Unavailable)
+		gatherEthtool(h, f, nds)
 	}
 	if sys, err := h.RDMASystem(); err != nil {
 		f.Unavailable["rdma_system"] = err.Error()
@@ -99,7 +100,7 @@ func (h *Host) copyFacts() *Facts {
 	out := &Facts{Schema: FactsSchema}
 	if h.facts == nil {
 		out.Unavailable = map[string]string{}
-		for _, k := range []string{"netdevs", "dcb", "rdma_system", "rdma_resources", "libibverbs", "dev_nodes"} {
+		for _, k := range []string{"netdevs", "dcb", "ethtool", "rdma_system", "rdma_resources", "libibverbs", "dev_nodes"} {
 			out.Unavailable[k] = "the source root has no " + FactsFile
 		}
 		return out

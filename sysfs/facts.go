@@ -26,6 +26,9 @@ type Facts struct {
 	Netdevs []Netdev `json:"netdevs,omitempty"`
 	// DCB holds the IEEE DCB answer (RTM_GETDCB / DCB_CMD_IEEE_GET) per interface.
 	DCB map[string]DCB `json:"dcb,omitempty"`
+	// Ethtool holds, by interface, the ethtool answers link.phy judges: FEC
+	// state and statistics, link state, link modes, driver statistics.
+	Ethtool map[string]EthtoolAnswer `json:"ethtool,omitempty"`
 	// RDMASystem is `rdma system`: the RDMA network-namespace mode.
 	RDMASystem *RDMASystem `json:"rdma_system,omitempty"`
 	// RDMAResources are the per-device resource counts (`rdma resource`).

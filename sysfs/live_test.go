@@ -282,3 +282,46 @@ func TestLiveRDMA(t *testing.T) {
 		}
 	}
 }
+
+// The ethtool requests in a namespace, on the kernel's real answers: a
+// veth and a dummy have no FEC (EOPNOTSUPP), a link state, and (veth) the
+// driver's statistics; lo has no statistics set.
+func TestLiveEthtoolInNetns(t *testing.T) {
+	ns, haveDummy := liveNetns(t)
+	h := &Host{rootDir: "/", live: netlinkSource{ns: ns}}
+	names := []string{"lo", "v0"}
+	if haveDummy {
+		names = append(names, "d0")
+	}
+	got, err := h.Ethtool(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		a := got[n]
+		if a.FEC != nil || a.FECErr != ErrNotSupported {
+			t.Errorf("%s: FEC %+v, error %q: want EOPNOTSUPP", n, a.FEC, a.FECErr)
+		}
+		if a.Link == nil || a.Link.Up == nil {
+			t.Errorf("%s: no link state (%q)", n, a.LinkErr)
+		}
+	}
+	if v0 := got["v0"]; v0.StatsErr != "" || len(v0.Stats) == 0 {
+		t.Errorf("v0: statistics %+v, error %q (veth_get_ethtool_stats)", v0.Stats, v0.StatsErr)
+	}
+	if lo := got["lo"]; lo.StatsErr != ErrNotSupported {
+		t.Errorf("lo: statistics error %q, want EOPNOTSUPP", lo.StatsErr)
+	}
+}
+
+// BenchmarkLiveEthtool is the live requests of one run for one interface
+// (lo, in this namespace: FEC_GET, LINKSTATE_GET, LINKMODES_GET and the
+// statistics ioctl over one socket), the cost link.phy adds per netdev.
+func BenchmarkLiveEthtool(b *testing.B) {
+	h := OpenLive()
+	for b.Loop() {
+		if _, err := h.Ethtool([]string{"lo"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -177,7 +177,6 @@ func ModuleReadPlan(lower []byte) []ModulePage {
 
 // ethtool netlink constants of the reply (include/uapi/linux/ethtool_netlink.h).
 const (
-	genlHdrLen                 = 4 // struct genlmsghdr {u8 cmd, u8 version, u16 reserved}
 	ethtoolAModuleEEPROMHeader = 1 // ETHTOOL_A_MODULE_EEPROM_HEADER: nest of ETHTOOL_A_HEADER_*
 	ethtoolAModuleEEPROMOffset = 2 // u32
 	ethtoolAModuleEEPROMLength = 3 // u32

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -142,47 +141,26 @@ func (s netlinkSource) moduleByIoctl(ifname string, nlErr error) (ModuleEEPROM, 
 		return ModuleEEPROM{}, fmt.Errorf("module EEPROM of %s: socket: %w", ifname, err)
 	}
 	defer unix.Close(fd)
-	var info struct {
-		cmd, typ, eepromLen uint32
-		reserved            [8]uint32
-	}
-	info.cmd = unix.ETHTOOL_GMODULEINFO
-	if err := ethtoolIoctl(fd, ifname, unsafe.Pointer(&info)); err != nil {
+	// struct ethtool_modinfo {u32 cmd, type, eeprom_len, reserved[8]}
+	info := make([]byte, 44)
+	binary.NativeEndian.PutUint32(info[0:], unix.ETHTOOL_GMODULEINFO)
+	if err := ethtoolIoctl(fd, ifname, info); err != nil {
 		return moduleErr(ifname, err)
 	}
-	if info.eepromLen == 0 || info.eepromLen > maxIoctlEEPROM {
-		return ModuleEEPROM{}, fmt.Errorf("ETHTOOL_GMODULEINFO %s: EEPROM length %d", ifname, info.eepromLen)
+	typ, eepromLen := binary.NativeEndian.Uint32(info[4:]), binary.NativeEndian.Uint32(info[8:])
+	if eepromLen == 0 || eepromLen > maxIoctlEEPROM {
+		return ModuleEEPROM{}, fmt.Errorf("ETHTOOL_GMODULEINFO %s: EEPROM length %d", ifname, eepromLen)
 	}
-	buf := make([]byte, 16+info.eepromLen) // struct ethtool_eeprom {cmd, magic, offset, len} + data
+	buf := make([]byte, 16+eepromLen) // struct ethtool_eeprom {cmd, magic, offset, len} + data
 	binary.NativeEndian.PutUint32(buf[0:], unix.ETHTOOL_GMODULEEEPROM)
-	binary.NativeEndian.PutUint32(buf[12:], info.eepromLen)
-	if err := ethtoolIoctl(fd, ifname, unsafe.Pointer(&buf[0])); err != nil {
+	binary.NativeEndian.PutUint32(buf[12:], eepromLen)
+	if err := ethtoolIoctl(fd, ifname, buf); err != nil {
 		return moduleErr(ifname, err)
 	}
-	return ModuleEEPROM{Source: "ioctl", Pages: IoctlPages(info.typ, buf[16:])}, nil
+	return ModuleEEPROM{Source: "ioctl", Pages: IoctlPages(typ, buf[16:])}, nil
 }
 
 // maxIoctlEEPROM bounds the ioctl's EEPROM length: SFF-8636's 640 bytes is
 // the most the kernel's layouts define.
 const maxIoctlEEPROM = 640
 
-// ifreqData is struct ifreq with its union holding a pointer: the
-// ethtool command SIOCETHTOOL carries.
-type ifreqData struct {
-	name [unix.IFNAMSIZ]byte
-	data unsafe.Pointer
-	_    [16]byte // the rest of the union
-}
-
-func ethtoolIoctl(fd int, ifname string, data unsafe.Pointer) error {
-	if len(ifname) >= unix.IFNAMSIZ {
-		return fmt.Errorf("interface name %q too long", ifname)
-	}
-	ifr := ifreqData{data: data}
-	copy(ifr.name[:], ifname)
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}

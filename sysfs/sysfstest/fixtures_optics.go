@@ -248,21 +248,6 @@ func MMA4Z00Readings(tempC float64) OpticReadings {
 	return r
 }
 
-// CX7RoCE is a dual-port ConnectX-7 400 GbE host (PCIe Gen5 x16): the
-// ConnectX-5 RoCE host with CX7 functions.
-func CX7RoCE() Host {
-	h := CX5RoCE()
-	h.Hostname = "cx7-roce-node02"
-	for i := range h.NICs {
-		n := &h.NICs[i]
-		n.Device = 0x1021
-		n.Speed, n.MaxSpeed, n.BridgeSpeed = "32.0 GT/s PCIe", "32.0 GT/s PCIe", "32.0 GT/s PCIe"
-		n.FW, n.HCAType, n.BoardID = "28.39.1002 (MT_0000000838)", "MT4129", "MT_0000000838"
-		n.Ports[0].Rate = "400 Gb/sec (4X NDR)"
-	}
-	return h
-}
-
 // withModules builds a host with the given modules by netdev.
 func withModules(h Host, mods map[string]sysfs.ModuleEEPROM) *Tree {
 	t := Build(h)

@@ -184,3 +184,14 @@ scenario peer-loopback --needs pci.device \
 	--break 'rdmadoctor peer serve --listen 192.0.2.1:18516 --once --timeout 60s --token vm-token >"$d/serve.log" 2>&1 &
 		i=0; until grep -qs ":4854 0*:0000 0A" /proc/net/tcp /proc/net/tcp6; do i=$((i + 1)); [ $i -gt 60 ] && { cat /proc/net/tcp /proc/net/tcp6; exit 1; }; sleep 1; done' \
 	--exit 0 --root none -- peer test 192.0.2.1:18516 --token vm-token --fail-on warn --format json
+
+# link.phy on the real kernel's answers: rxe0's netdev is dummy0, whose
+# driver has no FEC and no PHY statistics (FEC_GET and ETHTOOL_GSSET_INFO
+# answer EOPNOTSUPP): a skip with the reason, never a fail — up, and down
+# (port.state fails then; link.phy still skips: dummy names no cause).
+scenario link-phy-dummy0 --needs link.phy --status 'link.phy=skip' \
+	--exit 0 --root none -- --level 1 --format json
+
+scenario link-phy-dummy0-down --needs link.phy --status 'link.phy=skip' \
+	--break '/usr/bin/ip link set dummy0 down' \
+	--exit 19 --root port.state -- --level 1 --format json
