@@ -35,6 +35,8 @@ type Facts struct {
 	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
 	// them: a directory of files cannot hold a character device.
 	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`
+	// DevlinkHealth is `devlink health show`: the drivers' health reporters.
+	DevlinkHealth *DevlinkHealth `json:"devlink_health,omitempty"`
 	// ReadErrors are files that exist on the host but whose read failed,
 	// by path, with the errno name ("EINVAL" for a counter the driver
 	// refuses, "EACCES"): reading them from the root fails the same way, so a

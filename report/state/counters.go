@@ -112,6 +112,10 @@ func (s *State) Clone() *State {
 			c.Counters[i].Baseline = &b
 		}
 	}
+	if s.KernelLog != nil {
+		m := *s.KernelLog
+		c.KernelLog = &m
+	}
 	c.Acks = make([]Ack, len(s.Acks))
 	for i, a := range s.Acks {
 		c.Acks[i] = a
@@ -125,11 +129,14 @@ func (s *State) Clone() *State {
 	return &c
 }
 
-// TakeHistory takes the counter history a run's checks wrote into work,
+// TakeHistory takes the counter history (and the kernel log's mark) a run's checks wrote into work,
 // when they finished (ok); otherwise s keeps its own.
 func (s *State) TakeHistory(work *State, ok bool) {
 	if s == nil || work == nil || !ok {
 		return
 	}
 	s.Counters, s.Acks, s.BootID = work.Counters, work.Acks, work.BootID
+	if work.KernelLog != nil {
+		s.KernelLog = work.KernelLog
+	}
 }

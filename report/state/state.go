@@ -45,6 +45,9 @@ type State struct {
 	Checks []CheckRecord `json:"checks"`
 	// Counters is the error counters' history (counters.errors).
 	Counters []CounterSeries `json:"counters,omitempty"`
+	// KernelLog is where the kernel.log check stopped reading the
+	// kernel's ring (/dev/kmsg), so the next run reads only what is new.
+	KernelLog *KernelLogMark `json:"kernel_log,omitempty"`
 	// Acks are the levels an operator accepted (`rdmadoctor ack`).
 	Acks []Ack `json:"acks,omitempty"`
 	// Policy is the last run's: which warnings count as problems. The
@@ -81,6 +84,13 @@ type CheckRecord struct {
 	Expect   *report.ExpectInfo `json:"expect,omitempty"`
 	// Since is when the check's status last changed to the present one.
 	Since time.Time `json:"since"`
+}
+
+// KernelLogMark is a position in the kernel's ring: the sequence number
+// the next reading starts from, valid only in the boot it was read in.
+type KernelLogMark struct {
+	BootID string `json:"boot_id"`
+	Seq    uint64 `json:"seq"`
 }
 
 // Policy is report.Policy as kept: --fail-on warn, and the checks whose
