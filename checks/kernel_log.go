@@ -1,0 +1,166 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+func init() {
+	register(Check{
+		ID: "kernel.log", Code: 63, Level: 1,
+		Title: "the kernel logged no known driver or PCIe fault of an RDMA NIC, and its devlink health reporters are healthy",
+		Privileges: []Need{{Kind: NeedCapability, Cap: CapSyslog, Optional: true,
+			For: "reads the kernel's ring (/dev/kmsg) where kernel.dmesg_restrict=1; without it the devlink reporters are still judged"}},
+		Explain: Explanation{
+			Judges: "Reads the kernel's ring buffer without blocking and without consuming it (/dev/kmsg, else syslog(2)) from the sequence " +
+				"number the last run stopped at (kept in --state with the boot_id; a new boot, or a ring whose newest record is older than " +
+				"the mark, starts again at the beginning; without a mark: since boot), and matches each record against a table of known " +
+				"messages, each read in the kernel source it cites: the netdev watchdog's transmit-queue timeout (net/sched/sch_generic.c), " +
+				"mlx5/bnxt_en/ice TX timeouts, mlx5 health poll failures and fatal errors (health.c), insufficient PCIe slot power and port " +
+				"module errors (events.c), the PCI core's \"available PCIe bandwidth, limited by\" (drivers/pci/pci.c), AER reports " +
+				"(drivers/pci/pcie/aer.c) and carrier-loss messages. A finding names the device — from the message, the record's DEVICE= " +
+				"entry or the driver's prefix — and quotes the newest line; only the RDMA NICs, their netdevs and the PCIe ports above " +
+				"them are judged, a message about another device is noted. Records the ring overwrote before they were read are counted " +
+				"in the details. Then the devlink health reporters of the RDMA NICs (`devlink health show`, generic netlink): a reporter " +
+				"in error state fails; an error count that rose since the last run (or, without one, any error since the driver loaded) " +
+				"warns. Replaying a snapshot, its kernel.log is judged whole (it has no sequence numbers: every line kept at the capture) " +
+				"and its facts give the reporters.",
+			Why: "A NIC can keep its port ACTIVE while its driver logs TX timeouts, its firmware dies, or its module overheats: the " +
+				"kernel's own complaints are often the first and only sign before jobs hang.",
+		},
+		Run: runKernelLog,
+	})
+}
+
+var (
+	klogClean = declare(Finding{ID: "kernel.log/clean", Status: report.Pass,
+		When:    "no known driver or PCIe fault of an RDMA NIC in the records read, and no devlink reporter in error or with new errors",
+		Message: "{records} kernel log record(s) read {since}: no known driver or PCIe fault of the RDMA NICs; {devlink}"})
+	klogOtherDevice = declare(Finding{ID: "kernel.log/other-device", Status: report.Pass,
+		When: "a known message names a device that is neither an RDMA NIC, its netdev, nor a PCIe port above one (noted only)",
+		Message: "{device}: {count} line(s) {since} of a known kind ({kind}) about a device that carries no RDMA traffic — noted only, " +
+			"the last: \"{line}\""})
+	klogNoLog = declare(Finding{ID: "kernel.log/no-log", Status: report.Skip,
+		When:    "the fixture or snapshot root holds no kernel log",
+		Message: "{cause}: no kernel log to judge; {devlink}"})
+	klogNoAccess = declare(Finding{ID: "kernel.log/no-access", Status: report.Skip,
+		When:    "the kernel refused its log (kernel.dmesg_restrict=1 without CAP_SYSLOG)",
+		Message: "the kernel log is not readable by this process ({cause}); {devlink}",
+		Fix: "Run rdmadoctor as root with CAP_SYSLOG (a systemd drop-in adding CAP_SYSLOG to AmbientCapabilities= and " +
+			"CapabilityBoundingSet=, or `SYSLOG` in the container's capabilities), or set kernel.dmesg_restrict=0."})
+	klogUnreadable = declare(Finding{ID: "kernel.log/unreadable", Status: report.Error,
+		When:    "the kernel log could not be read for another reason",
+		Message: "the kernel log could not be read: {cause}"})
+)
+
+// klogNow is the clock of the devlink history; tests replace it.
+var klogNow = time.Now
+
+// runKernelLog reads the log since the mark, judges its records, then the
+// devlink health reporters, and combines both.
+func runKernelLog(_ context.Context, env *Env) Result {
+	sc := newLogScope(env)
+	dl := judgeDevlink(env, sc)
+	rd, since, err := readKernelLogSinceMark(env)
+	if err != nil {
+		return kernelLogUnread(err, dl)
+	}
+	hits := collectHits(sc, rd.Records)
+	up, _ := env.Host.Uptime()
+	var fs []report.Finding
+	for _, h := range hits {
+		fs = append(fs, h.finding(since, up))
+	}
+	fs = append(fs, dl.findings...)
+	if worst := worstStatus(fs); worst == "" || worst == report.Pass {
+		clean := klogClean.At("", Slots{"records": fmt.Sprint(len(rd.Records)), "since": since, "devlink": dl.summary})
+		fs = append([]report.Finding{clean}, fs...)
+	}
+	r := combineFindings(fs, false)
+	if r.Status == report.Pass {
+		r.Summary = fs[0].Message
+	}
+	r.Details = append(readingDetails(rd, since), hitDetails(hits)...)
+	r.Details = append(r.Details, dl.details...)
+	r.Observed = fmt.Sprintf("%d record(s) %s, %d known message(s) about the RDMA NICs; %s", len(rd.Records), since, inScopeCount(hits), dl.summary)
+	r.Expected = "no transmit timeout, firmware fault, module or PCIe error logged for an RDMA NIC; devlink reporters healthy"
+	r.Evidence = map[string]any{"source": rd.Source, "since": since, "records": len(rd.Records), "lost": rd.Lost, "next_seq": rd.Next}
+	return r
+}
+
+// kernelLogUnread is the result when the log could not be read: a skip
+// or an error about the log, beside the devlink reporters' verdicts.
+func kernelLogUnread(err error, dl devlinkVerdict) Result {
+	slots := Slots{"cause": err.Error(), "devlink": dl.summary}
+	var f report.Finding
+	var kle *sysfs.KernelLogError
+	switch {
+	case errors.Is(err, sysfs.ErrNoKernelLog):
+		f = klogNoLog.At("", slots)
+	case errors.As(err, &kle) && kle.Denied:
+		f = klogNoAccess.At("", slots)
+	default:
+		f = klogUnreadable.At("", slots)
+	}
+	fs := append([]report.Finding{f}, dl.findings...)
+	r := combineFindings(fs, false)
+	if worse(f.Status, r.Status) || f.Status == r.Status {
+		r.Summary = f.Message
+	}
+	r.Details = dl.details
+	return r
+}
+
+// readKernelLogSinceMark reads the log from the state's mark and moves the
+// mark; since says from where the records run, in words.
+func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
+	st := env.Opts.State
+	bootID, _ := env.Host.BootID()
+	var from uint64
+	since := "since boot (no --state: every run reads the whole ring)"
+	switch {
+	case !env.Host.Live():
+	case st == nil:
+	case st.KernelLog == nil:
+		since = "since boot (the first run with this state)"
+	case st.KernelLog.BootID != bootID:
+		since = "since boot (the host booted since the last run)"
+	default:
+		from, since = st.KernelLog.Seq, "since the last run"
+	}
+	rd, err := env.Host.KernelLogSince(from)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case !env.Host.Live():
+		since = "kept at the capture (a snapshot's kernel.log has no sequence numbers: every line it kept is judged)"
+	case !rd.Sequenced:
+		since = "since boot (read through syslog(2), which has no sequence numbers)"
+	case rd.Restarted:
+		since = "since boot (the ring's newest record is older than the last run's mark)"
+	}
+	if st != nil && env.Host.Live() && rd.Sequenced {
+		st.KernelLog = &state.KernelLogMark{BootID: bootID, Seq: rd.Next}
+	}
+	return rd, since, nil
+}
+
+// readingDetails says where the records came from and what was lost.
+func readingDetails(rd *sysfs.KmsgReading, since string) []string {
+	out := []string{fmt.Sprintf("read %d record(s) from %s, %s", len(rd.Records), rd.Source, since)}
+	if rd.Lost > 0 {
+		out = append(out, fmt.Sprintf("%d record(s) were overwritten in the ring before this run could read them (sequence %d to %d): what they said is unknown",
+			rd.Lost, rd.From, rd.From+rd.Lost-1))
+	}
+	if rd.Overrun > 0 {
+		out = append(out, fmt.Sprintf("the ring overwrote %d record(s) while it was being read", rd.Overrun))
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package checks
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+)
+
+// flapThreshold is how many carrier losses on one port make a flapping
+// link: gpud counts a flap incident at three down-then-up cycles.
+const flapThreshold = 3
+
+// logHit is every record of one known kind about one device.
+type logHit struct {
+	known   *knownMessage
+	unit    string
+	label   string
+	inScope bool
+	count   int
+	last    sysfs.KernelRecord
+	user    int // records written from user space (facility 1, not the kernel)
+}
+
+// collectHits matches every record against the table and groups the
+// matches by kind and device, in the order they first appear.
+func collectHits(sc *logScope, recs []sysfs.KernelRecord) []*logHit {
+	var hits []*logHit
+	byKey := map[string]*logHit{}
+	for _, r := range recs {
+		k, named := matchKnown(r.Text)
+		if k == nil {
+			continue
+		}
+		unit, label, in := sc.place(sc.devicesOf(r, named))
+		key := k.finding.ID + "\x00" + unit
+		h := byKey[key]
+		if h == nil {
+			h = &logHit{known: k, unit: unit, label: label, inScope: in}
+			byKey[key] = h
+			hits = append(hits, h)
+		}
+		h.count++
+		h.last = r
+		if r.Facility > 0 {
+			h.user++
+		}
+	}
+	return hits
+}
+
+// finding is the hit's declared finding: its kind's, a flapping link's at
+// flapThreshold carrier losses, or only a note about another device.
+func (h *logHit) finding(since string, uptime time.Duration) report.Finding {
+	word := h.unit
+	if word == "" {
+		word = "the NIC"
+	}
+	slots := Slots{"device": h.label, "device_word": word, "count": fmt.Sprint(h.count), "since": since,
+		"when": whenLogged(h.last, uptime), "line": h.last.Text}
+	f := h.known.finding
+	if !h.inScope {
+		return klogOtherDevice.At(h.unit, slots.with("kind", strings.TrimPrefix(f.ID, "kernel.log/")))
+	}
+	if f == klogLinkDown && h.count >= flapThreshold {
+		f = klogLinkFlaps
+	}
+	return f.At(h.unit, slots)
+}
+
+// whenLogged says when a record was logged: seconds after boot, and how
+// long ago when the uptime is known.
+func whenLogged(r sysfs.KernelRecord, uptime time.Duration) string {
+	if r.Time < 0 {
+		return "(no timestamp)"
+	}
+	s := fmt.Sprintf("at %.3f s after boot", r.Time.Seconds())
+	if uptime > r.Time {
+		s += fmt.Sprintf(" (%s ago)", (uptime - r.Time).Round(time.Second))
+	}
+	return s
+}
+
+// hitDetails lists, per hit, the kernel source of its message and whether
+// user space wrote it.
+func hitDetails(hits []*logHit) []string {
+	var out []string
+	for _, h := range hits {
+		scope := "judged"
+		if !h.inScope {
+			scope = "not an RDMA NIC: noted"
+		}
+		line := fmt.Sprintf("%s: %d × %s (%s) — message of %s", h.label, h.count, h.known.finding.ID, scope, h.known.source)
+		if h.user > 0 {
+			line += fmt.Sprintf("; %d of them written to /dev/kmsg from user space (facility user), not by the kernel", h.user)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func inScopeCount(hits []*logHit) int {
+	n := 0
+	for _, h := range hits {
+		if h.inScope {
+			n += h.count
+		}
+	}
+	return n
+}
