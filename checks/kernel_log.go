@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -112,6 +113,11 @@ func kernelLogUnread(err error, dl devlinkVerdict) Result {
 	r := combineFindings(fs, false)
 	if worse(f.Status, r.Status) || f.Status == r.Status {
 		r.Summary = f.Message
+	}
+	if f.Status == report.Skip && f.Fix != "" {
+		// A skip's fix is no remedy to combine, but the way to let the
+		// check read the log is worth saying.
+		r.Remedy = strings.TrimSpace(f.Fix + "\n" + r.Remedy)
 	}
 	r.Details = dl.details
 	return r

@@ -29,7 +29,7 @@ var (
 	klogDevlinkSinceBoot = declare(Finding{ID: "kernel.log/devlink-errors-since-boot", Status: report.Warn,
 		When:    "a devlink health reporter counted errors since the driver loaded, with no earlier reading to compare with",
 		Message: devlinkHead + ": {errors} error(s) since the driver loaded, {recovered} recovered (no earlier reading: run with --state to judge their rise)",
-		Fix: "`devlink health diagnose {handle} reporter {reporter}` says what failed; with --state the next runs report only new errors."})
+		Fix:     "`devlink health diagnose {handle} reporter {reporter}` says what failed; with --state the next runs report only new errors."})
 )
 
 // devlinkVerdict is the judgement of the RDMA NICs' reporters.

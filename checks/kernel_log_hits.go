@@ -21,7 +21,8 @@ type logHit struct {
 	inScope bool
 	count   int
 	last    sysfs.KernelRecord
-	user    int // records written from user space (facility 1, not the kernel)
+	user    int      // records written from user space (facility 1, not the kernel)
+	sources []string // the kernel sources of the messages matched, each once
 }
 
 // collectHits matches every record against the table and groups the
@@ -44,6 +45,7 @@ func collectHits(sc *logScope, recs []sysfs.KernelRecord) []*logHit {
 		}
 		h.count++
 		h.last = r
+		h.sources = appendUnique(h.sources, k.source)
 		if r.Facility > 0 {
 			h.user++
 		}
@@ -92,7 +94,7 @@ func hitDetails(hits []*logHit) []string {
 		if !h.inScope {
 			scope = "not an RDMA NIC: noted"
 		}
-		line := fmt.Sprintf("%s: %d × %s (%s) — message of %s", h.label, h.count, h.known.finding.ID, scope, h.known.source)
+		line := fmt.Sprintf("%s: %d × %s (%s) — message of %s", h.label, h.count, h.known.finding.ID, scope, strings.Join(h.sources, "; "))
 		if h.user > 0 {
 			line += fmt.Sprintf("; %d of them written to /dev/kmsg from user space (facility user), not by the kernel", h.user)
 		}

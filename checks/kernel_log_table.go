@@ -53,7 +53,7 @@ var (
 	klogAERNonFatal = declare(Finding{ID: "kernel.log/aer-nonfatal", Status: report.Warn,
 		When:    "AER logged an uncorrected non-fatal PCIe error on an RDMA NIC or a PCIe port above it",
 		Message: knownMsgHead + " — a PCIe transaction was lost; the driver recovered, the link stayed up",
-		Fix: "Watch the hop's AER counters (`pcie.aer`): errors that recur point at the card, riser or slot — reseat, then replace the part."})
+		Fix:     "Watch the hop's AER counters (`pcie.aer`): errors that recur point at the card, riser or slot — reseat, then replace the part."})
 	klogAERCorrected = declare(Finding{ID: "kernel.log/aer-corrected", Status: report.Pass,
 		When:    "AER logged corrected PCIe errors (noted: their rate is pcie.aer's to judge)",
 		Message: knownMsgHead + " — corrected by the link layer, nothing lost; pcie.aer judges their rate"})
