@@ -292,7 +292,7 @@ func sinceMark(all []KernelRecord, from uint64) *KmsgReading {
 		}
 	}
 	if len(all) > 0 && newest+1 < from {
-		from, rd.Restarted, rd.From = 0, true, 0
+		from, rd.Restarted, rd.From, rd.Next = 0, true, 0, 0
 	}
 	for _, r := range all {
 		if !r.HasSeq || r.Seq < from {
