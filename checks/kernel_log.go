@@ -48,8 +48,8 @@ var (
 		Message: "{device}: {count} line(s) {since} of a known kind ({kind}) about a device that carries no RDMA traffic — noted only, " +
 			"the last: \"{line}\""})
 	klogNoLog = declare(Finding{ID: "kernel.log/no-log", Status: report.Skip,
-		When:    "the fixture or snapshot root holds no kernel log",
-		Message: "{cause}: no kernel log to judge; {devlink}"})
+		When: "the fixture or snapshot root holds no kernel log",
+		Message: "no kernel log in this root to judge; {devlink}"})
 	klogNoAccess = declare(Finding{ID: "kernel.log/no-access", Status: report.Skip,
 		When:    "the kernel refused its log (kernel.dmesg_restrict=1 without CAP_SYSLOG)",
 		Message: "the kernel log is not readable by this process ({cause}); {devlink}",
@@ -72,26 +72,26 @@ func runKernelLog(_ context.Context, env *Env) Result {
 	if err != nil {
 		return kernelLogUnread(err, dl)
 	}
-	hits := collectHits(sc, rd.Records)
-	up, _ := env.Host.Uptime()
+	recs := linkRecords(rd.Records)
+	hits := collectHits(sc, recs)
 	var fs []report.Finding
 	for _, h := range hits {
-		fs = append(fs, h.finding(since, up))
+		fs = append(fs, h.finding(since))
 	}
 	fs = append(fs, dl.findings...)
 	if worst := worstStatus(fs); worst == "" || worst == report.Pass {
-		clean := klogClean.At("", Slots{"records": fmt.Sprint(len(rd.Records)), "since": since, "devlink": dl.summary})
+		clean := klogClean.At("", Slots{"records": fmt.Sprint(len(recs)), "since": since, "devlink": dl.summary})
 		fs = append([]report.Finding{clean}, fs...)
 	}
 	r := combineFindings(fs, false)
 	if r.Status == report.Pass {
 		r.Summary = fs[0].Message
 	}
-	r.Details = append(readingDetails(rd, since), hitDetails(hits)...)
+	r.Details = append(readingDetails(rd, len(recs), since), hitDetails(hits)...)
 	r.Details = append(r.Details, dl.details...)
-	r.Observed = fmt.Sprintf("%d record(s) %s, %d known message(s) about the RDMA NICs; %s", len(rd.Records), since, inScopeCount(hits), dl.summary)
+	r.Observed = fmt.Sprintf("%d RDMA or link record(s) %s, %d known message(s) about the RDMA NICs; %s", len(recs), since, inScopeCount(hits), dl.summary)
 	r.Expected = "no transmit timeout, firmware fault, module or PCIe error logged for an RDMA NIC; devlink reporters healthy"
-	r.Evidence = map[string]any{"source": rd.Source, "since": since, "records": len(rd.Records), "lost": rd.Lost, "next_seq": rd.Next}
+	r.Evidence = map[string]any{"since": since, "records": len(recs), "lost": rd.Lost}
 	return r
 }
 
@@ -129,7 +129,10 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 	st := env.Opts.State
 	bootID, _ := env.Host.BootID()
 	var from uint64
-	since := "since boot (no --state: every run reads the whole ring)"
+	// A replay and a live run without a mark read the same lines (a
+	// snapshot keeps what the ring held of the RDMA NICs and their links)
+	// and say the same: a replay judges the host as it was.
+	since := "since boot (no mark: all the ring held; with --state a live run reads only what is new)"
 	switch {
 	case !env.Host.Live():
 	case st == nil:
@@ -146,7 +149,6 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 	}
 	switch {
 	case !env.Host.Live():
-		since = "kept at the capture (a snapshot's kernel.log has no sequence numbers: every line it kept is judged)"
 	case !rd.Sequenced:
 		since = "since boot (read through syslog(2), which has no sequence numbers)"
 	case rd.Restarted:
@@ -158,11 +160,27 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 	return rd, since, nil
 }
 
-// readingDetails says where the records came from and what was lost.
-func readingDetails(rd *sysfs.KmsgReading, since string) []string {
-	out := []string{fmt.Sprintf("read %d record(s) from %s, %s", len(rd.Records), rd.Source, since)}
-	if rd.Lost > 0 {
-		out = append(out, fmt.Sprintf("%d record(s) were overwritten in the ring before this run could read them (sequence %d to %d): what they said is unknown",
+// linkRecords keeps the records a snapshot keeps (sysfs.KeepRDMA): the
+// RDMA stack's and the link-health messages of the PCIe and network cores.
+// Every message of the table is among them; judging only these makes a live
+// run and the replay of its snapshot count and say the same.
+func linkRecords(recs []sysfs.KernelRecord) []sysfs.KernelRecord {
+	var out []sysfs.KernelRecord
+	for _, r := range recs {
+		if sysfs.IsRDMAKernelMessage(r.Text) || sysfs.IsLinkHealthMessage(r.Text) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// readingDetails says what was read and what was lost since the mark.
+// Where the records came from (the ring, a snapshot) is left out on
+// purpose: a replay says what the live run said.
+func readingDetails(rd *sysfs.KmsgReading, n int, since string) []string {
+	out := []string{fmt.Sprintf("%d RDMA or link record(s) of the kernel log %s", n, since)}
+	if rd.Lost > 0 && rd.From > 0 {
+		out = append(out, fmt.Sprintf("%d record(s) were overwritten in the ring after the last run and before this one could read them (sequence %d to %d): what they said is unknown",
 			rd.Lost, rd.From, rd.From+rd.Lost-1))
 	}
 	if rd.Overrun > 0 {

@@ -3,7 +3,6 @@ package checks
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -21,7 +20,6 @@ type logHit struct {
 	inScope bool
 	count   int
 	last    sysfs.KernelRecord
-	user    int      // records written from user space (facility 1, not the kernel)
 	sources []string // the kernel sources of the messages matched, each once
 }
 
@@ -46,22 +44,19 @@ func collectHits(sc *logScope, recs []sysfs.KernelRecord) []*logHit {
 		h.count++
 		h.last = r
 		h.sources = appendUnique(h.sources, k.source)
-		if r.Facility > 0 {
-			h.user++
-		}
 	}
 	return hits
 }
 
 // finding is the hit's declared finding: its kind's, a flapping link's at
 // flapThreshold carrier losses, or only a note about another device.
-func (h *logHit) finding(since string, uptime time.Duration) report.Finding {
+func (h *logHit) finding(since string) report.Finding {
 	word := h.unit
 	if word == "" {
 		word = "the NIC"
 	}
 	slots := Slots{"device": h.label, "device_word": word, "count": fmt.Sprint(h.count), "since": since,
-		"when": whenLogged(h.last, uptime), "line": h.last.Text}
+		"when": whenLogged(h.last), "line": h.last.Text}
 	f := h.known.finding
 	if !h.inScope {
 		return klogOtherDevice.At(h.unit, slots.with("kind", strings.TrimPrefix(f.ID, "kernel.log/")))
@@ -72,17 +67,14 @@ func (h *logHit) finding(since string, uptime time.Duration) report.Finding {
 	return f.At(h.unit, slots)
 }
 
-// whenLogged says when a record was logged: seconds after boot, and how
-// long ago when the uptime is known.
-func whenLogged(r sysfs.KernelRecord, uptime time.Duration) string {
+// whenLogged says when a record was logged, in seconds after boot as
+// dmesg shows it (not "how long ago": a replay must say what the live run
+// said).
+func whenLogged(r sysfs.KernelRecord) string {
 	if r.Time < 0 {
 		return "(no timestamp)"
 	}
-	s := fmt.Sprintf("at %.3f s after boot", r.Time.Seconds())
-	if uptime > r.Time {
-		s += fmt.Sprintf(" (%s ago)", (uptime - r.Time).Round(time.Second))
-	}
-	return s
+	return fmt.Sprintf("at %.3f s after boot", r.Time.Seconds())
 }
 
 // hitDetails lists, per hit, the kernel source of its message and whether
@@ -94,11 +86,7 @@ func hitDetails(hits []*logHit) []string {
 		if !h.inScope {
 			scope = "not an RDMA NIC: noted"
 		}
-		line := fmt.Sprintf("%s: %d × %s (%s) — message of %s", h.label, h.count, h.known.finding.ID, scope, strings.Join(h.sources, "; "))
-		if h.user > 0 {
-			line += fmt.Sprintf("; %d of them written to /dev/kmsg from user space (facility user), not by the kernel", h.user)
-		}
-		out = append(out, line)
+		out = append(out, fmt.Sprintf("%s: %d × %s (%s) — message of %s", h.label, h.count, h.known.finding.ID, scope, strings.Join(h.sources, "; ")))
 	}
 	return out
 }

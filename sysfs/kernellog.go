@@ -321,7 +321,7 @@ func (h *Host) KernelLogSince(from uint64) (*KmsgReading, error) {
 	}
 	data, err := h.ReadFile(KernelLogFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		why := "the root has no " + KernelLogFile
+		why := "the root has no " + KernelLogFile + " (a fixture; a snapshot keeps one)"
 		if h.facts != nil {
 			if r, ok := h.facts.Unavailable[kernelLogUnavailable]; ok {
 				why = "the snapshot has no kernel log: " + r
