@@ -31,8 +31,11 @@
 #                       wait_ready (rxe0 ACTIVE again), wait_active DEV [GID];
 #                       added rdma links and netdevs are deleted afterwards
 #   --user U --memlock KiB   run rdmadoctor as U with RLIMIT_MEMLOCK KiB
-#   --kind run|killprobe|timing|snapshot   (timing: --runs N --ref 'CMD';
-#                       snapshot: --redact 1 captures with --redact)
+#   --kind run|killprobe|timing|snapshot|rerun   (timing: --runs N --ref 'CMD';
+#                       snapshot: --redact 1 captures with --redact; rerun: three
+#                       runs with one --state, --between 'SHELL' after the first;
+#                       the second is the scenario's report, --prime-status and
+#                       --after-status ID=S, --after-exit N judge the others)
 # Every JSON run is also checked for: exit_code == the process's status, and
 # every level<=N check of `rdmadoctor list` present in checks[].
 
@@ -147,3 +150,15 @@ scenario peer-loopback --needs pci.device \
 	--break 'rdmadoctor peer serve --listen 192.0.2.1:18516 --once --timeout 60s --token vm-token >"$d/serve.log" 2>&1 &
 		i=0; until grep -qs ":4854 0*:0000 0A" /proc/net/tcp /proc/net/tcp6; do i=$((i + 1)); [ $i -gt 60 ] && { cat /proc/net/tcp /proc/net/tcp6; exit 1; }; sleep 1; done' \
 	--exit 0 --root none -- peer test 192.0.2.1:18516 --token vm-token --fail-on warn --format json
+
+# The kernel's own complaints, each said once: a transmit-queue timeout in
+# the netdev watchdog's words (net/sched/sch_generic.c, as an mlx5 host logs
+# it) naming dummy0, the netdev rxe0 runs over, is written to /dev/kmsg
+# between the first run (which sets the state's kernel-log mark) and the
+# second. The second run finds it (kernel.log/tx-timeout on dummy0, exit 63);
+# the run after reads only what is new since and passes.
+scenario kernel-log-tx-timeout --needs kernel.log --kind rerun \
+	--between 'echo "<4>NETDEV WATCHDOG: dummy0 (dummy): transmit queue 0 timed out 5120 ms" >/dev/kmsg' \
+	--prime-status kernel.log=pass --status kernel.log=fail --mentions dummy0 \
+	--after-status kernel.log=pass --after-exit 0 \
+	--exit 63 --root kernel.log -- --level 1 --format json
