@@ -1,7 +1,9 @@
 package sysfs
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mdlayher/netlink"
@@ -121,4 +123,39 @@ func FuzzParseDevlinkHealthReporter(f *testing.F) {
 			t.Fatalf("accepted without a handle or name: %+v", r)
 		}
 	})
+}
+
+// A snapshot keeps the link-health lines of the PCIe and network cores
+// beside the RDMA stack's: AER reported by the root port above a NIC, the
+// netdev watchdog, the PCI core's bandwidth line; other lines stay out.
+func TestKeepRDMAKeepsLinkHealthLines(t *testing.T) {
+	recs := []KernelRecord{
+		{Time: time.Second, Text: "pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: 0000:3b:00.0"},
+		{Time: 2 * time.Second, Text: "NETDEV WATCHDOG: eno1 (igb): transmit queue 2 timed out"},
+		{Time: 3 * time.Second, Text: "usb 1-1: new high-speed USB device number 2 using xhci_hcd"},
+		{Time: 4 * time.Second, Text: "mlx5_core 0000:3b:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x8 link at 0000:3a:00.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)"},
+	}
+	got := KeepRDMA(recs, 5*time.Second)
+	if len(got) != 3 || strings.Contains(strings.Join(got, "\n"), "usb") {
+		t.Errorf("kept:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// The live devlink answer: reporters, or none with the reason (a kernel
+// without the devlink family); never an error on a Linux host that has
+// generic netlink.
+func TestLiveDevlinkHealth(t *testing.T) {
+	dh, err := readDevlinkHealth()
+	if err != nil {
+		t.Skipf("generic netlink not usable here: %v", err)
+	}
+	if dh.Reporters == nil {
+		t.Fatalf("%+v", dh)
+	}
+	for _, r := range dh.Reporters {
+		if r.Bus == "" || r.Name == "" || (r.State != "healthy" && r.State != "error") {
+			t.Errorf("reporter %+v", r)
+		}
+	}
+	t.Logf("%d reporter(s); absent: %q", len(dh.Reporters), dh.Absent)
 }

@@ -98,3 +98,32 @@ func TestCounterSeriesRoundTrip(t *testing.T) {
 		t.Errorf("round trip:\n%v\nwant\n%v", back.Counters, s.Counters)
 	}
 }
+
+// The kernel log's mark travels like the counter history: a run's checks
+// move it in their copy, and the kept state takes it only from a run whose
+// history finished.
+func TestKernelLogMarkCloneAndTake(t *testing.T) {
+	kept := New("h")
+	kept.KernelLog = &KernelLogMark{BootID: "b1", Seq: 10}
+	work := kept.Clone()
+	work.KernelLog.Seq = 25
+	if kept.KernelLog.Seq != 10 {
+		t.Fatalf("the copy shares the mark: %+v", kept.KernelLog)
+	}
+	kept.TakeHistory(work, false)
+	if kept.KernelLog.Seq != 10 {
+		t.Fatalf("an unfinished run moved the mark: %+v", kept.KernelLog)
+	}
+	kept.TakeHistory(work, true)
+	if *kept.KernelLog != (KernelLogMark{BootID: "b1", Seq: 25}) {
+		t.Fatalf("mark not taken: %+v", kept.KernelLog)
+	}
+	data, err := kept.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil || back.KernelLog == nil || *back.KernelLog != *kept.KernelLog {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+}
