@@ -50,6 +50,8 @@ func TestKernelLogFindings(t *testing.T) {
 			[]findingRef{other, {"kernel.log/devlink-error", "pci/0000:3b:00.0/fw_fatal"}}},
 		{"watchdog, 6.9 format", withLog("[  100.000001] mlx5_core 0000:3b:00.0 ens1f0np0: NETDEV WATCHDOG: CPU: 12: transmit queue 3 timed out 5120 ms"),
 			report.Fail, []findingRef{other, {"kernel.log/tx-timeout", "ens1f0np0"}}},
+		{"watchdog on a netdev without a parent (Debian 6.1)", withLog("[  101.5] ens1f0np0: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out 5120 ms"),
+			report.Fail, []findingRef{other, {"kernel.log/tx-timeout", "ens1f0np0"}}},
 		{"health poll", withLog("[  200.1] mlx5_core 0000:3b:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count"),
 			report.Fail, []findingRef{other, {"kernel.log/fw-fatal", "0000:3b:00.0"}}},
 		{"power budget", withLog("[  300.2] mlx5_core 0000:3b:00.0: Port module event[error]: module 0, Cable error, Power budget exceeded"),

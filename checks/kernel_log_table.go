@@ -86,7 +86,7 @@ var knownMessages = []knownMessage{
 	{klogTxTimeout, regexp.MustCompile(`NETDEV WATCHDOG: (?P<dev1>\S+) \([^)]*\): transmit queue \d+ timed out`),
 		`net/sched/sch_generic.c dev_watchdog: "NETDEV WATCHDOG: %s (%s): transmit queue %u timed out" (until 6.8 with " %u ms" appended)`},
 	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): NETDEV WATCHDOG: CPU: \d+: transmit queue \d+ timed out`),
-		`net/sched/sch_generic.c dev_watchdog, netdev_crit: "NETDEV WATCHDOG: CPU: %d: transmit queue %u timed out %u ms" (Linux 6.9 on)`},
+		`net/sched/sch_generic.c dev_watchdog, netdev_crit: "NETDEV WATCHDOG: CPU: %d: transmit queue %u timed out %u ms" (6.9, and stable kernels such as Debian's 6.1; "<ifname>: " before it when the netdev has no parent device)`},
 	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): TX timeout on queue: \d+, SQ: 0x`),
 		`drivers/net/ethernet/mellanox/mlx5/core/en_main.c (en/reporter_tx.c in later kernels): "TX timeout on queue: %d, SQ: 0x%x, CQ: 0x%x, SQ Cons: 0x%x SQ Prod: 0x%x"`},
 	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): TX timeout detected, starting reset task!`),

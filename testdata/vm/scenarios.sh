@@ -152,13 +152,14 @@ scenario peer-loopback --needs pci.device \
 	--exit 0 --root none -- peer test 192.0.2.1:18516 --token vm-token --fail-on warn --format json
 
 # The kernel's own complaints, each said once: a transmit-queue timeout in
-# the netdev watchdog's words (net/sched/sch_generic.c, as an mlx5 host logs
-# it) naming dummy0, the netdev rxe0 runs over, is written to /dev/kmsg
-# between the first run (which sets the state's kernel-log mark) and the
-# second. The second run finds it (kernel.log/tx-timeout on dummy0, exit 63);
-# the run after reads only what is new since and passes.
+# the netdev watchdog's words (net/sched/sch_generic.c, as the guest's own
+# kernel prints it for a netdev without a parent device) naming dummy0, the
+# netdev rxe0 runs over, is written to /dev/kmsg between the first run
+# (which sets the state's kernel-log mark) and the second. The second run
+# finds it (kernel.log/tx-timeout on dummy0, exit 63); the run after reads
+# only what is new since and passes.
 scenario kernel-log-tx-timeout --needs kernel.log --kind rerun \
-	--between 'echo "<4>NETDEV WATCHDOG: dummy0 (dummy): transmit queue 0 timed out 5120 ms" >/dev/kmsg' \
+	--between 'echo "<2>dummy0: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out 5120 ms" >/dev/kmsg' \
 	--prime-status kernel.log=pass --status kernel.log=fail --mentions dummy0 \
 	--after-status kernel.log=pass --after-exit 0 \
 	--exit 63 --root kernel.log -- --level 1 --format json
