@@ -48,7 +48,7 @@ var (
 		Message: "{device}: {count} line(s) {since} of a known kind ({kind}) about a device that carries no RDMA traffic — noted only, " +
 			"the last: \"{line}\""})
 	klogNoLog = declare(Finding{ID: "kernel.log/no-log", Status: report.Skip,
-		When: "the fixture or snapshot root holds no kernel log",
+		When:    "the fixture or snapshot root holds no kernel log",
 		Message: "no kernel log in this root to judge; {devlink}"})
 	klogNoAccess = declare(Finding{ID: "kernel.log/no-access", Status: report.Skip,
 		When:    "the kernel refused its log (kernel.dmesg_restrict=1 without CAP_SYSLOG)",
