@@ -133,15 +133,19 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 	// snapshot keeps what the ring held of the RDMA NICs and their links)
 	// and say the same: a replay judges the host as it was.
 	since := "since boot (no mark: all the ring held; with --state a live run reads only what is new)"
+	var mark *state.KernelLogMark
+	if st != nil && st.KernelLog != nil {
+		mark = st.KernelLog.Mark
+	}
 	switch {
 	case !env.Host.Live():
 	case st == nil:
-	case st.KernelLog == nil:
+	case mark == nil:
 		since = "since boot (the first run with this state)"
-	case st.KernelLog.BootID != bootID:
+	case mark.BootID != bootID:
 		since = "since boot (the host booted since the last run)"
 	default:
-		from, since = st.KernelLog.Seq, "since the last run"
+		from, since = mark.Seq, "since the last run"
 	}
 	rd, err := env.Host.KernelLogSince(from)
 	if err != nil {
@@ -155,7 +159,7 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 		since = "since boot (the ring's newest record is older than the last run's mark)"
 	}
 	if st != nil && env.Host.Live() && rd.Sequenced {
-		st.KernelLog = &state.KernelLogMark{BootID: bootID, Seq: rd.Next}
+		kernelLogState(st).Mark = &state.KernelLogMark{BootID: bootID, Seq: rd.Next}
 	}
 	return rd, since, nil
 }
@@ -187,4 +191,14 @@ func readingDetails(rd *sysfs.KmsgReading, n int, since string) []string {
 		out = append(out, fmt.Sprintf("the ring overwrote %d record(s) while it was being read", rd.Overrun))
 	}
 	return out
+}
+
+// kernelLogState is the check's part of the state, made on first use.
+// Only kernel.log writes it: checks run at once, and the counter history
+// is counters.errors'.
+func kernelLogState(st *state.State) *state.KernelLogState {
+	if st.KernelLog == nil {
+		st.KernelLog = &state.KernelLogState{}
+	}
+	return st.KernelLog
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
-// devlinkSeriesPrefix keys the devlink error counts in the state's counter
-// history: "kernel.log/devlink/pci/0000:3b:00.0/tx/error_count".
+// devlinkSeriesPrefix keys the devlink error counts in the check's part of
+// the state (state.KernelLogState.Devlink, counter series as
+// counters.errors keeps them): "kernel.log/devlink/pci/0000:3b:00.0/tx/error_count".
 const devlinkSeriesPrefix = "kernel.log/devlink/"
 
 const devlinkHead = "{device}: devlink health reporter {reporter}"
@@ -40,7 +41,7 @@ type devlinkVerdict struct {
 }
 
 // judgeDevlink judges the reporters of the NICs in scope, and records
-// their error counts in the state's history.
+// their error counts in the check's history.
 func judgeDevlink(env *Env, sc *logScope) devlinkVerdict {
 	dh, err := env.Host.DevlinkHealth()
 	if err != nil && !env.Host.Live() {
@@ -85,7 +86,7 @@ func judgeReporter(st *state.State, r sysfs.DevlinkReporter, label, bootID strin
 	var prev *state.CounterSample
 	key := devlinkSeriesPrefix + r.Handle() + "/" + r.Name + "/error_count"
 	if st != nil {
-		if cs := st.Series(key); cs != nil && len(cs.Samples) > 0 {
+		if cs := kernelLogState(st).Series(key); cs != nil && len(cs.Samples) > 0 {
 			prev = &cs.Samples[len(cs.Samples)-1]
 		}
 	}
@@ -94,7 +95,7 @@ func judgeReporter(st *state.State, r sysfs.DevlinkReporter, label, bootID strin
 	comparable := prev != nil && prev.BootID == bootID && prev.Value <= r.ErrorCount
 	rose := comparable && r.ErrorCount > prev.Value || !comparable && r.ErrorCount > 0
 	if st != nil {
-		st.AddSample(key, state.CounterSample{Value: r.ErrorCount, At: klogNow().UTC(), BootID: bootID, Rose: rose})
+		kernelLogState(st).AddSample(key, state.CounterSample{Value: r.ErrorCount, At: klogNow().UTC(), BootID: bootID, Rose: rose})
 	}
 	unit := r.Handle() + "/" + r.Name
 	switch {

@@ -138,7 +138,10 @@ func TestKernelLogDevlinkHistory(t *testing.T) {
 			t.Fatalf("run %d (%d errors): findings (-want +got):\n%s", i+1, s.errs, diff)
 		}
 	}
-	cs := st.Series("kernel.log/devlink/" + tx + "/error_count")
+	if len(st.Counters) != 0 {
+		t.Errorf("kernel.log wrote into counters.errors' history: %+v", st.Counters)
+	}
+	cs := st.KernelLog.Series("kernel.log/devlink/" + tx + "/error_count")
 	if cs == nil || len(cs.Samples) != len(steps) || cs.Samples[0].BootID != sysfstest.FixtureBootID || !cs.Samples[2].Rose {
 		t.Fatalf("history: %+v", cs)
 	}
@@ -147,5 +150,26 @@ func TestKernelLogDevlinkHistory(t *testing.T) {
 	cs.Samples[len(cs.Samples)-1].At = time.Now().Add(-time.Hour)
 	if diff := cmp.Diff([]findingRef{{"kernel.log/devlink-errors-since-boot", tx}}, run(4)); diff != "" {
 		t.Errorf("after a reboot: (-want +got):\n%s", diff)
+	}
+}
+
+// In a whole run with a state, counters.errors and kernel.log each keep
+// their own history: they run at once, and neither writes the other's.
+func TestKernelLogBesideCounterHistory(t *testing.T) {
+	st := state.New("cx5-node01")
+	dir := hwWrite(t, withReporters(1))
+	for range 2 {
+		r := hwRun(t, dir, checks.Options{State: st})
+		if c := hwResult(t, r, "kernel.log"); c.Status != report.Warn && c.Status != report.Pass {
+			t.Fatalf("kernel.log %s: %s", c.Status, c.Summary)
+		}
+	}
+	if len(st.Counters) == 0 || st.KernelLog == nil || len(st.KernelLog.Devlink) != 4 || len(st.KernelLog.Devlink[0].Samples) != 2 {
+		t.Fatalf("histories: %d counter series, kernel log %+v", len(st.Counters), st.KernelLog)
+	}
+	for _, cs := range st.Counters {
+		if strings.HasPrefix(cs.Key, "kernel.log/") {
+			t.Errorf("a kernel.log series among the counters: %s", cs.Key)
+		}
 	}
 }
