@@ -76,7 +76,7 @@ func runKernelLog(_ context.Context, env *Env) Result {
 	hits := collectHits(sc, recs)
 	var fs []report.Finding
 	for _, h := range hits {
-		fs = append(fs, h.finding(since))
+		fs = append(fs, h.finding(sc, since))
 	}
 	fs = append(fs, dl.findings...)
 	if worst := worstStatus(fs); worst == "" || worst == report.Pass {

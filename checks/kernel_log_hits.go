@@ -50,12 +50,12 @@ func collectHits(sc *logScope, recs []sysfs.KernelRecord) []*logHit {
 
 // finding is the hit's declared finding: its kind's, a flapping link's at
 // flapThreshold carrier losses, or only a note about another device.
-func (h *logHit) finding(since string) report.Finding {
+func (h *logHit) finding(sc *logScope, since string) report.Finding {
 	word := h.unit
 	if word == "" {
 		word = "the NIC"
 	}
-	slots := Slots{"device": h.label, "device_word": word, "count": fmt.Sprint(h.count), "since": since,
+	slots := Slots{"device": h.label, "device_word": word, "netdev": sc.netdevWord(h.unit), "count": fmt.Sprint(h.count), "since": since,
 		"when": whenLogged(h.last), "line": h.last.Text}
 	f := h.known.finding
 	if !h.inScope {

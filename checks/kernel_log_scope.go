@@ -17,13 +17,14 @@ import (
 // RDMA traffic, and the doctor must not drain a node for it.
 type logScope struct {
 	units    map[string]string // PCI address or netdev name → the label a finding shows
+	netdevOf map[string]string // an RDMA NIC's PCI address → its first netdev, for the fixes' commands
 	ifindex  map[int]string    // netdev ifindex → name, for DEVICE=n<ifindex>
 	pciNames map[string]bool   // the NICs' PCI addresses, for devlink
 }
 
 // newLogScope lists the units from the survey and the model.
 func newLogScope(env *Env) *logScope {
-	sc := &logScope{units: map[string]string{}, ifindex: map[int]string{}, pciNames: map[string]bool{}}
+	sc := &logScope{units: map[string]string{}, netdevOf: map[string]string{}, ifindex: map[int]string{}, pciNames: map[string]bool{}}
 	for _, n := range env.Survey().NICs {
 		name := nicName(n)
 		label := name
@@ -32,8 +33,11 @@ func newLogScope(env *Env) *logScope {
 		}
 		sc.units[n.Fn.Address] = label
 		sc.pciNames[n.Fn.Address] = true
-		for _, nd := range n.Fn.Netdevs {
+		for i, nd := range n.Fn.Netdevs {
 			sc.units[nd] = fmt.Sprintf("%s (netdev of %s)", nd, name)
+			if i == 0 {
+				sc.netdevOf[n.Fn.Address] = nd
+			}
 		}
 		for _, hop := range upstreamHops(n.Fn.SysPath) {
 			if _, ok := sc.units[hop]; !ok {
@@ -118,4 +122,16 @@ func (sc *logScope) place(devs []string) (unit, label string, inScope bool) {
 		return devs[0], devs[0], false
 	}
 	return "", "the host (no device named)", true
+}
+
+// netdevWord is the netdev a fix's command names for a unit: the unit
+// itself when it is one, an RDMA NIC's first netdev, else a placeholder.
+func (sc *logScope) netdevWord(unit string) string {
+	if nd, ok := sc.netdevOf[unit]; ok {
+		return nd
+	}
+	if _, ok := sc.units[unit]; ok && unit != "" && !sysfs.IsPCIAddress(unit) {
+		return unit
+	}
+	return "<netdev>"
 }

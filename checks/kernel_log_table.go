@@ -22,7 +22,7 @@ var (
 	klogFWFatal = declare(Finding{ID: "kernel.log/fw-fatal", Status: report.Fail,
 		When:    "the mlx5 health poller found the firmware unresponsive or in a fatal state",
 		Message: knownMsgHead + " — the adapter's firmware stopped answering or reported a fatal error: the driver tears the device down",
-		Fix: "Collect `devlink health dump show {device_word} reporter fw_fatal` and the syndrome lines after it, then reset the adapter " +
+		Fix: "Collect `devlink health dump show pci/{device_word} reporter fw_fatal` and the syndrome lines after it, then reset the adapter " +
 			"(`mlxfwreset -d {device_word} reset` or a power cycle of the host); a repeated fatal error is a hardware fault: replace the card."})
 	klogSlotPower = declare(Finding{ID: "kernel.log/insufficient-power", Status: report.Warn,
 		When:    "mlx5 reported insufficient power on the PCIe slot",
@@ -33,12 +33,12 @@ var (
 	klogModuleHot = declare(Finding{ID: "kernel.log/module-high-temperature", Status: report.Fail,
 		When:    "mlx5 reported a port module (transceiver) error for high temperature",
 		Message: knownMsgHead + " — the optical module overheated and the firmware shut its port down",
-		Fix: "Read the module's temperature and thresholds (`ethtool -m <netdev>`), check the chassis airflow at the cage, and replace the " +
+		Fix: "Read the module's temperature and thresholds (`ethtool -m {netdev}`), check the chassis airflow at the cage, and replace the " +
 			"module (or use a passive DAC where the reach allows): an AOC or optic that runs hot keeps dropping its link."})
 	klogModuleError = declare(Finding{ID: "kernel.log/module-error", Status: report.Fail,
 		When:    "mlx5 reported another port module error (power budget exceeded, bad or shorted cable, bus stuck, no EEPROM, unknown identifier)",
 		Message: knownMsgHead + " — the port's cable or transceiver is faulty or not supported by the adapter",
-		Fix: "Reseat the cable or module named; if the error returns, replace it with a part the adapter supports (`ethtool -m <netdev>` " +
+		Fix: "Reseat the cable or module named; if the error returns, replace it with a part the adapter supports (`ethtool -m {netdev}` " +
 			"shows vendor and part). \"Power budget exceeded\": the module draws more than the cage allows — use a lower-power module."})
 	klogPCIeLimited = declare(Finding{ID: "kernel.log/pcie-bandwidth-limited", Status: report.Warn,
 		When:    "the PCI core logged that the NIC's available PCIe bandwidth is limited by a link on the way",
@@ -60,7 +60,7 @@ var (
 	klogLinkFlaps = declare(Finding{ID: "kernel.log/link-flaps", Status: report.Warn,
 		When:    "three or more carrier-loss messages on one RDMA port's netdev",
 		Message: knownMsgHead + " — the link went down {count} times: a flapping link (cable, module or switch port)",
-		Fix: "Check the cable and module (`ethtool -m <netdev>`, link.phy for FEC and link-down counters) and the switch port's log; " +
+		Fix: "Check the cable and module (`ethtool -m {netdev}`, link.phy for FEC and link-down counters) and the switch port's log; " +
 			"replace the cable or module named when the flaps continue."})
 	klogLinkDown = declare(Finding{ID: "kernel.log/link-down", Status: report.Pass,
 		When:    "one or two carrier-loss messages on one RDMA port's netdev (noted: port.state judges the link as it is now)",
