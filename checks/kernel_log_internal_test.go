@@ -2,6 +2,7 @@ package checks
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -82,6 +83,38 @@ func TestKnownMessagesMatchTheKernelLines(t *testing.T) {
 		"mlx5_core 0000:3b:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)"} {
 		if k, _ := matchKnown(line); k != nil {
 			t.Errorf("%q matched %s", line, k.finding.ID)
+		}
+	}
+}
+
+// A record's device comes from the message first, then its DEVICE=
+// dictionary entry (a PCI device, a netdev by ifindex or by name), then
+// the driver's prefix; the first that is in scope is the unit.
+func TestLogScopeDevicesOf(t *testing.T) {
+	sc := &logScope{units: map[string]string{"0000:3b:00.0": "mlx5_0 (0000:3b:00.0)", "ens1f0np0": "ens1f0np0 (netdev of mlx5_0)",
+		"0000:3a:00.0": "PCIe port 0000:3a:00.0 (above mlx5_0)"}, ifindex: map[int]string{7: "ens1f0np0"}}
+	for _, tc := range []struct {
+		rec   sysfs.KernelRecord
+		named []string
+		want  []string
+		unit  string
+		in    bool
+	}{
+		{sysfs.KernelRecord{Text: "x", Device: "n7"}, nil, []string{"ens1f0np0"}, "ens1f0np0", true},
+		{sysfs.KernelRecord{Text: "x", Device: "+pci:0000:3b:00.0"}, nil, []string{"0000:3b:00.0"}, "0000:3b:00.0", true},
+		{sysfs.KernelRecord{Text: "x", Device: "+net:eno1"}, nil, []string{"eno1"}, "eno1", false},
+		{sysfs.KernelRecord{Text: "x", Device: "n99"}, nil, nil, "", true},
+		{sysfs.KernelRecord{Text: "mlx5_core 0000:3b:00.0 ens1f0np0: Link down"}, []string{"ens1f0np0"},
+			[]string{"ens1f0np0", "ens1f0np0", "0000:3b:00.0"}, "ens1f0np0", true},
+		{sysfs.KernelRecord{Text: "pcieport 0000:00:1c.0: AER: Corrected error received: 0000:05:00.0"}, []string{"0000:05:00.0"},
+			[]string{"0000:05:00.0", "0000:00:1c.0"}, "0000:05:00.0", false},
+		{sysfs.KernelRecord{Text: "pcieport 0000:3a:00.0: AER: Corrected error received: 0000:05:00.0"}, []string{"0000:05:00.0"},
+			[]string{"0000:05:00.0", "0000:3a:00.0"}, "0000:3a:00.0", true},
+	} {
+		devs := sc.devicesOf(tc.rec, tc.named)
+		unit, _, in := sc.place(devs)
+		if strings.Join(devs, ",") != strings.Join(tc.want, ",") || unit != tc.unit || in != tc.in {
+			t.Errorf("%+v: devices %v, unit %q in scope %v; want %v, %q, %v", tc.rec, devs, unit, in, tc.want, tc.unit, tc.in)
 		}
 	}
 }

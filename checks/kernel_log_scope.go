@@ -54,10 +54,8 @@ func newLogScope(env *Env) *logScope {
 			}
 		}
 	}
-	if nds, err := env.Host.Netdevs(); err == nil {
-		for _, nd := range nds {
-			sc.ifindex[nd.Index] = nd.Name
-		}
+	for _, nd := range env.Netdevs().list {
+		sc.ifindex[nd.Index] = nd.Name
 	}
 	return sc
 }
@@ -79,10 +77,12 @@ func upstreamHops(sysPath string) []string {
 
 // textPCIRE finds the PCI address a dev_printk line starts with
 // ("mlx5_core 0000:3b:00.0: …"), textNetdevRE the netdev of a
-// netdev_printk line ("mlx5_core 0000:3b:00.0 ens1f0np0: …").
+// netdev_printk line ("mlx5_core 0000:3b:00.0 ens1f0np0: …"; a dev_printk
+// line's device ends with the colon, so "pcieport 0000:3a:00.0: AER: …"
+// names no netdev).
 var (
 	textPCIRE    = regexp.MustCompile(`^\S+ (` + pciAddrPattern + `)[: ]`)
-	textNetdevRE = regexp.MustCompile(`^\S+ \S+ ([^\s:]+): `)
+	textNetdevRE = regexp.MustCompile(`^\S+ \S*[^\s:] ([^\s:]+): `)
 )
 
 // devicesOf lists the devices a record names, most specific first: those
