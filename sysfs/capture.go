@@ -64,6 +64,11 @@ func (h *Host) GatherFacts(recorded map[string]Access) *Facts {
 	} else {
 		f.RDMAResources = res
 	}
+	if dh, err := h.DevlinkHealth(); err != nil {
+		f.Unavailable["devlink_health"] = err.Error()
+	} else {
+		f.DevlinkHealth = dh
+	}
 	if dirs := devDirs(recorded); len(dirs) > 0 {
 		f.DevNodes = CaptureDevNodes(dirs...)
 	}
@@ -100,7 +105,7 @@ func (h *Host) copyFacts() *Facts {
 	out := &Facts{Schema: FactsSchema}
 	if h.facts == nil {
 		out.Unavailable = map[string]string{}
-		for _, k := range []string{"netdevs", "dcb", "ethtool", "rdma_system", "rdma_resources", "libibverbs", "dev_nodes"} {
+		for _, k := range []string{"netdevs", "dcb", "ethtool", "rdma_system", "rdma_resources", "libibverbs", "dev_nodes", "devlink_health"} {
 			out.Unavailable[k] = "the source root has no " + FactsFile
 		}
 		return out

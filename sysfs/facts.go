@@ -41,6 +41,8 @@ type Facts struct {
 	// ModuleEEPROMs are the plug-in modules' EEPROM pages (ethtool netlink
 	// MODULE_EEPROM_GET) by interface name, or the errno its driver answered.
 	ModuleEEPROMs map[string]ModuleEEPROM `json:"module_eeproms,omitempty"`
+	// DevlinkHealth is `devlink health show`: the drivers' health reporters.
+	DevlinkHealth *DevlinkHealth `json:"devlink_health,omitempty"`
 	// ReadErrors are files that exist on the host but whose read failed,
 	// by path, with the errno name ("EINVAL" for a counter the driver
 	// refuses, "EACCES"): reading them from the root fails the same way, so a

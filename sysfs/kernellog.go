@@ -33,6 +33,18 @@ type KernelRecord struct {
 	Level int           // syslog level 0 (emerg) … 7 (debug); -1 unknown
 	Time  time.Duration // since boot; -1 when the line had no timestamp
 	Text  string
+	// Seq is the record's sequence number in the kernel's ring (/dev/kmsg
+	// only; HasSeq says it is known).
+	Seq    uint64
+	HasSeq bool
+	// Facility is the syslog facility: 0 the kernel, 1 (user) a line
+	// written to /dev/kmsg from user space; -1 unknown.
+	Facility int
+	// Subsystem and Device are the record's dictionary (SUBSYSTEM=pci,
+	// DEVICE=+pci:0000:3b:00.0 or n<ifindex>): the device a driver's
+	// dev_printk named, "" when the record has none.
+	Subsystem string
+	Device    string
 }
 
 // String writes the record as dmesg does: "[  123.456789] text".
@@ -58,6 +70,21 @@ var rdmaKernelLog = sync.OnceValue(func() *regexp.Regexp {
 
 // IsRDMAKernelMessage says whether a kernel log message is the RDMA stack's.
 func IsRDMAKernelMessage(text string) bool { return rdmaKernelLog().MatchString(text) }
+
+// linkHealthLog matches the messages of the PCIe core and the network core
+// that speak of an RDMA NIC's link without naming its driver: AER reports
+// (drivers/pci/pcie/aer.c, often logged by the switch or root port above the
+// NIC), the PCI core's bandwidth line (drivers/pci/pci.c), the netdev
+// watchdog (net/sched/sch_generic.c) and carrier messages. A snapshot keeps
+// them beside the RDMA lines, so the kernel.log check judges a replay as it
+// judged the host.
+var linkHealthLog = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`AER: |PCIe Bus Error|available PCIe bandwidth, limited by|NETDEV WATCHDOG|TX timeout|tx_timeout|(?i:link is down|link is not ready|link down)`)
+})
+
+// IsLinkHealthMessage says whether a kernel log message is one of those the
+// kernel.log check judges that IsRDMAKernelMessage does not catch.
+func IsLinkHealthMessage(text string) bool { return linkHealthLog().MatchString(text) }
 
 // KernelLog is the RDMA part of the kernel log: live, read from the
 // kernel's ring buffer (read-only; /dev/kmsg, else syslog(2)); in a
@@ -91,7 +118,8 @@ func (h *Host) KernelLog() ([]string, error) {
 	return strings.Split(text, "\n"), nil
 }
 
-// KeepRDMA keeps the RDMA stack's records no older than KernelLogMaxAge
+// KeepRDMA keeps the RDMA stack's records (and the link-health messages
+// of the PCIe and network cores, IsLinkHealthMessage) no older than KernelLogMaxAge
 // before now (time since boot; 0: no age bound), the newest within the
 // line and byte bounds, and formats them as dmesg does, oldest first.
 func KeepRDMA(recs []KernelRecord, now time.Duration) []string {
@@ -99,7 +127,7 @@ func KeepRDMA(recs []KernelRecord, now time.Duration) []string {
 	size := 0
 	for i := len(recs) - 1; i >= 0 && len(kept) < KernelLogMaxLines; i-- {
 		r := recs[i]
-		if !IsRDMAKernelMessage(r.Text) {
+		if !IsRDMAKernelMessage(r.Text) && !IsLinkHealthMessage(r.Text) {
 			continue
 		}
 		if now > 0 && r.Time >= 0 && now-r.Time > KernelLogMaxAge {
@@ -118,18 +146,19 @@ func KeepRDMA(recs []KernelRecord, now time.Duration) []string {
 	return kept
 }
 
-// ParseKmsgRecord reads one record of /dev/kmsg:
-// "PRI,SEQ,USEC,FLAGS[,…];TEXT" followed by continuation lines of
-// " KEY=VALUE" (dropped). PRI holds facility*8+level. Non-printable bytes of
-// TEXT arrive escaped as \xNN by the kernel and are kept so.
+// ParseKmsgRecord reads one record of /dev/kmsg as devkmsg_read
+// (kernel/printk/printk.c) writes it and Documentation/ABI/testing/dev-kmsg
+// describes it: "PRI,SEQ,USEC,FLAGS[,…];TEXT\n" followed by continuation
+// lines " KEY=VALUE\n" (the dictionary: SUBSYSTEM= and DEVICE= are kept).
+// PRI holds facility*8+level. Non-printable bytes of TEXT arrive escaped as
+// \xNN by the kernel and are kept so. A record that is not of this form is
+// refused (false), never a panic.
 func ParseKmsgRecord(rec []byte) (KernelRecord, bool) {
-	head, text, ok := bytes.Cut(rec, []byte{';'})
+	head, body, ok := bytes.Cut(rec, []byte{';'})
 	if !ok {
 		return KernelRecord{}, false
 	}
-	if i := bytes.IndexByte(text, '\n'); i >= 0 {
-		text = text[:i]
-	}
+	text, dict, _ := bytes.Cut(body, []byte{'\n'})
 	f := strings.Split(string(head), ",")
 	if len(f) < 3 {
 		return KernelRecord{}, false
@@ -139,7 +168,26 @@ func ParseKmsgRecord(rec []byte) (KernelRecord, bool) {
 	if err1 != nil || err2 != nil || pri < 0 || usec < 0 || usec > int64(time.Duration(1<<62)/time.Microsecond) {
 		return KernelRecord{}, false
 	}
-	return KernelRecord{Level: pri & 7, Time: time.Duration(usec) * time.Microsecond, Text: string(text)}, true
+	r := KernelRecord{Level: pri & 7, Facility: pri >> 3, Time: time.Duration(usec) * time.Microsecond, Text: string(text)}
+	if seq, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+		r.Seq, r.HasSeq = seq, true
+	}
+	for _, line := range bytes.Split(dict, []byte{'\n'}) {
+		if len(line) < 2 || line[0] != ' ' {
+			continue // the dictionary's lines each begin with a space
+		}
+		k, v, ok := bytes.Cut(line[1:], []byte{'='})
+		if !ok {
+			continue
+		}
+		switch string(k) {
+		case "SUBSYSTEM":
+			r.Subsystem = string(v)
+		case "DEVICE":
+			r.Device = string(v)
+		}
+	}
+	return r, true
 }
 
 // ParseSyslogBuffer reads what syslog(2) SYSLOG_ACTION_READ_ALL returns:
@@ -151,11 +199,11 @@ func ParseSyslogBuffer(buf []byte) []KernelRecord {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		r := KernelRecord{Level: -1, Time: -1}
+		r := KernelRecord{Level: -1, Time: -1, Facility: -1}
 		if len(line) > 2 && line[0] == '<' {
 			if end := bytes.IndexByte(line, '>'); end > 1 {
 				if pri, err := strconv.Atoi(string(line[1:end])); err == nil && pri >= 0 {
-					r.Level, line = pri&7, line[end+1:]
+					r.Level, r.Facility, line = pri&7, pri>>3, line[end+1:]
 				}
 			}
 		}
@@ -191,4 +239,98 @@ func parseSeconds(s string) (time.Duration, bool) {
 		d += time.Duration(f)
 	}
 	return d, true
+}
+
+// KmsgReading is what one reading of the kernel log found since a mark.
+type KmsgReading struct {
+	// Records are the records read, oldest first.
+	Records []KernelRecord
+	// Sequenced says the records carry the ring's sequence numbers
+	// (/dev/kmsg): Next and Lost mean something. A reading of syslog(2) or
+	// of a snapshot's kernel.log has none: all of it is since boot, or
+	// since the capture.
+	Sequenced bool
+	// Source says where the records came from ("/dev/kmsg", "the
+	// snapshot's kernel.log").
+	Source string
+	// From is the first sequence number asked for; Next the one the next
+	// reading starts from (the newest read + 1, or From when none was).
+	From, Next uint64
+	// Lost counts the records between From and the oldest record the ring
+	// still held: written after the mark, overwritten before this reading.
+	Lost uint64
+	// Overrun counts the reads that found their record overwritten while
+	// the ring was being read (EPIPE).
+	Overrun int
+	// Restarted says the ring's newest record was older than From (the
+	// ring restarted: a new boot whose boot_id could not be read), so
+	// the reading began at the oldest record.
+	Restarted bool
+}
+
+// KernelLogError is a kernel log that could not be read; Denied says the
+// kernel refused it (kernel.dmesg_restrict=1 without CAP_SYSLOG).
+type KernelLogError struct {
+	Err    error
+	Denied bool
+}
+
+func (e *KernelLogError) Error() string { return e.Err.Error() }
+func (e *KernelLogError) Unwrap() error { return e.Err }
+
+// ErrNoKernelLog says a fixture or snapshot root holds no kernel log.
+var ErrNoKernelLog = errors.New("no kernel log in the root")
+
+// sinceMark keeps the records from sequence number from on, oldest first,
+// and says what lies between the mark and them.
+func sinceMark(all []KernelRecord, from uint64) *KmsgReading {
+	rd := &KmsgReading{Sequenced: true, From: from, Next: from}
+	var newest uint64
+	for _, r := range all {
+		if r.HasSeq && r.Seq >= newest {
+			newest = r.Seq
+		}
+	}
+	if len(all) > 0 && newest+1 < from {
+		from, rd.Restarted, rd.From, rd.Next = 0, true, 0, 0
+	}
+	for _, r := range all {
+		if !r.HasSeq || r.Seq < from {
+			continue
+		}
+		if len(rd.Records) == 0 && r.Seq > from {
+			rd.Lost = r.Seq - from
+		}
+		rd.Records = append(rd.Records, r)
+		if r.Seq+1 > rd.Next {
+			rd.Next = r.Seq + 1
+		}
+	}
+	return rd
+}
+
+// KernelLogSince reads the kernel log from the ring's sequence number
+// from (0: since boot). Live, the ring itself (/dev/kmsg without blocking,
+// else syslog(2)); in a snapshot root, its kernel.log, whose lines carry no
+// sequence numbers: all of them are since the capture. A root without a
+// kernel log answers ErrNoKernelLog; a ring the kernel refuses, a
+// *KernelLogError with Denied set.
+func (h *Host) KernelLogSince(from uint64) (*KmsgReading, error) {
+	if h.Live() {
+		return readLiveKernelLogSince(from)
+	}
+	data, err := h.ReadFile(KernelLogFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		why := "the root has no " + KernelLogFile + " (a fixture; a snapshot keeps one)"
+		if h.facts != nil {
+			if r, ok := h.facts.Unavailable[kernelLogUnavailable]; ok {
+				why = "the snapshot has no kernel log: " + r
+			}
+		}
+		return nil, fmt.Errorf("%s: %w", why, ErrNoKernelLog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", h.Display(KernelLogFile), err)
+	}
+	return &KmsgReading{Records: ParseSyslogBuffer(data), Source: "the snapshot's " + KernelLogFile}, nil
 }

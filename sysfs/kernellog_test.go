@@ -153,9 +153,12 @@ func FuzzParseKmsgRecord(f *testing.F) {
 	f.Add([]byte("6,339,5140900,-;NET: Registered protocol family 10\n SUBSYSTEM=net\n"))
 	f.Add([]byte("3,1,18446744073709551615,-;x"))
 	f.Add([]byte(";"))
+	for _, tc := range kmsgRecords {
+		f.Add([]byte(tc.in))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, ok := ParseKmsgRecord(b)
-		if ok && (r.Time < 0 || r.Level < 0 || r.Level > 7 || strings.Contains(r.Text, "\n")) {
+		if ok && (r.Time < 0 || r.Level < 0 || r.Level > 7 || r.Facility < 0 || strings.Contains(r.Text, "\n")) {
 			t.Fatalf("bad record %+v", r)
 		}
 		_ = r.String()

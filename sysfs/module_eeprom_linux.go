@@ -163,4 +163,3 @@ func (s netlinkSource) moduleByIoctl(ifname string, nlErr error) (ModuleEEPROM, 
 // maxIoctlEEPROM bounds the ioctl's EEPROM length: SFF-8636's 640 bytes is
 // the most the kernel's layouts define.
 const maxIoctlEEPROM = 640
-

@@ -51,26 +51,50 @@ type CounterSample struct {
 }
 
 // Series returns the history of key, nil when there is none.
-func (s *State) Series(key string) *CounterSeries {
-	for i := range s.Counters {
-		if s.Counters[i].Key == key {
-			return &s.Counters[i]
+func (s *State) Series(key string) *CounterSeries { return seriesIn(s.Counters, key) }
+
+// AddSample appends a reading to key's history, keeping MaxSamples.
+func (s *State) AddSample(key string, v CounterSample) { addSample(&s.Counters, key, v) }
+
+// Series returns the history of a devlink reporter's key, nil when none.
+func (k *KernelLogState) Series(key string) *CounterSeries { return seriesIn(k.Devlink, key) }
+
+// AddSample appends a reading to a devlink reporter's history.
+func (k *KernelLogState) AddSample(key string, v CounterSample) { addSample(&k.Devlink, key, v) }
+
+func seriesIn(cs []CounterSeries, key string) *CounterSeries {
+	for i := range cs {
+		if cs[i].Key == key {
+			return &cs[i]
 		}
 	}
 	return nil
 }
 
-// AddSample appends a reading to key's history, keeping MaxSamples.
-func (s *State) AddSample(key string, v CounterSample) {
-	cs := s.Series(key)
+func addSample(all *[]CounterSeries, key string, v CounterSample) {
+	cs := seriesIn(*all, key)
 	if cs == nil {
-		s.Counters = append(s.Counters, CounterSeries{Key: key})
-		cs = &s.Counters[len(s.Counters)-1]
+		*all = append(*all, CounterSeries{Key: key})
+		cs = &(*all)[len(*all)-1]
 	}
 	cs.Samples = append(cs.Samples, v)
 	if n := len(cs.Samples); n > MaxSamples {
 		cs.Samples = append([]CounterSample(nil), cs.Samples[n-MaxSamples:]...)
 	}
+}
+
+// cloneSeries copies counter series deeply.
+func cloneSeries(in []CounterSeries) []CounterSeries {
+	out := make([]CounterSeries, len(in))
+	for i, cs := range in {
+		out[i] = cs
+		out[i].Samples = append([]CounterSample(nil), cs.Samples...)
+		if cs.Baseline != nil {
+			b := *cs.Baseline
+			out[i].Baseline = &b
+		}
+	}
+	return out
 }
 
 // boundCounters keeps at most MaxSamples per counter and MaxCounters
@@ -103,14 +127,14 @@ func (s *State) Clone() *State {
 		return nil
 	}
 	c := *s
-	c.Counters = make([]CounterSeries, len(s.Counters))
-	for i, cs := range s.Counters {
-		c.Counters[i] = cs
-		c.Counters[i].Samples = append([]CounterSample(nil), cs.Samples...)
-		if cs.Baseline != nil {
-			b := *cs.Baseline
-			c.Counters[i].Baseline = &b
+	c.Counters = cloneSeries(s.Counters)
+	if s.KernelLog != nil {
+		k := KernelLogState{Devlink: cloneSeries(s.KernelLog.Devlink)}
+		if s.KernelLog.Mark != nil {
+			m := *s.KernelLog.Mark
+			k.Mark = &m
 		}
+		c.KernelLog = &k
 	}
 	c.Acks = make([]Ack, len(s.Acks))
 	for i, a := range s.Acks {
@@ -125,11 +149,12 @@ func (s *State) Clone() *State {
 	return &c
 }
 
-// TakeHistory takes the counter history a run's checks wrote into work,
-// when they finished (ok); otherwise s keeps its own.
+// TakeHistory takes the counter history a run's checks wrote into work
+// (the kernel.log check's with it), when they finished (ok); otherwise s
+// keeps its own.
 func (s *State) TakeHistory(work *State, ok bool) {
 	if s == nil || work == nil || !ok {
 		return
 	}
-	s.Counters, s.Acks, s.BootID = work.Counters, work.Acks, work.BootID
+	s.Counters, s.Acks, s.BootID, s.KernelLog = work.Counters, work.Acks, work.BootID, work.KernelLog
 }

@@ -98,3 +98,37 @@ func TestCounterSeriesRoundTrip(t *testing.T) {
 		t.Errorf("round trip:\n%v\nwant\n%v", back.Counters, s.Counters)
 	}
 }
+
+// The kernel.log check's part travels like the counter history: a run's
+// checks move it in their copy, and the kept state takes it only from a
+// run whose history finished.
+func TestKernelLogStateCloneAndTake(t *testing.T) {
+	kept := New("h")
+	kept.KernelLog = &KernelLogState{Mark: &KernelLogMark{BootID: "b1", Seq: 10}}
+	kept.KernelLog.AddSample("kernel.log/devlink/pci/0000:3b:00.0/tx/error_count", CounterSample{Value: 1, BootID: "b1"})
+	work := kept.Clone()
+	work.KernelLog.Mark.Seq = 25
+	work.KernelLog.AddSample("kernel.log/devlink/pci/0000:3b:00.0/tx/error_count", CounterSample{Value: 2, BootID: "b1", Rose: true})
+	if kept.KernelLog.Mark.Seq != 10 || len(kept.KernelLog.Devlink[0].Samples) != 1 {
+		t.Fatalf("the copy shares the kernel log's state: %+v", kept.KernelLog)
+	}
+	kept.TakeHistory(work, false)
+	if kept.KernelLog.Mark.Seq != 10 {
+		t.Fatalf("an unfinished run moved the mark: %+v", kept.KernelLog.Mark)
+	}
+	kept.TakeHistory(work, true)
+	if *kept.KernelLog.Mark != (KernelLogMark{BootID: "b1", Seq: 25}) || len(kept.KernelLog.Series("kernel.log/devlink/pci/0000:3b:00.0/tx/error_count").Samples) != 2 {
+		t.Fatalf("not taken: %+v", kept.KernelLog)
+	}
+	for i := 0; i < MaxSamples+4; i++ {
+		kept.KernelLog.Devlink[0].Samples = append(kept.KernelLog.Devlink[0].Samples, CounterSample{Value: uint64(i)})
+	}
+	data, err := kept.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil || back.KernelLog == nil || *back.KernelLog.Mark != *kept.KernelLog.Mark || len(back.KernelLog.Devlink[0].Samples) != MaxSamples {
+		t.Fatalf("round trip: %v %+v", err, back.KernelLog)
+	}
+}

@@ -45,6 +45,11 @@ type State struct {
 	Checks []CheckRecord `json:"checks"`
 	// Counters is the error counters' history (counters.errors).
 	Counters []CounterSeries `json:"counters,omitempty"`
+	// KernelLog is the kernel.log check's own history: where it stopped
+	// reading the kernel's ring, and the devlink reporters' error counts.
+	// It is apart from Counters because checks run at once and each
+	// writes only its own part of the state.
+	KernelLog *KernelLogState `json:"kernel_log,omitempty"`
 	// Acks are the levels an operator accepted (`rdmadoctor ack`).
 	Acks []Ack `json:"acks,omitempty"`
 	// Policy is the last run's: which warnings count as problems. The
@@ -81,6 +86,23 @@ type CheckRecord struct {
 	Expect   *report.ExpectInfo `json:"expect,omitempty"`
 	// Since is when the check's status last changed to the present one.
 	Since time.Time `json:"since"`
+}
+
+// KernelLogState is what the kernel.log check keeps between runs.
+type KernelLogState struct {
+	// Mark is where the last live reading of the ring stopped; nil until
+	// one read it with sequence numbers.
+	Mark *KernelLogMark `json:"mark,omitempty"`
+	// Devlink holds the devlink health reporters' error counts, one series
+	// per reporter, keyed "kernel.log/devlink/<bus>/<device>[/<port>]/<reporter>/error_count".
+	Devlink []CounterSeries `json:"devlink,omitempty"`
+}
+
+// KernelLogMark is a position in the kernel's ring: the sequence number
+// the next reading starts from, valid only in the boot it was read in.
+type KernelLogMark struct {
+	BootID string `json:"boot_id"`
+	Seq    uint64 `json:"seq"`
 }
 
 // Policy is report.Policy as kept: --fail-on warn, and the checks whose
@@ -203,6 +225,9 @@ func (s *State) bound() {
 		s.Drain.Checks = s.Drain.Checks[:MaxDrained]
 	}
 	s.Counters = boundCounters(s.Counters)
+	if s.KernelLog != nil {
+		s.KernelLog.Devlink = boundCounters(s.KernelLog.Devlink)
+	}
 }
 
 func (s *State) sortChecks() {

@@ -34,8 +34,11 @@
 #   --netns NAME        run rdmadoctor inside that network namespace, as a pod
 #                       (`ip netns exec`: its own /sys/class/net); the harness
 #                       deletes the namespaces and restores shared netns mode
-#   --kind run|killprobe|timing|snapshot   (timing: --runs N --ref 'CMD';
-#                       snapshot: --redact 1 captures with --redact)
+#   --kind run|killprobe|timing|snapshot|rerun   (timing: --runs N --ref 'CMD';
+#                       snapshot: --redact 1 captures with --redact; rerun: three
+#                       runs with one --state, --between 'SHELL' after the first;
+#                       the second is the scenario's report, --prime-status and
+#                       --after-status ID=S, --after-exit N judge the others)
 # Every JSON run is also checked for: exit_code == the process's status, and
 # every level<=N check of `rdmadoctor list` present in checks[].
 
@@ -195,3 +198,16 @@ scenario link-phy-dummy0 --needs link.phy --status 'link.phy=skip' \
 scenario link-phy-dummy0-down --needs link.phy --status 'link.phy=skip' \
 	--break '/usr/bin/ip link set dummy0 down' \
 	--exit 19 --root port.state -- --level 1 --format json
+
+# The kernel's own complaints, each said once: a transmit-queue timeout in
+# the netdev watchdog's words (net/sched/sch_generic.c, as the guest's own
+# kernel prints it for a netdev without a parent device) naming dummy0, the
+# netdev rxe0 runs over, is written to /dev/kmsg between the first run
+# (which sets the state's kernel-log mark) and the second. The second run
+# finds it (kernel.log/tx-timeout on dummy0, exit 63); the run after reads
+# only what is new since and passes.
+scenario kernel-log-tx-timeout --needs kernel.log --kind rerun \
+	--between 'echo "<2>dummy0: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out 5120 ms" >/dev/kmsg' \
+	--prime-status kernel.log=pass --status kernel.log=fail --mentions dummy0 \
+	--after-status kernel.log=pass --after-exit 0 \
+	--exit 63 --root kernel.log -- --level 1 --format json

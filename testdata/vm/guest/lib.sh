@@ -196,11 +196,12 @@ refs() {
 # given arguments (as --user with --memlock KiB when given), then baseline.
 # Every --key value goes to the record's meta file for the host to assert
 # (--exit, --root, --needs, --status, --mentions ...); the guest itself acts on
-# --break, --user, --memlock, --kind (run | killprobe | timing | snapshot),
-# --runs, --ref, --refs (1: save the reference tools' answers) and --redact
-# (1: snapshot --redact). Records go to the console as they finish.
+# --break, --user, --memlock, --kind (run | killprobe | timing | snapshot |
+# rerun), --runs, --ref, --refs (1: save the reference tools' answers),
+# --redact (1: snapshot --redact) and --between (rerun: the lines run between
+# its first and second run). Records go to the console as they finish.
 scenario() {
-	local name d brk user memlock kind wantrefs runs ref redact netns t0 n0
+	local name d brk user memlock kind wantrefs runs ref redact netns between st t0 n0
 	name=$1
 	shift
 	if [ -n "$RDVM_ONLY" ]; then
@@ -209,7 +210,7 @@ scenario() {
 	d=$RESULTS/$name
 	rm -rf "$d"
 	mkdir -p "$d"
-	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref="" redact=0 netns=
+	brk="" user="" memlock="" kind=run wantrefs=0 runs=20 ref="" redact=0 netns="" between=""
 	: >"$d/meta"
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -234,6 +235,7 @@ scenario() {
 		--refs) wantrefs=$2 ;;
 		--redact) redact=$2 ;;
 		--netns) netns=$2 ;;
+		--between) between=$2 ;;
 		esac
 		# One line per key: a --break may span lines.
 		printf '%s %s\n' "${1#--}" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$d/meta"
@@ -295,6 +297,24 @@ scenario() {
 				timeout "$RDVM_RUN_LIMIT" rdmadoctor --root "$d/snap.tar.gz" "$@" >"$d/stdout" 2>"$d/stderr"
 				echo $? >"$d/exit"
 			fi
+			;;
+		rerun)
+			# Three runs with one --state: the first sets the state's
+			# marks, the --between lines run, the second is the scenario's
+			# stdout and exit, the third (after.json, after.exit) shows what
+			# the marks kept from being said twice.
+			st="$d/state/rdmadoctor.state.json"
+			mkdir -p "$d/state" && chmod 700 "$d/state"
+			timeout "$RDVM_RUN_LIMIT" "$@" --state "$st" >"$d/prime.json" 2>"$d/prime.stderr"
+			echo $? >"$d/prime.exit"
+			if [ -n "$between" ]; then
+				(eval "$between") >"$d/between.log" 2>&1
+				echo "between_exit $?" >>"$d/meta"
+			fi
+			timeout "$RDVM_RUN_LIMIT" "$@" --state "$st" >"$d/stdout" 2>"$d/stderr"
+			echo $? >"$d/exit"
+			timeout "$RDVM_RUN_LIMIT" "$@" --state "$st" >"$d/after.json" 2>"$d/after.stderr"
+			echo $? >"$d/after.exit"
 			;;
 		timing)
 			{

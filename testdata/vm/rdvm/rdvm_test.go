@@ -418,3 +418,61 @@ func TestKernelQuiet(t *testing.T) {
 		t.Error("no kmsg.during recorded: want a failure")
 	}
 }
+
+// A rerun record passes when the first run and the run after say what
+// --prime-status, --after-status and --after-exit ask, beside the
+// scenario's own run; each way of differing is caught.
+func TestRerunVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	report := func(code int, root, status string) string {
+		r := `null`
+		if root != "" {
+			r = `"` + root + `"`
+		}
+		return `{"level":1,"exit_code":` + strconv.Itoa(code) + `,"root_cause":` + r +
+			`,"checks":[{"id":"kernel.log","code":63,"status":"` + status + `","summary":"dummy0: NETDEV WATCHDOG"}]}`
+	}
+	type rec struct{ prime, run, runExit, after, afterExit, between string }
+	write := func(name string, r rec) {
+		d := filepath.Join(dir, name)
+		os.MkdirAll(d, 0o755)
+		meta := "needs kernel.log\nkind rerun\nexit 63\nroot kernel.log\nstatus kernel.log=fail\nprime-status kernel.log=pass\n" +
+			"after-status kernel.log=pass\nafter-exit 0\nargs --level 1 --format json\nrepair_exit 0\n"
+		if r.between != "" {
+			meta += "between_exit " + r.between + "\n"
+		}
+		files := map[string]string{"meta": meta, "prime.json": r.prime, "prime.exit": "0", "stdout": r.run, "exit": r.runExit,
+			"after.json": r.after, "after.exit": r.afterExit}
+		for f, body := range files {
+			os.WriteFile(filepath.Join(d, f), []byte(body), 0o644)
+		}
+	}
+	healthy, found := report(0, "", "pass"), report(63, "kernel.log", "fail")
+	good := rec{prime: healthy, run: found, runExit: "63", after: healthy, afterExit: "0", between: "0"}
+	write("found-once", good)
+	r := good
+	r.after, r.afterExit = found, "63"
+	write("found-again", r)
+	r = good
+	r.run, r.runExit = healthy, "0"
+	write("not-found", r)
+	r = good
+	r.prime = found
+	write("found-before-written", r)
+	r = good
+	r.between = "1"
+	write("between-failed", r)
+	r = good
+	r.after = "not json"
+	write("after-not-json", r)
+
+	v := &verifier{dir: dir, catalog: map[string]catalogEntry{"kernel.log": {63, 1}}}
+	for name, want := range map[string]string{
+		"found-once": verdictPass, "found-again": verdictFail, "not-found": verdictFail, "found-before-written": verdictFail,
+		"between-failed": verdictFail, "after-not-json": verdictFail,
+	} {
+		if o := v.scenario(name); o.Verdict != want {
+			t.Errorf("%s: %s, want %s (%v)", name, o.Verdict, want, o.Failures)
+		}
+	}
+}

@@ -348,6 +348,8 @@ func (v *verifier) scenario(name string) *outcome {
 		v.timing(o, dir, active)
 	case "snapshot":
 		v.snapshotRoundTrip(o, dir, m, active)
+	case "rerun":
+		v.rerun(o, dir, m, active)
 	case "ref":
 		v.refTool(o, name, dir, m)
 	}

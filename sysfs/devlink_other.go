@@ -1,0 +1,5 @@
+//go:build !linux
+
+package sysfs
+
+func readDevlinkHealth() (*DevlinkHealth, error) { return nil, errNoNetlink }
