@@ -68,7 +68,7 @@ var aerLongNames = map[string]string{
 	"Receiver Error": "RxErr", "Bad TLP": "BadTLP", "Bad DLLP": "BadDLLP", "RELAY_NUM Rollover": "Rollover",
 	"Replay Timer Timeout": "Timeout", "Advisory Non-Fatal": "NonFatalErr", "Corrected Internal Error": "CorrIntErr",
 	"Header Log Overflow": "HeaderOF",
-	"Data Link Protocol": "DLP", "Surprise Down Error": "SDES", "Poisoned TLP": "TLP", "Flow Control Protocol": "FCP",
+	"Data Link Protocol":  "DLP", "Surprise Down Error": "SDES", "Poisoned TLP": "TLP", "Flow Control Protocol": "FCP",
 	"Completion Timeout": "CmpltTO", "Completer Abort": "CmpltAbrt", "Unexpected Completion": "UnxCmplt",
 	"Receiver Overflow": "RxOF", "Malformed TLP": "MalfTLP", "Unsupported Request": "UnsupReq", "ACS Violation": "ACSViol",
 	"Uncorrectable Internal Error": "UncorrIntErr", "MC Blocked TLP": "BlockedTLP", "AtomicOp Egress Blocked": "AtomicOpBlocked",
