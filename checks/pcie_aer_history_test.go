@@ -1,0 +1,153 @@
+package checks
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/report/state"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
+	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
+)
+
+// runAERWithState runs pcie.aer on the tree at now with the kept state st
+// (nil: a run without --state).
+func runAERWithState(t *testing.T, tr *sysfstest.Tree, st *state.State, now time.Time) report.CheckResult {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "host")
+	if err := tr.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	countersNow = func() time.Time { return now }
+	defer func() { countersNow = time.Now }()
+	h, err := sysfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sel, err := Select([]string{"pcie.aer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Level: 1}
+	if st != nil {
+		opts.State = st
+	}
+	for _, r := range Run(context.Background(), NewEnv(h, opts), sel) {
+		if r.ID == "pcie.aer" {
+			return r
+		}
+	}
+	t.Fatal("no pcie.aer result")
+	return report.CheckResult{}
+}
+
+// Correctable errors rising on the switch's downstream port above mlx5_0,
+// run after run with a state: the first run judges the count since boot,
+// later ones the rise since the previous run, at its rate.
+func TestPCIeAERAcrossRuns(t *testing.T) {
+	st := state.New("hgx")
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	steps := []struct {
+		status  report.Status
+		finding string
+		has     string
+	}{
+		{report.Pass, "pcie.aer/clean", "correctable link errors 8 since boot (10.0 days) (0.0/h)"},
+		{report.Warn, "pcie.aer/correctable-rising", "mlx5_0 0000:18:00.0: 30 correctable link errors since the last run at 2026-02-01T08:00:00Z (1.0 h) " +
+			"on the switch's downstream port 0000:17:00.0 (RxErr 24, BadTLP 6) — 30.0/h, above 10/h"},
+		{report.Fail, "pcie.aer/correctable-storm", "900 correctable link errors since the last run at 2026-02-01T09:00:00Z (1.0 h) " +
+			"on the switch's downstream port 0000:17:00.0 (RxErr 800, BadTLP 100) — 900.0/h, above 480/h"},
+		{report.Pass, "pcie.aer/clean", "correctable link errors 0 since the last run at 2026-02-01T10:00:00Z (1.0 h) (0.0/h)"},
+	}
+	for i, s := range steps {
+		r := runAERWithState(t, sysfstest.AERCorrectableRising(i), st, at(i))
+		if r.Status != s.status || !r.HasFinding(s.finding) {
+			t.Errorf("step %d: %s %v, want %s %s: %s", i, r.Status, findingsAbout(r, "0000:18:00.0"), s.status, s.finding, r.Summary)
+		}
+		if text := r.Summary + "\n" + strings.Join(r.Details, "\n"); !strings.Contains(text, s.has) {
+			t.Errorf("step %d lacks %q:\n%s", i, s.has, text)
+		}
+	}
+	key := "pcie.aer/0000:17:00.0/aer_dev_correctable/RxErr"
+	if cs := st.Series(key); cs == nil || len(cs.Samples) != len(steps) {
+		t.Fatalf("series %s: %+v", key, cs)
+	}
+	if cs := st.Series("pcie.aer/0000:18:00.0/aer_dev_nonfatal/TOTAL_ERR_NONFATAL"); cs == nil || len(cs.Samples) != len(steps) {
+		t.Errorf("the NIC's non-fatal total is kept too: %+v", cs)
+	}
+}
+
+// A non-fatal error since boot fails the first run; with the state, the
+// next run passes while the count does not rise again. Without --state
+// every run is a first.
+func TestPCIeAERNonFatalOnceThenHistory(t *testing.T) {
+	st := state.New("hgx")
+	tr := sysfstest.AERNonFatalOnNIC()
+	if r := runAERWithState(t, tr, st, t0); r.Status != report.Fail || !r.HasFinding("pcie.aer/nonfatal") {
+		t.Fatalf("first run: %s %s", r.Status, r.Summary)
+	}
+	if r := runAERWithState(t, tr, st, t0.Add(time.Hour)); r.Status != report.Pass {
+		t.Errorf("second run, no new error: %s %s", r.Status, r.Summary)
+	}
+	if r := runAERWithState(t, tr, nil, t0.Add(2*time.Hour)); r.Status != report.Fail || !strings.Contains(r.Summary, "since boot") {
+		t.Errorf("without --state: %s %s", r.Status, r.Summary)
+	}
+}
+
+// A hop shared by two NICs (the CX-5's two functions below one root port)
+// is read and observed once per run: the second NIC's judgement of it is
+// not a second sample taken zero seconds later; both NICs carry the
+// finding, as both sit behind that link.
+func TestPCIeAERSharedHopObservedOnce(t *testing.T) {
+	st := state.New("cx5")
+	build := func(rx uint64) *sysfstest.Tree {
+		tr := sysfstest.Build(sysfstest.CX5RoCE())
+		root := "/sys/devices/pci0000:3a/0000:3a:00.0"
+		sysfstest.WriteAER(tr, root, sysfstest.AERCounts{Correctable: map[string]uint64{"RxErr": rx}}, true)
+		for _, fn := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
+			sysfstest.WriteAER(tr, root+"/"+fn, sysfstest.AERCounts{}, false)
+		}
+		return tr
+	}
+	runAERWithState(t, build(10), st, t0)
+	r := runAERWithState(t, build(110), st, t0.Add(time.Hour))
+	for _, fn := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
+		if got := findingsAbout(r, fn); len(got) != 1 || got[0] != "pcie.aer/correctable-rising" {
+			t.Errorf("%s: %v (%s)", fn, got, r.Summary)
+		}
+	}
+	if !strings.Contains(r.Summary, "100 correctable link errors since the last run") || !strings.Contains(r.Remedy, "the root port 0000:3a:00.0 and") {
+		t.Errorf("summary %q\nremedy %q", r.Summary, r.Remedy)
+	}
+	if cs := st.Series("pcie.aer/0000:3a:00.0/aer_dev_correctable/RxErr"); cs == nil || len(cs.Samples) != 2 {
+		t.Errorf("the root port's series after two runs: %+v", cs)
+	}
+}
+
+// Each hop's errors are placed on the link its receiver sees.
+func TestAERChainNamesEachHop(t *testing.T) {
+	chain := []aerHop{{name: "mlx5_0 (0000:18:00.0)"}, {name: "the switch's downstream port 0000:17:00.0"},
+		{name: "the switch's upstream port 0000:16:00.0"}, {name: "the root port 0000:15:01.0"}}
+	want := []string{
+		"the link between the switch's downstream port 0000:17:00.0 and mlx5_0 (0000:18:00.0)",
+		"the link between the switch's downstream port 0000:17:00.0 and mlx5_0 (0000:18:00.0)",
+		"the link between the root port 0000:15:01.0 and the switch's upstream port 0000:16:00.0",
+		"the link between the root port 0000:15:01.0 and the switch's upstream port 0000:16:00.0",
+	}
+	for i := range chain {
+		link, action := aerLinkOf(chain, i)
+		if link != want[i] {
+			t.Errorf("hop %d: %q, want %q", i, link, want[i])
+		}
+		if (i < 2) != (action == aerActionNICLink) {
+			t.Errorf("hop %d: action %q", i, action)
+		}
+	}
+	if link, _ := aerLinkOf(chain[:1], 0); link != "mlx5_0 (0000:18:00.0)'s own link" {
+		t.Errorf("a NIC without a bridge above it: %q", link)
+	}
+}
