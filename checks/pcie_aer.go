@@ -18,7 +18,8 @@ func init() {
 				"walks — reads the kernel's AER statistics (aer_dev_correctable, aer_dev_nonfatal, aer_dev_fatal; on a root port also " +
 				"aer_rootport_total_err_*, kept as evidence: drivers/pci/pcie/aer.c, Documentation/ABI/testing/sysfs-bus-pci-devices-aer_stats). " +
 				"Counts are judged as rises: with --state, since the previous run (keys pcie.aer/<address>/<file>/<name>); without, or on a first run, " +
-				"the count since boot at its average rate over the uptime. Any rise of TOTAL_ERR_FATAL or TOTAL_ERR_NONFATAL fails. The correctable " +
+				"the count since boot at its average rate over the uptime. Any rise of TOTAL_ERR_FATAL or TOTAL_ERR_NONFATAL since the previous run fails; " +
+				"a count of them since boot warns (it does not say when they happened, as counters.errors judges a count since boot). The correctable " +
 				"errors of the link (RxErr, BadTLP, BadDLLP, Timeout, Rollover) warn above " + aerWarnRateText + " and fail above " + aerFailRateText +
 				"; NonFatalErr, CorrIntErr and HeaderOF say nothing about the link and are only listed. The hop where a count grows is named with " +
 				"the link its errors point at: a port counts what its receiver saw, so a downstream or root port's errors are on the link below it, a NIC's " +
@@ -61,13 +62,20 @@ const (
 
 var (
 	aerFatal = declare(Finding{ID: "pcie.aer/fatal", Status: report.Fail,
-		When:    "TOTAL_ERR_FATAL rose on a hop of the NIC's path (since the previous run, or since boot on a first run)",
+		When:    "TOTAL_ERR_FATAL rose on a hop of the NIC's path since the previous run (--state)",
 		Message: aerUnitLine + ": {count} fatal AER error message(s) {since} on {hop_name} ({kinds}), on {link}",
 		Fix:     aerUncorrectableFix})
 	aerNonFatal = declare(Finding{ID: "pcie.aer/nonfatal", Status: report.Fail,
-		When:    "TOTAL_ERR_NONFATAL rose on a hop of the NIC's path (since the previous run, or since boot on a first run)",
+		When:    "TOTAL_ERR_NONFATAL rose on a hop of the NIC's path since the previous run (--state)",
 		Message: aerUnitLine + ": {count} non-fatal uncorrectable AER error message(s) {since} on {hop_name} ({kinds}), on {link}",
 		Fix:     aerUncorrectableFix})
+	aerUncorrectableSinceBoot = declare(Finding{ID: "pcie.aer/uncorrectable-since-boot", Status: report.Warn,
+		When: "a first reading (no --state, or no earlier run): TOTAL_ERR_FATAL or TOTAL_ERR_NONFATAL is nonzero since boot — when it " +
+			"happened is unknown; the next run with --state fails if it rises again",
+		Message: aerUnitLine + ": {count} {severity} uncorrectable AER error message(s) {since} on {hop_name} ({kinds}), on {link}; " +
+			"run with --state to see whether more follow",
+		Fix: "Find when it happened: `journalctl -k | grep -i -e AER -e 'PCIe Bus Error'` (the first error kind and its TLP header are logged). " +
+			"Run with --state (the shipped timer and DaemonSet do): later runs judge only new errors and fail on one. If they recur, {action}"})
 	aerCorrectableStorm = declare(Finding{ID: "pcie.aer/correctable-storm", Status: report.Fail,
 		When:    "the link's correctable errors (RxErr, BadTLP, BadDLLP, Timeout, Rollover) on a hop rose faster than " + aerFailRateText,
 		Message: aerUnitLine + ": {count} correctable link errors {since} on {hop_name} ({kinds}) — {rate}/h, above {limit}",

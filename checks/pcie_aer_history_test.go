@@ -81,20 +81,39 @@ func TestPCIeAERAcrossRuns(t *testing.T) {
 	}
 }
 
-// A non-fatal error since boot fails the first run; with the state, the
-// next run passes while the count does not rise again. Without --state
-// every run is a first.
-func TestPCIeAERNonFatalOnceThenHistory(t *testing.T) {
+// An uncorrectable error since boot warns on the first run; with the
+// state, a new one fails the next run (non-fatal on the NIC, fatal on the
+// root port), and a run without a new one passes. Without --state every
+// run is a first.
+func TestPCIeAERUncorrectableAcrossRuns(t *testing.T) {
 	st := state.New("hgx")
-	tr := sysfstest.AERNonFatalOnNIC()
-	if r := runAERWithState(t, tr, st, t0); r.Status != report.Fail || !r.HasFinding("pcie.aer/nonfatal") {
-		t.Fatalf("first run: %s %s", r.Status, r.Summary)
+	errs := func(nonfatal, fatal uint64) *sysfstest.Tree {
+		return sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+			sysfstest.AERNIC:      {NonFatal: map[string]uint64{"CmpltTO": nonfatal}},
+			sysfstest.AERRootPort: {Fatal: map[string]uint64{"SDES": fatal}},
+		})
 	}
-	if r := runAERWithState(t, tr, st, t0.Add(time.Hour)); r.Status != report.Pass {
-		t.Errorf("second run, no new error: %s %s", r.Status, r.Summary)
+	steps := []struct {
+		tree  *sysfstest.Tree
+		st    *state.State
+		want  []string
+		words string
+	}{
+		{sysfstest.AERNonFatalOnNIC(), st, []string{"pcie.aer/uncorrectable-since-boot"}, "1 non-fatal uncorrectable AER error message(s) since boot (10.0 days)"},
+		{errs(2, 0), st, []string{"pcie.aer/nonfatal"}, "1 non-fatal uncorrectable AER error message(s) since the last run at 2026-02-01T08:00:00Z (1.0 h) on mlx5_0 (0000:18:00.0) (CmpltTO 2 since boot)"},
+		{errs(2, 1), st, []string{"pcie.aer/fatal"}, "1 fatal AER error message(s) since the last run at 2026-02-01T09:00:00Z (1.0 h) on the root port 0000:15:01.0 (SDES 1 since boot), " +
+			"on the link between the root port 0000:15:01.0 and the switch's upstream port 0000:16:00.0"},
+		{errs(2, 1), st, []string{"pcie.aer/clean"}, "no AER errors rising on the 32 hop(s)"},
+		{errs(2, 1), nil, []string{"pcie.aer/uncorrectable-since-boot", "pcie.aer/uncorrectable-since-boot"}, "2 non-fatal uncorrectable AER error message(s) since boot"},
 	}
-	if r := runAERWithState(t, tr, nil, t0.Add(2*time.Hour)); r.Status != report.Fail || !strings.Contains(r.Summary, "since boot") {
-		t.Errorf("without --state: %s %s", r.Status, r.Summary)
+	for i, s := range steps {
+		r := runAERWithState(t, s.tree, s.st, t0.Add(time.Duration(i)*time.Hour))
+		if got := findingsAbout(r, sysfstest.AERNIC); strings.Join(got, " ") != strings.Join(s.want, " ") {
+			t.Errorf("step %d: %v, want %v: %s", i, got, s.want, r.Summary)
+		}
+		if !strings.Contains(r.Summary, s.words) {
+			t.Errorf("step %d: summary lacks %q:\n%s", i, s.words, r.Summary)
+		}
 	}
 }
 

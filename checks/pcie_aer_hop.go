@@ -90,12 +90,12 @@ func aerLinkOf(chain []aerHop, i int) (string, string) {
 	return fmt.Sprintf("the link between %s and %s", chain[hi].name, chain[lo].name), action
 }
 
-// aerHopJudgement is one hop's reading against its history: the finding
-// it calls for (nil when none), with its slots, and what to say of it.
+// aerHopJudgement is one hop's reading against its history: the findings
+// it calls for (none on a clean hop), with their slots, and what to say
+// of it.
 type aerHopJudgement struct {
 	exposed  bool
-	finding  *Finding
-	slots    Slots
+	found    []aerHopFinding
 	problems []string
 	line     string // for the details
 	evidence map[string]any
@@ -123,8 +123,8 @@ func (r *aerRun) judgeNIC(h *sysfs.Host, n NIC) aerUnit {
 		if len(j.problems) > 0 {
 			unreadable = append(unreadable, hop.name)
 		}
-		if j.finding != nil {
-			u.findings = append(u.findings, j.finding.At(n.Fn.Address, aerUnitSlots(n).with(slotPairs(j.slots)...)))
+		for _, f := range j.found {
+			u.findings = append(u.findings, f.finding.At(n.Fn.Address, aerUnitSlots(n).with(slotPairs(f.slots)...)))
 		}
 	}
 	u.evidence = map[string]any{"address": n.Fn.Address, "nic": nicName(n), "hops": hopsEv}
@@ -167,12 +167,9 @@ func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 		rd := r.hr.observe(aerKey(hop.addr, file, aerTotalLine[file]), st.Total)
 		j.evidence[file] = st.Total
 		notes = append(notes, fmt.Sprintf("%s %d", aerTotalLine[file], st.Total))
-		if rd.Delta > 0 && j.finding == nil {
-			f := aerNonFatal
-			if file == sysfs.AERFatal {
-				f = aerFatal
-			}
-			j.finding, j.slots = f, base.with("count", fmt.Sprint(rd.Delta), "since", rd.Words(), "kinds", aerKindsSinceBoot(st))
+		if rd.Delta > 0 {
+			j.found = append(j.found, aerUncorrectableFinding(file, rd, base.with("count", fmt.Sprint(rd.Delta),
+				"since", rd.Words(), "kinds", aerKindsSinceBoot(st))))
 		}
 		if rd.Since == riseNewBaseline {
 			notes = append(notes, rd.Note)
@@ -182,8 +179,8 @@ func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 		c := r.observeCorrectable(hop.addr, st)
 		j.evidence[sysfs.AERCorrectable] = c.evidence
 		notes = append(notes, c.note)
-		if f := c.finding(); f != nil && j.finding == nil {
-			j.finding, j.slots = f, base.with(c.slots()...)
+		if f := c.finding(); f != nil {
+			j.found = append(j.found, aerHopFinding{f, base.with(c.slots()...)})
 		}
 	}
 	if len(d.RootPort) > 0 {
@@ -191,6 +188,29 @@ func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 	}
 	j.line = hop.name + ": " + strings.Join(notes, "; ")
 	return j
+}
+
+// aerHopFinding is a finding a hop calls for, with the hop's slots.
+type aerHopFinding struct {
+	finding *Finding
+	slots   Slots
+}
+
+// aerUncorrectableFinding is the finding of a rise of an uncorrectable
+// total: since the previous run it fails; a count since boot (a first run,
+// or no --state) warns, as counters.errors does with a count since boot —
+// it does not say when the errors happened, and a months-old one should
+// not drain the node run after run.
+func aerUncorrectableFinding(file string, rd riseReading, slots Slots) aerHopFinding {
+	severity := "non-fatal"
+	f := aerNonFatal
+	if file == sysfs.AERFatal {
+		severity, f = "fatal", aerFatal
+	}
+	if rd.Since == riseSinceBoot {
+		f = aerUncorrectableSinceBoot
+	}
+	return aerHopFinding{f, slots.with("severity", severity)}
 }
 
 // aerKey is a counter's series in the state.

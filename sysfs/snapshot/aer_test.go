@@ -30,7 +30,7 @@ func TestSnapshotCarriesAERStatistics(t *testing.T) {
 	if want != got {
 		t.Errorf("report of the snapshot differs from the source's:\n%s", diffLines(want, got))
 	}
-	for _, id := range []string{`"pcie.aer/nonfatal"`, `"pcie.aer/correctable-rising"`} {
+	for _, id := range []string{`"pcie.aer/uncorrectable-since-boot"`, `"pcie.aer/correctable-rising"`} {
 		if !strings.Contains(got, id) {
 			t.Errorf("the snapshot's report lacks %s", id)
 		}
