@@ -142,7 +142,13 @@ func runPCIeAER(_ context.Context, env *Env) Result {
 	for _, n := range pfs {
 		units = append(units, run.judgeNIC(env.Host, n))
 	}
-	r := combineAER(units)
+	judged := 0
+	for _, j := range run.hops {
+		if j.exposed {
+			judged++
+		}
+	}
+	r := combineAER(units, len(run.hops), judged)
 	r.Details = append(r.Details, run.hr.notes...)
 	if vfs > 0 {
 		r.Details = append(r.Details, fmt.Sprintf("%d SR-IOV VF(s) not judged: a VF shares its PF's link", vfs))
@@ -160,16 +166,15 @@ type aerUnit struct {
 	evidence map[string]any
 }
 
-// combineAER folds the NICs' findings with the shared precedence. When no
-// hop of any NIC shows AER statistics the check skips as a whole.
-func combineAER(units []aerUnit) Result {
+// combineAER folds the NICs' findings with the shared precedence; hops and
+// judged count the distinct hops (a root port above two NICs is one).
+// When no hop of any NIC shows AER statistics the check skips as a whole.
+func combineAER(units []aerUnit, hops, judged int) Result {
 	var fs []report.Finding
-	hops, judged := 0, 0
 	var details []string
 	var ev []map[string]any
 	for _, u := range units {
 		fs = append(fs, u.findings...)
-		hops, judged = hops+u.hops, judged+u.judged
 		details = append(details, u.details...)
 		ev = append(ev, u.evidence)
 	}
@@ -189,7 +194,10 @@ func combineAER(units []aerUnit) Result {
 			r.Summary = aerPassHead.render(slots)
 		}
 	}
-	r.Details = details
+	if judged > 0 {
+		// With no statistics anywhere each hop would only repeat the summary.
+		r.Details = details
+	}
 	r.Evidence = map[string]any{"nics": ev}
 	return r
 }

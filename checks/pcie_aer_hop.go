@@ -105,7 +105,8 @@ type aerHopJudgement struct {
 // the NIC's, each hop's line goes to the details.
 func (r *aerRun) judgeNIC(h *sysfs.Host, n NIC) aerUnit {
 	chain := aerChain(h, n)
-	u := aerUnit{hops: len(chain), details: []string{fmt.Sprintf("%s %s:", nicName(n), n.Fn.Address)}}
+	u := aerUnit{hops: len(chain)}
+	on := fmt.Sprintf("on %s's path, ", nicName(n))
 	var hopsEv []map[string]any
 	var unreadable []string
 	for _, hop := range chain {
@@ -117,7 +118,7 @@ func (r *aerRun) judgeNIC(h *sysfs.Host, n NIC) aerUnit {
 		if j.exposed {
 			u.judged++
 		}
-		u.details = append(u.details, "  "+j.line)
+		u.details = append(u.details, on+j.line)
 		u.details = append(u.details, indent(j.problems)...)
 		hopsEv = append(hopsEv, j.evidence)
 		if len(j.problems) > 0 {
