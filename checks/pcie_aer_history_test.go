@@ -149,8 +149,8 @@ func TestPCIeAERSharedHopObservedOnce(t *testing.T) {
 
 // Each hop's errors are placed on the link its receiver sees.
 func TestAERChainNamesEachHop(t *testing.T) {
-	chain := []aerHop{{name: "mlx5_0 (0000:18:00.0)"}, {name: "the switch's downstream port 0000:17:00.0"},
-		{name: "the switch's upstream port 0000:16:00.0"}, {name: "the root port 0000:15:01.0"}}
+	chain := []aerHop{{name: "mlx5_0 (0000:18:00.0)"}, {role: aerHopDownstream, name: "the switch's downstream port 0000:17:00.0"},
+		{role: aerHopUpstream, name: "the switch's upstream port 0000:16:00.0"}, {role: aerHopRoot, name: "the root port 0000:15:01.0"}}
 	want := []string{
 		"the link between the switch's downstream port 0000:17:00.0 and mlx5_0 (0000:18:00.0)",
 		"the link between the switch's downstream port 0000:17:00.0 and mlx5_0 (0000:18:00.0)",

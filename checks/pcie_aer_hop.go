@@ -36,9 +36,24 @@ type aerRun struct {
 	hops map[string]*aerHopJudgement
 }
 
+// aerHopRole is a hop's place on the path.
+type aerHopRole int
+
+const (
+	aerHopNIC        aerHopRole = iota
+	aerHopDownstream            // a switch's downstream port
+	aerHopUpstream              // a switch's upstream port
+	aerHopRoot                  // the root port
+)
+
+// aerRoleNames say what a bridge is, before its address.
+var aerRoleNames = map[aerHopRole]string{aerHopDownstream: "the switch's downstream port", aerHopUpstream: "the switch's upstream port",
+	aerHopRoot: "the root port"}
+
 // aerHop is one PCI function on a NIC's path: the NIC itself or a bridge.
 type aerHop struct {
 	addr, dir string
+	role      aerHopRole
 	// name says what it is: "mlx5_0 (0000:18:00.0)", "the switch's
 	// downstream port 0000:17:00.0", "the root port 0000:15:01.0".
 	name string
@@ -56,14 +71,14 @@ func aerChain(h *sysfs.Host, n NIC) []aerHop {
 	chain := []aerHop{{addr: n.Fn.Address, dir: path.Join(sysfs.PCIDevicesDir, n.Fn.Address),
 		name: fmt.Sprintf("%s (%s)", nicName(n), n.Fn.Address)}}
 	for i, b := range p.Upstream {
-		role := "the switch's downstream port"
+		role := aerHopDownstream
 		switch {
 		case i == len(p.Upstream)-1:
-			role = "the root port"
+			role = aerHopRoot
 		case i%2 == 1:
-			role = "the switch's upstream port"
+			role = aerHopUpstream
 		}
-		chain = append(chain, aerHop{addr: b.Address, dir: b.SysPath, name: role + " " + b.Address})
+		chain = append(chain, aerHop{addr: b.Address, dir: b.SysPath, role: role, name: aerRoleNames[role] + " " + b.Address})
 	}
 	for i := range chain {
 		chain[i].link, chain[i].action = aerLinkOf(chain, i)
@@ -74,7 +89,7 @@ func aerChain(h *sysfs.Host, n NIC) []aerHop {
 // aerLinkOf is the link hop i's receiver sees: a NIC's and an upstream
 // port's is the one above it, a downstream or root port's the one below.
 func aerLinkOf(chain []aerHop, i int) (string, string) {
-	below := strings.HasPrefix(chain[i].name, "the switch's downstream") || strings.HasPrefix(chain[i].name, "the root port")
+	below := chain[i].role == aerHopDownstream || chain[i].role == aerHopRoot
 	j := i + 1
 	if below {
 		j = i - 1
