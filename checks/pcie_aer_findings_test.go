@@ -42,6 +42,11 @@ func TestPCIeAERFindings(t *testing.T) {
 			sysfstest.AERNIC: {Correctable: map[string]uint64{"NonFatalErr": 90000, "CorrIntErr": 5}}})), aerRefs("")},
 		{"a hop without AER files", hwWrite(t, sysfstest.AERHopWithoutFiles()), aerRefs("")},
 		{"a file unparsable", hwWrite(t, garbage), aerRefs("unreadable")},
+		{"the only AER file unparsable", hwWrite(t, func() *sysfstest.Tree {
+			tr := sysfstest.Build(sysfstest.HGXH100())
+			tr.File("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/aer_dev_fatal", "\x00\x01\n")
+			return tr
+		}()), append([]findingRef{{"pcie.aer/unreadable", hgxNICs[0]}}, refsOf("pcie.aer/no-aer-on-path", hgxNICs[1:])...)},
 		{"one NIC's path without AER", hwWrite(t, sysfstest.AERHGX(nil, sysfstest.AERNIC, sysfstest.AERSwitchDownstreamPort,
 			sysfstest.AERSwitchUpstreamPort, sysfstest.AERRootPort)), aerRefs("no-aer-on-path")},
 		{"no AER statistics anywhere", netFixture("hgx-8gpu-healthy"), []findingRef{{"pcie.aer/no-aer", ""}}},

@@ -109,15 +109,17 @@ func aerLinkOf(chain []aerHop, i int) (string, string) {
 // it calls for (none on a clean hop), with their slots, and what to say
 // of it.
 type aerHopJudgement struct {
-	exposed  bool
+	exposed  bool // AER statistics files are there (readable or not)
 	found    []aerHopFinding
 	problems []string
 	line     string // for the details
 	evidence map[string]any
 }
 
-// judgeNIC judges every hop of the NIC's path; the worst hop's finding is
-// the NIC's, each hop's line goes to the details.
+// judgeNIC judges every hop of the NIC's path: the findings of every hop
+// are the NIC's, worst first; without any, an unreadable file is an
+// error, no statistics at all a skip, and otherwise the NIC passes. Each
+// hop's line goes to the details.
 func (r *aerRun) judgeNIC(h *sysfs.Host, n NIC) aerUnit {
 	chain := aerChain(h, n)
 	u := aerUnit{hops: len(chain)}
@@ -165,14 +167,14 @@ func (r *aerRun) judgeNIC(h *sysfs.Host, n NIC) aerUnit {
 // a fatal rise first, then a non-fatal one, then the correctable rate.
 func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 	d := h.ReadAER(hop.addr, hop.dir)
-	j := &aerHopJudgement{exposed: len(d.Stats) > 0, problems: d.Problems,
+	j := &aerHopJudgement{exposed: d.Exposed(), problems: d.Problems,
 		evidence: map[string]any{"address": hop.addr, "hop": hop.name}}
 	if !d.Exposed() {
 		j.line = hop.name + ": no AER statistics (no AER capability, AER off or no CONFIG_PCIEAER): not judged"
 		j.evidence["aer"] = false
 		return j
 	}
-	j.evidence["aer"] = j.exposed
+	j.evidence["aer"] = true
 	base := Slots{"hop": hop.addr, "hop_name": hop.name, "link": hop.link, "action": hop.action}
 	var notes []string
 	for _, file := range []string{sysfs.AERFatal, sysfs.AERNonFatal} {
