@@ -23,45 +23,64 @@ func aerRefs(first string) []findingRef {
 	return out
 }
 
+// aerHost writes the HGX node once for a test; each case then rewrites
+// only its AER files (writing the whole node takes seconds).
+func aerHost(t *testing.T) func(tr *sysfstest.Tree) string {
+	dir := hwWrite(t, sysfstest.AERHealthy())
+	return func(tr *sysfstest.Tree) string {
+		if err := sysfstest.RewriteAER(dir, tr); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+}
+
 func TestPCIeAERFindings(t *testing.T) {
+	set := aerHost(t)
 	garbage := sysfstest.AERHealthy()
 	garbage.File("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/aer_dev_nonfatal", "Undefined x\n")
 	for _, tc := range []struct {
-		name, dir string
-		want      []findingRef
+		name string
+		tree *sysfstest.Tree // the HGX node's AER files, or
+		dir  string          // another host
+		want []findingRef
 	}{
-		{"healthy", hwWrite(t, sysfstest.AERHealthy()), aerRefs("")},
-		{"non-fatal on the NIC", hwWrite(t, sysfstest.AERNonFatalOnNIC()), aerRefs("uncorrectable-since-boot")},
-		{"fatal on the root port", hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
-			sysfstest.AERRootPort: {Fatal: map[string]uint64{"SDES": 1}}})), aerRefs("uncorrectable-since-boot")},
-		{"correctable storm since boot", hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
-			sysfstest.AERSwitchDownstreamPort: {Correctable: map[string]uint64{"RxErr": 200000}}})), aerRefs("correctable-storm")},
-		{"correctable rising since boot", hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
-			sysfstest.AERNIC: {Correctable: map[string]uint64{"BadDLLP": 2500, "Timeout": 500}}})), aerRefs("correctable-rising")},
-		{"correctables that are no link errors", hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
-			sysfstest.AERNIC: {Correctable: map[string]uint64{"NonFatalErr": 90000, "CorrIntErr": 5}}})), aerRefs("")},
-		{"a hop without AER files", hwWrite(t, sysfstest.AERHopWithoutFiles()), aerRefs("")},
-		{"a file unparsable", hwWrite(t, garbage), aerRefs("unreadable")},
-		{"the only AER file unparsable", hwWrite(t, func() *sysfstest.Tree {
+		{"healthy", sysfstest.AERHealthy(), "", aerRefs("")},
+		{"non-fatal on the NIC", sysfstest.AERNonFatalOnNIC(), "", aerRefs("uncorrectable-since-boot")},
+		{"fatal on the root port", sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+			sysfstest.AERRootPort: {Fatal: map[string]uint64{"SDES": 1}}}), "", aerRefs("uncorrectable-since-boot")},
+		{"correctable storm since boot", sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+			sysfstest.AERSwitchDownstreamPort: {Correctable: map[string]uint64{"RxErr": 200000}}}), "", aerRefs("correctable-storm")},
+		{"correctable rising since boot", sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+			sysfstest.AERNIC: {Correctable: map[string]uint64{"BadDLLP": 2500, "Timeout": 500}}}), "", aerRefs("correctable-rising")},
+		{"correctables that are no link errors", sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+			sysfstest.AERNIC: {Correctable: map[string]uint64{"NonFatalErr": 90000, "CorrIntErr": 5}}}), "", aerRefs("")},
+		{"a hop without AER files", sysfstest.AERHopWithoutFiles(), "", aerRefs("")},
+		{"a file unparsable", garbage, "", aerRefs("unreadable")},
+		{"the only AER file unparsable", func() *sysfstest.Tree {
 			tr := sysfstest.Build(sysfstest.HGXH100())
 			tr.File("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/aer_dev_fatal", "\x00\x01\n")
 			return tr
-		}()), append([]findingRef{{"pcie.aer/unreadable", hgxNICs[0]}}, refsOf("pcie.aer/no-aer-on-path", hgxNICs[1:])...)},
-		{"one NIC's path without AER", hwWrite(t, sysfstest.AERHGX(nil, sysfstest.AERNIC, sysfstest.AERSwitchDownstreamPort,
-			sysfstest.AERSwitchUpstreamPort, sysfstest.AERRootPort)), aerRefs("no-aer-on-path")},
-		{"no AER statistics anywhere", netFixture("hgx-8gpu-healthy"), []findingRef{{"pcie.aer/no-aer", ""}}},
-		{"a VM's passed-through VF: its virtual root port has no AER", netFixture("gpu-vm-passthrough"), []findingRef{{"pcie.aer/no-aer", ""}}},
-		{"only VFs", cx5Edited(t, func(h *sysfstest.Host) {
+		}(), "", append([]findingRef{{"pcie.aer/unreadable", hgxNICs[0]}}, refsOf("pcie.aer/no-aer-on-path", hgxNICs[1:])...)},
+		{"one NIC's path without AER", sysfstest.AERHGX(nil, sysfstest.AERNIC, sysfstest.AERSwitchDownstreamPort,
+			sysfstest.AERSwitchUpstreamPort, sysfstest.AERRootPort), "", aerRefs("no-aer-on-path")},
+		{"no AER statistics anywhere", nil, netFixture("hgx-8gpu-healthy"), []findingRef{{"pcie.aer/no-aer", ""}}},
+		{"a VM's passed-through VF: its virtual root port has no AER", nil, netFixture("gpu-vm-passthrough"), []findingRef{{"pcie.aer/no-aer", ""}}},
+		{"only VFs", nil, cx5Edited(t, func(h *sysfstest.Host) {
 			for i := range h.NICs {
 				h.NICs[i].PhysFn = "0000:3b:00.7"
 			}
 		}, nil), []findingRef{{"pcie.aer/vfs-only", ""}}},
-		{"software RDMA only", netFixture("rxe-softroce"), []findingRef{{"pcie.aer/no-nic", ""}}},
-		{"no RDMA NIC", netFixture("gpu-no-rdma-nic"), []findingRef{{"pcie.aer/no-nic", ""}}},
-		{"PCI unreadable", gpuPCIUnreadable(t), []findingRef{{"pcie.aer/bus-unreadable", ""}}},
+		{"software RDMA only", nil, netFixture("rxe-softroce"), []findingRef{{"pcie.aer/no-nic", ""}}},
+		{"no RDMA NIC", nil, netFixture("gpu-no-rdma-nic"), []findingRef{{"pcie.aer/no-nic", ""}}},
+		{"PCI unreadable", nil, gpuPCIUnreadable(t), []findingRef{{"pcie.aer/bus-unreadable", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := hwRunOne(t, tc.dir, "pcie.aer", checks.Options{})
+			dir := tc.dir
+			if tc.tree != nil {
+				dir = set(tc.tree)
+			}
+			r := hwRunOne(t, dir, "pcie.aer", checks.Options{})
 			if diff := cmp.Diff(tc.want, refs(r.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s\n%s %s\n%s", diff, r.Status, r.Summary, strings.Join(r.Details, "\n"))
 			}
@@ -72,7 +91,8 @@ func TestPCIeAERFindings(t *testing.T) {
 // The words that are the point: the hop and the link named, since when,
 // the rate and its limit, what to do.
 func TestPCIeAERWording(t *testing.T) {
-	r := hwRunOne(t, hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+	set := aerHost(t)
+	r := hwRunOne(t, set(sysfstest.AERHGX(map[string]sysfstest.AERCounts{
 		sysfstest.AERSwitchDownstreamPort: {Correctable: map[string]uint64{"RxErr": 200000}}})), "pcie.aer", checks.Options{})
 	for _, want := range []string{
 		"mlx5_0 0000:18:00.0: 200000 correctable link errors since boot (10.0 days) on the switch's downstream port 0000:17:00.0 (RxErr 200000) — 833.3/h, above 480/h",
@@ -86,16 +106,16 @@ func TestPCIeAERWording(t *testing.T) {
 			t.Errorf("remedy lacks %q:\n%s", want, r.Remedy)
 		}
 	}
-	up := hwRunOne(t, hwWrite(t, sysfstest.AERHGX(map[string]sysfstest.AERCounts{
+	up := hwRunOne(t, set(sysfstest.AERHGX(map[string]sysfstest.AERCounts{
 		sysfstest.AERSwitchUpstreamPort: {Correctable: map[string]uint64{"BadTLP": 5000}}})), "pcie.aer", checks.Options{})
 	if want := "the link between the root port 0000:15:01.0 and the switch's upstream port 0000:16:00.0: this link is between a PCIe switch and the CPU"; !strings.Contains(up.Remedy, want) {
 		t.Errorf("upstream port's remedy lacks %q:\n%s", want, up.Remedy)
 	}
-	nf := hwRunOne(t, hwWrite(t, sysfstest.AERNonFatalOnNIC()), "pcie.aer", checks.Options{})
+	nf := hwRunOne(t, set(sysfstest.AERNonFatalOnNIC()), "pcie.aer", checks.Options{})
 	if want := "mlx5_0 0000:18:00.0: 1 non-fatal uncorrectable AER error message(s) since boot (10.0 days) on mlx5_0 (0000:18:00.0) (CmpltTO 1 since boot)"; !strings.Contains(nf.Summary, want) {
 		t.Errorf("non-fatal summary lacks %q:\n%s", want, nf.Summary)
 	}
-	skip := hwRunOne(t, hwWrite(t, sysfstest.AERHopWithoutFiles()), "pcie.aer", checks.Options{})
+	skip := hwRunOne(t, set(sysfstest.AERHopWithoutFiles()), "pcie.aer", checks.Options{})
 	if want := "no AER errors rising on the 32 hop(s) of 8 RDMA NIC(s) to their root ports (1 without AER statistics, not judged)"; skip.Summary != want {
 		t.Errorf("summary %q, want %q", skip.Summary, want)
 	}
@@ -103,6 +123,7 @@ func TestPCIeAERWording(t *testing.T) {
 
 // The fixtures' stated verdicts, through the whole level-1 run.
 func TestPCIeAERFixtureVerdicts(t *testing.T) {
+	set := aerHost(t)
 	for _, tc := range []struct {
 		name    string
 		tree    *sysfstest.Tree
@@ -115,7 +136,7 @@ func TestPCIeAERFixtureVerdicts(t *testing.T) {
 		{"a hop without AER files", sysfstest.AERHopWithoutFiles(), report.Pass, "pcie.aer/clean", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			statedVerdict(t, hwRun(t, hwWrite(t, tc.tree), checks.Options{}), "pcie.aer", string(tc.status), tc.finding, tc.exit)
+			statedVerdict(t, hwRun(t, set(tc.tree), checks.Options{}), "pcie.aer", string(tc.status), tc.finding, tc.exit)
 		})
 	}
 }

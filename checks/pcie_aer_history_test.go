@@ -13,14 +13,26 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
-// runAERWithState runs pcie.aer on the tree at now with the kept state st
-// (nil: a run without --state).
-func runAERWithState(t *testing.T, tr *sysfstest.Tree, st *state.State, now time.Time) report.CheckResult {
-	t.Helper()
+// aerRuns writes base once; each run then rewrites only the AER files of
+// the tree it is given (sysfstest.RewriteAER) and runs pcie.aer at now
+// with the kept state st (nil: a run without --state).
+func aerRuns(t *testing.T, base *sysfstest.Tree) func(tr *sysfstest.Tree, st *state.State, now time.Time) report.CheckResult {
 	dir := filepath.Join(t.TempDir(), "host")
-	if err := tr.Write(dir); err != nil {
+	if err := base.Write(dir); err != nil {
 		t.Fatal(err)
 	}
+	return func(tr *sysfstest.Tree, st *state.State, now time.Time) report.CheckResult {
+		t.Helper()
+		if err := sysfstest.RewriteAER(dir, tr); err != nil {
+			t.Fatal(err)
+		}
+		return runAER(t, dir, st, now)
+	}
+}
+
+// runAER runs pcie.aer on dir at now with the kept state st.
+func runAER(t *testing.T, dir string, st *state.State, now time.Time) report.CheckResult {
+	t.Helper()
 	countersNow = func() time.Time { return now }
 	defer func() { countersNow = time.Now }()
 	h, err := sysfs.Open(dir)
@@ -50,6 +62,7 @@ func runAERWithState(t *testing.T, tr *sysfstest.Tree, st *state.State, now time
 // later ones the rise since the previous run, at its rate.
 func TestPCIeAERAcrossRuns(t *testing.T) {
 	st := state.New("hgx")
+	run := aerRuns(t, sysfstest.AERHealthy())
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	steps := []struct {
 		status  report.Status
@@ -64,7 +77,7 @@ func TestPCIeAERAcrossRuns(t *testing.T) {
 		{report.Pass, "pcie.aer/clean", "correctable link errors 0 since the last run at 2026-02-01T10:00:00Z (1.0 h) (0.0/h)"},
 	}
 	for i, s := range steps {
-		r := runAERWithState(t, sysfstest.AERCorrectableRising(i), st, at(i))
+		r := run(sysfstest.AERCorrectableRising(i), st, at(i))
 		if r.Status != s.status || !r.HasFinding(s.finding) {
 			t.Errorf("step %d: %s %v, want %s %s: %s", i, r.Status, findingsAbout(r, "0000:18:00.0"), s.status, s.finding, r.Summary)
 		}
@@ -87,6 +100,7 @@ func TestPCIeAERAcrossRuns(t *testing.T) {
 // run is a first.
 func TestPCIeAERUncorrectableAcrossRuns(t *testing.T) {
 	st := state.New("hgx")
+	run := aerRuns(t, sysfstest.AERHealthy())
 	errs := func(nonfatal, fatal uint64) *sysfstest.Tree {
 		return sysfstest.AERHGX(map[string]sysfstest.AERCounts{
 			sysfstest.AERNIC:      {NonFatal: map[string]uint64{"CmpltTO": nonfatal}},
@@ -107,7 +121,7 @@ func TestPCIeAERUncorrectableAcrossRuns(t *testing.T) {
 		{errs(2, 1), nil, []string{"pcie.aer/uncorrectable-since-boot", "pcie.aer/uncorrectable-since-boot"}, "2 non-fatal uncorrectable AER error message(s) since boot"},
 	}
 	for i, s := range steps {
-		r := runAERWithState(t, s.tree, s.st, t0.Add(time.Duration(i)*time.Hour))
+		r := run(s.tree, s.st, t0.Add(time.Duration(i)*time.Hour))
 		if got := findingsAbout(r, sysfstest.AERNIC); strings.Join(got, " ") != strings.Join(s.want, " ") {
 			t.Errorf("step %d: %v, want %v: %s", i, got, s.want, r.Summary)
 		}
@@ -132,8 +146,9 @@ func TestPCIeAERSharedHopObservedOnce(t *testing.T) {
 		}
 		return tr
 	}
-	runAERWithState(t, build(10), st, t0)
-	r := runAERWithState(t, build(110), st, t0.Add(time.Hour))
+	run := aerRuns(t, build(0))
+	run(build(10), st, t0)
+	r := run(build(110), st, t0.Add(time.Hour))
 	for _, fn := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
 		if got := findingsAbout(r, fn); len(got) != 1 || got[0] != "pcie.aer/correctable-rising" {
 			t.Errorf("%s: %v (%s)", fn, got, r.Summary)

@@ -2,7 +2,10 @@ package sysfstest
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -148,3 +151,34 @@ func AERNonFatalOnNIC() *Tree {
 // statistics (no AER capability). pcie.aer passes, saying that one hop of
 // 32 is not judged.
 func AERHopWithoutFiles() *Tree { return AERHGX(nil, AERSwitchUpstreamPort) }
+
+// RewriteAER makes the AER statistics of the host written at dir those of
+// tr, a tree of the same node: every aer_* file below /sys/devices is
+// removed, then tr's are written. Runs over changing counts (and cases
+// that differ only in them) rewrite a few files instead of the node's
+// thousand.
+func RewriteAER(dir string, tr *Tree) error {
+	devices := filepath.Join(dir, "sys", "devices")
+	err := filepath.WalkDir(devices, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), "aer_") {
+			return os.Remove(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove the AER files of %s: %w", dir, err)
+	}
+	for p, content := range tr.Files {
+		if !strings.HasPrefix(path.Base(p), "aer_") {
+			continue
+		}
+		host := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
+		if err := os.WriteFile(host, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", host, err)
+		}
+	}
+	return nil
+}
