@@ -2,6 +2,8 @@ package checks
 
 import (
 	"regexp"
+	"strings"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 )
@@ -72,9 +74,24 @@ var (
 // source that prints it, with its format string.
 type knownMessage struct {
 	finding *Finding
-	re      *regexp.Regexp
+	// needle is a literal every matching line holds: most lines of a
+	// ring hold none, and a substring test is far cheaper than the
+	// pattern (a whole ring is read on a first run).
+	needle  string
+	pattern string
 	source  string
 }
+
+// knownPatterns are the table's patterns compiled, on first use: a process
+// that does not run kernel.log (the verbs child, most subcommands) does
+// not compile them.
+var knownPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	res := make([]*regexp.Regexp, len(knownMessages))
+	for i, k := range knownMessages {
+		res[i] = regexp.MustCompile(k.pattern)
+	}
+	return res
+})
 
 // pciAddrPattern is a PCI function address as the kernel prints it.
 const pciAddrPattern = `[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]`
@@ -83,45 +100,45 @@ const pciAddrPattern = `[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]`
 // source named; the patterns accept the variants the kernel printed over
 // the years (named in source).
 var knownMessages = []knownMessage{
-	{klogTxTimeout, regexp.MustCompile(`NETDEV WATCHDOG: (?P<dev1>\S+) \([^)]*\): transmit queue \d+ timed out`),
+	{klogTxTimeout, "NETDEV WATCHDOG: ", `NETDEV WATCHDOG: (?P<dev1>\S+) \([^)]*\): transmit queue \d+ timed out`,
 		`net/sched/sch_generic.c dev_watchdog: "NETDEV WATCHDOG: %s (%s): transmit queue %u timed out" (until 6.8 with " %u ms" appended)`},
-	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): NETDEV WATCHDOG: CPU: \d+: transmit queue \d+ timed out`),
+	{klogTxTimeout, "NETDEV WATCHDOG: ", `(?P<dev1>[^\s:]+): NETDEV WATCHDOG: CPU: \d+: transmit queue \d+ timed out`,
 		`net/sched/sch_generic.c dev_watchdog, netdev_crit: "NETDEV WATCHDOG: CPU: %d: transmit queue %u timed out %u ms" (6.9, and stable kernels such as Debian's 6.1; "<ifname>: " before it when the netdev has no parent device)`},
-	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): TX timeout on queue: \d+, SQ: 0x`),
+	{klogTxTimeout, "TX timeout on queue: ", `(?P<dev1>[^\s:]+): TX timeout on queue: \d+, SQ: 0x`,
 		`drivers/net/ethernet/mellanox/mlx5/core/en_main.c (en/reporter_tx.c in later kernels): "TX timeout on queue: %d, SQ: 0x%x, CQ: 0x%x, SQ Cons: 0x%x SQ Prod: 0x%x"`},
-	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): TX timeout detected, starting reset task!`),
+	{klogTxTimeout, "TX timeout detected", `(?P<dev1>[^\s:]+): TX timeout detected, starting reset task!`,
 		`drivers/net/ethernet/broadcom/bnxt/bnxt.c bnxt_tx_timeout: "TX timeout detected, starting reset task!"`},
-	{klogTxTimeout, regexp.MustCompile(`(?P<dev1>[^\s:]+): tx_timeout recovery level \d+, txqueue \d+`),
+	{klogTxTimeout, "tx_timeout recovery level", `(?P<dev1>[^\s:]+): tx_timeout recovery level \d+, txqueue \d+`,
 		`drivers/net/ethernet/intel/ice/ice_main.c ice_tx_timeout: "tx_timeout recovery level %d, txqueue %u"`},
-	{klogFWFatal, regexp.MustCompile(`device's health compromised - reached miss count`),
+	{klogFWFatal, "health compromised", `device's health compromised - reached miss count`,
 		`drivers/net/ethernet/mellanox/mlx5/core/health.c poll_health: "device's health compromised - reached miss count"`},
-	{klogFWFatal, regexp.MustCompile(`Fatal error \d+ detected`),
+	{klogFWFatal, "Fatal error ", `Fatal error \d+ detected`,
 		`drivers/net/ethernet/mellanox/mlx5/core/health.c poll_health: "Fatal error %u detected"`},
-	{klogSlotPower, regexp.MustCompile(`Detected insufficient power on the PCIe slot \(\d+W\)`),
+	{klogSlotPower, "insufficient power on the PCIe slot", `Detected insufficient power on the PCIe slot \(\d+W\)`,
 		`drivers/net/ethernet/mellanox/mlx5/core/events.c mlx5_pcie_event: "Detected insufficient power on the PCIe slot (%uW)."`},
-	{klogModuleHot, regexp.MustCompile(`Port module event\[error\]: module (?P<module>\d+), [^,]+, High Temperature`),
+	{klogModuleHot, "Port module event[error]", `Port module event\[error\]: module (?P<module>\d+), [^,]+, High Temperature`,
 		`drivers/net/ethernet/mellanox/mlx5/core/events.c port_module: "Port module event[error]: module %u, %s, %s" with "High Temperature"`},
-	{klogModuleError, regexp.MustCompile(`Port module event\[error\]: module (?P<module>\d+), [^,]+, (?:Power budget exceeded|Bad or shorted cable/module|Bus stuck|No EEPROM/retry timeout|Unknown identifier|Enforce part number list|Long Range for non MLNX cable|One or more network ports have been powered down)`),
+	{klogModuleError, "Port module event[error]", `Port module event\[error\]: module (?P<module>\d+), [^,]+, (?:Power budget exceeded|Bad or shorted cable/module|Bus stuck|No EEPROM/retry timeout|Unknown identifier|Enforce part number list|Long Range for non MLNX cable|One or more network ports have been powered down)`,
 		`drivers/net/ethernet/mellanox/mlx5/core/events.c port_module: "Port module event[error]: module %u, %s, %s" (mlx5_pme_error_to_string)`},
-	{klogPCIeLimited, regexp.MustCompile(`available PCIe bandwidth, limited by \S+ GT/s PCIe x\d+ link at (?P<dev1>` + pciAddrPattern + `|<unknown>)`),
+	{klogPCIeLimited, "available PCIe bandwidth", `available PCIe bandwidth, limited by \S+ GT/s PCIe x\d+ link at (?P<dev1>` + pciAddrPattern + `|<unknown>)`,
 		`drivers/pci/pci.c __pcie_print_link_status: "%u.%03u Gb/s available PCIe bandwidth, limited by %s x%d link at %s (capable of %u.%03u Gb/s with %s x%d link)"`},
-	{klogAERFatal, regexp.MustCompile(`AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`),
+	{klogAERFatal, "AER: ", `AER: (?:Multiple )?Uncorrect(?:ed|able) \(Fatal\) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`,
 		`drivers/pci/pcie/aer.c aer_print_port_info: "%s%s error received: %04x:%02x:%02x.%d" ("error message received from" since 6.x)`},
-	{klogAERFatal, regexp.MustCompile(`PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)`),
+	{klogAERFatal, "PCIe Bus Error: ", `PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)`,
 		`drivers/pci/pcie/aer.c aer_print_error: "PCIe Bus Error: severity=%s, type=%s, (%s)"`},
-	{klogAERNonFatal, regexp.MustCompile(`AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`),
+	{klogAERNonFatal, "AER: ", `AER: (?:Multiple )?Uncorrect(?:ed|able) \(Non-Fatal\) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`,
 		`drivers/pci/pcie/aer.c aer_print_port_info: "%s%s error received: %04x:%02x:%02x.%d"`},
-	{klogAERNonFatal, regexp.MustCompile(`PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)`),
+	{klogAERNonFatal, "PCIe Bus Error: ", `PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)`,
 		`drivers/pci/pcie/aer.c aer_print_error: "PCIe Bus Error: severity=%s, type=%s, (%s)"`},
-	{klogAERCorrected, regexp.MustCompile(`AER: (?:Multiple )?Correct(?:ed|able) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`),
+	{klogAERCorrected, "AER: ", `AER: (?:Multiple )?Correct(?:ed|able) error (?:message )?received(?::| from) (?P<dev1>` + pciAddrPattern + `)`,
 		`drivers/pci/pcie/aer.c aer_print_port_info: "%s%s error received: %04x:%02x:%02x.%d"`},
-	{klogAERCorrected, regexp.MustCompile(`PCIe Bus Error: severity=Correct(?:ed|able)`),
+	{klogAERCorrected, "PCIe Bus Error: ", `PCIe Bus Error: severity=Correct(?:ed|able)`,
 		`drivers/pci/pcie/aer.c aer_print_error: "PCIe Bus Error: severity=%s, type=%s, (%s)"`},
-	{klogLinkDown, regexp.MustCompile(`(?P<dev1>[^\s:]+): Link down$`),
+	{klogLinkDown, ": Link down", `(?P<dev1>[^\s:]+): Link down$`,
 		`drivers/net/ethernet/mellanox/mlx5/core/en_main.c mlx5e_update_carrier: "Link down"`},
-	{klogLinkDown, regexp.MustCompile(`(?P<dev1>[^\s:]+): NIC Link is Down$`),
+	{klogLinkDown, "NIC Link is Down", `(?P<dev1>[^\s:]+): NIC Link is Down$`,
 		`drivers/net/ethernet/broadcom/bnxt/bnxt.c bnxt_report_link: "NIC Link is Down" (the Intel drivers print the same words)`},
-	{klogLinkDown, regexp.MustCompile(`ADDRCONF\(NETDEV_UP\): (?P<dev1>[^\s:]+): link is not ready`),
+	{klogLinkDown, "link is not ready", `ADDRCONF\(NETDEV_UP\): (?P<dev1>[^\s:]+): link is not ready`,
 		`net/ipv6/addrconf.c addrconf_notify: "ADDRCONF(NETDEV_UP): %s: link is not ready" (pr_info until 4.x, a debug message since)`},
 }
 
@@ -130,12 +147,16 @@ var knownMessages = []knownMessage{
 func matchKnown(text string) (*knownMessage, []string) {
 	for i := range knownMessages {
 		k := &knownMessages[i]
-		m := k.re.FindStringSubmatch(text)
+		if !strings.Contains(text, k.needle) {
+			continue
+		}
+		re := knownPatterns()[i]
+		m := re.FindStringSubmatch(text)
 		if m == nil {
 			continue
 		}
 		var devs []string
-		for j, name := range k.re.SubexpNames() {
+		for j, name := range re.SubexpNames() {
 			if len(name) > 3 && name[:3] == "dev" && m[j] != "" && m[j] != "<unknown>" {
 				devs = append(devs, m[j])
 			}
