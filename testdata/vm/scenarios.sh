@@ -192,7 +192,10 @@ scenario peer-loopback --needs pci.device \
 # driver has no FEC and no PHY statistics (FEC_GET and ETHTOOL_GSSET_INFO
 # answer EOPNOTSUPP): a skip with the reason, never a fail — up, and down
 # (port.state fails then; link.phy still skips: dummy names no cause).
+# dummy0 has no plug-in module either (MODULE_EEPROM_GET: EOPNOTSUPP), and
+# rxe has no PCI function whose AER statistics pcie.aer could read.
 scenario link-phy-dummy0 --needs link.phy --status 'link.phy=skip' \
+	--status 'link.optics=skip' --status 'pcie.aer=skip' \
 	--exit 0 --root none -- --level 1 --format json
 
 scenario link-phy-dummy0-down --needs link.phy --status 'link.phy=skip' \
