@@ -125,6 +125,9 @@ type Class struct {
 	// class, in the classes of `nvidia-smi topo -m` (PIX, PXB, PHB, NODE,
 	// SYS): gpu.nic_affinity fails a pair beyond it (gpu_nic_max_distance).
 	GPUNICMaxDistance *Value[string]
+	// PKeys are the InfiniBand partitions (P_Keys, 15 bits, as written)
+	// every IB port of the class must be a full member of (pkeys).
+	PKeys []*Value[uint16]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -233,6 +236,14 @@ func (c *Class) ExpectedDevices() *Value[int] {
 		return nil
 	}
 	return c.Devices
+}
+
+// ExpectedPKeys is the class's pkeys key (see ExpectedDevices).
+func (c *Class) ExpectedPKeys() []*Value[uint16] {
+	if c == nil {
+		return nil
+	}
+	return c.PKeys
 }
 
 // ExpectedRoCETC is the class's roce_tc key (see ExpectedDevices).

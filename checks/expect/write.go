@@ -115,6 +115,13 @@ func classEntries(c *Class) []entry {
 	if v := c.Lossless; v != nil {
 		add(0, v.Line, "lossless", formatValue(v.V), v.Comment)
 	}
+	if len(c.PKeys) > 0 {
+		keys := make([]string, len(c.PKeys))
+		for i, k := range c.PKeys {
+			keys[i] = fmt.Sprintf("0x%04x", k.V)
+		}
+		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
+	}
 	if v := c.GPUNICMaxDistance; v != nil {
 		add(0, v.Line, "gpu_nic_max_distance", v.V, v.Comment)
 	}
