@@ -1,0 +1,115 @@
+package checks
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/rdmadoctor/rdmadoctor/mad"
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+// The InfiniBand control-plane checks (ib.*) ask the fabric with
+// management datagrams through libibumad (package mad). They find their
+// ports through libibumad, not sysfs, and need no sysfs-based check: under
+// the ibsim simulator libibumad's view of the devices is faked while the
+// files the program reads itself are the real, empty /sys.
+
+// openMAD opens the transport the ib.* checks send MADs through; tests
+// replace it with canned answers.
+var openMAD = func() (mad.Transport, error) {
+	lib, err := umadLib()
+	if err != nil {
+		return nil, err
+	}
+	return mad.NewUMAD(lib), nil
+}
+
+// umadLib loads and initialises libibumad once per process. umad_init and
+// the device scan are not safe to run twice at once (libumad2sim.so binds
+// its simulator socket on the first one), and the runner runs checks
+// concurrently.
+var umadLib = sync.OnceValues(func() (*mad.Lib, error) {
+	lib, err := mad.Open("")
+	if err != nil {
+		return nil, err
+	}
+	if err := lib.Init(); err != nil {
+		return nil, err
+	}
+	return lib, nil
+})
+
+// madMu makes the ib.* checks take turns, from the device scan to the
+// last answer: libumad2sim.so sets itself up on the first scan and is not
+// safe to enter twice at once, and no two checks' SMPs interleave.
+var madMu sync.Mutex
+
+// madFrame are the findings every ib.* check shares: the host cannot be
+// asked (a snapshot, no libibumad, no InfiniBand port) or libibumad fails.
+type madFrame struct {
+	snapshot, noLibrary, initFailed, portsFailed, noIBPort *Finding
+}
+
+func declareMADFrame(id string) *madFrame {
+	d := func(slug string, st report.Status, when, msg, fix string) *Finding {
+		return declare(Finding{ID: id + "/" + slug, Status: st, When: when, Message: msg, Fix: fix})
+	}
+	return &madFrame{
+		snapshot: d("snapshot", report.Skip, "the host is a snapshot: management datagrams go only from the live host",
+			"no live fabric in a snapshot: management datagrams are sent only from the host itself", ""),
+		noLibrary: d("no-libibumad", report.Skip, "libibumad (libibumad3, rdma-core) cannot be loaded: no InfiniBand management on this host",
+			"libibumad cannot be loaded, so there is no InfiniBand management interface to ask: {cause}",
+			"On an InfiniBand host install libibumad (Debian/Ubuntu: `apt install libibumad3`; RHEL: `dnf install libibumad`); a RoCE-only host needs none."),
+		initFailed: d("umad-failed", report.Error, "libibumad is installed but umad_init or the port listing fails",
+			"libibumad is installed but does not work: {cause}",
+			"Check that the ib_umad kernel module is loaded (`modprobe ib_umad`; /dev/infiniband/umad* must exist) and that libibumad matches the kernel's rdma-core."),
+		portsFailed: d("port-failed", report.Error, "a port could not be asked (umad_open_port refused, a malformed answer)",
+			"{port}: {cause}",
+			"Opening /dev/infiniband/umad* needs root or the rdma group's access; run as root, or check the udev rule that gives umad devices to a group."),
+		noIBPort: d("no-ib-port", report.Skip, "libibumad finds no InfiniBand port (no RDMA device, or RoCE/iWARP ports only)",
+			"no InfiniBand port: {count} RDMA port(s) found through libibumad, none with an InfiniBand link layer", ""),
+	}
+}
+
+// ibPorts opens the transport and lists the InfiniBand ports, or returns
+// the frame's result that ends the check (a skip or an error).
+func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
+	if !env.Host.Live() {
+		r := f.snapshot.result("", nil)
+		r.Details = []string{"root: " + env.Host.Root()}
+		return nil, nil, &r
+	}
+	t, err := openMAD()
+	var le *mad.LoadError
+	switch {
+	case errors.As(err, &le):
+		r := f.noLibrary.result("", Slots{"cause": err.Error()})
+		return nil, nil, &r
+	case err != nil:
+		r := f.initFailed.result("", Slots{"cause": err.Error()})
+		return nil, nil, &r
+	}
+	all, err := t.Ports()
+	if err != nil {
+		t.Close()
+		r := f.initFailed.result("", Slots{"cause": err.Error()})
+		return nil, nil, &r
+	}
+	var ib []mad.Port
+	for _, p := range all {
+		if p.InfiniBand() {
+			ib = append(ib, p)
+		}
+	}
+	if len(ib) == 0 {
+		t.Close()
+		r := f.noIBPort.result("", Slots{"count": strconv.Itoa(len(all))})
+		return nil, nil, &r
+	}
+	return t, ib, nil
+}
+
+// madClient is the client the ib.* checks ask through: 200 ms a try, two
+// tries, never past the check's deadline.
+func madClient(t mad.Transport) *mad.Client { return mad.NewClient(t) }
