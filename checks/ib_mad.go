@@ -113,3 +113,14 @@ func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 // madClient is the client the ib.* checks ask through: 200 ms a try, two
 // tries, never past the check's deadline.
 func madClient(t mad.Transport) *mad.Client { return mad.NewClient(t) }
+
+// callFailed is the port-failed finding when err is libibumad's own
+// failure (umad_open_port or umad_send refused: permissions, a port gone),
+// not the fabric's answer; ok is false otherwise.
+func (f *madFrame) callFailed(unit string, err error) (report.Finding, bool) {
+	var le *mad.Error
+	if !errors.As(err, &le) {
+		return report.Finding{}, false
+	}
+	return f.portsFailed.At(unit, Slots{"port": unit, "cause": err.Error()}), true
+}

@@ -79,6 +79,10 @@ func runIBPKey(ctx context.Context, env *Env) Result {
 	ev := map[string]any{}
 	for _, p := range ports {
 		keys, err := readPKeys(ctx, c, p)
+		if f, ok := pkeyFrame.callFailed(p.Name(), err); ok {
+			fs = append(fs, f)
+			continue
+		}
 		if err != nil {
 			fs = append(fs, pkeyQueryFailed.At(p.Name(), Slots{"port": p.Name(), "cause": err.Error()}))
 			continue
@@ -135,7 +139,8 @@ func judgePKeys(env *Env, p mad.Port, keys []uint16, ipoib []ipoibIf) []report.F
 	}
 	for _, n := range ipoib {
 		if _, ok := findPKey(keys, n.pkey); !ok {
-			s := slots.with("netdev", n.name, "pkey", fmt.Sprintf("0x%04x", n.pkey))
+			s := slots.with("netdev", n.name, "pkey", fmt.Sprintf("0x%04x", n.pkey),
+				"pkey_name", fmt.Sprintf("p%04x", n.pkey&0x7fff), "pkey_hex", fmt.Sprintf("%04x", n.pkey&0x7fff))
 			fs = append(fs, pkeyIPoIB.At(unit, s))
 		}
 	}

@@ -129,6 +129,9 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 // smQueryFailed is the verdict of an SMInfo that failed: no answer (or the
 // deadline) fails the port, anything else is an error of the check.
 func smQueryFailed(unit string, slots Slots, err error) verdict {
+	if f, ok := smFrame.callFailed(unit, err); ok {
+		return verdict{status: f.Status, line: f.Message, remedy: f.Fix, findings: []report.Finding{f}}
+	}
 	slots = slots.with("cause", err.Error())
 	if errors.Is(err, mad.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return smSilent.unit(unit, slots)
