@@ -126,11 +126,12 @@ func judgePKeys(env *Env, p mad.Port, keys []uint16, ipoib []ipoibIf) []report.F
 		fs = append(fs, pkeyNoDefault.At(unit, slots))
 	}
 	var named []string
-	for _, want := range env.Expect.ExpectedPKeys() {
-		s := slots.with("pkey", fmt.Sprintf("0x%04x", want.V|0x8000), "cite", want.Cite(),
-			"pkey_name", fmt.Sprintf("p%04x", want.V&0x7fff), "pkey_hex", fmt.Sprintf("%04x", want.V&0x7fff))
-		named = append(named, fmt.Sprintf("0x%04x", want.V|0x8000))
-		switch k, ok := findPKey(keys, want.V); {
+	for _, w := range env.Expect.ExpectedPKeys() {
+		want := uint16(w.V)
+		s := slots.with("pkey", fmt.Sprintf("0x%04x", want|0x8000), "cite", w.Cite(),
+			"pkey_name", fmt.Sprintf("p%04x", want&0x7fff), "pkey_hex", fmt.Sprintf("%04x", want&0x7fff))
+		named = append(named, fmt.Sprintf("0x%04x", want|0x8000))
+		switch k, ok := findPKey(keys, want); {
 		case !ok:
 			fs = append(fs, pkeyMissing.At(unit, s))
 		case k&0x8000 == 0:

@@ -127,7 +127,7 @@ type Class struct {
 	GPUNICMaxDistance *Value[string]
 	// PKeys are the InfiniBand partitions (P_Keys, 15 bits, as written)
 	// every IB port of the class must be a full member of (pkeys).
-	PKeys []*Value[uint16]
+	PKeys []*Value[PKey]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -238,8 +238,14 @@ func (c *Class) ExpectedDevices() *Value[int] {
 	return c.Devices
 }
 
+// PKey is an InfiniBand partition key as the pkeys key names it; it
+// prints as the file should spell it, "0x8001".
+type PKey uint16
+
+func (k PKey) String() string { return fmt.Sprintf("0x%04x", uint16(k)) }
+
 // ExpectedPKeys is the class's pkeys key (see ExpectedDevices).
-func (c *Class) ExpectedPKeys() []*Value[uint16] {
+func (c *Class) ExpectedPKeys() []*Value[PKey] {
 	if c == nil {
 		return nil
 	}

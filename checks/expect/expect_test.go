@@ -476,7 +476,10 @@ func TestPKeysKey(t *testing.T) {
 	c := f.Classes[0]
 	var got []uint16
 	for _, k := range c.ExpectedPKeys() {
-		got = append(got, k.V)
+		got = append(got, uint16(k.V))
+	}
+	if cite := c.ExpectedPKeys()[2].Cite(); cite != "expect.conf:3 pkeys = 0x8002" {
+		t.Errorf("cite %q", cite)
 	}
 	if want := []uint16{0x8001, 0x7fff, 0x8002}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pkeys = %#x, want %#x", got, want)

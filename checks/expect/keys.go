@@ -405,7 +405,7 @@ func validPCIeWidth(n int) bool {
 // parsePKeys reads the pkeys key: P_Keys written as hex ("0x8001") or
 // decimal, a list or blank-separated. The membership bit (0x8000) may be
 // written or not: the port must be a full member either way.
-func parsePKeys(value, key string, p pos) ([]*Value[uint16], error) {
+func parsePKeys(value, key string, p pos) ([]*Value[PKey], error) {
 	words, err := splitWords(value)
 	if err != nil {
 		return nil, err
@@ -413,13 +413,13 @@ func parsePKeys(value, key string, p pos) ([]*Value[uint16], error) {
 	if len(words) == 0 {
 		return nil, fmt.Errorf("at least one P_Key such as \"0x8001\"")
 	}
-	var keys []*Value[uint16]
+	var keys []*Value[PKey]
 	for _, w := range words {
 		n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 16)
 		if err != nil || n&0x7fff == 0 {
 			return nil, fmt.Errorf("%q is not a P_Key such as 0x8001 (16 bits, partition number not 0)", clip(w))
 		}
-		keys = append(keys, mk(uint16(n), key, p))
+		keys = append(keys, mk(PKey(n), key, p))
 	}
 	return keys, nil
 }

@@ -118,7 +118,7 @@ func classEntries(c *Class) []entry {
 	if len(c.PKeys) > 0 {
 		keys := make([]string, len(c.PKeys))
 		for i, k := range c.PKeys {
-			keys[i] = fmt.Sprintf("0x%04x", k.V)
+			keys[i] = k.V.String()
 		}
 		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
 	}
