@@ -128,6 +128,11 @@ type Class struct {
 	// PKeys are the InfiniBand partitions (P_Keys, 15 bits, as written)
 	// every IB port of the class must be a full member of (pkeys).
 	PKeys []*Value[PKey]
+	// Switch is the node description the InfiniBand neighbour of every IB
+	// port must match (a glob or a list, switch); SwitchPort the port
+	// number on it (switch_port). ib.far_end judges them.
+	Switch     *Value[Pattern]
+	SwitchPort *Value[int]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -250,6 +255,15 @@ func (c *Class) ExpectedPKeys() []*Value[PKey] {
 		return nil
 	}
 	return c.PKeys
+}
+
+// ExpectedSwitch is the class's switch and switch_port keys (see
+// ExpectedDevices); either may be nil.
+func (c *Class) ExpectedSwitch() (*Value[Pattern], *Value[int]) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.Switch, c.SwitchPort
 }
 
 // ExpectedRoCETC is the class's roce_tc key (see ExpectedDevices).

@@ -488,3 +488,17 @@ func TestPKeysKey(t *testing.T) {
 		t.Error("a nil class has pkeys")
 	}
 }
+
+func TestSwitchKeys(t *testing.T) {
+	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\nswitch = \"leaf-03*\"\nswitch_port = 17\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, port := f.Classes[0].ExpectedSwitch()
+	if sw == nil || !sw.V.Match("leaf-03 SX6036") || sw.V.Match("leaf-04") || port == nil || port.V != 17 {
+		t.Errorf("switch %v port %v", sw, port)
+	}
+	if s, p := (*Class)(nil).ExpectedSwitch(); s != nil || p != nil {
+		t.Error("a nil class has a switch")
+	}
+}

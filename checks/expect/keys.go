@@ -76,7 +76,7 @@ var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9
 // declares its findings in this shape (checks.declare).
 func IsFindingID(id string) bool { return findingIDRE.MatchString(id) }
 
-const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, pkeys, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, pkeys, switch, switch_port, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
@@ -143,6 +143,14 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 			return err
 		}
 		c.PKeys = keys
+	case "switch":
+		v, err := parsePattern(value, func(it string) (string, error) { return it, nil })
+		c.Switch = orKeep(c.Switch, mk(v, key, p), err)
+		return err
+	case "switch_port":
+		v, err := parseInt(value, 1, 254)
+		c.SwitchPort = orKeep(c.SwitchPort, mk(v, key, p), err)
+		return err
 	case "gpu_nic_max_distance":
 		v, err := parseGPUNICDistance(value)
 		c.GPUNICMaxDistance = orKeep(c.GPUNICMaxDistance, mk(v, key, p), err)

@@ -122,6 +122,12 @@ func classEntries(c *Class) []entry {
 		}
 		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
 	}
+	if v := c.Switch; v != nil {
+		add(0, v.Line, "switch", v.V.String(), v.Comment)
+	}
+	if v := c.SwitchPort; v != nil {
+		add(0, v.Line, "switch_port", formatValue(v.V), v.Comment)
+	}
 	if v := c.GPUNICMaxDistance; v != nil {
 		add(0, v.Line, "gpu_nic_max_distance", v.V, v.Comment)
 	}
