@@ -33,6 +33,11 @@ type fakeFabric struct {
 	callErr  error  // Exchange fails with this (libibumad's own failure)
 	smInfos  int
 	portsErr error
+	// The neighbour one hop out (ib.far_end).
+	nState, nWidth uint8 // its port's PortState and LinkWidthActive
+	nPort          uint8
+	nSymbolErrors  uint16
+	pmaStatus      uint16
 }
 
 func (f *fakeFabric) Ports() ([]mad.Port, error) { return f.ports, f.portsErr }
@@ -55,8 +60,41 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		resp[4] |= 0x80
 	}
 	binary.BigEndian.PutUint16(resp[4:], binary.BigEndian.Uint16(resp[4:])|f.status)
+	if h.Class == mad.ClassPerf {
+		binary.BigEndian.PutUint16(resp[4:], f.pmaStatus)
+		binary.BigEndian.PutUint16(resp[64+4:], f.nSymbolErrors)
+		return resp, nil
+	}
+	if h.Class == mad.ClassSubnDR && req[7] > 0 {
+		f.fillNeighbour(h, resp[64:128])
+		return resp, nil
+	}
 	f.fill(h, resp[64:128])
 	return resp, nil
+}
+
+// fillNeighbour answers as the switch one hop out (leaf-03, port nPort).
+func (f *fakeFabric) fillNeighbour(h mad.Header, d []byte) {
+	switch h.AttrID {
+	case mad.AttrNodeInfo:
+		d[0], d[1], d[2], d[3] = 1, 1, mad.NodeSwitch, 36
+		binary.BigEndian.PutUint64(d[12:], 0x0002c90300beef00)
+		d[36] = f.nPort
+	case mad.AttrNodeDesc:
+		copy(d, "leaf-03 SX6036")
+	case mad.AttrPortInfo:
+		f.portInfo(d, 9, f.nState, f.nWidth)
+	}
+}
+
+// portInfo writes a PortInfo (14.2.5.6): LID, 1X|4X enabled and
+// supported, the active width, SDR, the state, LinkUp.
+func (f *fakeFabric) portInfo(d []byte, lid uint16, state, width uint8) {
+	binary.BigEndian.PutUint16(d[16:], lid)
+	d[29], d[30], d[31] = 3, 3, width
+	d[32] = 1<<4 | state
+	d[33] = 5 << 4
+	d[35] = 1<<4 | 1
 }
 
 // fill writes the attribute the request asks for (IBTA vol 1 14.2.5).
@@ -73,6 +111,8 @@ func (f *fakeFabric) fill(h mad.Header, d []byte) {
 	case mad.AttrNodeInfo:
 		d[0], d[1], d[2], d[3] = 1, 1, mad.NodeCA, 1
 		binary.BigEndian.PutUint16(d[28:], uint16(len(f.pkeys)))
+	case mad.AttrPortInfo:
+		f.portInfo(d, 7, 4, 2)
 	case mad.AttrPKeyTable:
 		block := int(h.AttrMod & 0xffff)
 		for i := 0; i < mad.PKeysPerBlock; i++ {
@@ -276,7 +316,7 @@ func TestIPoIBMembership(t *testing.T) {
 // TestIBFrame: the hosts the ib.* checks cannot ask skip or err, and say why.
 func TestIBFrame(t *testing.T) {
 	roce := &fakeFabric{ports: []mad.Port{{CA: "mlx5_0", Num: 1, LinkLayer: "Ethernet"}}}
-	for _, id := range []string{"ib.sm", "ib.pkey"} {
+	for _, id := range []string{"ib.sm", "ib.pkey", "ib.far_end"} {
 		for _, tc := range []struct {
 			name    string
 			f       *fakeFabric
@@ -304,6 +344,43 @@ func TestIBFrame(t *testing.T) {
 			r := c.Run(context.Background(), NewEnv(h, Options{}))
 			if diff := cmp.Diff([]ibRef{{id + "/snapshot", ""}}, ibRefs(r.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIBFarEndFindings(t *testing.T) {
+	healthy := func() *fakeFabric {
+		return &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smActs: []uint32{1}, nState: 4, nWidth: 2, nPort: 17}
+	}
+	edit := func(e func(f *fakeFabric)) *fakeFabric { f := healthy(); e(f); return f }
+	const pinned = "switch = \"leaf-03*\"\nswitch_port = 17\n"
+	for _, tc := range []struct {
+		name, class string
+		f           *fakeFabric
+		want        []string
+	}{
+		{"as expected", pinned, healthy(), []string{"ib.far_end/ok"}},
+		{"link not up", "", edit(func(f *fakeFabric) { f.ports = []mad.Port{ibPort(1, 2)} }), []string{"ib.far_end/link-down"}},
+		{"neighbour silent", "", edit(func(f *fakeFabric) { f.silent = true }), []string{"ib.far_end/unreachable"}},
+		{"umad refused", "", edit(func(f *fakeFabric) {
+			f.callErr = &mad.Error{Call: "umad_send", Errno: syscall.EPERM}
+		}), []string{"ib.far_end/port-failed"}},
+		{"switch side not active", "", edit(func(f *fakeFabric) { f.nState = 2 }), []string{"ib.far_end/neighbour-port-down"}},
+		{"trained 1X", "", edit(func(f *fakeFabric) { f.nWidth = 1 }), []string{"ib.far_end/width-degraded"}},
+		{"another switch", "switch = \"spine-*\"\n", healthy(), []string{"ib.far_end/wrong-neighbour"}},
+		{"another port", "switch_port = 18\n", healthy(), []string{"ib.far_end/wrong-port"}},
+		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nSymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},
+		{"PMA refuses", "", edit(func(f *fakeFabric) { f.pmaStatus = 3 << 2 }), []string{"ib.far_end/counters-unread"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runIB(t, "ib.far_end", tc.f, nil, tc.class)
+			var want []ibRef
+			for _, id := range tc.want {
+				want = append(want, ibRef{id, "mlx5_0/1"})
+			}
+			if diff := cmp.Diff(want, ibRefs(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s", diff, r.Summary)
 			}
 		})
 	}
