@@ -131,7 +131,9 @@ type Class struct {
 	// Switch is the node description the InfiniBand neighbour of every IB
 	// port must match (a glob or a list, switch); SwitchPort the port
 	// number on it (switch_port). ib.far_end judges them.
-	Switch     *Value[Pattern]
+	Switch *Value[Pattern]
+	// IBPeers are port GUIDs ib.path resolves a path to (ib_peers).
+	IBPeers    []*Value[PortGUID]
 	SwitchPort *Value[int]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
@@ -255,6 +257,20 @@ func (c *Class) ExpectedPKeys() []*Value[PKey] {
 		return nil
 	}
 	return c.PKeys
+}
+
+// PortGUID is an InfiniBand port GUID as the ib_peers key names it; it
+// prints as "0x0002c90300a1b2c3".
+type PortGUID uint64
+
+func (g PortGUID) String() string { return fmt.Sprintf("0x%016x", uint64(g)) }
+
+// ExpectedIBPeers is the class's ib_peers key (see ExpectedDevices).
+func (c *Class) ExpectedIBPeers() []*Value[PortGUID] {
+	if c == nil {
+		return nil
+	}
+	return c.IBPeers
 }
 
 // ExpectedSwitch is the class's switch and switch_port keys (see

@@ -490,7 +490,7 @@ func TestPKeysKey(t *testing.T) {
 }
 
 func TestSwitchKeys(t *testing.T) {
-	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\nswitch = \"leaf-03*\"\nswitch_port = 17\n"))
+	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\nswitch = \"leaf-03*\"\nswitch_port = 17\nib_peers = 0x2c90300a1b2c3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,10 @@ func TestSwitchKeys(t *testing.T) {
 	if sw == nil || !sw.V.Match("leaf-03 SX6036") || sw.V.Match("leaf-04") || port == nil || port.V != 17 {
 		t.Errorf("switch %v port %v", sw, port)
 	}
-	if s, p := (*Class)(nil).ExpectedSwitch(); s != nil || p != nil {
+	if peers := f.Classes[0].ExpectedIBPeers(); len(peers) != 1 || peers[0].Cite() != "expect.conf:5 ib_peers = 0x0002c90300a1b2c3" {
+		t.Errorf("ib_peers %v", peers)
+	}
+	if s, p := (*Class)(nil).ExpectedSwitch(); s != nil || p != nil || (*Class)(nil).ExpectedIBPeers() != nil {
 		t.Error("a nil class has a switch")
 	}
 }

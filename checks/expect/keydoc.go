@@ -24,6 +24,7 @@ var KeyDocs = []KeyDoc{
 	{"class", "lossless", "true", "PFC, trust and ECN faults fail instead of warn"},
 	{"class", "gpu_nic_max_distance", "NODE", "the farthest each GPU's RDMA NIC may be, in `nvidia-smi topo -m`'s classes nearest first (PIX, PXB, PHB, NODE, SYS): gpu.nic_affinity fails a GPU whose NIC is farther, such as a NIC only across the inter-socket link (SYS) that otherwise warns"},
 	{"class", "pkeys", `["0x8001", "0x8002"]`, "InfiniBand partitions every IB port must be a full member of: ib.pkey reads the port's P_Key table through SMPs and fails a key missing or held as a limited member"},
+	{"class", "ib_peers", `["0x0002c90300a1b2c3"]`, "InfiniBand port GUIDs every IB port must have a path to: ib.path asks the SA for a PathRecord to each (in the port's subnet) and fails one that does not resolve"},
 	{"class", "switch", `"leaf-03*"`, "the node description of the switch (or HCA) at the other end of every InfiniBand port's cable, a glob or a list: ib.far_end reads it by directed-route SMP and fails another neighbour (a cable on the wrong switch or rail)"},
 	{"class", "switch_port", "17", "the port number on that neighbour every InfiniBand port's cable must land on (ib.far_end)"},
 	{"device", "<glob>.fw", `["16.35.*", "16.36.2000"]`, "firmware version (a literal, a glob or a list); matched against fw_ver without the PSID mlx5 adds in parentheses"},

@@ -76,7 +76,7 @@ var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9
 // declares its findings in this shape (checks.declare).
 func IsFindingID(id string) bool { return findingIDRE.MatchString(id) }
 
-const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, pkeys, switch, switch_port, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, pkeys, switch, switch_port, ib_peers, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
@@ -143,6 +143,23 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 			return err
 		}
 		c.PKeys = keys
+	case "ib_peers":
+		words, err := splitWords(value)
+		if err == nil && len(words) == 0 {
+			err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\"")
+		}
+		if err != nil {
+			return err
+		}
+		var guids []*Value[PortGUID]
+		for _, w := range words {
+			n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 64)
+			if err != nil || n == 0 {
+				return fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+			}
+			guids = append(guids, mk(PortGUID(n), key, p))
+		}
+		c.IBPeers = guids
 	case "switch":
 		v, err := parsePattern(value, func(it string) (string, error) { return it, nil })
 		c.Switch = orKeep(c.Switch, mk(v, key, p), err)

@@ -122,6 +122,13 @@ func classEntries(c *Class) []entry {
 		}
 		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
 	}
+	if len(c.IBPeers) > 0 {
+		guids := make([]string, len(c.IBPeers))
+		for i, g := range c.IBPeers {
+			guids[i] = g.V.String()
+		}
+		add(0, c.IBPeers[0].Line, "ib_peers", Pattern(guids).list(), c.IBPeers[0].Comment)
+	}
 	if v := c.Switch; v != nil {
 		add(0, v.Line, "switch", v.V.String(), v.Comment)
 	}
