@@ -38,6 +38,9 @@ type fakeFabric struct {
 	nPort          uint8
 	nSymbolErrors  uint16
 	pmaStatus      uint16
+	// The SA's PathRecord (ib.path): its MTU and rate codes, or a status.
+	pathMTU, pathRate uint8
+	saStatus          uint16
 }
 
 func (f *fakeFabric) Ports() ([]mad.Port, error) { return f.ports, f.portsErr }
@@ -60,6 +63,14 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		resp[4] |= 0x80
 	}
 	binary.BigEndian.PutUint16(resp[4:], binary.BigEndian.Uint16(resp[4:])|f.status)
+	if h.Class == mad.ClassSA {
+		binary.BigEndian.PutUint16(resp[4:], f.saStatus)
+		d := resp[56:]
+		copy(d[8:24], req[56+8:56+24]) // DGID as asked
+		binary.BigEndian.PutUint16(d[40:], 7)
+		d[54], d[55] = 2<<6|f.pathMTU, 2<<6|f.pathRate
+		return resp, nil
+	}
 	if h.Class == mad.ClassPerf {
 		binary.BigEndian.PutUint16(resp[4:], f.pmaStatus)
 		binary.BigEndian.PutUint16(resp[64+4:], f.nSymbolErrors)
@@ -95,6 +106,7 @@ func (f *fakeFabric) portInfo(d []byte, lid uint16, state, width uint8) {
 	d[32] = 1<<4 | state
 	d[33] = 5 << 4
 	d[35] = 1<<4 | 1
+	d[36] = 4 << 4 // NeighborMTU 2048
 }
 
 // fill writes the attribute the request asks for (IBTA vol 1 14.2.5).
@@ -124,7 +136,7 @@ func (f *fakeFabric) fill(h mad.Header, d []byte) {
 }
 
 func ibPort(smLID uint16, phys uint32) mad.Port {
-	return mad.Port{CA: "mlx5_0", Num: 1, LinkLayer: "InfiniBand", State: 4, PhysState: phys, LID: 7, SMLID: smLID,
+	return mad.Port{CA: "mlx5_0", Num: 1, LinkLayer: "InfiniBand", State: 4, PhysState: phys, LID: 7, SMLID: smLID, Rate: 10,
 		GIDPrefix: 0xfe80 << 48, GUID: 0x0002c90300001111}
 }
 
@@ -316,7 +328,7 @@ func TestIPoIBMembership(t *testing.T) {
 // TestIBFrame: the hosts the ib.* checks cannot ask skip or err, and say why.
 func TestIBFrame(t *testing.T) {
 	roce := &fakeFabric{ports: []mad.Port{{CA: "mlx5_0", Num: 1, LinkLayer: "Ethernet"}}}
-	for _, id := range []string{"ib.sm", "ib.pkey", "ib.far_end"} {
+	for _, id := range []string{"ib.sm", "ib.pkey", "ib.far_end", "ib.path"} {
 		for _, tc := range []struct {
 			name    string
 			f       *fakeFabric
@@ -380,6 +392,38 @@ func TestIBFarEndFindings(t *testing.T) {
 				want = append(want, ibRef{id, "mlx5_0/1"})
 			}
 			if diff := cmp.Diff(want, ibRefs(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s", diff, r.Summary)
+			}
+		})
+	}
+}
+
+func TestIBPathFindings(t *testing.T) {
+	healthy := func() *fakeFabric {
+		return &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smActs: []uint32{1}, pathMTU: 4, pathRate: 3}
+	}
+	edit := func(e func(f *fakeFabric)) *fakeFabric { f := healthy(); e(f); return f }
+	u := "mlx5_0/1"
+	for _, tc := range []struct {
+		name, class string
+		f           *fakeFabric
+		want        []ibRef
+	}{
+		{"self", "", healthy(), []ibRef{{"ib.path/resolved", u}}},
+		{"self and a peer", "ib_peers = 0x2c90300009999\n", healthy(), []ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}}},
+		{"no SM", "", edit(func(f *fakeFabric) { f.ports = []mad.Port{ibPort(0, 5)} }), []ibRef{{"ib.path/no-sm", u}}},
+		{"SA silent", "", edit(func(f *fakeFabric) { f.silent = true }), []ibRef{{"ib.path/sa-silent", u}}},
+		{"no record", "", edit(func(f *fakeFabric) { f.saStatus = 3 << 8 }), []ibRef{{"ib.path/no-path", u}}},
+		{"MTU 1024 on the path", "", edit(func(f *fakeFabric) { f.pathMTU = 3 }), []ibRef{{"ib.path/mtu-below-port", u}}},
+		{"rate below the port", "", edit(func(f *fakeFabric) { f.pathRate = 2 }), []ibRef{{"ib.path/rate-below-port", u}}},
+		{"DR status error", "", edit(func(f *fakeFabric) { f.status = 7 << 2 }), []ibRef{{"ib.path/bad-answer", u}}},
+		{"umad refused", "", edit(func(f *fakeFabric) {
+			f.callErr = &mad.Error{Call: "umad_register", Errno: syscall.EPERM}
+		}), []ibRef{{"ib.path/port-failed", u}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runIB(t, "ib.path", tc.f, nil, tc.class)
+			if diff := cmp.Diff(tc.want, ibRefs(r.Findings)); diff != "" {
 				t.Errorf("findings (-want +got):\n%s\n%s", diff, r.Summary)
 			}
 		})
