@@ -41,6 +41,7 @@ type fakeFabric struct {
 	// The SA's PathRecord (ib.path): its MTU and rate codes, or a status.
 	pathMTU, pathRate uint8
 	saStatus          uint16
+	saSilent          bool
 }
 
 func (f *fakeFabric) Ports() ([]mad.Port, error) { return f.ports, f.portsErr }
@@ -63,6 +64,9 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		resp[4] |= 0x80
 	}
 	binary.BigEndian.PutUint16(resp[4:], binary.BigEndian.Uint16(resp[4:])|f.status)
+	if h.Class == mad.ClassSA && f.saSilent {
+		return nil, fmt.Errorf("fake SA: %w", mad.ErrTimeout)
+	}
 	if h.Class == mad.ClassSA {
 		binary.BigEndian.PutUint16(resp[4:], f.saStatus)
 		d := resp[56:]
@@ -412,7 +416,7 @@ func TestIBPathFindings(t *testing.T) {
 		{"self", "", healthy(), []ibRef{{"ib.path/resolved", u}}},
 		{"self and a peer", "ib_peers = 0x2c90300009999\n", healthy(), []ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}}},
 		{"no SM", "", edit(func(f *fakeFabric) { f.ports = []mad.Port{ibPort(0, 5)} }), []ibRef{{"ib.path/no-sm", u}}},
-		{"SA silent", "", edit(func(f *fakeFabric) { f.silent = true }), []ibRef{{"ib.path/sa-silent", u}}},
+		{"SA silent", "", edit(func(f *fakeFabric) { f.saSilent = true }), []ibRef{{"ib.path/sa-silent", u}}},
 		{"no record", "", edit(func(f *fakeFabric) { f.saStatus = 3 << 8 }), []ibRef{{"ib.path/no-path", u}}},
 		{"MTU 1024 on the path", "", edit(func(f *fakeFabric) { f.pathMTU = 3 }), []ibRef{{"ib.path/mtu-below-port", u}}},
 		{"rate below the port", "", edit(func(f *fakeFabric) { f.pathRate = 2 }), []ibRef{{"ib.path/rate-below-port", u}}},
