@@ -13,7 +13,8 @@ import (
 func init() {
 	register(Check{
 		ID: "ib.far_end", Code: 72, Level: 1,
-		Title: "the node at the other end of each InfiniBand cable, its port's link and its error counters",
+		Title:      "the node at the other end of each InfiniBand cable, its port's link and its error counters",
+		Privileges: []Need{needUmad},
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds whose link is up: directed-route SMPs one hop out through the port " +
 				"(NodeInfo, NodeDescription, PortInfo of the neighbour's port the SMP entered by; this port's own PortInfo by an empty route), " +

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/mad"
 	"github.com/rdmadoctor/rdmadoctor/report"
+	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
 
 // The InfiniBand control-plane checks (ib.*) ask the fabric with
@@ -44,6 +45,11 @@ var umadLib = sync.OnceValues(func() (*mad.Lib, error) {
 // last answer: libumad2sim.so sets itself up on the first scan and is not
 // safe to enter twice at once, and no two checks' SMPs interleave.
 var madMu sync.Mutex
+
+// needUmad: MADs go through /dev/infiniband/umadN, read-write (root's,
+// or a group's by udev rule); the same directory libibverbs' nodes are in.
+var needUmad = Need{Kind: NeedDevice, Path: sysfs.DevInfiniband,
+	For: "opens /dev/infiniband/umadN read-write to send management datagrams, as infiniband-diags does"}
 
 // madFrame are the findings every ib.* check shares: the host cannot be
 // asked (a snapshot, no libibumad, no InfiniBand port) or libibumad fails.

@@ -12,7 +12,8 @@ import (
 func init() {
 	register(Check{
 		ID: "ib.path", Code: 71, Level: 1,
-		Title: "the SA resolves a path record from each InfiniBand port to itself and to the expected peers",
+		Title:      "the SA resolves a path record from each InfiniBand port to itself and to the expected peers",
+		Privileges: []Need{needUmad},
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds with an SM LID: an SA PathRecord Get (SubnAdm class, attribute 0x0035, " +
 				"SGID and DGID given, one reversible path) to the SM LID, from the port's GID 0 to itself and to each port GUID of the " +

@@ -12,7 +12,8 @@ import (
 func init() {
 	register(Check{
 		ID: "ib.pkey", Code: 73, Level: 1,
-		Title: "each InfiniBand port's P_Key table, read by SMP, holds the default partition and full membership of the expected ones",
+		Title:      "each InfiniBand port's P_Key table, read by SMP, holds the default partition and full membership of the expected ones",
+		Privileges: []Need{needUmad},
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds: NodeInfo (PartitionCap) and the P_KeyTable blocks, 32 keys each, through directed-route " +
 				"SMPs to the port itself (no SM needed), 200 ms a try, two tries. The default partition (0x7fff, full 0xffff or limited 0x7fff) " +

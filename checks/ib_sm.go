@@ -13,7 +13,8 @@ import (
 func init() {
 	register(Check{
 		ID: "ib.sm", Code: 70, Level: 1,
-		Title: "the subnet manager at each InfiniBand port's SM LID answers SMInfo as MASTER and is active",
+		Title:      "the subnet manager at each InfiniBand port's SM LID answers SMInfo as MASTER and is active",
+		Privileges: []Need{needUmad},
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds (umad_get_cas_names, umad_get_ca; RoCE ports are not judged). A port whose link is up " +
 				"with SM LID 0 fails: no SM configured it. Otherwise an SMInfo Get (a LID-routed SMP, attribute 0x0020) goes to the SM LID, " +

@@ -2,7 +2,9 @@ package mad
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -68,7 +70,10 @@ func (l *Lib) CANames() ([]string, error) {
 }
 
 // Ports lists every port of every device libibumad finds, through
-// umad_get_cas_names and umad_get_ca.
+// umad_get_cas_names and umad_get_ca. A name umad_get_ca does not find
+// (ENOENT, ENODEV) is no device: libibumad lists its built-in default
+// name, "mthca0", on a host that has none, and a device can go away
+// between the two calls.
 func (l *Lib) Ports() ([]Port, error) {
 	names, err := l.CANames()
 	if err != nil {
@@ -77,6 +82,9 @@ func (l *Lib) Ports() ([]Port, error) {
 	var out []Port
 	for _, name := range names {
 		ps, err := l.caPorts(name)
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENODEV) {
+			continue
+		}
 		if err != nil {
 			return out, err
 		}
