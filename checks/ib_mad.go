@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -79,28 +80,28 @@ func declareMADFrame(id string) *madFrame {
 }
 
 // ibPorts opens the transport and lists the InfiniBand ports, or returns
-// the frame's result that ends the check (a skip or an error).
+// the frame's result that ends the check (a skip or an error). A snapshot
+// replays what libibumad listed when it was captured; with InfiniBand
+// ports there, the MADs needed the live fabric.
 func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 	if !env.Host.Live() {
 		r := f.snapshot.result("", nil)
-		r.Details = []string{"root: " + env.Host.Root()}
+		if rec, ok := env.Host.RecordedIBUmad(); ok {
+			if rr := f.judgeListing(rec); rr != nil {
+				r = *rr
+			}
+		}
 		return nil, nil, &r
 	}
 	t, err := openMAD()
-	var le *mad.LoadError
-	switch {
-	case errors.As(err, &le):
-		r := f.noLibrary.result("", Slots{"cause": err.Error()})
-		return nil, nil, &r
-	case err != nil:
-		r := f.initFailed.result("", Slots{"cause": err.Error()})
-		return nil, nil, &r
+	if err != nil {
+		return nil, nil, f.judgeListing(listingOf(nil, err))
 	}
 	all, err := t.Ports()
-	if err != nil {
+	rec := listingOf(all, err)
+	if r := f.judgeListing(rec); r != nil {
 		t.Close()
-		r := f.initFailed.result("", Slots{"cause": err.Error()})
-		return nil, nil, &r
+		return nil, nil, r
 	}
 	var ib []mad.Port
 	for _, p := range all {
@@ -108,12 +109,56 @@ func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 			ib = append(ib, p)
 		}
 	}
-	if len(ib) == 0 {
-		t.Close()
-		r := f.noIBPort.result("", Slots{"count": strconv.Itoa(len(all))})
-		return nil, nil, &r
-	}
 	return t, ib, nil
+}
+
+// listingOf is what libibumad showed: the ports, or why there are none.
+func listingOf(ports []mad.Port, err error) *sysfs.IBUmadFacts {
+	rec := &sysfs.IBUmadFacts{Ports: []sysfs.IBUmadPort{}}
+	var le *mad.LoadError
+	switch {
+	case errors.As(err, &le):
+		rec.LoadError = err.Error()
+	case err != nil:
+		rec.Error = err.Error()
+	}
+	for _, p := range ports {
+		rec.Ports = append(rec.Ports, sysfs.IBUmadPort{CA: p.CA, Port: p.Num, LinkLayer: p.LinkLayer})
+	}
+	return rec
+}
+
+// judgeListing ends the check when the listing leaves nothing to ask: no
+// library, a failing one, no InfiniBand port. nil: there are IB ports.
+func (f *madFrame) judgeListing(rec *sysfs.IBUmadFacts) *Result {
+	var r Result
+	switch {
+	case rec.LoadError != "":
+		r = f.noLibrary.result("", Slots{"cause": rec.LoadError})
+	case rec.Error != "":
+		r = f.initFailed.result("", Slots{"cause": rec.Error})
+	default:
+		for _, p := range rec.Ports {
+			if (mad.Port{LinkLayer: p.LinkLayer}).InfiniBand() {
+				return nil
+			}
+		}
+		r = f.noIBPort.result("", Slots{"count": strconv.Itoa(len(rec.Ports))})
+	}
+	return &r
+}
+
+// IBUmadFacts lists libibumad's ports on the live host for a snapshot's
+// facts, as the ib.* checks see them, so its replay judges the same.
+func IBUmadFacts(ctx context.Context) (*sysfs.IBUmadFacts, error) {
+	madMu.Lock()
+	defer madMu.Unlock()
+	t, err := openMAD()
+	if err != nil {
+		return listingOf(nil, err), nil
+	}
+	defer t.Close()
+	return listingOf(t.Ports()), nil
 }
 
 // madClient is the client the ib.* checks ask through: 200 ms a try, two
