@@ -433,3 +433,54 @@ func TestIBPathFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestIBReplay: a snapshot that recorded libibumad's listing replays its
+// verdict; one with InfiniBand ports, or none recorded, skips as a snapshot.
+func TestIBReplay(t *testing.T) {
+	for _, tc := range []struct {
+		name, facts, want string
+	}{
+		{"no IB port", `{"ports": [{"ca": "mlx5_0", "port": 1, "link_layer": "Ethernet"}]}`, "ib.sm/no-ib-port"},
+		{"no library", `{"load_error": "dlopen libibumad.so.3: not found", "ports": []}`, "ib.sm/no-libibumad"},
+		{"failing library", `{"error": "umad_init: ENODEV", "ports": []}`, "ib.sm/umad-failed"},
+		{"IB port", `{"ports": [{"ca": "mlx5_0", "port": 1, "link_layer": "InfiniBand"}]}`, "ib.sm/snapshot"},
+		{"nothing recorded", "", "ib.sm/snapshot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			facts := `{"schema": "` + sysfs.FactsSchema + `"}`
+			if tc.facts != "" {
+				facts = `{"schema": "` + sysfs.FactsSchema + `", "ib_umad": ` + tc.facts + `}`
+			}
+			if err := os.WriteFile(filepath.Join(root, sysfs.FactsFile), []byte(facts), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h, err := sysfs.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := Lookup("ib.sm")
+			r := c.Run(context.Background(), NewEnv(h, Options{}))
+			if diff := cmp.Diff([]ibRef{{tc.want, ""}}, ibRefs(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestIBUmadFacts: a capture records the ports libibumad lists, or why
+// there are none, as the checks see them.
+func TestIBUmadFacts(t *testing.T) {
+	saved := openMAD
+	t.Cleanup(func() { openMAD = saved })
+	openMAD = func() (mad.Transport, error) { return &fakeFabric{ports: []mad.Port{ibPort(1, 5)}}, nil }
+	got, err := IBUmadFacts(context.Background())
+	want := &sysfs.IBUmadFacts{Ports: []sysfs.IBUmadPort{{CA: "mlx5_0", Port: 1, LinkLayer: "InfiniBand"}}}
+	if err != nil || !cmp.Equal(got, want) {
+		t.Errorf("facts %+v, %v; want %+v", got, err, want)
+	}
+	openMAD = func() (mad.Transport, error) { return nil, &mad.LoadError{Path: "libibumad.so.3", Loader: "not found"} }
+	if got, _ := IBUmadFacts(context.Background()); got.LoadError == "" || len(got.Ports) != 0 {
+		t.Errorf("without libibumad: %+v", got)
+	}
+}
