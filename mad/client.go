@@ -183,3 +183,14 @@ func (c *Client) PathRecord(ctx context.Context, p Port, dgid GID) (PathRecord, 
 	}
 	return DecodePathRecord(SAData(resp))
 }
+
+// SMInfoRecords asks the SA (at the port's SM LID) for every SM it knows.
+func (c *Client) SMInfoRecords(ctx context.Context, p Port) ([]SMInfoRecord, error) {
+	dest := Dest{LID: p.SMLID, QP: 1, QKey: QKey, SL: p.SMSL}
+	what := fmt.Sprintf("SMInfoRecord GetTable to the SA at LID %d", p.SMLID)
+	resp, err := c.do(ctx, p, dest, what, func(tid uint64) ([]byte, error) { return NewSMInfoRecordQuery(tid), nil })
+	if err != nil {
+		return nil, err
+	}
+	return DecodeSMInfoRecords(resp)
+}

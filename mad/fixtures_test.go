@@ -218,3 +218,29 @@ func TestDirectedRouteFixture(t *testing.T) {
 		t.Errorf("directed-route fields %+v", d)
 	}
 }
+
+func TestSMInfoRecordFixture(t *testing.T) {
+	b, txt := readFixture(t, "sminforecords")
+	recs, err := DecodeSMInfoRecords(b)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %+v, %v: want the one SM", recs, err)
+	}
+	r := recs[0]
+	for tool, got := range map[string]string{
+		"LID": fmt.Sprint(r.LID), "GUID": fmt.Sprintf("0x%016x", r.SMInfo.GUID), "ActCount": fmt.Sprint(r.SMInfo.ActCount),
+		"Priority": fmt.Sprint(r.SMInfo.Priority), "SMState": fmt.Sprint(r.SMInfo.State),
+	} {
+		if want := toolField(t, txt, tool); got != want {
+			t.Errorf("%s: decoded %q, saquery printed %q", tool, got, want)
+		}
+	}
+	req := NewSMInfoRecordQuery(1)
+	if h, _ := DecodeHeader(req); h.Method != MethodGetTable || h.AttrID != AttrSMInfoRecord || h.ClassVersion != 2 {
+		t.Errorf("request header %+v", h)
+	}
+	short := append([]byte(nil), b...)
+	short[saHdrOff+9] = 1 // an attribute offset of 8 bytes cannot hold a record
+	if _, err := DecodeSMInfoRecords(short); err == nil {
+		t.Error("an attribute offset shorter than the record was accepted")
+	}
+}

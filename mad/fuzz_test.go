@@ -40,6 +40,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		_, _ = DecodeDR(b)
 		_, _ = SAComponentMask(b)
+		_, _ = DecodeSMInfoRecords(b)
 		for _, d := range [][]byte{SMPData(b), SAData(b), PMAData(b), b} {
 			_, _ = DecodeSMInfo(d)
 			_, _ = DecodeNodeInfo(d)

@@ -129,3 +129,41 @@ func RateName(code uint8) string {
 	}
 	return fmt.Sprintf("rate code %d", code)
 }
+
+// SMInfoRecord is the SA's SMInfoRecord (IBTA vol 1 15.2.5.13): an SM's
+// LID and its SMInfo. The SA leaves SM_Key zero.
+type SMInfoRecord struct {
+	LID    uint16
+	SMInfo SMInfo
+}
+
+// NewSMInfoRecordQuery encodes an SA GetTable(SMInfoRecord) with no
+// component: every SM the SA knows.
+func NewSMInfoRecordQuery(tid uint64) []byte {
+	return newRequest(ClassSA, MethodGetTable, AttrSMInfoRecord, 0, tid)
+}
+
+// DecodeSMInfoRecords reads the records of a checked GetTable answer: one
+// every AttributeOffset 8-byte words from the SA data (15.2.1.1); an offset
+// of 0 is an empty table.
+func DecodeSMInfoRecords(resp []byte) ([]SMInfoRecord, error) {
+	if err := need("SA header", resp, saDataOff); err != nil {
+		return nil, err
+	}
+	step := int(binary.BigEndian.Uint16(resp[saHdrOff+8:])) * 8
+	if step == 0 {
+		return nil, nil
+	}
+	if step < 4+smInfoLen {
+		return nil, fmt.Errorf("SMInfoRecord: attribute offset of %d bytes, shorter than the record's %d", step, 4+smInfoLen)
+	}
+	var out []SMInfoRecord
+	for off := saDataOff; off+4+smInfoLen <= len(resp); off += step {
+		si, err := DecodeSMInfo(resp[off+4:])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, SMInfoRecord{LID: binary.BigEndian.Uint16(resp[off:]), SMInfo: si})
+	}
+	return out, nil
+}

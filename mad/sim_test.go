@@ -32,6 +32,7 @@ type simAnswers struct {
 	SM         SMInfo
 	SM2        SMInfo
 	SMName     string
+	SMs        []SMInfoRecord
 	PKeys      []uint16
 	Path       PathRecord
 	Neighbour  NodeInfo
@@ -94,6 +95,8 @@ func askSim(silent bool) simAnswers {
 	fail("SMInfo again", err)
 	a.SMName, err = c.NodeDesc(ctx, p, Route{LID: p.SMLID})
 	fail("NodeDescription", err)
+	a.SMs, err = c.SMInfoRecords(ctx, p)
+	fail("SMInfoRecord", err)
 	a.PKeys, err = c.PKeyTable(ctx, p, Route{Path: []uint8{}}, 0, 64)
 	fail("P_KeyTable", err)
 	a.Path, err = c.PathRecord(ctx, p, p.GID())
@@ -201,6 +204,9 @@ func judgeSimAnswers(t *testing.T, a simAnswers, env []string, dir, so string) {
 	t.Helper()
 	if a.SM.State != SMMaster || a.SM2.ActCount == a.SM.ActCount || a.SMName != "Hca1" {
 		t.Errorf("SM: %+v then %+v, %q: want MASTER on Hca1 with ActCount moving", a.SM, a.SM2, a.SMName)
+	}
+	if len(a.SMs) != 1 || a.SMs[0].LID != a.Port.SMLID || a.SMs[0].SMInfo.GUID != a.SM.GUID {
+		t.Errorf("the SA lists SMs %+v: want the one master at LID %d", a.SMs, a.Port.SMLID)
 	}
 	if len(a.PKeys) == 0 || a.PKeys[0] != 0xffff {
 		t.Errorf("P_Key table %v: want the default partition 0xffff first", a.PKeys)

@@ -29,3 +29,4 @@ cap nodeinfo_dr_0_1 smpquery -dd -D nodeinfo 0,1
 cap portinfo_dr_0_1_port1 smpquery -dd -D portinfo 0,1 1
 cap perfquery_lid4_port1 perfquery -dd 4 1
 cap pathrecord_4_4 saquery -dd PR --src-to-dst 4:4
+cap sminforecords saquery -dd SMIR
