@@ -67,6 +67,20 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	if h.Class == mad.ClassSA && f.saSilent {
 		return nil, fmt.Errorf("fake SA: %w", mad.ErrTimeout)
 	}
+	if h.Class == mad.ClassSA && h.AttrID == mad.AttrSMInfoRecord {
+		// Two SMs, 32 bytes a record (attribute offset 4): this master
+		// at LID 1, a standby at LID 9.
+		binary.BigEndian.PutUint16(resp[44:], 4)
+		for i, sm := range []struct {
+			lid   uint16
+			state uint8
+		}{{1, mad.SMMaster}, {9, mad.SMStandby}} {
+			r := resp[56+32*i:]
+			binary.BigEndian.PutUint16(r, sm.lid)
+			r[4+20] = sm.state
+		}
+		return resp, nil
+	}
 	if h.Class == mad.ClassSA {
 		binary.BigEndian.PutUint16(resp[4:], f.saStatus)
 		d := resp[56:]
@@ -218,9 +232,9 @@ func TestIBSMFindings(t *testing.T) {
 // and never tells a host that is no SM host to start one.
 func TestIBSMWording(t *testing.T) {
 	r := runIB(t, "ib.sm", &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smState: mad.SMStandby, smActs: []uint32{1}}, nil, "")
-	for _, want := range []string{"0x0002c90300a1b2c3", `"ufm-sm-01 HCA-1"`, "STANDBY"} {
-		if !strings.Contains(r.Summary+r.Remedy, want) {
-			t.Errorf("summary/remedy lack %q:\n%s\n%s", want, r.Summary, r.Remedy)
+	for _, want := range []string{"0x0002c90300a1b2c3", `"ufm-sm-01 HCA-1"`, "STANDBY", "the SA knows 2 SM(s):", "LID 9 GUID"} {
+		if !strings.Contains(r.Summary+r.Remedy+strings.Join(r.Details, "\n"), want) {
+			t.Errorf("summary/remedy/details lack %q:\n%s\n%s\n%s", want, r.Summary, r.Remedy, r.Details)
 		}
 	}
 	r = runIB(t, "ib.sm", &fakeFabric{ports: []mad.Port{ibPort(0, 5)}}, nil, "")

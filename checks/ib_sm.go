@@ -20,7 +20,8 @@ func init() {
 				"with SM LID 0 fails: no SM configured it. Otherwise an SMInfo Get (a LID-routed SMP, attribute 0x0020) goes to the SM LID, " +
 				"200 ms a try, two tries, within the check's deadline: no answer fails, a state other than MASTER fails, and a second SMInfo " +
 				"100 ms later must show ActCount moved (a master that answers but does not count is hung: warn). The SM is named by GUID " +
-				"(from SMInfo) and node description (a NodeDescription Get to the same LID). Nothing is changed on the fabric.",
+				"(from SMInfo) and node description (a NodeDescription Get to the same LID); every SM the SA knows (an SMInfoRecord GetTable: " +
+				"standbys, a second master) is listed in the details. Nothing is changed on the fabric.",
 			Why: "A port keeps its LID and SM LID after the SM that assigned them dies, so sysfs looks healthy while path record queries " +
 				"(every rdma_cm and MPI connection), multicast joins and fabric changes fail. The SM runs somewhere on the fabric — a managed " +
 				"switch, UFM, dedicated SM hosts — so the fix names it instead of starting one here.",
@@ -107,7 +108,9 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 	slots = slots.with("sm_guid", fmt.Sprintf("0x%016x", first.GUID), "priority", fmt.Sprint(first.Priority),
 		"sm_state", mad.SMStateName(first.State), "act1", fmt.Sprint(first.ActCount), "sm_name", smName(ctx, c, p, to))
 	if first.State != mad.SMMaster {
-		return smNotMaster.unit(unit, slots)
+		v := smNotMaster.unit(unit, slots)
+		v.details = smList(ctx, c, p)
+		return v
 	}
 	select {
 	case <-ctx.Done():
@@ -122,6 +125,7 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 	if second.ActCount == first.ActCount {
 		v = smActFrozen.unit(unit, slots)
 	}
+	v.details = smList(ctx, c, p)
 	v.evidence = map[string]any{"sm_lid": p.SMLID, "sm_guid": slots["sm_guid"], "sm_node": slots["sm_name"],
 		"priority": first.Priority, "state": mad.SMStateName(second.State), "act_count": []uint32{first.ActCount, second.ActCount}}
 	return v
@@ -147,4 +151,19 @@ func smName(ctx context.Context, c *mad.Client, p mad.Port, to mad.Route) string
 		return "node description unavailable: " + err.Error()
 	}
 	return fmt.Sprintf("%q", desc)
+}
+
+// smList lists the SMs the SA knows (SMInfoRecord), for the details: a
+// standby that would take over, or a second master, shows there.
+func smList(ctx context.Context, c *mad.Client, p mad.Port) []string {
+	recs, err := c.SMInfoRecords(ctx, p)
+	if err != nil {
+		return []string{"the SMs the SA knows: not listed: " + err.Error()}
+	}
+	out := []string{fmt.Sprintf("the SA knows %d SM(s):", len(recs))}
+	for _, r := range recs {
+		out = append(out, fmt.Sprintf("  LID %d GUID 0x%016x %s priority %d ActCount %d",
+			r.LID, r.SMInfo.GUID, mad.SMStateName(r.SMInfo.State), r.SMInfo.Priority, r.SMInfo.ActCount))
+	}
+	return out
 }

@@ -159,3 +159,21 @@ func isA[T error](err error) bool {
 	var target T
 	return errors.As(err, &target)
 }
+
+func TestSMInfoRecordsEnd(t *testing.T) {
+	resp := answer(NewSMInfoRecordQuery(1), 0, nil)
+	resp[saHdrOff+9] = 4 // 32-byte records
+	for i, lid := range []byte{1, 9} {
+		resp[saDataOff+32*i+1] = lid
+	}
+	// A 256-byte MAD: the zero padding after the two records is no record.
+	if recs, err := DecodeSMInfoRecords(resp); err != nil || len(recs) != 2 || recs[1].LID != 9 {
+		t.Errorf("padded: %+v, %v", recs, err)
+	}
+	// RMPP active with a payload of the SA header and one record.
+	resp[26] = 1
+	resp[35] = 20 + 32
+	if recs, err := DecodeSMInfoRecords(resp); err != nil || len(recs) != 1 {
+		t.Errorf("RMPP payload of one record: %+v, %v", recs, err)
+	}
+}

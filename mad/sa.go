@@ -145,10 +145,17 @@ func NewSMInfoRecordQuery(tid uint64) []byte {
 
 // DecodeSMInfoRecords reads the records of a checked GetTable answer: one
 // every AttributeOffset 8-byte words from the SA data (15.2.1.1); an offset
-// of 0 is an empty table.
+// of 0 is an empty table. The records end where the RMPP header's payload
+// length says (13.6.2.3) when RMPP is active, else at the first record with
+// LID 0 (no SM has LID 0; a single 256-byte MAD pads with zeros).
 func DecodeSMInfoRecords(resp []byte) ([]SMInfoRecord, error) {
 	if err := need("SA header", resp, saDataOff); err != nil {
 		return nil, err
+	}
+	if resp[26]&1 != 0 { // RMPP active: the payload after the RMPP header
+		if n := saHdrOff + int(binary.BigEndian.Uint32(resp[32:])); n >= saDataOff && n < len(resp) {
+			resp = resp[:n]
+		}
 	}
 	step := int(binary.BigEndian.Uint16(resp[saHdrOff+8:])) * 8
 	if step == 0 {
@@ -159,11 +166,15 @@ func DecodeSMInfoRecords(resp []byte) ([]SMInfoRecord, error) {
 	}
 	var out []SMInfoRecord
 	for off := saDataOff; off+4+smInfoLen <= len(resp); off += step {
+		lid := binary.BigEndian.Uint16(resp[off:])
+		if lid == 0 {
+			break
+		}
 		si, err := DecodeSMInfo(resp[off+4:])
 		if err != nil {
 			return out, err
 		}
-		out = append(out, SMInfoRecord{LID: binary.BigEndian.Uint16(resp[off:]), SMInfo: si})
+		out = append(out, SMInfoRecord{LID: lid, SMInfo: si})
 	}
 	return out, nil
 }
