@@ -75,6 +75,8 @@ func TestCatalogPrivileges(t *testing.T) {
 		"probe.destroy_order": {dev, pin},
 		"probe.ud":            {dev, pin},
 		"probe.gpu_memory":    {dev, gpuDev, pin},
+		// The InfiniBand control-plane checks open /dev/infiniband/umadN.
+		"ib.sm": {dev}, "ib.path": {dev}, "ib.far_end": {dev}, "ib.pkey": {dev},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("required needs:\n got %+v\nwant %+v", got, want)

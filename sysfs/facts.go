@@ -35,6 +35,8 @@ type Facts struct {
 	RDMAResources []RDMAResource `json:"rdma_resources,omitempty"`
 	// Libibverbs is what the real library's ibv_get_device_list returned.
 	Libibverbs *VerbsEnumeration `json:"libibverbs,omitempty"`
+	// IBUmad is what libibumad listed for the InfiniBand checks (ib.*).
+	IBUmad *IBUmadFacts `json:"ib_umad,omitempty"`
 	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
 	// them: a directory of files cannot hold a character device.
 	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`
@@ -223,6 +225,32 @@ func (h *Host) RDMAResources() ([]RDMAResource, error) {
 		return nil, h.noFacts("rdma_resources")
 	}
 	return h.facts.RDMAResources, nil
+}
+
+// IBUmadFacts is what libibumad showed on the live host: whether it loaded
+// and initialised, and the ports umad_get_ca listed. The MADs themselves
+// need the live fabric; a replay judges only what this decides (no
+// library, a failing one, no InfiniBand port).
+type IBUmadFacts struct {
+	LoadError string       `json:"load_error,omitempty"` // the loader's message: no libibumad
+	Error     string       `json:"error,omitempty"`      // umad_init or the port listing failed
+	Ports     []IBUmadPort `json:"ports"`
+}
+
+// IBUmadPort is one port libibumad listed.
+type IBUmadPort struct {
+	CA        string `json:"ca"`
+	Port      int    `json:"port"`
+	LinkLayer string `json:"link_layer"`
+}
+
+// RecordedIBUmad returns what libibumad listed on the captured host; false
+// on a live host or when the capture did not record it.
+func (h *Host) RecordedIBUmad() (*IBUmadFacts, bool) {
+	if h.Live() || h.facts == nil || h.facts.IBUmad == nil {
+		return nil, false
+	}
+	return h.facts.IBUmad, true
 }
 
 // RecordedVerbs returns the libibverbs enumeration recorded in a fixture or

@@ -125,6 +125,16 @@ type Class struct {
 	// class, in the classes of `nvidia-smi topo -m` (PIX, PXB, PHB, NODE,
 	// SYS): gpu.nic_affinity fails a pair beyond it (gpu_nic_max_distance).
 	GPUNICMaxDistance *Value[string]
+	// PKeys are the InfiniBand partitions (P_Keys, 15 bits, as written)
+	// every IB port of the class must be a full member of (pkeys).
+	PKeys []*Value[PKey]
+	// Switch is the node description the InfiniBand neighbour of every IB
+	// port must match (a glob or a list, switch); SwitchPort the port
+	// number on it (switch_port). ib.far_end judges them.
+	Switch *Value[Pattern]
+	// IBPeers are port GUIDs ib.path resolves a path to (ib_peers).
+	IBPeers    []*Value[PortGUID]
+	SwitchPort *Value[int]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
 
@@ -241,6 +251,43 @@ func (c *Class) ExpectedDevices() *Value[int] {
 		return nil
 	}
 	return c.Devices
+}
+
+// PKey is an InfiniBand partition key as the pkeys key names it; it
+// prints as the file should spell it, "0x8001".
+type PKey uint16
+
+func (k PKey) String() string { return fmt.Sprintf("0x%04x", uint16(k)) }
+
+// ExpectedPKeys is the class's pkeys key (see ExpectedDevices).
+func (c *Class) ExpectedPKeys() []*Value[PKey] {
+	if c == nil {
+		return nil
+	}
+	return c.PKeys
+}
+
+// PortGUID is an InfiniBand port GUID as the ib_peers key names it; it
+// prints as "0x0002c90300a1b2c3".
+type PortGUID uint64
+
+func (g PortGUID) String() string { return fmt.Sprintf("0x%016x", uint64(g)) }
+
+// ExpectedIBPeers is the class's ib_peers key (see ExpectedDevices).
+func (c *Class) ExpectedIBPeers() []*Value[PortGUID] {
+	if c == nil {
+		return nil
+	}
+	return c.IBPeers
+}
+
+// ExpectedSwitch is the class's switch and switch_port keys (see
+// ExpectedDevices); either may be nil.
+func (c *Class) ExpectedSwitch() (*Value[Pattern], *Value[int]) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.Switch, c.SwitchPort
 }
 
 // ExpectedRoCETC is the class's roce_tc key (see ExpectedDevices).

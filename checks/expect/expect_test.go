@@ -3,6 +3,7 @@ package expect
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -161,6 +162,8 @@ func TestParseErrors(t *testing.T) {
 		{"bool", "[class a]\nhosts = x\nlossless = yes\n", `expect.conf:3: lossless: "yes": want true or false`},
 		{"gpu nic distance", "[class a]\nhosts = x\ngpu_nic_max_distance = near\n", `expect.conf:3: gpu_nic_max_distance: "near": want one of PIX PXB PHB NODE SYS`},
 		{"gpu nic distances", "[class a]\nhosts = x\ngpu_nic_max_distance = PIX PXB\n", `gpu_nic_max_distance: "PIX PXB": want one of`},
+		{"pkey word", "[class a]\nhosts = x\npkeys = [\"default\"]\n", `expect.conf:3: pkeys: "default" is not a P_Key`},
+		{"pkey zero", "[class a]\nhosts = x\npkeys = 0x8000\n", `expect.conf:3: pkeys: "0x8000" is not a P_Key`},
 		{"skip id", "[class a]\nhosts = x\nskip = counters\n", `expect.conf:3: skip: "counters" is not a check ID`},
 		{"bad host glob", "[class a]\nhosts = node[\n", `expect.conf:2: hosts: host glob "node[": bad pattern`},
 		{"bad device glob", "[class a]\nhosts = x\nmlx5_[.fw = 1\n", `expect.conf:3: mlx5_[.fw: device glob "mlx5_[": bad pattern`},
@@ -464,3 +467,41 @@ func TestParseKnownReportsEveryFaultAtOnce(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestPKeysKey(t *testing.T) {
+	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\npkeys = [\"0x8001\", \"0x7fff\", 32770]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Classes[0]
+	var got []uint16
+	for _, k := range c.ExpectedPKeys() {
+		got = append(got, uint16(k.V))
+	}
+	if cite := c.ExpectedPKeys()[2].Cite(); cite != "expect.conf:3 pkeys = 0x8002" {
+		t.Errorf("cite %q", cite)
+	}
+	if want := []uint16{0x8001, 0x7fff, 0x8002}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pkeys = %#x, want %#x", got, want)
+	}
+	if (*Class)(nil).ExpectedPKeys() != nil {
+		t.Error("a nil class has pkeys")
+	}
+}
+
+func TestSwitchKeys(t *testing.T) {
+	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\nswitch = \"leaf-03*\"\nswitch_port = 17\nib_peers = 0x2c90300a1b2c3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, port := f.Classes[0].ExpectedSwitch()
+	if sw == nil || !sw.V.Match("leaf-03 SX6036") || sw.V.Match("leaf-04") || port == nil || port.V != 17 {
+		t.Errorf("switch %v port %v", sw, port)
+	}
+	if peers := f.Classes[0].ExpectedIBPeers(); len(peers) != 1 || peers[0].Cite() != "expect.conf:5 ib_peers = 0x0002c90300a1b2c3" {
+		t.Errorf("ib_peers %v", peers)
+	}
+	if s, p := (*Class)(nil).ExpectedSwitch(); s != nil || p != nil || (*Class)(nil).ExpectedIBPeers() != nil {
+		t.Error("a nil class has a switch")
+	}
+}

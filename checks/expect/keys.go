@@ -76,7 +76,7 @@ var findingIDRE = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_]+/[a-z0-9]+(-[a-z0-9
 // declares its findings in this shape (checks.declare).
 func IsFindingID(id string) bool { return findingIDRE.MatchString(id) }
 
-const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
+const classKeys = "hosts, devices, skip, fail_on_warn, waive, waive_reason, roce_tc, lossless, gpu_nic_max_distance, pkeys, switch, switch_port, ib_peers, counters.<counter>, or <device glob>.<key> / <device glob>/<port>.<key>"
 
 func (c *Class) setClassKey(key, value string, p pos) error {
 	switch key {
@@ -136,6 +136,37 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 	case "lossless":
 		v, err := parseBool(value)
 		c.Lossless = orKeep(c.Lossless, mk(v, key, p), err)
+		return err
+	case "pkeys":
+		keys, err := parsePKeys(value, key, p)
+		if err != nil {
+			return err
+		}
+		c.PKeys = keys
+	case "ib_peers":
+		words, err := splitWords(value)
+		if err == nil && len(words) == 0 {
+			err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\"")
+		}
+		if err != nil {
+			return err
+		}
+		var guids []*Value[PortGUID]
+		for _, w := range words {
+			n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 64)
+			if err != nil || n == 0 {
+				return fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+			}
+			guids = append(guids, mk(PortGUID(n), key, p))
+		}
+		c.IBPeers = guids
+	case "switch":
+		v, err := parsePattern(value, func(it string) (string, error) { return it, nil })
+		c.Switch = orKeep(c.Switch, mk(v, key, p), err)
+		return err
+	case "switch_port":
+		v, err := parseInt(value, 1, 254)
+		c.SwitchPort = orKeep(c.SwitchPort, mk(v, key, p), err)
 		return err
 	case "gpu_nic_max_distance":
 		v, err := parseGPUNICDistance(value)
@@ -401,4 +432,26 @@ func validPCIeWidth(n int) bool {
 		return true
 	}
 	return false
+}
+
+// parsePKeys reads the pkeys key: P_Keys written as hex ("0x8001") or
+// decimal, a list or blank-separated. The membership bit (0x8000) may be
+// written or not: the port must be a full member either way.
+func parsePKeys(value, key string, p pos) ([]*Value[PKey], error) {
+	words, err := splitWords(value)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("at least one P_Key such as \"0x8001\"")
+	}
+	var keys []*Value[PKey]
+	for _, w := range words {
+		n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 16)
+		if err != nil || n&0x7fff == 0 {
+			return nil, fmt.Errorf("%q is not a P_Key such as 0x8001 (16 bits, partition number not 0)", clip(w))
+		}
+		keys = append(keys, mk(PKey(n), key, p))
+	}
+	return keys, nil
 }

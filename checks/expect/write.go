@@ -115,6 +115,26 @@ func classEntries(c *Class) []entry {
 	if v := c.Lossless; v != nil {
 		add(0, v.Line, "lossless", formatValue(v.V), v.Comment)
 	}
+	if len(c.PKeys) > 0 {
+		keys := make([]string, len(c.PKeys))
+		for i, k := range c.PKeys {
+			keys[i] = k.V.String()
+		}
+		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
+	}
+	if len(c.IBPeers) > 0 {
+		guids := make([]string, len(c.IBPeers))
+		for i, g := range c.IBPeers {
+			guids[i] = g.V.String()
+		}
+		add(0, c.IBPeers[0].Line, "ib_peers", Pattern(guids).list(), c.IBPeers[0].Comment)
+	}
+	if v := c.Switch; v != nil {
+		add(0, v.Line, "switch", v.V.String(), v.Comment)
+	}
+	if v := c.SwitchPort; v != nil {
+		add(0, v.Line, "switch_port", formatValue(v.V), v.Comment)
+	}
 	if v := c.GPUNICMaxDistance; v != nil {
 		add(0, v.Line, "gpu_nic_max_distance", v.V, v.Comment)
 	}

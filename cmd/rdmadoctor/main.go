@@ -21,6 +21,7 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/checks"
 	"github.com/rdmadoctor/rdmadoctor/checks/expect"
+	"github.com/rdmadoctor/rdmadoctor/mad"
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/report/state"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -37,7 +38,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == probe.ChildArg {
 		os.Exit(probe.ChildMain(os.Args[2:]))
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// mad.Exit is os.Exit, except under the ibsim simulator, where it
+	// lets libumad2sim.so give back the simulator's client slot.
+	mad.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // usageError is a bad word on the command line: exit 2 with one line.

@@ -78,6 +78,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 	snap, capErr := snapshot.Capture(ctx, host, snapshot.Options{
 		Exercise: lv.exercise,
 		Verbs:    lv.verbs,
+		IB:       checks.IBUmadFacts,
 		Redact:   f.redact,
 		Version:  version,
 	})

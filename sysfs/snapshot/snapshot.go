@@ -60,11 +60,13 @@ type VerbsEnumerator func(ctx context.Context) (*sysfs.VerbsEnumeration, error)
 type Options struct {
 	Exercise Exercise        // required
 	Verbs    VerbsEnumerator // live host only; nil records the enumeration as unavailable
-	Redact   bool
-	Version  string // the tool's version, for the manifest
-	Level    int    // the level of the exercised checks, for the manifest (default 1)
-	Limits   Limits // zero: DefaultLimits()
-	Now      func() time.Time
+	// IB lists libibumad's ports on the live host (ib.*); nil records none.
+	IB      func(ctx context.Context) (*sysfs.IBUmadFacts, error)
+	Redact  bool
+	Version string // the tool's version, for the manifest
+	Level   int    // the level of the exercised checks, for the manifest (default 1)
+	Limits  Limits // zero: DefaultLimits()
+	Now     func() time.Time
 }
 
 // Snapshot is a captured host: the copied tree, the facts and the manifest.
@@ -110,6 +112,13 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	facts := h.GatherFacts(recorded)
 	if h.Live() {
 		gatherVerbs(ctx, facts, opts.Verbs)
+		if opts.IB != nil {
+			if v, err := opts.IB(ctx); err != nil {
+				facts.Unavailable["ib_umad"] = err.Error()
+			} else {
+				facts.IBUmad = v
+			}
+		}
 	}
 	man.Hostname = facts.Hostname
 	if man.Hostname == "" {

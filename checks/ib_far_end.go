@@ -1,0 +1,256 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rdmadoctor/rdmadoctor/mad"
+	"github.com/rdmadoctor/rdmadoctor/report"
+)
+
+func init() {
+	register(Check{
+		ID: "ib.far_end", Code: 72, Level: 1,
+		Title:      "the node at the other end of each InfiniBand cable, its port's link and its error counters",
+		Privileges: []Need{needUmad},
+		Explain: Explanation{
+			Judges: "Every InfiniBand port libibumad finds whose link is up: directed-route SMPs one hop out through the port " +
+				"(NodeInfo, NodeDescription, PortInfo of the neighbour's port the SMP entered by; this port's own PortInfo by an empty route), " +
+				"then the neighbour's PMA PortCounters for that port, LID-routed to the neighbour (a switch's LID is its port 0's). " +
+				"200 ms a try, two tries. Fails: the neighbour's port not Active, the link trained narrower than both ends enable " +
+				"(a degraded cable or a lane down), the neighbour or its port other than the expectations class says (switch = \"leaf-03*\", " +
+				"switch_port = 17). Warns: error counters of the neighbour's port above zero since they were last cleared " +
+				"(symbol errors, link error recovery, link downed, receive errors, transmit discards).",
+			Why: "The host's own counters never see what the switch receives: a cable that corrupts symbols towards the switch, or a link " +
+				"that trained 1X on the switch side, shows only at the other end. A cable on the wrong switch or rail works and passes every " +
+				"local check while the job's traffic crosses the fabric the long way.",
+		},
+		Run: runIBFarEnd,
+	})
+}
+
+const farEndCableFix = "The link to {neighbour} port {nport} trained narrower than both ends enable: reseat or replace the cable or " +
+	"transceiver, and check the switch port (`ibportstate -D 0,{num} query` shows both ends; the switch's own diagnostics the lanes)."
+
+// ib.far_end's findings.
+var (
+	farFrame = declareMADFrame("ib.far_end")
+	farOK    = declare(Finding{ID: "ib.far_end/ok", Status: report.Pass,
+		When:    "the neighbour answers, its port is Active at the width both ends enable, as the expectations say, with clean counters",
+		Message: "{port}: cabled to {neighbour} ({ntype}, GUID {nguid}) port {nport}, {width} {speed}, Active"})
+	farLinkDown = declare(Finding{ID: "ib.far_end/link-down", Status: report.Skip,
+		When:    "the port's physical link is not up: there is no far end to ask (port.state judges the link)",
+		Message: "{port}: physical link not up ({phys}): no far end to ask"})
+	farUnreachable = declare(Finding{ID: "ib.far_end/unreachable", Status: report.Error,
+		When:    "a directed-route SMP one hop out got no answer or an error",
+		Message: "{port}: the neighbour does not answer directed-route SMPs: {cause}",
+		Fix: "Directed-route SMPs need no SM, only the neighbour's agent: a neighbour that does not answer has a management fault " +
+			"(a switch whose SMA is busy or hung). Compare with `smpquery -D nodeinfo 0,{num}`."})
+	farPortDown = declare(Finding{ID: "ib.far_end/neighbour-port-down", Status: report.Fail,
+		When:    "the neighbour's port is not Active (the switch side of the link is down, initialising or armed)",
+		Message: "{port}: {neighbour} port {nport} is {nstate} ({nphys}) on its side",
+		Fix: "The link is up but the switch side is not Active: if it stays Initialize the SM has not configured it (see ib.sm); " +
+			"otherwise check the switch port's state and log."})
+	farDegraded = declare(Finding{ID: "ib.far_end/width-degraded", Status: report.Fail,
+		When:    "the link trained on fewer lanes than both ends enable (1X where 4X is enabled)",
+		Message: "{port}: the link to {neighbour} port {nport} runs {width}, though both ends enable {enabled}", Fix: farEndCableFix})
+	farWrongSwitch = declare(Finding{ID: "ib.far_end/wrong-neighbour", Status: report.Fail,
+		When:    "the neighbour's node description does not match the expectations class's switch key",
+		Message: "{port}: cabled to {neighbour}, not {want_switch} ({cite})",
+		Fix: "The cable lands on another switch than the class says (a rail or cabling mistake): move it to {want_switch}, " +
+			"or correct the expectations line ({cite}) if the design changed."})
+	farWrongPort = declare(Finding{ID: "ib.far_end/wrong-port", Status: report.Fail,
+		When:    "the neighbour's port number differs from the expectations class's switch_port key",
+		Message: "{port}: cabled to {neighbour} port {nport}, not port {want_port} ({cite})",
+		Fix:     "The cable lands on another port of {neighbour} than the class says: move it to port {want_port}, or correct {cite}."})
+	farCounters = declare(Finding{ID: "ib.far_end/neighbour-errors", Status: report.Warn,
+		When:    "the neighbour's PortCounters for this link show errors since they were last cleared",
+		Message: "{port}: {neighbour} port {nport} counts {errors} on this link",
+		Fix: "Errors counted at the switch end of this cable: symbol errors and link error recovery point at the cable or transceiver " +
+			"(reseat or replace it); clear the counters (`perfquery -R -D 0,{num}` style resets are the fabric team's call) and watch whether they rise."})
+	farCountersUnread = declare(Finding{ID: "ib.far_end/counters-unread", Status: report.Warn,
+		When:    "the neighbour's PMA did not answer PortCounters (the link itself was judged)",
+		Message: "{port}: {neighbour} port {nport}: PortCounters not read: {cause}"})
+)
+
+func runIBFarEnd(ctx context.Context, env *Env) Result {
+	madMu.Lock()
+	defer madMu.Unlock()
+	t, ports, done := farFrame.ibPorts(env)
+	if done != nil {
+		return *done
+	}
+	defer t.Close()
+	c := madClient(t)
+	var fs []report.Finding
+	var details []string
+	for _, p := range ports {
+		f, d := judgeFarEnd(ctx, env, c, p)
+		fs = append(fs, f...)
+		details = append(details, d...)
+	}
+	r := combineFindings(fs, false)
+	r.Details = details
+	return r
+}
+
+// farEnd is what one port's neighbour said.
+type farEnd struct {
+	node     mad.NodeInfo
+	desc     string
+	port     mad.PortInfo // the neighbour's port the SMP entered by
+	own      mad.PortInfo // this port, as its own agent says
+	counters *mad.PortCounters
+	pmaErr   error
+}
+
+// judgeFarEnd judges one port's neighbour: the link from its side, the
+// expectations, its counters.
+func judgeFarEnd(ctx context.Context, env *Env, c *mad.Client, p mad.Port) ([]report.Finding, []string) {
+	unit := p.Name()
+	slots := Slots{"port": unit, "num": fmt.Sprint(p.Num), "phys": mad.PhysStateName(uint8(p.PhysState))}
+	if p.PhysState != physLinkUp {
+		return []report.Finding{farLinkDown.At(unit, slots)}, nil
+	}
+	fe, err := askFarEnd(ctx, c, p)
+	if f, ok := farFrame.callFailed(unit, err); ok {
+		return []report.Finding{f}, nil
+	}
+	if err != nil {
+		return []report.Finding{farUnreachable.At(unit, slots.with("cause", err.Error()))}, nil
+	}
+	slots = slots.with("neighbour", fmt.Sprintf("%q", fe.desc), "ntype", mad.NodeTypeName(fe.node.NodeType),
+		"nguid", fmt.Sprintf("0x%016x", fe.node.NodeGUID), "nport", fmt.Sprint(fe.node.LocalPortNum),
+		"nstate", mad.PortStateName(fe.port.PortState), "nphys", mad.PhysStateName(fe.port.PhysState),
+		"width", mad.WidthName(fe.port.LinkWidthActive), "speed", fe.port.SpeedName())
+	fs := farLinkFindings(unit, slots, fe)
+	fs = append(fs, farExpectFindings(env, unit, slots, fe)...)
+	fs = append(fs, farCounterFindings(unit, slots, fe)...)
+	if len(fs) == 0 {
+		fs = append(fs, farOK.At(unit, slots))
+	}
+	detail := fmt.Sprintf("%s: neighbour %s %s port %d, LID %d, width %s (enabled %s), speed %s",
+		unit, slots["neighbour"], slots["nguid"], fe.node.LocalPortNum, fe.port.LID, slots["width"],
+		widthsName(fe.port.LinkWidthEnabled), slots["speed"])
+	return fs, []string{detail}
+}
+
+// askFarEnd asks the neighbour through a directed route one hop out.
+func askFarEnd(ctx context.Context, c *mad.Client, p mad.Port) (farEnd, error) {
+	var fe farEnd
+	var err error
+	out := mad.Route{Path: []uint8{uint8(p.Num)}}
+	if fe.node, err = c.NodeInfo(ctx, p, out); err != nil {
+		return fe, err
+	}
+	if fe.desc, err = c.NodeDesc(ctx, p, out); err != nil {
+		return fe, err
+	}
+	if fe.port, err = c.PortInfo(ctx, p, out, fe.node.LocalPortNum); err != nil {
+		return fe, err
+	}
+	if fe.own, err = c.PortInfo(ctx, p, mad.Route{Path: []uint8{}}, uint8(p.Num)); err != nil {
+		return fe, err
+	}
+	// The PMA is a general service: LID routed, to the neighbour's LID (a
+	// switch's is its management port 0's).
+	lid := fe.port.LID
+	if fe.node.NodeType == mad.NodeSwitch {
+		sw, err := c.PortInfo(ctx, p, out, 0)
+		if err != nil {
+			fe.pmaErr = err
+			return fe, nil
+		}
+		lid = sw.LID
+	}
+	if lid == 0 {
+		fe.pmaErr = errors.New("the neighbour has no LID yet (no SM has configured it)")
+		return fe, nil
+	}
+	pc, err := c.PortCounters(ctx, p, lid, fe.node.LocalPortNum)
+	if err != nil {
+		fe.pmaErr = err
+		return fe, nil
+	}
+	fe.counters = &pc
+	return fe, nil
+}
+
+// farLinkFindings judges the link from the neighbour's side: Active, and
+// as wide as both ends enable.
+func farLinkFindings(unit string, slots Slots, fe farEnd) []report.Finding {
+	if fe.port.PortState != 4 {
+		return []report.Finding{farPortDown.At(unit, slots)}
+	}
+	both := fe.port.LinkWidthEnabled & fe.port.LinkWidthSupported & fe.own.LinkWidthEnabled & fe.own.LinkWidthSupported
+	if widest := widestLanes(both); widest > 0 && mad.WidthLanes(fe.port.LinkWidthActive) < widest {
+		return []report.Finding{farDegraded.At(unit, slots.with("enabled", widthsName(both)))}
+	}
+	return nil
+}
+
+// farExpectFindings compares the neighbour with the class's switch and
+// switch_port keys.
+func farExpectFindings(env *Env, unit string, slots Slots, fe farEnd) []report.Finding {
+	sw, port := env.Expect.ExpectedSwitch()
+	var fs []report.Finding
+	if sw != nil && !sw.V.Match(fe.desc) {
+		fs = append(fs, farWrongSwitch.At(unit, slots.with("want_switch", sw.V.String(), "cite", sw.Cite())))
+	}
+	if port != nil && port.V != int(fe.node.LocalPortNum) {
+		fs = append(fs, farWrongPort.At(unit, slots.with("want_port", fmt.Sprint(port.V), "cite", port.Cite())))
+	}
+	return fs
+}
+
+// farCounterFindings judges the neighbour's error counters for the link.
+func farCounterFindings(unit string, slots Slots, fe farEnd) []report.Finding {
+	if fe.counters == nil {
+		return []report.Finding{farCountersUnread.At(unit, slots.with("cause", fmt.Sprint(fe.pmaErr)))}
+	}
+	pc := fe.counters
+	var errs []string
+	for _, c := range []struct {
+		name string
+		n    uint32
+	}{
+		{"SymbolErrorCounter", uint32(pc.SymbolErrors)}, {"LinkErrorRecoveryCounter", uint32(pc.LinkErrorRecovery)},
+		{"LinkDownedCounter", uint32(pc.LinkDowned)}, {"PortRcvErrors", uint32(pc.RcvErrors)},
+		{"PortXmitDiscards", uint32(pc.XmitDiscards)},
+	} {
+		if c.n > 0 {
+			errs = append(errs, fmt.Sprintf("%s %d", c.name, c.n))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return []report.Finding{farCounters.At(unit, slots.with("errors", strings.Join(errs, ", ")))}
+}
+
+// widestLanes is the most lanes among the widths a LinkWidth mask holds.
+func widestLanes(mask uint8) int {
+	n := 0
+	for bit := uint8(1); bit != 0 && bit <= 16; bit <<= 1 {
+		if mask&bit != 0 {
+			n = max(n, mad.WidthLanes(bit))
+		}
+	}
+	return n
+}
+
+// widthsName spells a LinkWidth mask: "1X or 4X".
+func widthsName(mask uint8) string {
+	var out []string
+	for bit := uint8(1); bit != 0 && bit <= 16; bit <<= 1 {
+		if mask&bit != 0 {
+			out = append(out, mad.WidthName(bit))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " or ")
+}
