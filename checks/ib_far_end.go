@@ -53,9 +53,19 @@ var (
 		Message: "{port}: {neighbour} port {nport} is {nstate} ({nphys}) on its side",
 		Fix: "The link is up but the switch side is not Active: if it stays Initialize the SM has not configured it (see ib.sm); " +
 			"otherwise check the switch port's state and log."})
+	farAwaitingSM = declare(Finding{ID: "ib.far_end/awaiting-sm", Status: report.Skip,
+		When: "both ends of the link are Initialize: the cable is up and no subnet manager has configured the link yet — ib.sm says why; " +
+			"the far end is not at fault",
+		Message: "{port}: {neighbour} port {nport} and this port are both Initialize ({nphys}): the link waits for a subnet manager (ib.sm), not judged"})
 	farDegraded = declare(Finding{ID: "ib.far_end/width-degraded", Status: report.Fail,
 		When:    "the link trained on fewer lanes than both ends enable (1X where 4X is enabled)",
 		Message: "{port}: the link to {neighbour} port {nport} runs {width}, though both ends enable {enabled}", Fix: farEndCableFix})
+	farWidthLimited = declare(Finding{ID: "ib.far_end/width-limited", Status: report.Fail,
+		When: "the link runs narrower than both ends support because one end enables fewer lanes (a switch port set to 1X): " +
+			"a configuration, not a cable, fault",
+		Message: "{port}: the link to {neighbour} port {nport} runs {width}: {limited_by} enables only {enabled} of the widths it supports ({supported}), the other end wider",
+		Fix: "Enable the full width on {limited_by}: on the switch, its port's link width setting (the switch's CLI or UFM); from this host, " +
+			"`ibportstate -D 0,{num} query` shows LinkWidthEnabled on both ends. The port retrains at the new width when its link is reset."})
 	farWrongSwitch = declare(Finding{ID: "ib.far_end/wrong-neighbour", Status: report.Fail,
 		When:    "the neighbour's node description does not match the expectations class's switch key",
 		Message: "{port}: cabled to {neighbour}, not {want_switch} ({cite})",
@@ -127,7 +137,11 @@ func judgeFarEnd(ctx context.Context, env *Env, c *mad.Client, p mad.Port) ([]re
 		"width", mad.WidthName(fe.port.LinkWidthActive), "speed", fe.port.SpeedName())
 	fs := farLinkFindings(unit, slots, fe)
 	fs = append(fs, farExpectFindings(env, unit, slots, fe)...)
-	fs = append(fs, farCounterFindings(unit, slots, fe)...)
+	if fe.counters != nil || len(fs) == 0 || fs[0].ID != farAwaitingSM.ID {
+		// A link that waits for an SM has no LID to send the PMA query to:
+		// that says nothing of the far end.
+		fs = append(fs, farCounterFindings(unit, slots, fe)...)
+	}
 	if len(fs) == 0 {
 		fs = append(fs, farOK.At(unit, slots))
 	}
@@ -178,15 +192,24 @@ func askFarEnd(ctx context.Context, c *mad.Client, p mad.Port) (farEnd, error) {
 	return fe, nil
 }
 
-// farLinkFindings judges the link from the neighbour's side: Active, and
-// as wide as both ends enable.
+// farLinkFindings judges the link from the neighbour's side: Active, as
+// wide as both ends enable (a lane lost), and as wide as both support (a
+// port configured narrower).
 func farLinkFindings(unit string, slots Slots, fe farEnd) []report.Finding {
-	if fe.port.PortState != 4 {
+	const stateInit, stateActive = 2, 4
+	if fe.port.PortState == stateInit && fe.own.PortState == stateInit {
+		return []report.Finding{farAwaitingSM.At(unit, slots)}
+	}
+	if fe.port.PortState != stateActive {
 		return []report.Finding{farPortDown.At(unit, slots)}
 	}
+	active := mad.WidthLanes(fe.port.LinkWidthActive)
 	both := fe.port.LinkWidthEnabled & fe.port.LinkWidthSupported & fe.own.LinkWidthEnabled & fe.own.LinkWidthSupported
-	if widest := widestLanes(both); widest > 0 && mad.WidthLanes(fe.port.LinkWidthActive) < widest {
+	if widest := widestLanes(both); widest > 0 && active < widest {
 		return []report.Finding{farDegraded.At(unit, slots.with("enabled", widthsName(both)))}
+	}
+	if f, ok := widthLimited(unit, slots, fe, active); ok {
+		return []report.Finding{f}
 	}
 	return nil
 }
@@ -228,6 +251,26 @@ func farCounterFindings(unit string, slots Slots, fe farEnd) []report.Finding {
 		return nil
 	}
 	return []report.Finding{farCounters.At(unit, slots.with("errors", strings.Join(errs, ", ")))}
+}
+
+// widthLimited finds a link that runs narrower because one end enables
+// fewer widths than it supports (a switch port set to 1X) while the other
+// end enables wider: a configuration fault, not a cable's.
+func widthLimited(unit string, slots Slots, fe farEnd, active int) (report.Finding, bool) {
+	ownCap := widestLanes(fe.own.LinkWidthEnabled & fe.own.LinkWidthSupported)
+	farCap := widestLanes(fe.port.LinkWidthEnabled & fe.port.LinkWidthSupported)
+	narrowed := func(p mad.PortInfo) bool { return widestLanes(p.LinkWidthEnabled) < widestLanes(p.LinkWidthSupported) }
+	var by string
+	var p mad.PortInfo
+	switch {
+	case narrowed(fe.port) && active < ownCap:
+		by, p = fmt.Sprintf("%s port %d", slots["neighbour"], fe.node.LocalPortNum), fe.port
+	case narrowed(fe.own) && active < farCap:
+		by, p = "this port", fe.own
+	default:
+		return report.Finding{}, false
+	}
+	return farWidthLimited.At(unit, slots.with("limited_by", by, "enabled", widthsName(p.LinkWidthEnabled), "supported", widthsName(p.LinkWidthSupported))), true
 }
 
 // widestLanes is the most lanes among the widths a LinkWidth mask holds.

@@ -35,6 +35,8 @@ type fakeFabric struct {
 	portsErr error
 	// The neighbour one hop out (ib.far_end).
 	nState, nWidth uint8 // its port's PortState and LinkWidthActive
+	ownInit        bool  // this port answers Initialize (no SM has configured it)
+	nEnabled       uint8 // the neighbour's LinkWidthEnabled; 0: 1X|4X
 	nPort          uint8
 	nSymbolErrors  uint16
 	pmaStatus      uint16
@@ -113,6 +115,9 @@ func (f *fakeFabric) fillNeighbour(h mad.Header, d []byte) {
 		copy(d, "leaf-03 SX6036")
 	case mad.AttrPortInfo:
 		f.portInfo(d, 9, f.nState, f.nWidth)
+		if f.nEnabled != 0 {
+			d[29] = f.nEnabled
+		}
 	}
 }
 
@@ -142,7 +147,11 @@ func (f *fakeFabric) fill(h mad.Header, d []byte) {
 		d[0], d[1], d[2], d[3] = 1, 1, mad.NodeCA, 1
 		binary.BigEndian.PutUint16(d[28:], uint16(len(f.pkeys)))
 	case mad.AttrPortInfo:
-		f.portInfo(d, 7, 4, 2)
+		state := uint8(4)
+		if f.ownInit {
+			state = 2
+		}
+		f.portInfo(d, 7, state, 2)
 	case mad.AttrPKeyTable:
 		block := int(h.AttrMod & 0xffff)
 		for i := 0; i < mad.PKeysPerBlock; i++ {
@@ -397,7 +406,9 @@ func TestIBFarEndFindings(t *testing.T) {
 			f.callErr = &mad.Error{Call: "umad_send", Errno: syscall.EPERM}
 		}), []string{"ib.far_end/port-failed"}},
 		{"switch side not active", "", edit(func(f *fakeFabric) { f.nState = 2 }), []string{"ib.far_end/neighbour-port-down"}},
+		{"both sides wait for an SM", "", edit(func(f *fakeFabric) { f.nState, f.ownInit = 2, true }), []string{"ib.far_end/awaiting-sm"}},
 		{"trained 1X", "", edit(func(f *fakeFabric) { f.nWidth = 1 }), []string{"ib.far_end/width-degraded"}},
+		{"switch port enables 1X", "", edit(func(f *fakeFabric) { f.nWidth, f.nEnabled = 1, 1 }), []string{"ib.far_end/width-limited"}},
 		{"another switch", "switch = \"spine-*\"\n", healthy(), []string{"ib.far_end/wrong-neighbour"}},
 		{"another port", "switch_port = 18\n", healthy(), []string{"ib.far_end/wrong-port"}},
 		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nSymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},

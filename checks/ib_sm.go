@@ -94,10 +94,12 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 	unit := p.Name()
 	slots := Slots{"port": unit, "sm_lid": fmt.Sprint(p.SMLID), "lid": fmt.Sprint(p.LID),
 		"state": mad.PortStateName(uint8(p.State)), "phys": mad.PhysStateName(uint8(p.PhysState))}
+	if p.PhysState != physLinkUp {
+		// A pulled cable keeps the SM LID the port last had: no SM can be
+		// reached, and asking would only time out.
+		return smLinkDown.unit(unit, slots)
+	}
 	if p.SMLID == 0 {
-		if p.PhysState != physLinkUp {
-			return smLinkDown.unit(unit, slots)
-		}
 		return smNone.unit(unit, slots)
 	}
 	to := mad.Route{LID: p.SMLID}

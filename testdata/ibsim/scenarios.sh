@@ -31,9 +31,10 @@
 ID_SM_NO_SM=ib.sm/no-sm                  # the port has no SM LID: no SM ever configured it
 ID_SM_SILENT=ib.sm/sm-silent             # the SM LID does not answer SMInfo (timeout, retries)
 ID_SM_LINK_DOWN=ib.sm/link-down          # the port's physical link is not up: no SM can reach it
-ID_FAR_UNEXPECTED=ib.far_end/unexpected  # the neighbour is not the switch/port the class pins
-ID_FAR_WIDTH=ib.far_end/degraded         # the link trained narrower than 4X (a switch port lost lanes)
+ID_FAR_UNEXPECTED=ib.far_end/wrong-neighbour # the neighbour is not the switch/port the class pins
+ID_FAR_WIDTH=ib.far_end/width-limited         # the switch port enables only 1X: the link runs narrower than both ends support
 ID_PKEY_MISSING=ib.pkey/missing          # a partition the class names is not in the P_Key table
+ID_FAR_AWAITING_SM=ib.far_end/awaiting-sm # both ends Initialize: the link waits for an SM (ib.sm's fault)
 
 # SM up, 0x8001 configured, paths resolve, Hca2 on Switch2 port 1 at 4X.
 scenario healthy --sm Hca1:14:with-8001.conf \
@@ -53,8 +54,8 @@ scenario no-sm \
 	--fact sm.answers=no --fact sm.ports=none --fact port.lid=0 --fact port.smlid=0 \
 	--fact port.state=Initialize --fact path.self=none --fact far.desc=Switch2 \
 	--status ib.sm=fail --finding ib.sm=$ID_SM_NO_SM --status 'ib.path=fail|skip' \
-	--status 'ib.far_end=pass|warn' --mentions ib.far_end=@far.desc --status 'ib.pkey=pass|skip' \
-	--within 10
+	--status ib.far_end=skip --finding ib.far_end=$ID_FAR_AWAITING_SM --mentions ib.far_end=@far.desc \
+	--status 'ib.pkey=pass|skip' --within 10
 
 # The SM swept, then died: the port keeps its LID and SM LID, SMInfo and SA get no answer.
 scenario sm-killed --sm Hca1:14:with-8001.conf --kill-sm Hca1 \
