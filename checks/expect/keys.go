@@ -108,16 +108,9 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		}
 		c.FailOnWarnIDs = ids
 	case "waive":
-		words, err := splitWords(value)
+		ids, err := parseFindingIDs(value, key, p)
 		if err != nil {
 			return err
-		}
-		var ids []*Value[string]
-		for _, id := range words {
-			if !findingIDRE.MatchString(id) {
-				return fmt.Errorf("%q is not a finding ID such as counters.errors/symbol-errors", clip(id))
-			}
-			ids = append(ids, mk(id, key, p))
 		}
 		c.Waive = ids
 	case "waive_reason":
@@ -144,20 +137,9 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		}
 		c.PKeys = keys
 	case "ib_peers":
-		words, err := splitWords(value)
-		if err == nil && len(words) == 0 {
-			err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\"")
-		}
+		guids, err := parsePortGUIDs(value, key, p)
 		if err != nil {
 			return err
-		}
-		var guids []*Value[PortGUID]
-		for _, w := range words {
-			n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 64)
-			if err != nil || n == 0 {
-				return fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
-			}
-			guids = append(guids, mk(PortGUID(n), key, p))
 		}
 		c.IBPeers = guids
 	case "switch":
@@ -176,6 +158,42 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		return fmt.Errorf("unknown key; valid: %s", classKeys)
 	}
 	return nil
+}
+
+// parseFindingIDs reads waive's finding IDs.
+func parseFindingIDs(value, key string, p pos) ([]*Value[string], error) {
+	words, err := splitWords(value)
+	if err != nil {
+		return nil, err
+	}
+	var ids []*Value[string]
+	for _, id := range words {
+		if !findingIDRE.MatchString(id) {
+			return nil, fmt.Errorf("%q is not a finding ID such as counters.errors/symbol-errors", clip(id))
+		}
+		ids = append(ids, mk(id, key, p))
+	}
+	return ids, nil
+}
+
+// parsePortGUIDs reads ib_peers' port GUIDs.
+func parsePortGUIDs(value, key string, p pos) ([]*Value[PortGUID], error) {
+	words, err := splitWords(value)
+	if err == nil && len(words) == 0 {
+		err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\"")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var guids []*Value[PortGUID]
+	for _, w := range words {
+		n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+		}
+		guids = append(guids, mk(PortGUID(n), key, p))
+	}
+	return guids, nil
 }
 
 // splitWords reads a key whose value is several words: a list

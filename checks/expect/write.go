@@ -85,27 +85,11 @@ func classEntries(c *Class) []entry {
 	if v := c.Devices; v != nil {
 		add(0, v.Line, "devices", formatValue(v.V), v.Comment)
 	}
-	if len(c.Skip) > 0 {
-		ids := make([]string, len(c.Skip))
-		for i, s := range c.Skip {
-			ids[i] = s.V
-		}
-		add(0, c.Skip[0].Line, "skip", strings.Join(ids, " "), c.Skip[0].Comment)
-	}
-	if len(c.FailOnWarnIDs) > 0 {
-		ids := make([]string, len(c.FailOnWarnIDs))
-		for i, s := range c.FailOnWarnIDs {
-			ids[i] = s.V
-		}
-		add(0, c.FailOnWarnIDs[0].Line, "fail_on_warn", Pattern(ids).list(), c.FailOnWarnIDs[0].Comment)
-	}
-	if len(c.Waive) > 0 {
-		ids := make([]string, len(c.Waive))
-		for i, w := range c.Waive {
-			ids[i] = w.V
-		}
-		add(0, c.Waive[0].Line, "waive", Pattern(ids).list(), c.Waive[0].Comment)
-	}
+	words := func(ws []string) string { return strings.Join(ws, " ") }
+	list := func(ws []string) string { return Pattern(ws).list() }
+	es = listEntry(es, c.Skip, "skip", words, func(v string) string { return v })
+	es = listEntry(es, c.FailOnWarnIDs, "fail_on_warn", list, func(v string) string { return v })
+	es = listEntry(es, c.Waive, "waive", list, func(v string) string { return v })
 	if v := c.WaiveReason; v != nil {
 		add(0, v.Line, "waive_reason", `"`+v.V+`"`, v.Comment)
 	}
@@ -115,20 +99,8 @@ func classEntries(c *Class) []entry {
 	if v := c.Lossless; v != nil {
 		add(0, v.Line, "lossless", formatValue(v.V), v.Comment)
 	}
-	if len(c.PKeys) > 0 {
-		keys := make([]string, len(c.PKeys))
-		for i, k := range c.PKeys {
-			keys[i] = k.V.String()
-		}
-		add(0, c.PKeys[0].Line, "pkeys", Pattern(keys).list(), c.PKeys[0].Comment)
-	}
-	if len(c.IBPeers) > 0 {
-		guids := make([]string, len(c.IBPeers))
-		for i, g := range c.IBPeers {
-			guids[i] = g.V.String()
-		}
-		add(0, c.IBPeers[0].Line, "ib_peers", Pattern(guids).list(), c.IBPeers[0].Comment)
-	}
+	es = listEntry(es, c.PKeys, "pkeys", list, PKey.String)
+	es = listEntry(es, c.IBPeers, "ib_peers", list, PortGUID.String)
 	if v := c.Switch; v != nil {
 		add(0, v.Line, "switch", v.V.String(), v.Comment)
 	}
@@ -164,6 +136,19 @@ func classEntries(c *Class) []entry {
 		es = append(es, entry{line: k.Line, key: k.Key, value: k.Value, comment: k.Comment, sectionOrder: 1, commented: true})
 	}
 	return es
+}
+
+// listEntry adds a key whose value is a list, at its first value's line
+// with its comment; none when the list is empty.
+func listEntry[T any](es []entry, vs []*Value[T], key string, format func([]string) string, str func(T) string) []entry {
+	if len(vs) == 0 {
+		return es
+	}
+	ws := make([]string, len(vs))
+	for i, v := range vs {
+		ws[i] = str(v.V)
+	}
+	return append(es, entry{line: vs[0].Line, key: key, value: format(ws), comment: vs[0].Comment})
 }
 
 // appendValue adds a rule's value under its canonical key (the key the
