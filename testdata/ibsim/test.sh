@@ -81,9 +81,9 @@ ensure_tools
 "$bin" list >"$W/list.txt" || fail "rdmadoctor list failed"
 awk 'NR > 1 { print $2 }' "$W/list.txt" >"$W/catalog"
 present=$(grep -xE 'ib\.(sm|path|far_end|pkey)' "$W/catalog" | paste -sd, - || true)
-# --check is repeated, one ID each.
+# One --check with the comma-separated list, as a user runs it.
 check_args=()
-for c in ${present//,/ }; do check_args+=(--check "$c"); done
+[ -z "$present" ] || check_args=(--check "$present")
 say "checks in the catalog: ${present:-none of ib.sm ib.path ib.far_end ib.pkey (every verdict PENDING)}"
 
 passed=0 pending=0 ran=0
