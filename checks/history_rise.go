@@ -69,6 +69,7 @@ func newRiseRun(env *Env) *historyRun {
 		return hr
 	}
 	hr := &historyRun{now: countersNow().UTC()}
+	hr.cleanRuns, hr.cleanFrom = cleanRunsOf(env.Expect)
 	if id, err := env.Host.BootID(); err == nil {
 		hr.bootID = id
 	}
@@ -104,4 +105,42 @@ func (hr *historyRun) observe(key string, v uint64) riseReading {
 	cur.Rose = r.Delta > 0
 	appendSample(cs, cur)
 	return r
+}
+
+// hold is the hysteresis of a rise that failed, as counters.errors has it:
+// a series marked failing (its FailingSince) stays held until it has had
+// hr.cleanRuns clean runs in a row, so a node drained for a burst is not
+// resumed on the first quiet run. Call it once a run for each key a check
+// judges, with failing true when that run's rise fails: that marks the
+// series (from now, or from when it first failed) and restarts its count
+// of clean runs. With failing false, a marked series counts one clean run
+// and is held (since: when it first failed, clean: the clean runs so
+// far) until the count reaches hr.cleanRuns; then the mark is cleared and
+// it returns held false with since and clean still set, for a note that
+// it passes again. A key never marked returns nothing and adds no series.
+// Without a state nothing is held.
+func (hr *historyRun) hold(key string, failing bool) (held bool, since time.Time, clean int) {
+	if hr.st == nil {
+		return false, time.Time{}, 0
+	}
+	defer hr.lock()()
+	if failing {
+		cs := hr.series(key)
+		if cs.FailingSince.IsZero() || cs.FailingSince.After(hr.now) {
+			cs.FailingSince = hr.now
+		}
+		cs.CleanRuns = 0
+		return true, cs.FailingSince, 0
+	}
+	cs := hr.st.Series(key)
+	if cs == nil || cs.FailingSince.IsZero() {
+		return false, time.Time{}, 0
+	}
+	cs.CleanRuns++
+	since, clean = cs.FailingSince, cs.CleanRuns
+	if clean >= hr.cleanRuns {
+		cs.FailingSince, cs.CleanRuns = time.Time{}, 0
+		return false, since, clean
+	}
+	return true, since, clean
 }

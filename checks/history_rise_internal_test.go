@@ -53,3 +53,48 @@ func TestObserveWithoutStateIsSinceBoot(t *testing.T) {
 		t.Error("a rate without an uptime")
 	}
 }
+
+// A series that failed stays held until it has had cleanRuns clean runs in
+// a row; a new failure on the way restarts the count and keeps the first
+// failure's time. A key never marked adds no series.
+func TestHoldKeepsAFailureForCleanRuns(t *testing.T) {
+	st := state.New("h")
+	key := "link.phy/eth0/fec_uncorrectable"
+	at := func(h int) *historyRun {
+		return &historyRun{st: st, now: t0.Add(time.Duration(h) * time.Hour), cleanRuns: 3, mu: &sync.Mutex{}}
+	}
+	type verdict struct {
+		Held  bool
+		Since time.Time
+		Clean int
+	}
+	steps := []struct {
+		failing bool
+		want    verdict
+	}{
+		{false, verdict{}}, // never failed
+		{true, verdict{true, t0.Add(time.Hour), 0}},
+		{false, verdict{true, t0.Add(time.Hour), 1}},
+		{true, verdict{true, t0.Add(time.Hour), 0}}, // fails again: the count restarts
+		{false, verdict{true, t0.Add(time.Hour), 1}},
+		{false, verdict{true, t0.Add(time.Hour), 2}},
+		{false, verdict{false, t0.Add(time.Hour), 3}}, // the third clean run: passes again
+		{false, verdict{}},
+	}
+	for i, s := range steps {
+		held, since, clean := at(i).hold(key, s.failing)
+		if d := cmp.Diff(s.want, verdict{held, since, clean}); d != "" {
+			t.Errorf("run %d (failing %v): -want +got\n%s", i, s.failing, d)
+		}
+		if i == 0 && st.Series(key) != nil {
+			t.Errorf("a clean key never marked added a series: %+v", st.Series(key))
+		}
+	}
+	if cs := st.Series(key); cs == nil || !cs.FailingSince.IsZero() || cs.CleanRuns != 0 {
+		t.Errorf("the mark after it passed again: %+v", cs)
+	}
+	noState := &historyRun{now: t0, cleanRuns: 3}
+	if held, _, _ := noState.hold(key, true); held {
+		t.Error("held without a state")
+	}
+}
