@@ -2,6 +2,8 @@ package checks
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report/state"
@@ -143,4 +145,79 @@ func (hr *historyRun) hold(key string, failing bool) (held bool, since time.Time
 		return false, since, clean
 	}
 	return true, since, clean
+}
+
+// riseAckChecks are the checks that judge rises with hold: an ack of one
+// clears its held failures (AckRises).
+var riseAckChecks = []string{"pcie.aer", "link.phy"}
+
+// AcksByHold says whether an ack of check clears held failures (AckRises)
+// rather than accepting a level (AckCounters).
+func AcksByHold(check string) bool {
+	for _, id := range riseAckChecks {
+		if id == check {
+			return true
+		}
+	}
+	return false
+}
+
+// AckRises ends the wait for clean runs of check's held failures: the
+// hold (failing since, clean runs) of every series of the check is
+// cleared, on unit when given — a hop's PCI address for pcie.aer, a
+// netdev for link.phy, the second part of the series' keys — and the ack
+// is recorded with its time and reason. No level moves: these checks judge
+// the rise since the previous run, which a repair does not change; a rise
+// after the ack fails again. Units counts the units named, Counters the
+// series whose hold was cleared (none is no error: a hold may have ended
+// on its own).
+func AckRises(st *state.State, check, unit, reason string, now time.Time) (AckResult, error) {
+	if !AcksByHold(check) {
+		return AckResult{}, fmt.Errorf("%s takes no ack that clears held failures (those that do: %s)", check, strings.Join(riseAckChecks, ", "))
+	}
+	prefix := check + "/"
+	units := map[string]bool{}
+	var valid []string
+	for _, cs := range st.Counters {
+		u, ok := riseUnit(cs.Key, prefix)
+		if ok && !units[u] {
+			units[u] = true
+			valid = append(valid, u)
+		}
+	}
+	sort.Strings(valid)
+	if len(valid) == 0 {
+		return AckResult{}, fmt.Errorf("the state holds no history of %s: nothing to acknowledge (a run with --state keeps one)", check)
+	}
+	if unit != "" && !units[unit] {
+		return AckResult{}, &UnknownUnitError{Unit: unit, Valid: valid, Where: "in the state's history of " + check}
+	}
+	res := AckResult{Units: valid}
+	if unit != "" {
+		res.Units = []string{unit}
+	}
+	for i := range st.Counters {
+		cs := &st.Counters[i]
+		if u, ok := riseUnit(cs.Key, prefix); !ok || (unit != "" && u != unit) {
+			continue
+		}
+		if !cs.FailingSince.IsZero() {
+			res.Counters++
+		}
+		cs.FailingSince, cs.CleanRuns = time.Time{}, 0
+	}
+	st.Acks = append(st.Acks, state.Ack{Check: check, Unit: unit, At: now.UTC(), Reason: reason})
+	return res, nil
+}
+
+// riseUnit is the unit of a series key of the check whose keys start
+// with prefix: "pcie.aer/0000:17:00.0/aer_dev_correctable/RxErr" and the
+// hop's own "pcie.aer/0000:17:00.0" are 0000:17:00.0's.
+func riseUnit(key, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", false
+	}
+	u, _, _ := strings.Cut(rest, "/")
+	return u, u != ""
 }

@@ -221,3 +221,32 @@ func TestPreFECLimit(t *testing.T) {
 		}
 	}
 }
+
+// After a repair, an ack of the netdev ends the wait: the next run
+// without a rise passes; a rise after the ack fails again.
+func TestLinkPHYAckEndsTheHold(t *testing.T) {
+	tree, err := sysfstest.Fixture("cx7-roce-fec-uncorrectable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "host")
+	if err := tree.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st := state.New("cx7")
+	runLinkPHYAt(t, dir, st, t0)
+	bump(t, dir, "fec_uncorrectable", 10)
+	if r := runLinkPHYAt(t, dir, st, t0.Add(time.Hour)); r.Status != report.Fail {
+		t.Fatalf("the rise: %s %s", r.Status, r.Summary)
+	}
+	if _, err := AckRises(st, "link.phy", "ens1f0np0", "cable replaced", t0.Add(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if r := runLinkPHYAt(t, dir, st, t0.Add(2*time.Hour)); r.Status != report.Pass || !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/healthy"}) {
+		t.Errorf("the run after the ack: %s %v %s", r.Status, findingsAbout(r, "ens1f0np0"), r.Summary)
+	}
+	bump(t, dir, "fec_uncorrectable", 1)
+	if r := runLinkPHYAt(t, dir, st, t0.Add(3*time.Hour)); !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/fec-uncorrectable"}) {
+		t.Errorf("a rise after the ack: %v %s", findingsAbout(r, "ens1f0np0"), r.Summary)
+	}
+}
