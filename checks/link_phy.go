@@ -111,7 +111,7 @@ var (
 			"had fewer clean runs than it needs to pass again (3, or counters.clean_runs in the expectations file), and `rdmadoctor ack link.phy` " +
 			"has not cleared it",
 		Message: "{netdev} ({ports}): {what} since {failing_since}, not this run; still failing: passes again after {clean_runs} clean runs ({clean_so_far} so far)",
-		Fix:     "{fix} After a repair, `rdmadoctor ack link.phy --unit {netdev} --reason TEXT` ends the wait for clean runs."})
+		Fix:     "As for the failure held: {fix} After a repair, `rdmadoctor ack link.phy --unit {netdev} --reason TEXT` ends the wait for clean runs."})
 	phyPauseWarning = declare(Finding{ID: "link.phy/pause-storm-warning", Status: report.Warn,
 		When:    "tx_pause_storm_warning_events rose since the previous run: the NIC sent pause frames for long stretches",
 		Message: "{netdev} ({ports}): {count} pause-storm warning events {over}",
