@@ -210,6 +210,30 @@ func AckRises(st *state.State, check, unit, reason string, now time.Time) (AckRe
 	return res, nil
 }
 
+// ackNote says the newest ack of check that covers unit (one of the unit,
+// or of every unit), for the unit's details as counters.errors shows its
+// acks; "" when there is none or no state.
+func (hr *historyRun) ackNote(check, unit string) string {
+	if hr.st == nil {
+		return ""
+	}
+	defer hr.lock()()
+	var newest *state.Ack
+	for i := range hr.st.Acks {
+		a := &hr.st.Acks[i]
+		if a.Check != check || (a.Unit != "" && a.Unit != unit) {
+			continue
+		}
+		if newest == nil || !a.At.Before(newest.At) {
+			newest = a
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return fmt.Sprintf("acknowledged at %s: %s", stamp(newest.At), newest.Reason)
+}
+
 // riseUnit is the unit of a series key of the check whose keys start
 // with prefix: "pcie.aer/0000:17:00.0/aer_dev_correctable/RxErr" and the
 // hop's own "pcie.aer/0000:17:00.0" are 0000:17:00.0's.

@@ -153,6 +153,9 @@ func runLinkPHY(_ context.Context, env *Env) Result {
 		j := &phyJudge{env: env, hr: hr, netdev: u.netdev, vf: u.vf, pciDriver: u.driver, ans: answers[u.netdev],
 			slots: Slots{"netdev": u.netdev, "ports": strings.Join(u.ports, ", ")}}
 		fs = append(fs, j.judge()...)
+		if ack := hr.ackNote("link.phy", u.netdev); ack != "" {
+			j.notes = append(j.notes, ack) // after the pass line took its notes: the details only
+		}
 		if len(j.notes) > 0 {
 			details = append(details, u.netdev+": "+strings.Join(j.notes, "; "))
 		}

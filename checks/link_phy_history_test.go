@@ -242,8 +242,13 @@ func TestLinkPHYAckEndsTheHold(t *testing.T) {
 	if _, err := AckRises(st, "link.phy", "ens1f0np0", "cable replaced", t0.Add(90*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if r := runLinkPHYAt(t, dir, st, t0.Add(2*time.Hour)); r.Status != report.Pass || !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/healthy"}) {
+	r := runLinkPHYAt(t, dir, st, t0.Add(2*time.Hour))
+	if r.Status != report.Pass || !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/healthy"}) {
 		t.Errorf("the run after the ack: %s %v %s", r.Status, findingsAbout(r, "ens1f0np0"), r.Summary)
+	}
+	if details := strings.Join(r.Details, "\n"); !strings.Contains(details, "; acknowledged at 2026-02-01T09:30:00Z: cable replaced") ||
+		strings.Contains(r.Summary, "acknowledged") {
+		t.Errorf("the ack belongs in the netdev's details only:\n%s\n%s", r.Summary, details)
 	}
 	bump(t, dir, "fec_uncorrectable", 1)
 	if r := runLinkPHYAt(t, dir, st, t0.Add(3*time.Hour)); !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/fec-uncorrectable"}) {

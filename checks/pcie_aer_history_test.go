@@ -190,3 +190,24 @@ func TestAERChainNamesEachHop(t *testing.T) {
 		t.Errorf("a NIC without a bridge above it: %q", link)
 	}
 }
+
+// An ack of the hop ends the wait for clean runs: the next run without a
+// rise passes, and the hop's line says the ack.
+func TestPCIeAERAckEndsTheHold(t *testing.T) {
+	st := state.New("hgx")
+	run := aerRuns(t, sysfstest.AERHealthy())
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	for i := range 3 {
+		run(sysfstest.AERCorrectableRising(i), st, at(i))
+	}
+	if _, err := AckRises(st, "pcie.aer", sysfstest.AERSwitchDownstreamPort, "retimer replaced", at(3)); err != nil {
+		t.Fatal(err)
+	}
+	r := run(sysfstest.AERCorrectableRising(3), st, at(4))
+	if got := findingsAbout(r, sysfstest.AERNIC); r.Status != report.Pass || len(got) != 1 || got[0] != "pcie.aer/clean" {
+		t.Errorf("the run after the ack: %s %v: %s", r.Status, got, r.Summary)
+	}
+	if text := strings.Join(r.Details, "\n"); !strings.Contains(text, "acknowledged at 2026-02-01T11:00:00Z: retimer replaced") {
+		t.Errorf("the hop's line lacks the ack:\n%s", text)
+	}
+}

@@ -201,8 +201,10 @@ func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 			j.found = append(j.found, aerHopFinding{f, base.with(c.slots()...)})
 		}
 	}
-	if note := r.holdHop(hop.addr, j, base); note != "" {
-		notes = append(notes, note)
+	for _, note := range []string{r.holdHop(hop.addr, j, base), r.hr.ackNote("pcie.aer", hop.addr)} {
+		if note != "" {
+			notes = append(notes, note)
+		}
 	}
 	if len(d.RootPort) > 0 {
 		j.evidence["rootport_totals"] = d.RootPort
