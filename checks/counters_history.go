@@ -518,17 +518,26 @@ func (j *unitJudgement) noteAck(u *counterUnit) map[string]any {
 	return map[string]any{"at": a.At, "reason": a.Reason, "unit": a.Unit}
 }
 
-// AckableChecks are the checks `rdmadoctor ack` accepts a level for.
-var AckableChecks = []string{countersErrorsID}
+// AckableChecks are the checks `rdmadoctor ack` accepts a level for:
+// counters.errors' (AckCounters), and those whose held failures an ack
+// clears (AckRises).
+var AckableChecks = append([]string{countersErrorsID}, riseAckChecks...)
 
-// UnknownUnitError is an ack for a unit the host does not have.
+// UnknownUnitError is an ack for a unit the host (or, for a check whose
+// ack clears a hold, the state's history of it) does not have.
 type UnknownUnitError struct {
 	Unit  string
 	Valid []string
+	// Where says where the units were looked for ("" for this host).
+	Where string
 }
 
 func (e *UnknownUnitError) Error() string {
-	return fmt.Sprintf("no counter unit %q on this host; units: %s", e.Unit, listSome(e.Valid, 12, "units"))
+	where := e.Where
+	if where == "" {
+		where = "on this host"
+	}
+	return fmt.Sprintf("no counter unit %q %s; units: %s", e.Unit, where, listSome(e.Valid, 12, "units"))
 }
 
 // AckResult is what an ack recorded.

@@ -2,6 +2,8 @@ package checks
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report/state"
@@ -69,6 +71,7 @@ func newRiseRun(env *Env) *historyRun {
 		return hr
 	}
 	hr := &historyRun{now: countersNow().UTC()}
+	hr.cleanRuns, hr.cleanFrom = cleanRunsOf(env.Expect)
 	if id, err := env.Host.BootID(); err == nil {
 		hr.bootID = id
 	}
@@ -104,4 +107,141 @@ func (hr *historyRun) observe(key string, v uint64) riseReading {
 	cur.Rose = r.Delta > 0
 	appendSample(cs, cur)
 	return r
+}
+
+// hold is the hysteresis of a rise that failed, as counters.errors has it:
+// a series marked failing (its FailingSince) stays held until it has had
+// hr.cleanRuns clean runs in a row, so a node drained for a burst is not
+// resumed on the first quiet run. Call it once a run for each key a check
+// judges, with failing true when that run's rise fails: that marks the
+// series (from now, or from when it first failed) and restarts its count
+// of clean runs. With failing false, a marked series counts one clean run
+// and is held (since: when it first failed, clean: the clean runs so
+// far) until the count reaches hr.cleanRuns; then the mark is cleared and
+// it returns held false with since and clean still set, for a note that
+// it passes again. A key never marked returns nothing and adds no series.
+// Without a state nothing is held.
+func (hr *historyRun) hold(key string, failing bool) (held bool, since time.Time, clean int) {
+	if hr.st == nil {
+		return false, time.Time{}, 0
+	}
+	defer hr.lock()()
+	if failing {
+		cs := hr.series(key)
+		if cs.FailingSince.IsZero() || cs.FailingSince.After(hr.now) {
+			cs.FailingSince = hr.now
+		}
+		cs.CleanRuns = 0
+		return true, cs.FailingSince, 0
+	}
+	cs := hr.st.Series(key)
+	if cs == nil || cs.FailingSince.IsZero() {
+		return false, time.Time{}, 0
+	}
+	cs.CleanRuns++
+	since, clean = cs.FailingSince, cs.CleanRuns
+	if clean >= hr.cleanRuns {
+		cs.FailingSince, cs.CleanRuns = time.Time{}, 0
+		return false, since, clean
+	}
+	return true, since, clean
+}
+
+// riseAckChecks are the checks that judge rises with hold: an ack of one
+// clears its held failures (AckRises).
+var riseAckChecks = []string{"pcie.aer", "link.phy"}
+
+// AcksByHold says whether an ack of check clears held failures (AckRises)
+// rather than accepting a level (AckCounters).
+func AcksByHold(check string) bool {
+	for _, id := range riseAckChecks {
+		if id == check {
+			return true
+		}
+	}
+	return false
+}
+
+// AckRises ends the wait for clean runs of check's held failures: the
+// hold (failing since, clean runs) of every series of the check is
+// cleared, on unit when given — a hop's PCI address for pcie.aer, a
+// netdev for link.phy, the second part of the series' keys — and the ack
+// is recorded with its time and reason. No level moves: these checks judge
+// the rise since the previous run, which a repair does not change; a rise
+// after the ack fails again. Units counts the units named, Counters the
+// series whose hold was cleared (none is no error: a hold may have ended
+// on its own).
+func AckRises(st *state.State, check, unit, reason string, now time.Time) (AckResult, error) {
+	if !AcksByHold(check) {
+		return AckResult{}, fmt.Errorf("%s takes no ack that clears held failures (those that do: %s)", check, strings.Join(riseAckChecks, ", "))
+	}
+	prefix := check + "/"
+	units := map[string]bool{}
+	var valid []string
+	for _, cs := range st.Counters {
+		u, ok := riseUnit(cs.Key, prefix)
+		if ok && !units[u] {
+			units[u] = true
+			valid = append(valid, u)
+		}
+	}
+	sort.Strings(valid)
+	if len(valid) == 0 {
+		return AckResult{}, fmt.Errorf("the state holds no history of %s: nothing to acknowledge (a run with --state keeps one)", check)
+	}
+	if unit != "" && !units[unit] {
+		return AckResult{}, &UnknownUnitError{Unit: unit, Valid: valid, Where: "in the state's history of " + check}
+	}
+	res := AckResult{Units: valid}
+	if unit != "" {
+		res.Units = []string{unit}
+	}
+	for i := range st.Counters {
+		cs := &st.Counters[i]
+		if u, ok := riseUnit(cs.Key, prefix); !ok || (unit != "" && u != unit) {
+			continue
+		}
+		if !cs.FailingSince.IsZero() {
+			res.Counters++
+		}
+		cs.FailingSince, cs.CleanRuns = time.Time{}, 0
+	}
+	st.Acks = append(st.Acks, state.Ack{Check: check, Unit: unit, At: now.UTC(), Reason: reason})
+	return res, nil
+}
+
+// ackNote says the newest ack of check that covers unit (one of the unit,
+// or of every unit), for the unit's details as counters.errors shows its
+// acks; "" when there is none or no state.
+func (hr *historyRun) ackNote(check, unit string) string {
+	if hr.st == nil {
+		return ""
+	}
+	defer hr.lock()()
+	var newest *state.Ack
+	for i := range hr.st.Acks {
+		a := &hr.st.Acks[i]
+		if a.Check != check || (a.Unit != "" && a.Unit != unit) {
+			continue
+		}
+		if newest == nil || !a.At.Before(newest.At) {
+			newest = a
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return fmt.Sprintf("acknowledged at %s: %s", stamp(newest.At), newest.Reason)
+}
+
+// riseUnit is the unit of a series key of the check whose keys start
+// with prefix: "pcie.aer/0000:17:00.0/aer_dev_correctable/RxErr" and the
+// hop's own "pcie.aer/0000:17:00.0" are 0000:17:00.0's.
+func riseUnit(key, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", false
+	}
+	u, _, _ := strings.Cut(rest, "/")
+	return u, u != ""
 }

@@ -29,7 +29,9 @@ func init() {
 				"above the limit of the active FEC warns (RS(544,514) on PAM4 lanes 2.4e-4, RS(528,514) on 25G lanes 5e-5: docs/link-health.md); " +
 				"rx_symbol_err_phy above 120/h warns; link-down events: 3 in a day warn, 5 fail; pause-storm error events fail, warnings warn. " +
 				"A link that is down with an extended state fails naming the cause (cable, module, overheat, power budget, negotiation). A " +
-				"driver with no FEC and no PHY statistics (dummy, virtio_net, veth) answers EOPNOTSUPP: skip, never fail.",
+				"driver with no FEC and no PHY statistics (dummy, virtio_net, veth) answers EOPNOTSUPP: skip, never fail. With --state a counter " +
+				"whose rise failed stays failing (still-failing) until it has had counters.clean_runs clean runs (3 by default), or " +
+				"`rdmadoctor ack link.phy` clears it.",
 			Why: "A cable or transceiver that degrades shows first in the FEC counters: the link still looks ACTIVE while FEC corrects more and more, " +
 				"then frames the FEC cannot correct are dropped — on RoCE every drop costs a retransmission timeout, and a link that flaps takes every " +
 				"RDMA connection over it down with it. Reading them tells which cable or module to replace before the job fails.",
@@ -104,6 +106,12 @@ var (
 		Fix: "The host did not take frames off {netdev}'s receive buffer for longer than the NIC's pause-storm timeout, and the pauses it sent " +
 			"stalled the fabric: read `dmesg` for the driver's messages (TX timeout, health) and look for what stalls the host (CPU, PCIe); " +
 			"`ethtool --get-tunable {netdev} pfc-prevention-tout` shows the timeout."})
+	phyStillFailing = declare(Finding{ID: "link.phy/still-failing", Status: report.Fail,
+		When: "with --state, a counter whose rise failed (uncorrectable FEC blocks, flapping, pause-storm errors) has not failed since but has " +
+			"had fewer clean runs than it needs to pass again (3, or counters.clean_runs in the expectations file), and `rdmadoctor ack link.phy` " +
+			"has not cleared it",
+		Message: "{netdev} ({ports}): {what} since {failing_since}, not this run; still failing: passes again after {clean_runs} clean runs ({clean_so_far} so far)",
+		Fix:     "As for the failure held: {fix} After a repair, `rdmadoctor ack link.phy --unit {netdev} --reason TEXT` ends the wait for clean runs."})
 	phyPauseWarning = declare(Finding{ID: "link.phy/pause-storm-warning", Status: report.Warn,
 		When:    "tx_pause_storm_warning_events rose since the previous run: the NIC sent pause frames for long stretches",
 		Message: "{netdev} ({ports}): {count} pause-storm warning events {over}",
@@ -145,6 +153,9 @@ func runLinkPHY(_ context.Context, env *Env) Result {
 		j := &phyJudge{env: env, hr: hr, netdev: u.netdev, vf: u.vf, pciDriver: u.driver, ans: answers[u.netdev],
 			slots: Slots{"netdev": u.netdev, "ports": strings.Join(u.ports, ", ")}}
 		fs = append(fs, j.judge()...)
+		if ack := hr.ackNote("link.phy", u.netdev); ack != "" {
+			j.notes = append(j.notes, ack) // after the pass line took its notes: the details only
+		}
 		if len(j.notes) > 0 {
 			details = append(details, u.netdev+": "+strings.Join(j.notes, "; "))
 		}

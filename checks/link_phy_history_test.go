@@ -82,7 +82,8 @@ func bumpOn(t *testing.T, dir, netdev, counter string, by uint64) {
 
 // Runs with --state over the fixture whose uncorrectable FEC blocks rise:
 // the first run has only the count since boot (warn), the second sees them
-// rise (fail), the third none (pass); pause storms the same way.
+// rise (fail), and the failure holds through clean runs until the third
+// (pass); pause storms the same way.
 func TestLinkPHYAcrossRuns(t *testing.T) {
 	tree, err := sysfstest.Fixture("cx7-roce-fec-uncorrectable")
 	if err != nil {
@@ -95,18 +96,24 @@ func TestLinkPHYAcrossRuns(t *testing.T) {
 	st := state.New("cx7")
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	steps := []struct {
-		counter string
-		by      uint64
-		status  report.Status
-		finding string // about ens1f0np0
-		has     string
+		counter  string
+		by       uint64
+		status   report.Status
+		findings []string // about ens1f0np0, without the check's prefix
+		has      string
 	}{
-		{status: report.Warn, finding: "since-boot", has: "1873 uncorrectable FEC blocks since boot (10.0 days); whether they still rise needs a second run with --state"},
-		{counter: "fec_uncorrectable", by: 337, status: report.Fail, finding: "fec-uncorrectable",
+		{status: report.Warn, findings: []string{"since-boot"}, has: "1873 uncorrectable FEC blocks since boot (10.0 days); whether they still rise needs a second run with --state"},
+		{counter: "fec_uncorrectable", by: 337, status: report.Fail, findings: []string{"fec-uncorrectable"},
 			has: "337 uncorrectable FEC blocks since the last run at 2026-02-01T08:00:00Z (1.0 h) (FEC RS): frames lost on the wire"},
-		{status: report.Pass, finding: "healthy", has: "0 uncorrectable FEC blocks since the last run at 2026-02-01T09:00:00Z (1.0 h)"},
-		{counter: "tx_pause_storm_error_events", by: 1, status: report.Fail, finding: "pause-storm", has: "1 pause-storm error events since the last run"},
-		{counter: "tx_pause_storm_warning_events", by: 4, status: report.Warn, finding: "pause-storm-warning", has: "4 pause-storm warning events"},
+		{status: report.Fail, findings: []string{"still-failing"}, has: "ens1f0np0 (mlx5_0 port 1): uncorrectable FEC blocks rising since 2026-02-01T09:00:00Z, " +
+			"not this run; still failing: passes again after 3 clean runs (1 so far)"},
+		{counter: "tx_pause_storm_error_events", by: 1, status: report.Fail, findings: []string{"still-failing", "pause-storm"},
+			has: "1 pause-storm error events since the last run"},
+		{counter: "tx_pause_storm_warning_events", by: 4, status: report.Fail, findings: []string{"still-failing", "pause-storm-warning"},
+			has: "uncorrectable FEC blocks rising: clean for 3 runs after failing since 2026-02-01T09:00:00Z: passes again"},
+		{status: report.Fail, findings: []string{"still-failing"}, has: "pause-storm error events rising since 2026-02-01T11:00:00Z, not this run; " +
+			"still failing: passes again after 3 clean runs (2 so far)"},
+		{status: report.Pass, findings: []string{"healthy"}, has: "pause-storm error events rising: clean for 3 runs after failing since 2026-02-01T11:00:00Z: passes again"},
 	}
 	for i, s := range steps {
 		if s.counter != "" {
@@ -117,14 +124,22 @@ func TestLinkPHYAcrossRuns(t *testing.T) {
 		if r.Status != s.status {
 			t.Fatalf("run %d: %s, want %s\n%s", i+1, r.Status, s.status, text)
 		}
-		if got := findingsAbout(r, "ens1f0np0"); !reflect.DeepEqual(got, []string{"link.phy/" + s.finding}) {
-			t.Errorf("run %d: findings about ens1f0np0 %v, want %s", i+1, got, s.finding)
+		var want []string
+		for _, f := range s.findings {
+			want = append(want, "link.phy/"+f)
+		}
+		if got := findingsAbout(r, "ens1f0np0"); !reflect.DeepEqual(got, want) {
+			t.Errorf("run %d: findings about ens1f0np0 %v, want %v", i+1, got, want)
 		}
 		if !strings.Contains(text, s.has) {
 			t.Errorf("run %d lacks %q:\n%s", i+1, s.has, text)
 		}
+		if i == 2 && (!strings.Contains(r.Remedy, "ens1f0np0 (mlx5_0 port 1) loses frames its FEC cannot correct") ||
+			!strings.Contains(r.Remedy, "`rdmadoctor ack link.phy --unit ens1f0np0 --reason TEXT` ends the wait")) {
+			t.Errorf("run 3: the held failure's remedy is not the failure's own, with the ack: %s", r.Remedy)
+		}
 	}
-	if cs := st.Series("link.phy/ens1f0np0/fec_uncorrectable"); cs == nil || len(cs.Samples) != len(steps) || cs.Samples[1].Value != 2210 {
+	if cs := st.Series("link.phy/ens1f0np0/fec_uncorrectable"); cs == nil || len(cs.Samples) != len(steps) || cs.Samples[1].Value != 2210 || !cs.FailingSince.IsZero() {
 		t.Errorf("state series: %+v", cs)
 	}
 }
@@ -204,5 +219,39 @@ func TestPreFECLimit(t *testing.T) {
 		if ok != c.ok || got.value != c.want {
 			t.Errorf("preFECLimit(%s, %d, %d) = %v %v, want %v %v", c.fec, c.speed, c.lanes, got.value, ok, c.want, c.ok)
 		}
+	}
+}
+
+// After a repair, an ack of the netdev ends the wait: the next run
+// without a rise passes; a rise after the ack fails again.
+func TestLinkPHYAckEndsTheHold(t *testing.T) {
+	tree, err := sysfstest.Fixture("cx7-roce-fec-uncorrectable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "host")
+	if err := tree.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	st := state.New("cx7")
+	runLinkPHYAt(t, dir, st, t0)
+	bump(t, dir, "fec_uncorrectable", 10)
+	if r := runLinkPHYAt(t, dir, st, t0.Add(time.Hour)); r.Status != report.Fail {
+		t.Fatalf("the rise: %s %s", r.Status, r.Summary)
+	}
+	if _, err := AckRises(st, "link.phy", "ens1f0np0", "cable replaced", t0.Add(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	r := runLinkPHYAt(t, dir, st, t0.Add(2*time.Hour))
+	if r.Status != report.Pass || !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/healthy"}) {
+		t.Errorf("the run after the ack: %s %v %s", r.Status, findingsAbout(r, "ens1f0np0"), r.Summary)
+	}
+	if details := strings.Join(r.Details, "\n"); !strings.Contains(details, "; acknowledged at 2026-02-01T09:30:00Z: cable replaced") ||
+		strings.Contains(r.Summary, "acknowledged") {
+		t.Errorf("the ack belongs in the netdev's details only:\n%s\n%s", r.Summary, details)
+	}
+	bump(t, dir, "fec_uncorrectable", 1)
+	if r := runLinkPHYAt(t, dir, st, t0.Add(3*time.Hour)); !reflect.DeepEqual(findingsAbout(r, "ens1f0np0"), []string{"link.phy/fec-uncorrectable"}) {
+		t.Errorf("a rise after the ack: %v %s", findingsAbout(r, "ens1f0np0"), r.Summary)
 	}
 }

@@ -137,6 +137,22 @@ func (j *phyJudge) observe(counter string, v uint64) riseReading {
 	return j.hr.observe("link.phy/"+j.netdev+"/"+counter, v)
 }
 
+// hold is the hysteresis of one counter (a key under the netdev's) whose
+// rise fails with f: failing marks it; while it is marked and no longer
+// fails it is still failing, with f's fix, until its clean runs are done,
+// and then the notes say it passes again.
+func (j *phyJudge) hold(counter, what string, f *Finding, failing bool) {
+	held, since, clean := j.hr.hold("link.phy/"+j.netdev+"/"+counter, failing)
+	switch {
+	case failing:
+	case held:
+		j.add(phyStillFailing, "what", what, "failing_since", stamp(since), "clean_runs", fmt.Sprint(j.hr.cleanRuns),
+			"clean_so_far", fmt.Sprint(clean), "fix", render(f.Fix, j.slots))
+	case !since.IsZero():
+		j.note(fmt.Sprintf("%s: clean for %d runs after failing since %s: passes again", what, clean, stamp(since)))
+	}
+}
+
 func (j *phyJudge) fecMode() string {
 	if j.ans.FEC == nil {
 		return "unknown"
@@ -164,6 +180,7 @@ func (j *phyJudge) uncorrectable() {
 		}
 	}
 	j.note(fmt.Sprintf("%d uncorrectable FEC blocks %s", r.Delta, r.Words()))
+	j.hold("fec_uncorrectable", "uncorrectable FEC blocks rising", phyUncorrectable, r.Since == riseSincePrevious && r.Delta > 0)
 	if r.Delta == 0 {
 		return
 	}
@@ -294,6 +311,7 @@ func (j *phyJudge) flaps() {
 	}
 	r := j.observe("link_down/"+counter, v)
 	if r.Since == riseNewBaseline {
+		j.hold("link_down/"+counter, "the link flapping", phyFlappingDrain, false)
 		return
 	}
 	n := r.Delta
@@ -308,6 +326,7 @@ func (j *phyJudge) flaps() {
 		j.note(fmt.Sprintf("%d link-down events %s", n, r.Words()))
 	}
 	kv := []string{"count", strconv.FormatUint(n, 10), "over", r.Words(), "counter", counter}
+	j.hold("link_down/"+counter, "the link flapping", phyFlappingDrain, perDay >= flapsFailPerDay)
 	switch {
 	case perDay >= flapsFailPerDay:
 		j.add(phyFlappingDrain, kv...)
@@ -320,6 +339,7 @@ func (j *phyJudge) flaps() {
 func (j *phyJudge) pauseStorm() {
 	if v, _, ok := j.stat(statPauseError); ok {
 		r := j.observe("tx_pause_storm_error_events", v)
+		j.hold("tx_pause_storm_error_events", "pause-storm error events rising", phyPauseStorm, r.Since == riseSincePrevious && r.Delta > 0)
 		count := strconv.FormatUint(r.Delta, 10)
 		switch {
 		case r.Delta == 0:

@@ -24,7 +24,8 @@ func init() {
 				"; NonFatalErr, CorrIntErr and HeaderOF say nothing about the link and are only listed. The hop where a count grows is named with " +
 				"the link its errors point at: a port counts what its receiver saw, so a downstream or root port's errors are on the link below it, a NIC's " +
 				"or an upstream port's on the link above it. A hop without the files (no AER capability, AER off, a kernel without CONFIG_PCIEAER) is not " +
-				"judged, and said; when no hop has them the check skips.",
+				"judged, and said; when no hop has them the check skips. With --state a hop that failed stays failing (still-failing) until " +
+				"it has had counters.clean_runs clean runs (3 by default), or `rdmadoctor ack pcie.aer` clears it.",
 			Why: "A PCIe link that throws correctable errors is replaying TLPs: bandwidth to the NIC drops and latency jitters long before anything fails, " +
 				"and a link that keeps doing so usually ends in an uncorrectable error — the driver resets the function (non-fatal) or the link goes down " +
 				"(fatal), and every RDMA job on the NIC fails. The AER counters are the only place where this shows before it happens.",
@@ -84,6 +85,14 @@ var (
 		When:    "the link's correctable errors on a hop rose faster than " + aerWarnRateText + " but not beyond the fail rate",
 		Message: aerUnitLine + ": {count} correctable link errors {since} on {hop_name} ({kinds}) — {rate}/h, above {limit}",
 		Fix:     aerCorrectableFix})
+	aerStillFailing = declare(Finding{ID: "pcie.aer/still-failing", Status: report.Fail,
+		When: "with --state, a hop whose AER errors failed (a fatal or non-fatal rise, a correctable storm) has had fewer clean runs since " +
+			"than it needs to pass again (3, or counters.clean_runs in the expectations file), and `rdmadoctor ack pcie.aer` has not cleared it",
+		Message: aerUnitLine + ": AER errors on {hop_name} failing since {failing_since}, none failing this run; still failing on {link}: " +
+			"passes again after {clean_runs} clean runs ({clean_so_far} so far)",
+		Fix: "The errors on {link} may come back: {action} Confirm with `dmesg | grep -i -e AER -e 'PCIe Bus Error'` and " +
+			"`lspci -vv -s {hop} | grep -e UESta -e CESta -e LnkSta`. After a repair, `rdmadoctor ack pcie.aer --unit {hop} --reason TEXT` " +
+			"ends the wait for clean runs."})
 	aerUnreadable = declare(Finding{ID: "pcie.aer/unreadable", Status: report.Error,
 		When:    "an AER statistics file is there but could not be read or parsed, and no other hop fails",
 		Message: aerUnitLine + ": AER statistics unreadable on {hops}",

@@ -74,10 +74,15 @@ func TestPCIeAERAcrossRuns(t *testing.T) {
 			"on the switch's downstream port 0000:17:00.0 (RxErr 24, BadTLP 6) — 30.0/h, above 10/h"},
 		{report.Fail, "pcie.aer/correctable-storm", "900 correctable link errors since the last run at 2026-02-01T09:00:00Z (1.0 h) " +
 			"on the switch's downstream port 0000:17:00.0 (RxErr 800, BadTLP 100) — 900.0/h, above 480/h"},
-		{report.Pass, "pcie.aer/clean", "correctable link errors 0 since the last run at 2026-02-01T10:00:00Z (1.0 h) (0.0/h)"},
+		{report.Fail, "pcie.aer/still-failing", "mlx5_0 0000:18:00.0: AER errors on the switch's downstream port 0000:17:00.0 failing since " +
+			"2026-02-01T10:00:00Z, none failing this run; still failing on the link between the switch's downstream port 0000:17:00.0 and " +
+			"mlx5_0 (0000:18:00.0): passes again after 3 clean runs (1 so far)"},
+		{report.Fail, "pcie.aer/still-failing", "passes again after 3 clean runs (2 so far)"},
+		{report.Pass, "pcie.aer/clean", "correctable link errors 0 since the last run at 2026-02-01T12:00:00Z (1.0 h) (0.0/h); " +
+			"clean for 3 runs after failing since 2026-02-01T10:00:00Z: passes again"},
 	}
 	for i, s := range steps {
-		r := run(sysfstest.AERCorrectableRising(i), st, at(i))
+		r := run(sysfstest.AERCorrectableRising(min(i, 3)), st, at(i))
 		if r.Status != s.status || !r.HasFinding(s.finding) {
 			t.Errorf("step %d: %s %v, want %s %s: %s", i, r.Status, findingsAbout(r, "0000:18:00.0"), s.status, s.finding, r.Summary)
 		}
@@ -115,9 +120,9 @@ func TestPCIeAERUncorrectableAcrossRuns(t *testing.T) {
 	}{
 		{sysfstest.AERNonFatalOnNIC(), st, []string{"pcie.aer/uncorrectable-since-boot"}, "1 non-fatal uncorrectable AER error message(s) since boot (10.0 days)"},
 		{errs(2, 0), st, []string{"pcie.aer/nonfatal"}, "1 non-fatal uncorrectable AER error message(s) since the last run at 2026-02-01T08:00:00Z (1.0 h) on mlx5_0 (0000:18:00.0) (CmpltTO 2 since boot)"},
-		{errs(2, 1), st, []string{"pcie.aer/fatal"}, "1 fatal AER error message(s) since the last run at 2026-02-01T09:00:00Z (1.0 h) on the root port 0000:15:01.0 (SDES 1 since boot), " +
+		{errs(2, 1), st, []string{"pcie.aer/fatal", "pcie.aer/still-failing"}, "1 fatal AER error message(s) since the last run at 2026-02-01T09:00:00Z (1.0 h) on the root port 0000:15:01.0 (SDES 1 since boot), " +
 			"on the link between the root port 0000:15:01.0 and the switch's upstream port 0000:16:00.0"},
-		{errs(2, 1), st, []string{"pcie.aer/clean"}, "no AER errors rising on the 32 hop(s)"},
+		{errs(2, 1), st, []string{"pcie.aer/still-failing", "pcie.aer/still-failing"}, "AER errors on mlx5_0 (0000:18:00.0) failing since 2026-02-01T09:00:00Z"},
 		{errs(2, 1), nil, []string{"pcie.aer/uncorrectable-since-boot", "pcie.aer/uncorrectable-since-boot"}, "2 non-fatal uncorrectable AER error message(s) since boot"},
 	}
 	for i, s := range steps {
@@ -183,5 +188,26 @@ func TestAERChainNamesEachHop(t *testing.T) {
 	}
 	if link, _ := aerLinkOf(chain[:1], 0); link != "mlx5_0 (0000:18:00.0)'s own link" {
 		t.Errorf("a NIC without a bridge above it: %q", link)
+	}
+}
+
+// An ack of the hop ends the wait for clean runs: the next run without a
+// rise passes, and the hop's line says the ack.
+func TestPCIeAERAckEndsTheHold(t *testing.T) {
+	st := state.New("hgx")
+	run := aerRuns(t, sysfstest.AERHealthy())
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	for i := range 3 {
+		run(sysfstest.AERCorrectableRising(i), st, at(i))
+	}
+	if _, err := AckRises(st, "pcie.aer", sysfstest.AERSwitchDownstreamPort, "retimer replaced", at(3)); err != nil {
+		t.Fatal(err)
+	}
+	r := run(sysfstest.AERCorrectableRising(3), st, at(4))
+	if got := findingsAbout(r, sysfstest.AERNIC); r.Status != report.Pass || len(got) != 1 || got[0] != "pcie.aer/clean" {
+		t.Errorf("the run after the ack: %s %v: %s", r.Status, got, r.Summary)
+	}
+	if text := strings.Join(r.Details, "\n"); !strings.Contains(text, "acknowledged at 2026-02-01T11:00:00Z: retimer replaced") {
+		t.Errorf("the hop's line lacks the ack:\n%s", text)
 	}
 }

@@ -201,12 +201,44 @@ func (r *aerRun) judgeHop(h *sysfs.Host, hop aerHop) *aerHopJudgement {
 			j.found = append(j.found, aerHopFinding{f, base.with(c.slots()...)})
 		}
 	}
+	for _, note := range []string{r.holdHop(hop.addr, j, base), r.hr.ackNote("pcie.aer", hop.addr)} {
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
 	if len(d.RootPort) > 0 {
 		j.evidence["rootport_totals"] = d.RootPort
 	}
 	j.line = hop.name + ": " + strings.Join(notes, "; ")
 	return j
 }
+
+// holdHop is the hop's hysteresis: a hop with a failing finding this run
+// is marked; a hop marked before that fails no more is still failing until
+// it has had its clean runs. The note says when it passes again.
+func (r *aerRun) holdHop(addr string, j *aerHopJudgement, base Slots) string {
+	failing := false
+	for _, f := range j.found {
+		failing = failing || f.finding.Status == report.Fail
+	}
+	held, since, clean := r.hr.hold(aerHoldKey(addr), failing)
+	switch {
+	case failing && held:
+		j.evidence["failing_since"] = since
+	case failing:
+	case held:
+		j.found = append(j.found, aerHopFinding{aerStillFailing, base.with("failing_since", stamp(since),
+			"clean_runs", fmt.Sprint(r.hr.cleanRuns), "clean_so_far", fmt.Sprint(clean))})
+		j.evidence["failing_since"] = since
+	case !since.IsZero():
+		return fmt.Sprintf("clean for %d runs after failing since %s: passes again", clean, stamp(since))
+	}
+	return ""
+}
+
+// aerHoldKey is the series that holds a hop's hysteresis: the hop, above
+// its counters' series (pcie.aer/<address>/<file>/<name>).
+func aerHoldKey(addr string) string { return "pcie.aer/" + addr }
 
 // aerHopFinding is a finding a hop calls for, with the hop's slots.
 type aerHopFinding struct {
@@ -328,9 +360,16 @@ func (c aerCorrectableRise) slots() []string {
 }
 
 // sortFindingsWorstFirst orders one unit's findings by status, worst
-// first, keeping the path's order among equals.
+// first, a failure of this run before one still held from an earlier run,
+// keeping the path's order among equals.
 func sortFindingsWorstFirst(fs []report.Finding) {
-	sort.SliceStable(fs, func(a, b int) bool { return worse(fs[a].Status, fs[b].Status) })
+	held := func(f report.Finding) bool { return f.ID == aerStillFailing.ID }
+	sort.SliceStable(fs, func(a, b int) bool {
+		if fs[a].Status != fs[b].Status {
+			return worse(fs[a].Status, fs[b].Status)
+		}
+		return !held(fs[a]) && held(fs[b])
+	})
 }
 
 // indent indents detail lines under a hop's line.

@@ -20,6 +20,9 @@ Accept a check's present level as its new baseline, recorded in the kept
 state with the time and the reason; reports show it. For counters.errors:
 the error counters' present values, on one unit (mlx5_0/1, mlx5_0/device),
 one device (mlx5_0) or every unit; later runs judge their rise from there.
+For pcie.aer and link.phy: a failure they still hold (waiting for clean
+runs) ends, on one hop (its PCI address) or netdev, or every one; a rise
+after the ack fails again.
 
   --unit UNIT     the unit to acknowledge (default: every unit of the check)
   --reason TEXT   why this level is accepted (required: it is shown in reports)
@@ -85,7 +88,8 @@ type ackRequest struct{ check, unit, reason, state, root string }
 
 // runAck takes the state's lock as a run does, reads the state (a missing
 // or corrupt one is refused: there is nothing to accept a level in), reads
-// the counters, records the ack and saves.
+// the counters (counters.errors) or clears the held failures (pcie.aer,
+// link.phy), records the ack and saves.
 func runAck(req ackRequest, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "rdmadoctor ack: %v\n", err)
@@ -106,25 +110,48 @@ func runAck(req ackRequest, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(report.ExitInternal, fmt.Errorf("%w (acks are kept in the state a run with --state writes: run once with --state first)", err))
 	}
-	host, cleanup, err := openRoot(req.root)
-	if err != nil {
-		return fail(report.ExitUsage, err)
-	}
-	defer cleanup()
-	res, err := checks.AckCounters(host, st, req.unit, req.reason, time.Now())
+	line, err := ackInState(req, st)
 	var unknown *checks.UnknownUnitError
-	if errors.As(err, &unknown) {
+	var badRoot ackRootError
+	switch {
+	case errors.As(err, &unknown), errors.As(err, &badRoot):
 		return fail(report.ExitUsage, err)
-	}
-	if err != nil {
+	case err != nil:
 		return fail(report.ExitInternal, err)
 	}
 	if err := st.Save(req.state); err != nil {
 		return fail(report.ExitInternal, err)
 	}
-	fmt.Fprintf(stdout, "acknowledged %s on %s: %d error counter(s) take their present values as the new baseline; reason: %s\n",
-		req.check, strings.Join(res.Units, ", "), res.Counters, req.reason)
+	fmt.Fprintln(stdout, line)
 	return 0
+}
+
+// ackRootError is a --root that could not be opened: a usage error.
+type ackRootError struct{ error }
+
+// ackInState records the ack in st: counters.errors reads the host's
+// counters for their level; a check that holds failures clears them from
+// the state alone. It returns the line that says what was done.
+func ackInState(req ackRequest, st *state.State) (string, error) {
+	if checks.AcksByHold(req.check) {
+		res, err := checks.AckRises(st, req.check, req.unit, req.reason, time.Now())
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("acknowledged %s on %s: %d held failure(s) cleared; later runs judge new rises only; reason: %s",
+			req.check, strings.Join(res.Units, ", "), res.Counters, req.reason), nil
+	}
+	host, cleanup, err := openRoot(req.root)
+	if err != nil {
+		return "", ackRootError{err}
+	}
+	defer cleanup()
+	res, err := checks.AckCounters(host, st, req.unit, req.reason, time.Now())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("acknowledged %s on %s: %d error counter(s) take their present values as the new baseline; reason: %s",
+		req.check, strings.Join(res.Units, ", "), res.Counters, req.reason), nil
 }
 
 // lockWithin retries the run lock for up to wait: the lock is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,10 +68,10 @@ func TestAckRefusals(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors)"},
+		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors, pcie.aer, link.phy)"},
 		{"unknown check", []string{"counters.bogus", "--reason", "x", "--state", sp}, 2, `rdmadoctor ack: unknown check "counters.bogus"; valid checks: `},
 		{"a check without acks", []string{"port.state", "--reason", "x", "--state", sp}, 2,
-			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors)"},
+			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors, pcie.aer, link.phy)"},
 		{"no reason", []string{"counters.errors", "--state", sp, "--root", root}, 2, "rdmadoctor ack: --reason is required: say why this level is accepted"},
 		{"unknown unit", []string{"counters.errors", "--unit", "mlx5_7/1", "--reason", "x", "--state", sp, "--root", root}, 2,
 			`rdmadoctor ack: no counter unit "mlx5_7/1" on this host; units: mlx5_0/1, mlx5_0/device`},
@@ -107,5 +108,42 @@ func TestAckWaitsForARun(t *testing.T) {
 	}
 	if st, err := state.Load(sp); err != nil || len(st.Acks) != 1 || st.Acks[0].Unit != "" {
 		t.Errorf("state: %v %+v", err, st)
+	}
+}
+
+// An ack of pcie.aer or link.phy clears the failures they hold in the
+// state, on one unit or all; it reads no counters (no --root needed).
+func TestAckClearsHeldRises(t *testing.T) {
+	sp := filepath.Join(t.TempDir(), "state.json")
+	since := time.Date(2026, 2, 1, 8, 0, 0, 0, time.UTC)
+	st := state.New("cx7")
+	for _, k := range []string{"link.phy/eth0/fec_uncorrectable", "link.phy/eth1/tx_pause_storm_error_events", "pcie.aer/0000:17:00.0"} {
+		st.Counters = append(st.Counters, state.CounterSeries{Key: k, FailingSince: since, CleanRuns: 1})
+	}
+	if err := st.Save(sp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errText := runAckCmd("link.phy", "--unit", "eth0", "--reason", "cable replaced", "--state", sp)
+	if code != 0 || out != "acknowledged link.phy on eth0: 1 held failure(s) cleared; later runs judge new rises only; reason: cable replaced\n" || errText != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errText)
+	}
+	code, _, errText = runAckCmd("pcie.aer", "--unit", "0000:99:00.0", "--reason", "x", "--state", sp)
+	if code != 2 || errText != "rdmadoctor ack: no counter unit \"0000:99:00.0\" in the state's history of pcie.aer; units: 0000:17:00.0\n" {
+		t.Errorf("unknown hop: exit %d %q", code, errText)
+	}
+	got, err := state.Load(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, cs := range got.Counters {
+		held[cs.Key] = !cs.FailingSince.IsZero()
+	}
+	want := map[string]bool{"link.phy/eth0/fec_uncorrectable": false, "link.phy/eth1/tx_pause_storm_error_events": true, "pcie.aer/0000:17:00.0": true}
+	if !reflect.DeepEqual(held, want) {
+		t.Errorf("held after the ack: %v, want %v", held, want)
+	}
+	if len(got.Acks) != 1 || got.Acks[0].Check != "link.phy" || got.Acks[0].Unit != "eth0" || got.Acks[0].Reason != "cable replaced" || time.Since(got.Acks[0].At) > time.Minute {
+		t.Errorf("acks: %+v", got.Acks)
 	}
 }
