@@ -142,7 +142,8 @@ func AERCorrectableRising(step int) *Tree {
 // AERNonFatalOnNIC: mlx5_0 sent one non-fatal uncorrectable error (a
 // completion timeout) since boot. pcie.aer warns on a first run (a count
 // since boot, not known to be recent), exit 0; with the state, a later run
-// fails when another one follows and passes while none does.
+// fails when another one follows, and stays failing (still-failing) until
+// counters.clean_runs clean runs have passed.
 func AERNonFatalOnNIC() *Tree {
 	return AERHGX(map[string]AERCounts{AERNIC: {NonFatal: map[string]uint64{"CmpltTO": 1}}})
 }
