@@ -17,7 +17,7 @@ func init() {
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds with an SM LID: an SA PathRecord Get (SubnAdm class, attribute 0x0035, " +
 				"SGID and DGID given, one reversible path) to the SM LID, from the port's GID 0 to itself and to each port GUID of the " +
-				"expectations class's ib_peers (in the port's subnet), 200 ms a try, two tries. No answer or an SA error status " +
+				"expectations class's ib_peers (in the port's subnet), 1 s a try (the SA is the SM's software), two tries. No answer or an SA error status " +
 				"(ERR_NO_RECORDS: no path) fails. A path whose MTU is below the port's active MTU (its PortInfo, by an empty directed " +
 				"route) or whose rate is below the port's warns: a hop on the way limits it.",
 			Why: "Every rdma_cm connection, MPI and NCCL over IB, and IPoIB's neighbours resolve a path record through the SA before the first " +

@@ -25,6 +25,11 @@ const (
 	DefaultTries   = 2
 )
 
+// SATimeout is the least a try to the SA waits: the SA is the SM's
+// software, which answers between its sweeps, not an agent in a port's
+// firmware; infiniband-diags wait a second for every MAD.
+const SATimeout = time.Second
+
 // NewClient is a Client over t with the default timeout and tries.
 func NewClient(t Transport) *Client {
 	c := &Client{T: t}
@@ -51,9 +56,19 @@ func (c *Client) tries() int {
 // has its own transaction ID, so a late answer to an earlier try is not
 // taken for this one's.
 func (c *Client) do(ctx context.Context, p Port, dest Dest, what string, build func(tid uint64) ([]byte, error)) ([]byte, error) {
+	return c.doWithin(ctx, p, dest, what, c.timeout(), build)
+}
+
+// doSA is do for a query to the SA, each try at least SATimeout.
+func (c *Client) doSA(ctx context.Context, p Port, dest Dest, what string, build func(tid uint64) ([]byte, error)) ([]byte, error) {
+	return c.doWithin(ctx, p, dest, what, max(c.timeout(), SATimeout), build)
+}
+
+// doWithin is do with each try's wait given.
+func (c *Client) doWithin(ctx context.Context, p Port, dest Dest, what string, each time.Duration, build func(tid uint64) ([]byte, error)) ([]byte, error) {
 	var last error
 	for try := 0; try < c.tries(); try++ {
-		wait := c.timeout()
+		wait := each
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
 		}
@@ -86,7 +101,7 @@ func (c *Client) do(ctx context.Context, p Port, dest Dest, what string, build f
 	if errors.As(last, &se) {
 		return nil, fmt.Errorf("%s: %w", what, last)
 	}
-	return nil, &TimeoutError{Request: what + " from " + p.Name(), Tries: c.tries(), Each: c.timeout().String()}
+	return nil, &TimeoutError{Request: what + " from " + p.Name(), Tries: c.tries(), Each: each.String()}
 }
 
 // smp sends a subnet management Get of attr along r and returns its data.
@@ -175,7 +190,7 @@ func (c *Client) PortCounters(ctx context.Context, p Port, lid uint16, port uint
 func (c *Client) PathRecord(ctx context.Context, p Port, dgid GID) (PathRecord, error) {
 	dest := Dest{LID: p.SMLID, QP: 1, QKey: QKey, SL: p.SMSL}
 	what := fmt.Sprintf("PathRecord Get to the SA at LID %d for %s", p.SMLID, dgid)
-	resp, err := c.do(ctx, p, dest, what, func(tid uint64) ([]byte, error) {
+	resp, err := c.doSA(ctx, p, dest, what, func(tid uint64) ([]byte, error) {
 		return NewPathRecordQuery(p.GID(), dgid, tid), nil
 	})
 	if err != nil {
@@ -188,7 +203,7 @@ func (c *Client) PathRecord(ctx context.Context, p Port, dgid GID) (PathRecord, 
 func (c *Client) SMInfoRecords(ctx context.Context, p Port) ([]SMInfoRecord, error) {
 	dest := Dest{LID: p.SMLID, QP: 1, QKey: QKey, SL: p.SMSL}
 	what := fmt.Sprintf("SMInfoRecord GetTable to the SA at LID %d", p.SMLID)
-	resp, err := c.do(ctx, p, dest, what, func(tid uint64) ([]byte, error) { return NewSMInfoRecordQuery(tid), nil })
+	resp, err := c.doSA(ctx, p, dest, what, func(tid uint64) ([]byte, error) { return NewSMInfoRecordQuery(tid), nil })
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestFixturesAgreeWithTools(t *testing.T) {
 		"nodeinfo_dr_0_1":       nodeInfoChecks,
 		"portinfo_lid4":         portInfoChecks,
 		"portinfo_dr_0_1_port1": portInfoChecks,
-		"nodedesc_lid1": {{"Node Description", func(b []byte) (string, error) { return DecodeNodeDesc(SMPData(b)) }}},
+		"nodedesc_lid1":         {{"Node Description", func(b []byte) (string, error) { return DecodeNodeDesc(SMPData(b)) }}},
 		"perfquery_lid4_port1": {
 			{"PortSelect", pc(func(c PortCounters) any { return c.PortSelect })},
 			{"SymbolErrorCounter", pc(func(c PortCounters) any { return c.SymbolErrors })},
