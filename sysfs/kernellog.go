@@ -75,26 +75,69 @@ var rdmaKernelLog = sync.OnceValue(func() *regexp.Regexp {
 var rdmaKernelStems = []string{"mlx", "ib_", "rdma", "rxe", "bnxt_re", "efa", "qedr", "hns_", "i40iw", "cxgb4",
 	"mana_", "siw", "hfi1", "infiniband", "uverbs", "ipoib", "roce"}
 
+var rdmaStemSet = sync.OnceValue(func() *literalSet { return newLiteralSet(rdmaKernelStems) })
+
 // IsRDMAKernelMessage says whether a kernel log message is the RDMA stack's.
 func IsRDMAKernelMessage(text string) bool {
-	return containsAny(strings.ToLower(text), rdmaKernelStems) && rdmaKernelLog().MatchString(text)
+	return rdmaStemSet().in(text) && rdmaKernelLog().MatchString(text)
 }
 
-// containsAny says whether s holds one of the literals. A string with a
+// literalSet finds any of a few lower-case literals in a string, ASCII
+// case ignored, in one pass over its bytes: a table of the literals' first
+// two bytes says where one may start. It runs on every record of the ring,
+// so it allocates nothing and calls no search per literal. A string with a
 // byte beyond ASCII says yes: case folding has non-ASCII forms of ASCII
-// letters (the Kelvin sign folds to k) that ToLower leaves alone.
-func containsAny(s string, literals []string) bool {
+// letters (the Kelvin sign folds to k) that a byte test does not see.
+type literalSet struct {
+	start [256][256]bool
+	lits  []string
+}
+
+func newLiteralSet(lits []string) *literalSet {
+	ls := &literalSet{lits: lits}
+	for _, l := range lits {
+		ls.start[l[0]][l[1]] = true
+	}
+	return ls
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// in says whether s holds one of the literals.
+func (ls *literalSet) in(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
 			return true
 		}
-	}
-	for _, l := range literals {
-		if strings.Contains(s, l) {
-			return true
+		if i+1 >= len(s) || !ls.start[lowerASCII(s[i])][lowerASCII(s[i+1])] {
+			continue
+		}
+		for _, l := range ls.lits {
+			if hasPrefixFoldASCII(s[i:], l) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// hasPrefixFoldASCII says whether s begins with the lower-case literal l,
+// ASCII case ignored.
+func hasPrefixFoldASCII(s, l string) bool {
+	if len(s) < len(l) {
+		return false
+	}
+	for j := 0; j < len(l); j++ {
+		if lowerASCII(s[j]) != l[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // linkHealthLog matches the messages of the PCIe core and the network core
@@ -111,10 +154,12 @@ var linkHealthLog = sync.OnceValue(func() *regexp.Regexp {
 // linkHealthStems are literals of linkHealthLog's alternatives, lower case.
 var linkHealthStems = []string{"aer: ", "pcie bus error", "available pcie bandwidth", "netdev watchdog", "tx timeout", "tx_timeout", "link"}
 
+var linkStemSet = sync.OnceValue(func() *literalSet { return newLiteralSet(linkHealthStems) })
+
 // IsLinkHealthMessage says whether a kernel log message is one of those the
 // kernel.log check judges that IsRDMAKernelMessage does not catch.
 func IsLinkHealthMessage(text string) bool {
-	return containsAny(strings.ToLower(text), linkHealthStems) && linkHealthLog().MatchString(text)
+	return linkStemSet().in(text) && linkHealthLog().MatchString(text)
 }
 
 // KernelLog is the RDMA part of the kernel log: live, read from the
