@@ -15,9 +15,9 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
-// runWithState runs counters.errors (with its prerequisites) on dir at now
-// with the kept state st, as a run with --state does.
-func runWithState(t *testing.T, dir string, st *state.State, now time.Time) report.CheckResult {
+// runCheckAt runs the check id (with its prerequisites) on dir at now with
+// the kept state st (nil: none), as a run with --state does.
+func runCheckAt(t *testing.T, id, dir string, st *state.State, now time.Time) report.CheckResult {
 	t.Helper()
 	countersNow = func() time.Time { return now }
 	defer func() { countersNow = time.Now }()
@@ -26,17 +26,23 @@ func runWithState(t *testing.T, dir string, st *state.State, now time.Time) repo
 		t.Fatal(err)
 	}
 	defer h.Close()
-	sel, err := Select([]string{"counters.errors"})
+	sel, err := Select([]string{id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range Run(context.Background(), NewEnv(h, Options{Level: 1, State: st}), sel) {
-		if r.ID == "counters.errors" {
+		if r.ID == id {
 			return r
 		}
 	}
-	t.Fatal("no counters.errors result")
+	t.Fatalf("no %s result", id)
 	return report.CheckResult{}
+}
+
+// runWithState runs counters.errors on dir at now with the kept state st.
+func runWithState(t *testing.T, dir string, st *state.State, now time.Time) report.CheckResult {
+	t.Helper()
+	return runCheckAt(t, "counters.errors", dir, st, now)
 }
 
 // findingsAbout lists the IDs of a result's findings about one unit.

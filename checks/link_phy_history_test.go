@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -16,28 +15,10 @@ import (
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
-// runLinkPHY runs link.phy (with its prerequisites) on dir at now with the
-// kept state st, as a run with --state does.
+// runLinkPHYAt runs link.phy on dir at now with the kept state st.
 func runLinkPHYAt(t *testing.T, dir string, st *state.State, now time.Time) report.CheckResult {
 	t.Helper()
-	countersNow = func() time.Time { return now }
-	defer func() { countersNow = time.Now }()
-	h, err := sysfs.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	sel, err := Select([]string{"link.phy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range Run(context.Background(), NewEnv(h, Options{Level: 1, State: st}), sel) {
-		if r.ID == "link.phy" {
-			return r
-		}
-	}
-	t.Fatal("no link.phy result")
-	return report.CheckResult{}
+	return runCheckAt(t, "link.phy", dir, st, now)
 }
 
 // editFacts rewrites the facts file of the host at dir.

@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/report/state"
-	"github.com/rdmadoctor/rdmadoctor/sysfs"
 	"github.com/rdmadoctor/rdmadoctor/sysfs/sysfstest"
 )
 
@@ -33,28 +31,7 @@ func aerRuns(t *testing.T, base *sysfstest.Tree) func(tr *sysfstest.Tree, st *st
 // runAER runs pcie.aer on dir at now with the kept state st.
 func runAER(t *testing.T, dir string, st *state.State, now time.Time) report.CheckResult {
 	t.Helper()
-	countersNow = func() time.Time { return now }
-	defer func() { countersNow = time.Now }()
-	h, err := sysfs.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	sel, err := Select([]string{"pcie.aer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Level: 1}
-	if st != nil {
-		opts.State = st
-	}
-	for _, r := range Run(context.Background(), NewEnv(h, opts), sel) {
-		if r.ID == "pcie.aer" {
-			return r
-		}
-	}
-	t.Fatal("no pcie.aer result")
-	return report.CheckResult{}
+	return runCheckAt(t, "pcie.aer", dir, st, now)
 }
 
 // Correctable errors rising on the switch's downstream port above mlx5_0,
