@@ -72,7 +72,11 @@ func runKernelLog(_ context.Context, env *Env) Result {
 	if err != nil {
 		return kernelLogUnread(err, dl)
 	}
-	recs := linkRecords(rd.Records)
+	// The reading keeps only what a snapshot keeps (the RDMA stack's and the
+	// link-health messages; sysfs.IsKeptKernelMessage): every message of the
+	// table is among them, and a live run and the replay of its snapshot
+	// count and say the same.
+	recs := rd.Records
 	hits := collectHits(sc, recs)
 	var fs []report.Finding
 	for _, h := range hits {
@@ -162,20 +166,6 @@ func readKernelLogSinceMark(env *Env) (*sysfs.KmsgReading, string, error) {
 		kernelLogState(st).Mark = &state.KernelLogMark{BootID: bootID, Seq: rd.Next}
 	}
 	return rd, since, nil
-}
-
-// linkRecords keeps the records a snapshot keeps (sysfs.KeepRDMA): the
-// RDMA stack's and the link-health messages of the PCIe and network cores.
-// Every message of the table is among them; judging only these makes a live
-// run and the replay of its snapshot count and say the same.
-func linkRecords(recs []sysfs.KernelRecord) []sysfs.KernelRecord {
-	var out []sysfs.KernelRecord
-	for _, r := range recs {
-		if sysfs.IsRDMAKernelMessage(r.Text) || sysfs.IsLinkHealthMessage(r.Text) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // readingDetails says what was read and what was lost since the mark.

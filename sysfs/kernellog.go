@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,22 +84,45 @@ func IsRDMAKernelMessage(text string) bool {
 }
 
 // literalSet finds any of a few lower-case literals in a string, ASCII
-// case ignored, in one pass over its bytes: a table of the literals' first
-// two bytes says where one may start. It runs on every record of the ring,
-// so it allocates nothing and calls no search per literal. A string with a
-// byte beyond ASCII says yes: case folding has non-ASCII forms of ASCII
-// letters (the Kelvin sign folds to k) that a byte test does not see.
+// case ignored, in one pass over its bytes: a bitset of the byte pairs a
+// literal may start with (every case of the literals' first two bytes)
+// says where one may start, so most bytes cost one load and one bit test.
+// It runs on every record of the ring, so it allocates nothing and calls
+// no search per literal. A string with a byte beyond ASCII says yes: case
+// folding has non-ASCII forms of ASCII letters (the Kelvin sign folds to
+// k) that a byte test does not see.
 type literalSet struct {
-	start [256][256]bool
-	lits  []string
+	starts  [1 << 16 / 64]uint64 // bit c1<<8|c2: a literal may start with c1 c2
+	byFirst [128][]string        // the literals by their first byte
 }
 
 func newLiteralSet(lits []string) *literalSet {
-	ls := &literalSet{lits: lits}
+	ls := &literalSet{}
+	set := func(c1, c2 byte) { ls.starts[int(c1)<<8>>6|int(c2)>>6] |= 1 << (c2 & 63) }
 	for _, l := range lits {
-		ls.start[l[0]][l[1]] = true
+		ls.byFirst[l[0]] = append(ls.byFirst[l[0]], l)
+		for _, c1 := range caseForms(l[0]) {
+			for _, c2 := range caseForms(l[1]) {
+				set(c1, c2)
+			}
+		}
+	}
+	// A pair beginning beyond ASCII is a candidate too: holdsLiteral says
+	// yes there.
+	for c1 := 0x80; c1 < 0x100; c1++ {
+		for c2 := 0; c2 < 0x100; c2++ {
+			set(byte(c1), byte(c2))
+		}
 	}
 	return ls
+}
+
+// caseForms is a lower-case byte and its upper case, if it has one.
+func caseForms(c byte) []byte {
+	if 'a' <= c && c <= 'z' {
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
 }
 
 func lowerASCII(c byte) byte {
@@ -109,15 +133,23 @@ func lowerASCII(c byte) byte {
 }
 
 // in says whether s holds one of the literals.
-func (ls *literalSet) in(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return true
-		}
-		if i+1 >= len(s) || !ls.start[lowerASCII(s[i])][lowerASCII(s[i+1])] {
+func (ls *literalSet) in(s string) bool { return holdsLiteral(ls, s) }
+
+// holdsLiteral is literalSet.in for a string or the raw bytes of a record
+// not yet parsed (no copy to look).
+func holdsLiteral[T ~string | ~[]byte](ls *literalSet, s T) bool {
+	if len(s) > 0 && s[len(s)-1] >= 0x80 {
+		return true // the one byte no pair begins with
+	}
+	for i := 0; i+1 < len(s); i++ {
+		c1, c2 := s[i], s[i+1]
+		if ls.starts[int(c1)<<8>>6|int(c2)>>6]&(1<<(c2&63)) == 0 {
 			continue
 		}
-		for _, l := range ls.lits {
+		if c1 >= 0x80 {
+			return true
+		}
+		for _, l := range ls.byFirst[lowerASCII(c1)] {
 			if hasPrefixFoldASCII(s[i:], l) {
 				return true
 			}
@@ -128,7 +160,7 @@ func (ls *literalSet) in(s string) bool {
 
 // hasPrefixFoldASCII says whether s begins with the lower-case literal l,
 // ASCII case ignored.
-func hasPrefixFoldASCII(s, l string) bool {
+func hasPrefixFoldASCII[T ~string | ~[]byte](s T, l string) bool {
 	if len(s) < len(l) {
 		return false
 	}
@@ -161,6 +193,23 @@ var linkStemSet = sync.OnceValue(func() *literalSet { return newLiteralSet(linkH
 func IsLinkHealthMessage(text string) bool {
 	return linkStemSet().in(text) && linkHealthLog().MatchString(text)
 }
+
+// IsKeptKernelMessage is the rule of what is kept of the kernel log, by a
+// snapshot (KeepRDMA) and by a reading since a mark (KernelLogSince): the
+// RDMA stack's messages and the link-health ones.
+func IsKeptKernelMessage(text string) bool {
+	return IsRDMAKernelMessage(text) || IsLinkHealthMessage(text)
+}
+
+// mayBeKept is IsKeptKernelMessage's literal test alone, on a record's raw
+// text: false says the record cannot be kept, so it is never parsed. Most
+// records of a ring are not (a run without a mark reads them all).
+func mayBeKept(text []byte) bool { return holdsLiteral(keptStemSet(), text) }
+
+// keptStemSet is both sets' literals in one: one pass over a record.
+var keptStemSet = sync.OnceValue(func() *literalSet {
+	return newLiteralSet(append(slices.Clip(rdmaKernelStems), linkHealthStems...))
+})
 
 // KernelLog is the RDMA part of the kernel log: live, read from the
 // kernel's ring buffer (read-only; /dev/kmsg, else syslog(2)); in a
@@ -203,7 +252,7 @@ func KeepRDMA(recs []KernelRecord, now time.Duration) []string {
 	size := 0
 	for i := len(recs) - 1; i >= 0 && len(kept) < KernelLogMaxLines; i-- {
 		r := recs[i]
-		if !IsRDMAKernelMessage(r.Text) && !IsLinkHealthMessage(r.Text) {
+		if !IsKeptKernelMessage(r.Text) {
 			continue
 		}
 		if now > 0 && r.Time >= 0 && now-r.Time > KernelLogMaxAge {
@@ -230,25 +279,56 @@ func KeepRDMA(recs []KernelRecord, now time.Duration) []string {
 // \xNN by the kernel and are kept so. A record that is not of this form is
 // refused (false), never a panic.
 func ParseKmsgRecord(rec []byte) (KernelRecord, bool) {
-	head, body, ok := bytes.Cut(rec, []byte{';'})
+	h, text, dict, ok := splitKmsg(rec)
 	if !ok {
 		return KernelRecord{}, false
 	}
-	text, dict, _ := bytes.Cut(body, []byte{'\n'})
-	f := strings.Split(string(head), ",")
-	if len(f) < 3 {
-		return KernelRecord{}, false
+	return h.record(text, dict), true
+}
+
+// kmsgHeader is what a /dev/kmsg record says before its text.
+type kmsgHeader struct {
+	pri    int
+	seq    uint64
+	hasSeq bool
+	usec   int64
+}
+
+// splitKmsg reads a record's header and splits off its text (to the first
+// newline) and its dictionary, allocating nothing: a reading looks at
+// every record of the ring and parses only those it may keep.
+func splitKmsg(rec []byte) (h kmsgHeader, text, dict []byte, ok bool) {
+	head, body, ok := bytes.Cut(rec, []byte{';'})
+	if !ok {
+		return h, nil, nil, false
 	}
-	pri, err1 := strconv.Atoi(f[0])
-	usec, err2 := strconv.ParseInt(f[2], 10, 64)
+	text, dict, _ = bytes.Cut(body, []byte{'\n'})
+	priField, rest, ok1 := bytes.Cut(head, []byte{','})
+	seqField, rest, ok2 := bytes.Cut(rest, []byte{','})
+	usecField, _, _ := bytes.Cut(rest, []byte{','})
+	if !ok1 || !ok2 {
+		return h, nil, nil, false
+	}
+	// string(b) for a call whose argument does not escape is no allocation.
+	pri, err1 := strconv.Atoi(string(priField))
+	usec, err2 := strconv.ParseInt(string(usecField), 10, 64)
 	if err1 != nil || err2 != nil || pri < 0 || usec < 0 || usec > int64(time.Duration(1<<62)/time.Microsecond) {
-		return KernelRecord{}, false
+		return h, nil, nil, false
 	}
-	r := KernelRecord{Level: pri & 7, Facility: pri >> 3, Time: time.Duration(usec) * time.Microsecond, Text: string(text)}
-	if seq, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-		r.Seq, r.HasSeq = seq, true
+	h = kmsgHeader{pri: pri, usec: usec}
+	if seq, err := strconv.ParseUint(string(seqField), 10, 64); err == nil {
+		h.seq, h.hasSeq = seq, true
 	}
-	for _, line := range bytes.Split(dict, []byte{'\n'}) {
+	return h, text, dict, true
+}
+
+// record builds the record, the dictionary's SUBSYSTEM and DEVICE kept.
+func (h kmsgHeader) record(text, dict []byte) KernelRecord {
+	r := KernelRecord{Level: h.pri & 7, Facility: h.pri >> 3, Time: time.Duration(h.usec) * time.Microsecond, Text: string(text),
+		Seq: h.seq, HasSeq: h.hasSeq}
+	for len(dict) > 0 {
+		var line []byte
+		line, dict, _ = bytes.Cut(dict, []byte{'\n'})
 		if len(line) < 2 || line[0] != ' ' {
 			continue // the dictionary's lines each begin with a space
 		}
@@ -263,7 +343,7 @@ func ParseKmsgRecord(rec []byte) (KernelRecord, bool) {
 			r.Device = string(v)
 		}
 	}
-	return r, true
+	return r
 }
 
 // ParseSyslogBuffer reads what syslog(2) SYSLOG_ACTION_READ_ALL returns:
@@ -319,7 +399,10 @@ func parseSeconds(s string) (time.Duration, bool) {
 
 // KmsgReading is what one reading of the kernel log found since a mark.
 type KmsgReading struct {
-	// Records are the records read, oldest first.
+	// Records are the records kept (IsKeptKernelMessage: the RDMA stack's
+	// and the link-health messages, what a snapshot keeps), oldest first.
+	// The others are read, counted in the sequence numbers, and dropped
+	// unparsed.
 	Records []KernelRecord
 	// Sequenced says the records carry the ring's sequence numbers
 	// (/dev/kmsg): Next and Lost mean something. A reading of syslog(2) or
@@ -357,36 +440,68 @@ func (e *KernelLogError) Unwrap() error { return e.Err }
 // ErrNoKernelLog says a fixture or snapshot root holds no kernel log.
 var ErrNoKernelLog = errors.New("no kernel log in the root")
 
-// sinceMark keeps the records from sequence number from on, oldest first,
-// and says what lies between the mark and them.
-func sinceMark(all []KernelRecord, from uint64) *KmsgReading {
-	rd := &KmsgReading{Sequenced: true, From: from, Next: from}
-	var newest uint64
-	for _, r := range all {
-		if r.HasSeq && r.Seq >= newest {
-			newest = r.Seq
-		}
+// seqSpan is what a reading learned of the sequence numbers of every
+// record it read, kept or not: where the mark lies among them.
+type seqSpan struct {
+	from           uint64 // the mark: the first sequence number asked for
+	seen           bool
+	oldest, newest uint64
+	// firstFrom is the first sequence number at or after from, when
+	// atFrom.
+	firstFrom uint64
+	atFrom    bool
+}
+
+func (s *seqSpan) add(seq uint64) {
+	if !s.seen || seq < s.oldest {
+		s.oldest = seq
 	}
-	if len(all) > 0 && newest+1 < from {
-		from, rd.Restarted, rd.From, rd.Next = 0, true, 0, 0
+	if !s.seen || seq > s.newest {
+		s.newest = seq
 	}
-	for _, r := range all {
-		if !r.HasSeq || r.Seq < from {
-			continue
+	s.seen = true
+	if seq >= s.from && (!s.atFrom || seq < s.firstFrom) {
+		s.firstFrom, s.atFrom = seq, true
+	}
+}
+
+// since keeps the records from the mark on, oldest first, and says what
+// lies between the mark and them. A ring whose newest record is older
+// than the mark restarted: the reading begins at its oldest record.
+func (s seqSpan) since(kept []KernelRecord) *KmsgReading {
+	rd := &KmsgReading{Sequenced: true, From: s.from, Next: s.from}
+	from, first, any := s.from, s.firstFrom, s.atFrom
+	if s.seen && s.newest+1 < s.from {
+		from, first, any = 0, s.oldest, true
+		rd.Restarted, rd.From, rd.Next = true, 0, 0
+	}
+	if any {
+		if first > from {
+			rd.Lost = first - from
 		}
-		if len(rd.Records) == 0 && r.Seq > from {
-			rd.Lost = r.Seq - from
-		}
-		rd.Records = append(rd.Records, r)
-		if r.Seq+1 > rd.Next {
-			rd.Next = r.Seq + 1
+		rd.Next = s.newest + 1
+	}
+	for _, r := range kept {
+		if r.HasSeq && r.Seq >= from {
+			rd.Records = append(rd.Records, r)
 		}
 	}
 	return rd
 }
 
-// KernelLogSince reads the kernel log from the ring's sequence number
-// from (0: since boot). Live, the ring itself (/dev/kmsg without blocking,
+// keptOnly is the records IsKeptKernelMessage keeps.
+func keptOnly(recs []KernelRecord) []KernelRecord {
+	var out []KernelRecord
+	for _, r := range recs {
+		if IsKeptKernelMessage(r.Text) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// KernelLogSince reads the kernel log's RDMA and link-health records
+// (IsKeptKernelMessage) from the ring's sequence number from (0: since boot). Live, the ring itself (/dev/kmsg without blocking,
 // else syslog(2)); in a snapshot root, its kernel.log, whose lines carry no
 // sequence numbers: all of them are since the capture. A root without a
 // kernel log answers ErrNoKernelLog; a ring the kernel refuses, a
@@ -408,5 +523,5 @@ func (h *Host) KernelLogSince(from uint64) (*KmsgReading, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", h.Display(KernelLogFile), err)
 	}
-	return &KmsgReading{Records: ParseSyslogBuffer(data), Source: "the snapshot's " + KernelLogFile}, nil
+	return &KmsgReading{Records: keptOnly(ParseSyslogBuffer(data)), Source: "the snapshot's " + KernelLogFile}, nil
 }

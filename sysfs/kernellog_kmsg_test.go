@@ -63,7 +63,11 @@ func TestSinceMark(t *testing.T) {
 		{"overwritten since the mark", recs(10, 11, 12), 5, 3, 13, 5, false},
 		{"ring restarted below the mark", recs(0, 1), 50, 2, 2, 0, true},
 	} {
-		rd := sinceMark(tc.all, tc.from)
+		span := seqSpan{from: tc.from}
+		for _, r := range tc.all {
+			span.add(r.Seq)
+		}
+		rd := span.since(tc.all)
 		if len(rd.Records) != tc.n || rd.Next != tc.next || rd.Lost != tc.lost || rd.Restarted != tc.restarted {
 			t.Errorf("%s: %d records, next %d, lost %d, restarted %v", tc.name, len(rd.Records), rd.Next, rd.Lost, rd.Restarted)
 		}

@@ -41,9 +41,15 @@ func restrictHint(errs ...error) string {
 	return ""
 }
 
+// readKmsg reads the records of the ring at path that the snapshot may
+// keep (the literal test of IsKeptKernelMessage; KeepRDMA applies the rest).
 func readKmsg(path string) ([]KernelRecord, error) {
 	var out []KernelRecord
-	_, err := scanKmsg(path, func(r KernelRecord) { out = append(out, r) })
+	_, err := scanKmsg(path, func(h kmsgHeader, text, dict []byte) {
+		if mayBeKept(text) {
+			out = append(out, h.record(text, dict))
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -51,10 +57,11 @@ func readKmsg(path string) ([]KernelRecord, error) {
 }
 
 // scanKmsg reads every record of the ring at path, oldest first, without
-// blocking and without consuming it, and hands each to keep. It returns how
-// many times the ring overwrote the record it was about to read (EPIPE:
-// the read position moves on to the oldest record left).
-func scanKmsg(path string, keep func(KernelRecord)) (overrun int, err error) {
+// blocking and without consuming it, and hands each, split but not yet
+// parsed, to look (the slices are valid only during the call). It returns
+// how many times the ring overwrote the record it was about to read
+// (EPIPE: the read position moves on to the oldest record left).
+func scanKmsg(path string, look func(h kmsgHeader, text, dict []byte)) (overrun int, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
@@ -77,27 +84,40 @@ func scanKmsg(path string, keep func(KernelRecord)) (overrun int, err error) {
 		case n == 0:
 			return overrun, nil
 		}
-		if r, ok := ParseKmsgRecord(buf[:n]); ok {
-			keep(r)
+		if h, text, dict, ok := splitKmsg(buf[:n]); ok {
+			look(h, text, dict)
 		}
 	}
 	return overrun, nil
 }
 
-// readLiveKernelLogSince reads the ring from sequence number from:
-// /dev/kmsg (sequenced), else syslog(2) (the whole buffer, unsequenced).
+// readLiveKernelLogSince reads the ring's kept records from sequence
+// number from: /dev/kmsg (sequenced), else syslog(2) (the whole buffer,
+// unsequenced). Every record's sequence number counts for the mark; only
+// a record whose text may be kept is parsed.
 func readLiveKernelLogSince(from uint64) (*KmsgReading, error) {
 	const kmsg = "/dev/kmsg"
-	var all []KernelRecord
-	overrun, kerr := scanKmsg(kmsg, func(r KernelRecord) { all = append(all, r) })
+	span := seqSpan{from: from}
+	var kept []KernelRecord
+	overrun, kerr := scanKmsg(kmsg, func(h kmsgHeader, text, dict []byte) {
+		if !h.hasSeq {
+			return
+		}
+		span.add(h.seq)
+		if mayBeKept(text) {
+			if r := h.record(text, dict); IsKeptKernelMessage(r.Text) {
+				kept = append(kept, r)
+			}
+		}
+	})
 	if kerr == nil {
-		rd := sinceMark(all, from)
+		rd := span.since(kept)
 		rd.Source, rd.Overrun = kmsg, overrun
 		return rd, nil
 	}
 	recs, serr := readSyslogAll()
 	if serr == nil {
-		return &KmsgReading{Records: recs, Source: "syslog(2) (/dev/kmsg: " + kerr.Error() + ")"}, nil
+		return &KmsgReading{Records: keptOnly(recs), Source: "syslog(2) (/dev/kmsg: " + kerr.Error() + ")"}, nil
 	}
 	return nil, &KernelLogError{Err: fmt.Errorf("the kernel log could not be read: %v; syslog(2): %v%s", kerr, serr, restrictHint(kerr, serr)),
 		Denied: isDenied(kerr) || isDenied(serr)}
