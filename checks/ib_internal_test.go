@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -507,5 +508,38 @@ func TestIBUmadFacts(t *testing.T) {
 	openMAD = func() (mad.Transport, error) { return nil, &mad.LoadError{Path: "libibumad.so.3", Loader: "not found"} }
 	if got, _ := IBUmadFacts(context.Background()); got.LoadError == "" || len(got.Ports) != 0 {
 		t.Errorf("without libibumad: %+v", got)
+	}
+}
+
+// The ports sysfs lists decide whether libibumad is worth loading: ports
+// all RoCE or iWARP skip; any InfiniBand port, or none listed (the ibsim
+// simulator fakes only libibumad's view), ask libibumad.
+func TestNoIBPortInSysfs(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		n    int
+		noIB bool
+	}{
+		{"cx5-roce-healthy", 2, true},
+		{"cxgb4-iwarp", 1, true},
+		{"cx6-ib-healthy", 0, false},
+		{"", 0, false}, // no RDMA class at all
+	} {
+		dir := t.TempDir()
+		if tc.host != "" {
+			dir = filepath.Join("..", "testdata", "hosts", tc.host)
+		}
+		h, err := sysfs.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lls, err := h.PortLinkLayers()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s: %v", tc.host, err)
+		}
+		n, noIB := noIBLinkLayer(lls)
+		if noIB != tc.noIB || (noIB && n != tc.n) {
+			t.Errorf("%s: %d port(s), none InfiniBand %v; want %d, %v (%v)", tc.host, n, noIB, tc.n, tc.noIB, lls)
+		}
 	}
 }

@@ -88,6 +88,33 @@ func (h *Host) RDMADeviceNames() ([]string, error) {
 	return h.ReadDir(InfinibandClass)
 }
 
+// PortLinkLayers reads only the link layer of every RDMA port ("mlx5_0/1"
+// → "InfiniBand"), none of the rest RDMADevices reads (a SoftRoCE port's
+// GID table alone is a thousand files): enough to tell whether the host
+// has an InfiniBand port at all.
+func (h *Host) PortLinkLayers() (map[string]string, error) {
+	names, err := h.RDMADeviceNames()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range names {
+		dir := path.Join(InfinibandClass, name, "ports")
+		ports, err := h.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ports {
+			ll, err := h.ReadAttr(path.Join(dir, p, "link_layer"))
+			if err != nil {
+				return nil, err
+			}
+			out[name+"/"+p] = strings.TrimSpace(ll)
+		}
+	}
+	return out, nil
+}
+
 // RDMADevices reads every RDMA device. A missing class directory returns an
 // empty list and the not-exist error, so callers can tell "none" from
 // "could not look".
