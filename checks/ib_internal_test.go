@@ -38,7 +38,7 @@ type fakeFabric struct {
 	ownInit        bool  // this port answers Initialize (no SM has configured it)
 	nEnabled       uint8 // the neighbour's LinkWidthEnabled; 0: 1X|4X
 	nPort          uint8
-	nSymbolErrors  uint16
+	nCounters      mad.PortCounters // the neighbour's PMA PortCounters (error counters)
 	pmaStatus      uint16
 	// The SA's PathRecord (ib.path): its MTU and rate codes, or a status.
 	pathMTU, pathRate uint8
@@ -93,7 +93,7 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	}
 	if h.Class == mad.ClassPerf {
 		binary.BigEndian.PutUint16(resp[4:], f.pmaStatus)
-		binary.BigEndian.PutUint16(resp[64+4:], f.nSymbolErrors)
+		putPortCounters(resp[64:], f.nCounters)
 		return resp, nil
 	}
 	if h.Class == mad.ClassSubnDR && req[7] > 0 {
@@ -102,6 +102,16 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	}
 	f.fill(h, resp[64:128])
 	return resp, nil
+}
+
+// putPortCounters writes the error counters of PortCounters (IBTA vol 1
+// 16.1.3.5, table 247) as a PMA would.
+func putPortCounters(d []byte, c mad.PortCounters) {
+	binary.BigEndian.PutUint16(d[4:], c.SymbolErrors)
+	d[6], d[7] = c.LinkErrorRecovery, c.LinkDowned
+	binary.BigEndian.PutUint16(d[8:], c.RcvErrors)
+	binary.BigEndian.PutUint16(d[14:], c.XmitDiscards)
+	d[19] = c.LocalLinkIntegrityErrors<<4 | c.ExcessiveBufferOverrunErrors&0x0f
 }
 
 // fillNeighbour answers as the switch one hop out (leaf-03, port nPort).
@@ -171,6 +181,12 @@ func ibPort(smLID uint16, phys uint32) mad.Port {
 // on a live host, with the expectations class body (may be "").
 func runIB(t *testing.T, id string, f *fakeFabric, openErr error, class string) Result {
 	t.Helper()
+	return runIBWith(t, id, f, openErr, class, Options{CheckTimeout: 5 * time.Second})
+}
+
+// runIBWith is runIB with the run's options (a kept state).
+func runIBWith(t *testing.T, id string, f *fakeFabric, openErr error, class string, opts Options) Result {
+	t.Helper()
 	saved := openMAD
 	t.Cleanup(func() { openMAD = saved })
 	openMAD = func() (mad.Transport, error) {
@@ -179,7 +195,7 @@ func runIB(t *testing.T, id string, f *fakeFabric, openErr error, class string) 
 		}
 		return f, nil
 	}
-	env := NewEnv(sysfs.OpenLive(), Options{CheckTimeout: 5 * time.Second})
+	env := NewEnv(sysfs.OpenLive(), opts)
 	if class != "" {
 		file, err := expect.Parse("expect.conf", strings.NewReader("[class c]\nhosts = *\n"+class))
 		if err != nil {
@@ -411,7 +427,7 @@ func TestIBFarEndFindings(t *testing.T) {
 		{"switch port enables 1X", "", edit(func(f *fakeFabric) { f.nWidth, f.nEnabled = 1, 1 }), []string{"ib.far_end/width-limited"}},
 		{"another switch", "switch = \"spine-*\"\n", healthy(), []string{"ib.far_end/wrong-neighbour"}},
 		{"another port", "switch_port = 18\n", healthy(), []string{"ib.far_end/wrong-port"}},
-		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nSymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},
+		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nCounters.SymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},
 		{"PMA refuses", "", edit(func(f *fakeFabric) { f.pmaStatus = 3 << 2 }), []string{"ib.far_end/counters-unread"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,10 +68,10 @@ func TestAckRefusals(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors, pcie.aer, link.phy)"},
+		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors, pcie.aer, link.phy, ib.far_end)"},
 		{"unknown check", []string{"counters.bogus", "--reason", "x", "--state", sp}, 2, `rdmadoctor ack: unknown check "counters.bogus"; valid checks: `},
 		{"a check without acks", []string{"port.state", "--reason", "x", "--state", sp}, 2,
-			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors, pcie.aer, link.phy)"},
+			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors, pcie.aer, link.phy, ib.far_end)"},
 		{"no reason", []string{"counters.errors", "--state", sp, "--root", root}, 2, "rdmadoctor ack: --reason is required: say why this level is accepted"},
 		{"unknown unit", []string{"counters.errors", "--unit", "mlx5_7/1", "--reason", "x", "--state", sp, "--root", root}, 2,
 			`rdmadoctor ack: no counter unit "mlx5_7/1" on this host; units: mlx5_0/1, mlx5_0/device`},
