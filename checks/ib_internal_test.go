@@ -33,6 +33,10 @@ type fakeFabric struct {
 	callErr  error  // Exchange fails with this (libibumad's own failure)
 	smInfos  int
 	portsErr error
+	// The second SM, at LID 9: its state as it answers SMInfo (0:
+	// STANDBY), silent, and its state in the SA's SMInfoRecord (0: STANDBY).
+	sm2State, sm2Record uint8
+	sm2Silent           bool
 	// The neighbour one hop out (ib.far_end).
 	nState, nWidth uint8 // its port's PortState and LinkWidthActive
 	ownInit        bool  // this port answers Initialize (no SM has configured it)
@@ -76,7 +80,7 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		for i, sm := range []struct {
 			lid   uint16
 			state uint8
-		}{{1, mad.SMMaster}, {9, mad.SMStandby}} {
+		}{{1, mad.SMMaster}, {9, orState(f.sm2Record)}} {
 			r := resp[56+32*i:]
 			binary.BigEndian.PutUint16(r, sm.lid)
 			r[4+20] = sm.state
@@ -96,12 +100,39 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		putPortCounters(resp[64:], f.nCounters)
 		return resp, nil
 	}
+	if h.Class == mad.ClassSubnLID && dest.LID == 9 {
+		if f.sm2Silent {
+			return nil, fmt.Errorf("fake SM at LID 9: %w", mad.ErrTimeout)
+		}
+		f.fillSecondSM(h, resp[64:128])
+		return resp, nil
+	}
 	if h.Class == mad.ClassSubnDR && req[7] > 0 {
 		f.fillNeighbour(h, resp[64:128])
 		return resp, nil
 	}
 	f.fill(h, resp[64:128])
 	return resp, nil
+}
+
+// orState is an SM state, STANDBY for 0.
+func orState(s uint8) uint8 {
+	if s == 0 {
+		return mad.SMStandby
+	}
+	return s
+}
+
+// fillSecondSM answers as the second SM (LID 9, sm-02).
+func (f *fakeFabric) fillSecondSM(h mad.Header, d []byte) {
+	switch h.AttrID {
+	case mad.AttrSMInfo:
+		binary.BigEndian.PutUint64(d[0:], 0x0002c90300c0ffee)
+		binary.BigEndian.PutUint32(d[16:], 42)
+		d[20] = 1<<4 | orState(f.sm2State)
+	case mad.AttrNodeDesc:
+		copy(d, "sm-02 HCA-1")
+	}
 }
 
 // putPortCounters writes the error counters of PortCounters (IBTA vol 1
@@ -239,6 +270,9 @@ func TestIBSMFindings(t *testing.T) {
 		{"SM LID 0, link polling", edit(func(f *fakeFabric) { f.ports = []mad.Port{ibPort(0, 2)} }), "ib.sm/link-down"},
 		{"SM silent", edit(func(f *fakeFabric) { f.silent = true }), "ib.sm/sm-silent"},
 		{"SM standby", edit(func(f *fakeFabric) { f.smState = mad.SMStandby }), "ib.sm/not-master"},
+		{"a second SM answers MASTER", edit(func(f *fakeFabric) { f.sm2State = mad.SMMaster }), "ib.sm/two-masters"},
+		{"the SA lists a second master that does not answer", edit(func(f *fakeFabric) { f.sm2Record, f.sm2Silent = mad.SMMaster, true }), "ib.sm/two-masters"},
+		{"the SA's record says MASTER, the SM itself STANDBY", edit(func(f *fakeFabric) { f.sm2Record = mad.SMMaster }), "ib.sm/master"},
 		{"bad status", edit(func(f *fakeFabric) { f.status = 7 << 2 }), "ib.sm/bad-answer"},
 		{"umad_send refused", edit(func(f *fakeFabric) {
 			f.callErr = &mad.Error{Call: "umad_open_port(mlx5_0, 1)", Errno: syscall.EACCES}
@@ -265,6 +299,22 @@ func TestIBSMWording(t *testing.T) {
 	r = runIB(t, "ib.sm", &fakeFabric{ports: []mad.Port{ibPort(0, 5)}}, nil, "")
 	if strings.Contains(strings.ToLower(r.Remedy), "start opensm") {
 		t.Errorf("remedy says to start opensm: %s", r.Remedy)
+	}
+}
+
+// TestIBSMTwoMastersWording: both masters are named by LID, GUID and node
+// description, and the remedy keeps one master instead of starting one.
+func TestIBSMTwoMastersWording(t *testing.T) {
+	f := &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smState: mad.SMMaster, smActs: []uint32{1, 2}, sm2State: mad.SMMaster}
+	r := runIB(t, "ib.sm", f, nil, "")
+	want := `mlx5_0/1: 2 SMs are MASTER — LID 1 GUID 0x0002c90300a1b2c3 "ufm-sm-01 HCA-1"; LID 9 GUID 0x0002c90300c0ffee "sm-02 HCA-1": ` +
+		"a split subnet or SMs fighting over it"
+	if r.Status != report.Fail || r.Summary != want {
+		t.Errorf("%s: %s\nwant %s", r.Status, r.Summary, want)
+	}
+	if rem := strings.ToLower(r.Remedy); strings.Contains(rem, "start opensm") || !strings.Contains(rem, "keep one master") ||
+		!strings.Contains(rem, "lower its priority") {
+		t.Errorf("remedy: %s", r.Remedy)
 	}
 }
 
