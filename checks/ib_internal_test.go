@@ -48,6 +48,11 @@ type fakeFabric struct {
 	pathMTU, pathRate uint8
 	saStatus          uint16
 	saSilent          bool
+	// The SA's NodeRecord table (ib.path's peers by name), the status it
+	// answers a NodeRecord query with, and the component masks asked.
+	nodes    []mad.NodeRecord
+	nrStatus uint16
+	nrMasks  []uint64
 }
 
 func (f *fakeFabric) Ports() ([]mad.Port, error) { return f.ports, f.portsErr }
@@ -87,6 +92,9 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		}
 		return resp, nil
 	}
+	if h.Class == mad.ClassSA && h.AttrID == mad.AttrNodeRecord {
+		return f.nodeRecords(req, resp), nil
+	}
 	if h.Class == mad.ClassSA {
 		binary.BigEndian.PutUint16(resp[4:], f.saStatus)
 		d := resp[56:]
@@ -113,6 +121,33 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	}
 	f.fill(h, resp[64:128])
 	return resp, nil
+}
+
+// nodeRecords answers a NodeRecord GetTable as opensm does: with the
+// NodeDescription component, only the nodes whose 64 bytes equal the
+// request's; 112 bytes a record (attribute offset 14 words).
+func (f *fakeFabric) nodeRecords(req, resp []byte) []byte {
+	binary.BigEndian.PutUint16(resp[4:], f.nrStatus)
+	mask, _ := mad.SAComponentMask(req)
+	f.nrMasks = append(f.nrMasks, mask)
+	binary.BigEndian.PutUint16(resp[44:], 14)
+	want := string(req[56+44 : 56+108])
+	resp = resp[:56]
+	for i, n := range f.nodes {
+		var d [64]byte
+		copy(d[:], n.Desc)
+		if mask&mad.NRCompNodeDesc != 0 && string(d[:]) != want {
+			continue
+		}
+		r := make([]byte, 112)
+		binary.BigEndian.PutUint16(r, uint16(20+i))
+		r[4+2] = mad.NodeCA
+		binary.BigEndian.PutUint64(r[4+20:], n.Info.PortGUID)
+		r[4+36] = n.Info.LocalPortNum
+		copy(r[44:], d[:])
+		resp = append(resp, r...)
+	}
+	return append(resp, make([]byte, 112)...) // a zero LID ends the table
 }
 
 // orState is an SM state, STANDBY for 0.
@@ -573,5 +608,63 @@ func TestIBUmadFacts(t *testing.T) {
 	openMAD = func() (mad.Transport, error) { return nil, &mad.LoadError{Path: "libibumad.so.3", Loader: "not found"} }
 	if got, _ := IBUmadFacts(context.Background()); got.LoadError == "" || len(got.Ports) != 0 {
 		t.Errorf("without libibumad: %+v", got)
+	}
+}
+
+// TestIBPathPeersByName: ib_peers names nodes by description; the SA's
+// NodeRecords resolve them (a literal with the NodeDescription component,
+// a glob from the whole table) and every port matched is asked a path.
+func TestIBPathPeersByName(t *testing.T) {
+	node := func(desc string, port uint8, guid uint64) mad.NodeRecord {
+		return mad.NodeRecord{Desc: desc, Info: mad.NodeInfo{LocalPortNum: port, PortGUID: guid}}
+	}
+	fabric := func() *fakeFabric {
+		return &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smActs: []uint32{1}, pathMTU: 4, pathRate: 3, nodes: []mad.NodeRecord{
+			node("Hca4", 1, 0x40001), node("storage-01 HCA-1", 1, 0x50001), node("storage-01 HCA-1", 2, 0x50002),
+			node("storage-02 HCA-1", 1, 0x60001), node("Switch1", 0, 0x70000)}}
+	}
+	u := "mlx5_0/1"
+	for _, tc := range []struct {
+		name, class string
+		edit        func(f *fakeFabric)
+		want        []ibRef
+		mask        uint64 // the component mask of the NodeRecord query
+		has         string
+	}{
+		{"a literal description", `ib_peers = "Hca4"` + "\n", nil,
+			[]ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`path to peer "Hca4" port 1 (fe80::4:1, GUID 0x0000000000040001) resolves`},
+		{"a glob: every port of every node", `ib_peers = "storage-0*"` + "\n", nil,
+			[]ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}}, 0,
+			`peer "storage-01 HCA-1" port 2`},
+		{"no such node", `ib_peers = ["Hca9", "0x2c90300009999"]` + "\n", nil,
+			[]ibRef{{"ib.path/unknown-peer", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`mlx5_0/1: no node named "Hca9" in the subnet (the SA's NodeRecords; expect.conf:3 ib_peers = Hca9)`},
+		{"ERR_NO_RECORDS", `ib_peers = "Hca4"` + "\n", func(f *fakeFabric) { f.nrStatus = 3 << 8 },
+			[]ibRef{{"ib.path/unknown-peer", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc, `no node named "Hca4"`},
+		{"the SA refuses", `ib_peers = "Hca4"` + "\n", func(f *fakeFabric) { f.nrStatus = 7 << 8 },
+			[]ibRef{{"ib.path/peer-lookup-failed", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`the node named "Hca4" could not be looked up: NodeRecord GetTable to the SA at LID 1 for "Hca4"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fabric()
+			if tc.edit != nil {
+				tc.edit(f)
+			}
+			r := runIB(t, "ib.path", f, nil, tc.class)
+			if diff := cmp.Diff(tc.want, ibRefs(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s", diff, r.Summary)
+			}
+			if len(f.nrMasks) != 1 || f.nrMasks[0] != tc.mask {
+				t.Errorf("NodeRecord queries with masks %x, want one with 0x%x", f.nrMasks, tc.mask)
+			}
+			var msgs []string
+			for _, fd := range r.Findings {
+				msgs = append(msgs, fd.Message)
+			}
+			if !strings.Contains(strings.Join(msgs, "\n"), tc.has) {
+				t.Errorf("findings lack %q:\n%s", tc.has, strings.Join(msgs, "\n"))
+			}
+		})
 	}
 }
