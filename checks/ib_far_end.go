@@ -44,7 +44,8 @@ const farEndCableFix = "The link to {neighbour} port {nport} trained narrower th
 var (
 	farFrame = declareMADFrame("ib.far_end")
 	farOK    = declare(Finding{ID: "ib.far_end/ok", Status: report.Pass,
-		When:    "the neighbour answers, its port is Active at the width both ends enable, as the expectations say, with clean counters",
+		When: "the neighbour answers, its port is Active at the width both ends enable, as the expectations say, and its error counters " +
+			"did not rise since the previous run (on a first reading: none above zero), with no failure held",
 		Message: "{port}: cabled to {neighbour} ({ntype}, GUID {nguid}) port {nport}, {width} {speed}, Active"})
 	farLinkDown = declare(Finding{ID: "ib.far_end/link-down", Status: report.Skip,
 		When:    "the port's physical link is not up: there is no far end to ask (port.state judges the link)",
