@@ -147,3 +147,25 @@ func TestAckClearsHeldRises(t *testing.T) {
 		t.Errorf("acks: %+v", got.Acks)
 	}
 }
+
+// An ack of ib.far_end names the neighbour's port (GUID:port), the unit
+// of its series' keys; an unknown one lists those the state holds.
+func TestAckIBFarEnd(t *testing.T) {
+	sp := filepath.Join(t.TempDir(), "state.json")
+	st := state.New("ib")
+	since := time.Date(2026, 2, 1, 8, 0, 0, 0, time.UTC)
+	for _, k := range []string{"ib.far_end/0x0002c90300beef00:17/LinkDownedCounter", "ib.far_end/0x0002c90300beef00:17/SymbolErrorCounter"} {
+		st.Counters = append(st.Counters, state.CounterSeries{Key: k, FailingSince: since, CleanRuns: 1})
+	}
+	if err := st.Save(sp); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errText := runAckCmd("ib.far_end", "--unit", "0x0002c90300beef00:18", "--reason", "x", "--state", sp)
+	if code != 2 || errText != "rdmadoctor ack: no counter unit \"0x0002c90300beef00:18\" in the state's history of ib.far_end; units: 0x0002c90300beef00:17\n" {
+		t.Errorf("unknown neighbour port: exit %d %q", code, errText)
+	}
+	code, out, errText := runAckCmd("ib.far_end", "--unit", "0x0002c90300beef00:17", "--reason", "cable replaced", "--state", sp)
+	if code != 0 || out != "acknowledged ib.far_end on 0x0002c90300beef00:17: 2 held failure(s) cleared; later runs judge new rises only; reason: cable replaced\n" || errText != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errText)
+	}
+}
