@@ -21,6 +21,7 @@ const (
 	riseSinceBoot     = "boot"     // no earlier reading: the count since boot
 	riseSincePrevious = "previous" // the last run's reading, same boot
 	riseNewBaseline   = "baseline" // not comparable: a new baseline starts here
+	riseSinceCleared  = "cleared"  // another node's counter, no earlier reading: the count since it was last cleared
 )
 
 // riseReading is one counter reading against its history.
@@ -59,6 +60,8 @@ func (r riseReading) Words() string {
 		return "since boot"
 	case riseSincePrevious:
 		return fmt.Sprintf("since the last run at %s (%s)", stamp(r.Previous), fmtDur(r.Over))
+	case riseSinceCleared:
+		return "since they were last cleared"
 	}
 	return "at a new baseline (" + r.Note + ")"
 }
@@ -109,6 +112,41 @@ func (hr *historyRun) observe(key string, v uint64) riseReading {
 	return r
 }
 
+// observeRemote is observe for a counter kept by another node (the
+// neighbour's PMA PortCounters, ib.far_end): this host's reboot does not
+// reset it, so the boot_id is neither recorded nor compared, and a first
+// reading is the count since the counter was last cleared, over a time
+// nobody here knows (no rate). A value lower than the last is a clear
+// (perfquery -R, or the neighbour's own reboot): a new series starts.
+func (hr *historyRun) observeRemote(key string, v uint64) riseReading {
+	cur := state.CounterSample{Value: v, At: hr.now}
+	first := riseReading{Since: riseSinceCleared, Delta: v}
+	if hr.st == nil {
+		return first
+	}
+	defer hr.lock()()
+	cs := hr.series(key)
+	r := first
+	if n := len(cs.Samples); n > 0 {
+		prev := cs.Samples[n-1]
+		switch {
+		case v < prev.Value:
+			cs.Baseline, cs.BaselineWhy = &cur, "cleared"
+			r = riseReading{Since: riseNewBaseline, Note: fmt.Sprintf("cleared (perfquery -R, or the node restarted): %d now, %d at %s: a new series", v, prev.Value, stamp(prev.At))}
+		case hr.now.Before(prev.At):
+			cs.Baseline, cs.BaselineWhy = &cur, "clock"
+			r = riseReading{Since: riseNewBaseline, Note: fmt.Sprintf("the clock went back (the last reading is dated %s, after now, %s)", stamp(prev.At), stamp(hr.now))}
+		default:
+			r = riseReading{Since: riseSincePrevious, Delta: v - prev.Value, Over: hr.now.Sub(prev.At), Previous: prev.At}
+		}
+	} else {
+		cs.Baseline, cs.BaselineWhy = &state.CounterSample{}, "cleared"
+	}
+	cur.Rose = r.Delta > 0
+	appendSample(cs, cur)
+	return r
+}
+
 // hold is the hysteresis of a rise that failed, as counters.errors has it:
 // a series marked failing (its FailingSince) stays held until it has had
 // hr.cleanRuns clean runs in a row, so a node drained for a burst is not
@@ -149,7 +187,7 @@ func (hr *historyRun) hold(key string, failing bool) (held bool, since time.Time
 
 // riseAckChecks are the checks that judge rises with hold: an ack of one
 // clears its held failures (AckRises).
-var riseAckChecks = []string{"pcie.aer", "link.phy"}
+var riseAckChecks = []string{"pcie.aer", "link.phy", "ib.far_end"}
 
 // AcksByHold says whether an ack of check clears held failures (AckRises)
 // rather than accepting a level (AckCounters).
@@ -165,7 +203,8 @@ func AcksByHold(check string) bool {
 // AckRises ends the wait for clean runs of check's held failures: the
 // hold (failing since, clean runs) of every series of the check is
 // cleared, on unit when given — a hop's PCI address for pcie.aer, a
-// netdev for link.phy, the second part of the series' keys — and the ack
+// netdev for link.phy, a neighbour's port (GUID:port) for ib.far_end, the
+// second part of the series' keys — and the ack
 // is recorded with its time and reason. No level moves: these checks judge
 // the rise since the previous run, which a repair does not change; a rise
 // after the ack fails again. Units counts the units named, Counters the

@@ -21,8 +21,14 @@ func init() {
 				"then the neighbour's PMA PortCounters for that port, LID-routed to the neighbour (a switch's LID is its port 0's). " +
 				"200 ms a try, two tries. Fails: the neighbour's port not Active, the link trained narrower than both ends enable " +
 				"(a degraded cable or a lane down), the neighbour or its port other than the expectations class says (switch = \"leaf-03*\", " +
-				"switch_port = 17). Warns: error counters of the neighbour's port above zero since they were last cleared " +
-				"(symbol errors, link error recovery, link downed, receive errors, transmit discards).",
+				"switch_port = 17). The neighbour's error counters are judged as rises across runs, " +
+				"with the history pcie.aer and link.phy keep (--state), keyed by the neighbour's node GUID and port (a recabled link is a new " +
+				"series; this host's reboot does not reset them, a value lower than the last is a clear and starts a new series): a rise of " +
+				"LinkDownedCounter, LocalLinkIntegrityErrors or ExcessiveBufferOverrunErrors fails (NVSentinel treats them as fatal); " +
+				"SymbolErrorCounter above 120/h fails (BER 1e-12, the specification's limit), below it warns, as do rises of " +
+				"LinkErrorRecoveryCounter, PortRcvErrors and PortXmitDiscards. Without an earlier reading, counts above zero warn as " +
+				"errors since the counters were last cleared. A rise that failed stays failing (still-failing) until counters.clean_runs " +
+				"clean runs (3 by default), or `rdmadoctor ack ib.far_end` clears it.",
 			Why: "The host's own counters never see what the switch receives: a cable that corrupts symbols towards the switch, or a link " +
 				"that trained 1X on the switch side, shows only at the other end. A cable on the wrong switch or rail works and passes every " +
 				"local check while the job's traffic crosses the fabric the long way.",
@@ -38,7 +44,8 @@ const farEndCableFix = "The link to {neighbour} port {nport} trained narrower th
 var (
 	farFrame = declareMADFrame("ib.far_end")
 	farOK    = declare(Finding{ID: "ib.far_end/ok", Status: report.Pass,
-		When:    "the neighbour answers, its port is Active at the width both ends enable, as the expectations say, with clean counters",
+		When: "the neighbour answers, its port is Active at the width both ends enable, as the expectations say, and its error counters " +
+			"did not rise since the previous run (on a first reading: none above zero), with no failure held",
 		Message: "{port}: cabled to {neighbour} ({ntype}, GUID {nguid}) port {nport}, {width} {speed}, Active"})
 	farLinkDown = declare(Finding{ID: "ib.far_end/link-down", Status: report.Skip,
 		When:    "the port's physical link is not up: there is no far end to ask (port.state judges the link)",
@@ -75,11 +82,6 @@ var (
 		When:    "the neighbour's port number differs from the expectations class's switch_port key",
 		Message: "{port}: cabled to {neighbour} port {nport}, not port {want_port} ({cite})",
 		Fix:     "The cable lands on another port of {neighbour} than the class says: move it to port {want_port}, or correct {cite}."})
-	farCounters = declare(Finding{ID: "ib.far_end/neighbour-errors", Status: report.Warn,
-		When:    "the neighbour's PortCounters for this link show errors since they were last cleared",
-		Message: "{port}: {neighbour} port {nport} counts {errors} on this link",
-		Fix: "Errors counted at the switch end of this cable: symbol errors and link error recovery point at the cable or transceiver " +
-			"(reseat or replace it); clear the counters (`perfquery -R -D 0,{num}` style resets are the fabric team's call) and watch whether they rise."})
 	farCountersUnread = declare(Finding{ID: "ib.far_end/counters-unread", Status: report.Warn,
 		When:    "the neighbour's PMA did not answer PortCounters (the link itself was judged)",
 		Message: "{port}: {neighbour} port {nport}: PortCounters not read: {cause}"})
@@ -94,10 +96,11 @@ func runIBFarEnd(ctx context.Context, env *Env) Result {
 	}
 	defer t.Close()
 	c := madClient(t)
+	hr := newRiseRun(env)
 	var fs []report.Finding
 	var details []string
 	for _, p := range ports {
-		f, d := judgeFarEnd(ctx, env, c, p)
+		f, d := judgeFarEnd(ctx, env, hr, c, p)
 		fs = append(fs, f...)
 		details = append(details, d...)
 	}
@@ -113,12 +116,13 @@ type farEnd struct {
 	port     mad.PortInfo // the neighbour's port the SMP entered by
 	own      mad.PortInfo // this port, as its own agent says
 	counters *mad.PortCounters
+	pmaLID   uint16 // the LID the PMA query went to
 	pmaErr   error
 }
 
 // judgeFarEnd judges one port's neighbour: the link from its side, the
 // expectations, its counters.
-func judgeFarEnd(ctx context.Context, env *Env, c *mad.Client, p mad.Port) ([]report.Finding, []string) {
+func judgeFarEnd(ctx context.Context, env *Env, hr *historyRun, c *mad.Client, p mad.Port) ([]report.Finding, []string) {
 	unit := p.Name()
 	slots := Slots{"port": unit, "num": fmt.Sprint(p.Num), "phys": mad.PhysStateName(uint8(p.PhysState))}
 	if p.PhysState != physLinkUp {
@@ -137,10 +141,13 @@ func judgeFarEnd(ctx context.Context, env *Env, c *mad.Client, p mad.Port) ([]re
 		"width", mad.WidthName(fe.port.LinkWidthActive), "speed", fe.port.SpeedName())
 	fs := farLinkFindings(unit, slots, fe)
 	fs = append(fs, farExpectFindings(env, unit, slots, fe)...)
+	var notes []string
 	if fe.counters != nil || len(fs) == 0 || fs[0].ID != farAwaitingSM.ID {
 		// A link that waits for an SM has no LID to send the PMA query to:
 		// that says nothing of the far end.
-		fs = append(fs, farCounterFindings(unit, slots, fe)...)
+		var cf []report.Finding
+		cf, notes = farCounterFindings(hr, unit, slots, fe)
+		fs = append(fs, cf...)
 	}
 	if len(fs) == 0 {
 		fs = append(fs, farOK.At(unit, slots))
@@ -148,6 +155,9 @@ func judgeFarEnd(ctx context.Context, env *Env, c *mad.Client, p mad.Port) ([]re
 	detail := fmt.Sprintf("%s: neighbour %s %s port %d, LID %d, width %s (enabled %s), speed %s",
 		unit, slots["neighbour"], slots["nguid"], fe.node.LocalPortNum, fe.port.LID, slots["width"],
 		widthsName(fe.port.LinkWidthEnabled), slots["speed"])
+	if len(notes) > 0 {
+		detail += "; counters: " + strings.Join(notes, "; ")
+	}
 	return fs, []string{detail}
 }
 
@@ -183,6 +193,7 @@ func askFarEnd(ctx context.Context, c *mad.Client, p mad.Port) (farEnd, error) {
 		fe.pmaErr = errors.New("the neighbour has no LID yet (no SM has configured it)")
 		return fe, nil
 	}
+	fe.pmaLID = lid
 	pc, err := c.PortCounters(ctx, p, lid, fe.node.LocalPortNum)
 	if err != nil {
 		fe.pmaErr = err
@@ -226,31 +237,6 @@ func farExpectFindings(env *Env, unit string, slots Slots, fe farEnd) []report.F
 		fs = append(fs, farWrongPort.At(unit, slots.with("want_port", fmt.Sprint(port.V), "cite", port.Cite())))
 	}
 	return fs
-}
-
-// farCounterFindings judges the neighbour's error counters for the link.
-func farCounterFindings(unit string, slots Slots, fe farEnd) []report.Finding {
-	if fe.counters == nil {
-		return []report.Finding{farCountersUnread.At(unit, slots.with("cause", fmt.Sprint(fe.pmaErr)))}
-	}
-	pc := fe.counters
-	var errs []string
-	for _, c := range []struct {
-		name string
-		n    uint32
-	}{
-		{"SymbolErrorCounter", uint32(pc.SymbolErrors)}, {"LinkErrorRecoveryCounter", uint32(pc.LinkErrorRecovery)},
-		{"LinkDownedCounter", uint32(pc.LinkDowned)}, {"PortRcvErrors", uint32(pc.RcvErrors)},
-		{"PortXmitDiscards", uint32(pc.XmitDiscards)},
-	} {
-		if c.n > 0 {
-			errs = append(errs, fmt.Sprintf("%s %d", c.name, c.n))
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return []report.Finding{farCounters.At(unit, slots.with("errors", strings.Join(errs, ", ")))}
 }
 
 // widthLimited finds a link that runs narrower because one end enables

@@ -34,17 +34,26 @@ type fakeFabric struct {
 	callErr  error  // Exchange fails with this (libibumad's own failure)
 	smInfos  int
 	portsErr error
+	// The second SM, at LID 9: its state as it answers SMInfo (0:
+	// STANDBY), silent, and its state in the SA's SMInfoRecord (0: STANDBY).
+	sm2State, sm2Record uint8
+	sm2Silent           bool
 	// The neighbour one hop out (ib.far_end).
 	nState, nWidth uint8 // its port's PortState and LinkWidthActive
 	ownInit        bool  // this port answers Initialize (no SM has configured it)
 	nEnabled       uint8 // the neighbour's LinkWidthEnabled; 0: 1X|4X
 	nPort          uint8
-	nSymbolErrors  uint16
+	nCounters      mad.PortCounters // the neighbour's PMA PortCounters (error counters)
 	pmaStatus      uint16
 	// The SA's PathRecord (ib.path): its MTU and rate codes, or a status.
 	pathMTU, pathRate uint8
 	saStatus          uint16
 	saSilent          bool
+	// The SA's NodeRecord table (ib.path's peers by name), the status it
+	// answers a NodeRecord query with, and the component masks asked.
+	nodes    []mad.NodeRecord
+	nrStatus uint16
+	nrMasks  []uint64
 }
 
 func (f *fakeFabric) Ports() ([]mad.Port, error) { return f.ports, f.portsErr }
@@ -77,12 +86,15 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 		for i, sm := range []struct {
 			lid   uint16
 			state uint8
-		}{{1, mad.SMMaster}, {9, mad.SMStandby}} {
+		}{{1, mad.SMMaster}, {9, orState(f.sm2Record)}} {
 			r := resp[56+32*i:]
 			binary.BigEndian.PutUint16(r, sm.lid)
 			r[4+20] = sm.state
 		}
 		return resp, nil
+	}
+	if h.Class == mad.ClassSA && h.AttrID == mad.AttrNodeRecord {
+		return f.nodeRecords(req, resp), nil
 	}
 	if h.Class == mad.ClassSA {
 		binary.BigEndian.PutUint16(resp[4:], f.saStatus)
@@ -94,7 +106,14 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	}
 	if h.Class == mad.ClassPerf {
 		binary.BigEndian.PutUint16(resp[4:], f.pmaStatus)
-		binary.BigEndian.PutUint16(resp[64+4:], f.nSymbolErrors)
+		putPortCounters(resp[64:], f.nCounters)
+		return resp, nil
+	}
+	if h.Class == mad.ClassSubnLID && dest.LID == 9 {
+		if f.sm2Silent {
+			return nil, fmt.Errorf("fake SM at LID 9: %w", mad.ErrTimeout)
+		}
+		f.fillSecondSM(h, resp[64:128])
 		return resp, nil
 	}
 	if h.Class == mad.ClassSubnDR && req[7] > 0 {
@@ -103,6 +122,63 @@ func (f *fakeFabric) Exchange(p mad.Port, dest mad.Dest, req []byte, timeout tim
 	}
 	f.fill(h, resp[64:128])
 	return resp, nil
+}
+
+// nodeRecords answers a NodeRecord GetTable as opensm does: with the
+// NodeDescription component, only the nodes whose 64 bytes equal the
+// request's; 112 bytes a record (attribute offset 14 words).
+func (f *fakeFabric) nodeRecords(req, resp []byte) []byte {
+	binary.BigEndian.PutUint16(resp[4:], f.nrStatus)
+	mask, _ := mad.SAComponentMask(req)
+	f.nrMasks = append(f.nrMasks, mask)
+	binary.BigEndian.PutUint16(resp[44:], 14)
+	want := string(req[56+44 : 56+108])
+	resp = resp[:56]
+	for i, n := range f.nodes {
+		var d [64]byte
+		copy(d[:], n.Desc)
+		if mask&mad.NRCompNodeDesc != 0 && string(d[:]) != want {
+			continue
+		}
+		r := make([]byte, 112)
+		binary.BigEndian.PutUint16(r, uint16(20+i))
+		r[4+2] = mad.NodeCA
+		binary.BigEndian.PutUint64(r[4+20:], n.Info.PortGUID)
+		r[4+36] = n.Info.LocalPortNum
+		copy(r[44:], d[:])
+		resp = append(resp, r...)
+	}
+	return append(resp, make([]byte, 112)...) // a zero LID ends the table
+}
+
+// orState is an SM state, STANDBY for 0.
+func orState(s uint8) uint8 {
+	if s == 0 {
+		return mad.SMStandby
+	}
+	return s
+}
+
+// fillSecondSM answers as the second SM (LID 9, sm-02).
+func (f *fakeFabric) fillSecondSM(h mad.Header, d []byte) {
+	switch h.AttrID {
+	case mad.AttrSMInfo:
+		binary.BigEndian.PutUint64(d[0:], 0x0002c90300c0ffee)
+		binary.BigEndian.PutUint32(d[16:], 42)
+		d[20] = 1<<4 | orState(f.sm2State)
+	case mad.AttrNodeDesc:
+		copy(d, "sm-02 HCA-1")
+	}
+}
+
+// putPortCounters writes the error counters of PortCounters (IBTA vol 1
+// 16.1.3.5, table 247) as a PMA would.
+func putPortCounters(d []byte, c mad.PortCounters) {
+	binary.BigEndian.PutUint16(d[4:], c.SymbolErrors)
+	d[6], d[7] = c.LinkErrorRecovery, c.LinkDowned
+	binary.BigEndian.PutUint16(d[8:], c.RcvErrors)
+	binary.BigEndian.PutUint16(d[14:], c.XmitDiscards)
+	d[19] = c.LocalLinkIntegrityErrors<<4 | c.ExcessiveBufferOverrunErrors&0x0f
 }
 
 // fillNeighbour answers as the switch one hop out (leaf-03, port nPort).
@@ -172,6 +248,12 @@ func ibPort(smLID uint16, phys uint32) mad.Port {
 // on a live host, with the expectations class body (may be "").
 func runIB(t *testing.T, id string, f *fakeFabric, openErr error, class string) Result {
 	t.Helper()
+	return runIBWith(t, id, f, openErr, class, Options{CheckTimeout: 5 * time.Second})
+}
+
+// runIBWith is runIB with the run's options (a kept state).
+func runIBWith(t *testing.T, id string, f *fakeFabric, openErr error, class string, opts Options) Result {
+	t.Helper()
 	saved := openMAD
 	t.Cleanup(func() { openMAD = saved })
 	openMAD = func() (mad.Transport, error) {
@@ -180,7 +262,7 @@ func runIB(t *testing.T, id string, f *fakeFabric, openErr error, class string) 
 		}
 		return f, nil
 	}
-	env := NewEnv(sysfs.OpenLive(), Options{CheckTimeout: 5 * time.Second})
+	env := NewEnv(sysfs.OpenLive(), opts)
 	if class != "" {
 		file, err := expect.Parse("expect.conf", strings.NewReader("[class c]\nhosts = *\n"+class))
 		if err != nil {
@@ -224,6 +306,9 @@ func TestIBSMFindings(t *testing.T) {
 		{"SM LID 0, link polling", edit(func(f *fakeFabric) { f.ports = []mad.Port{ibPort(0, 2)} }), "ib.sm/link-down"},
 		{"SM silent", edit(func(f *fakeFabric) { f.silent = true }), "ib.sm/sm-silent"},
 		{"SM standby", edit(func(f *fakeFabric) { f.smState = mad.SMStandby }), "ib.sm/not-master"},
+		{"a second SM answers MASTER", edit(func(f *fakeFabric) { f.sm2State = mad.SMMaster }), "ib.sm/two-masters"},
+		{"the SA lists a second master that does not answer", edit(func(f *fakeFabric) { f.sm2Record, f.sm2Silent = mad.SMMaster, true }), "ib.sm/two-masters"},
+		{"the SA's record says MASTER, the SM itself STANDBY", edit(func(f *fakeFabric) { f.sm2Record = mad.SMMaster }), "ib.sm/master"},
 		{"bad status", edit(func(f *fakeFabric) { f.status = 7 << 2 }), "ib.sm/bad-answer"},
 		{"umad_send refused", edit(func(f *fakeFabric) {
 			f.callErr = &mad.Error{Call: "umad_open_port(mlx5_0, 1)", Errno: syscall.EACCES}
@@ -250,6 +335,22 @@ func TestIBSMWording(t *testing.T) {
 	r = runIB(t, "ib.sm", &fakeFabric{ports: []mad.Port{ibPort(0, 5)}}, nil, "")
 	if strings.Contains(strings.ToLower(r.Remedy), "start opensm") {
 		t.Errorf("remedy says to start opensm: %s", r.Remedy)
+	}
+}
+
+// TestIBSMTwoMastersWording: both masters are named by LID, GUID and node
+// description, and the remedy keeps one master instead of starting one.
+func TestIBSMTwoMastersWording(t *testing.T) {
+	f := &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smState: mad.SMMaster, smActs: []uint32{1, 2}, sm2State: mad.SMMaster}
+	r := runIB(t, "ib.sm", f, nil, "")
+	want := `mlx5_0/1: 2 SMs are MASTER — LID 1 GUID 0x0002c90300a1b2c3 "ufm-sm-01 HCA-1"; LID 9 GUID 0x0002c90300c0ffee "sm-02 HCA-1": ` +
+		"a split subnet or SMs fighting over it"
+	if r.Status != report.Fail || r.Summary != want {
+		t.Errorf("%s: %s\nwant %s", r.Status, r.Summary, want)
+	}
+	if rem := strings.ToLower(r.Remedy); strings.Contains(rem, "start opensm") || !strings.Contains(rem, "keep one master") ||
+		!strings.Contains(rem, "lower its priority") {
+		t.Errorf("remedy: %s", r.Remedy)
 	}
 }
 
@@ -412,7 +513,7 @@ func TestIBFarEndFindings(t *testing.T) {
 		{"switch port enables 1X", "", edit(func(f *fakeFabric) { f.nWidth, f.nEnabled = 1, 1 }), []string{"ib.far_end/width-limited"}},
 		{"another switch", "switch = \"spine-*\"\n", healthy(), []string{"ib.far_end/wrong-neighbour"}},
 		{"another port", "switch_port = 18\n", healthy(), []string{"ib.far_end/wrong-port"}},
-		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nSymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},
+		{"switch counts symbol errors", "", edit(func(f *fakeFabric) { f.nCounters.SymbolErrors = 5 }), []string{"ib.far_end/neighbour-errors"}},
 		{"PMA refuses", "", edit(func(f *fakeFabric) { f.pmaStatus = 3 << 2 }), []string{"ib.far_end/counters-unread"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -541,5 +642,61 @@ func TestNoIBPortInSysfs(t *testing.T) {
 		if noIB != tc.noIB || (noIB && n != tc.n) {
 			t.Errorf("%s: %d port(s), none InfiniBand %v; want %d, %v (%v)", tc.host, n, noIB, tc.n, tc.noIB, lls)
 		}
+
+// TestIBPathPeersByName: ib_peers names nodes by description; the SA's
+// NodeRecords resolve them (a literal with the NodeDescription component,
+// a glob from the whole table) and every port matched is asked a path.
+func TestIBPathPeersByName(t *testing.T) {
+	node := func(desc string, port uint8, guid uint64) mad.NodeRecord {
+		return mad.NodeRecord{Desc: desc, Info: mad.NodeInfo{LocalPortNum: port, PortGUID: guid}}
+	}
+	fabric := func() *fakeFabric {
+		return &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, smActs: []uint32{1}, pathMTU: 4, pathRate: 3, nodes: []mad.NodeRecord{
+			node("Hca4", 1, 0x40001), node("storage-01 HCA-1", 1, 0x50001), node("storage-01 HCA-1", 2, 0x50002),
+			node("storage-02 HCA-1", 1, 0x60001), node("Switch1", 0, 0x70000)}}
+	}
+	u := "mlx5_0/1"
+	for _, tc := range []struct {
+		name, class string
+		edit        func(f *fakeFabric)
+		want        []ibRef
+		mask        uint64 // the component mask of the NodeRecord query
+		has         string
+	}{
+		{"a literal description", `ib_peers = "Hca4"` + "\n", nil,
+			[]ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`path to peer "Hca4" port 1 (fe80::4:1, GUID 0x0000000000040001) resolves`},
+		{"a glob: every port of every node", `ib_peers = "storage-0*"` + "\n", nil,
+			[]ibRef{{"ib.path/resolved", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}}, 0,
+			`peer "storage-01 HCA-1" port 2`},
+		{"no such node", `ib_peers = ["Hca9", "0x2c90300009999"]` + "\n", nil,
+			[]ibRef{{"ib.path/unknown-peer", u}, {"ib.path/resolved", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`mlx5_0/1: no node named "Hca9" in the subnet (the SA's NodeRecords; expect.conf:3 ib_peers = Hca9)`},
+		{"ERR_NO_RECORDS", `ib_peers = "Hca4"` + "\n", func(f *fakeFabric) { f.nrStatus = 3 << 8 },
+			[]ibRef{{"ib.path/unknown-peer", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc, `no node named "Hca4"`},
+		{"the SA refuses", `ib_peers = "Hca4"` + "\n", func(f *fakeFabric) { f.nrStatus = 7 << 8 },
+			[]ibRef{{"ib.path/peer-lookup-failed", u}, {"ib.path/resolved", u}}, mad.NRCompNodeDesc,
+			`the node named "Hca4" could not be looked up: NodeRecord GetTable to the SA at LID 1 for "Hca4"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fabric()
+			if tc.edit != nil {
+				tc.edit(f)
+			}
+			r := runIB(t, "ib.path", f, nil, tc.class)
+			if diff := cmp.Diff(tc.want, ibRefs(r.Findings)); diff != "" {
+				t.Errorf("findings (-want +got):\n%s\n%s", diff, r.Summary)
+			}
+			if len(f.nrMasks) != 1 || f.nrMasks[0] != tc.mask {
+				t.Errorf("NodeRecord queries with masks %x, want one with 0x%x", f.nrMasks, tc.mask)
+			}
+			var msgs []string
+			for _, fd := range r.Findings {
+				msgs = append(msgs, fd.Message)
+			}
+			if !strings.Contains(strings.Join(msgs, "\n"), tc.has) {
+				t.Errorf("findings lack %q:\n%s", tc.has, strings.Join(msgs, "\n"))
+			}
+		})
 	}
 }

@@ -17,7 +17,10 @@ func init() {
 		Explain: Explanation{
 			Judges: "Every InfiniBand port libibumad finds with an SM LID: an SA PathRecord Get (SubnAdm class, attribute 0x0035, " +
 				"SGID and DGID given, one reversible path) to the SM LID, from the port's GID 0 to itself and to each port GUID of the " +
-				"expectations class's ib_peers (in the port's subnet), 1 s a try (the SA is the SM's software), two tries. No answer or an SA error status " +
+				"expectations class's ib_peers (in the port's subnet), 1 s a try (the SA is the SM's software), two tries. An ib_peers item that names " +
+				"a node description is resolved first through the SA's NodeRecords (attribute 0x0011, a GetTable: for a literal description " +
+				"with the NodeDescription component, as opensm matches it; for a glob the whole table, matched here): every port of every " +
+				"node matched is asked, and a description no node has fails. No answer or an SA error status " +
 				"(ERR_NO_RECORDS: no path) fails. A path whose MTU is below the port's active MTU (its PortInfo, by an empty directed " +
 				"route) or whose rate is below the port's warns: a hop on the way limits it.",
 			Why: "Every rdma_cm connection, MPI and NCCL over IB, and IPoIB's neighbours resolve a path record through the SA before the first " +
@@ -28,7 +31,7 @@ func init() {
 	})
 }
 
-const pathSAFix = "The SA runs with the master SM (LID {sm_lid}): check it as ib.sm does; `saquery --sgid-to-dgid {sgid}-{dgid}` " +
+const pathSAFix = "The SA runs with the master SM (LID {sm_lid}): check it as ib.sm does; `{ask}` " +
 	"asks the same question with infiniband-diags."
 
 // ib.path's findings.
@@ -41,8 +44,8 @@ var (
 		When:    "the port has no SM LID: there is no SA to ask (ib.sm judges it)",
 		Message: "{port}: SM LID 0: no SA to ask"})
 	pathSilent = declare(Finding{ID: "ib.path/sa-silent", Status: report.Fail,
-		When:    "the SA at the SM LID did not answer the PathRecord query",
-		Message: "{port}: the SA at LID {sm_lid} does not answer a PathRecord query for {dest} — {cause}", Fix: pathSAFix})
+		When:    "the SA at the SM LID did not answer the PathRecord query (or the NodeRecord query that resolves an ib_peers node description)",
+		Message: "{port}: the SA at LID {sm_lid} does not answer a {query} query for {dest} — {cause}", Fix: pathSAFix})
 	pathNone = declare(Finding{ID: "ib.path/no-path", Status: report.Fail,
 		When:    "the SA answers with an error status (no record: no path between the two ports)",
 		Message: "{port}: no path to {dest}: {cause}",
@@ -92,17 +95,9 @@ func judgePaths(ctx context.Context, env *Env, c *mad.Client, p mad.Port) []repo
 	if err != nil {
 		return []report.Finding{pathBadAnswer.At(unit, slots.with("cause", "the port's own PortInfo: "+err.Error()))}
 	}
-	dests := []mad.GID{p.GID()}
-	for _, g := range env.Expect.ExpectedIBPeers() {
-		dests = append(dests, mad.GID{Prefix: p.GIDPrefix, GUID: uint64(g.V)})
-	}
-	var fs []report.Finding
-	for i, d := range dests {
-		dest := "itself (" + d.String() + ")"
-		if i > 0 {
-			dest = fmt.Sprintf("peer %s (0x%016x)", d, d.GUID)
-		}
-		fs = append(fs, judgePath(ctx, c, p, own, d, slots.with("dest", dest, "dgid", d.String()))...)
+	dests, fs := pathDests(ctx, env, c, p, slots)
+	for _, d := range dests {
+		fs = append(fs, judgePath(ctx, c, p, own, d.gid, slots.with("dest", d.words, "dgid", d.gid.String()))...)
 	}
 	return fs
 }
@@ -135,7 +130,7 @@ func pathFailed(unit string, slots Slots, err error) report.Finding {
 	if f, ok := pathFrame.callFailed(unit, err); ok {
 		return f
 	}
-	slots = slots.with("cause", err.Error())
+	slots = slots.with("cause", err.Error(), "query", "PathRecord", "ask", "saquery --sgid-to-dgid "+slots["sgid"]+"-"+slots["dgid"])
 	var se *mad.StatusError
 	switch {
 	case errors.Is(err, mad.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/mad"
@@ -21,7 +22,8 @@ func init() {
 				"200 ms a try, two tries, within the check's deadline: no answer fails, a state other than MASTER fails, and a second SMInfo " +
 				"100 ms later must show ActCount moved (a master that answers but does not count is hung: warn). The SM is named by GUID " +
 				"(from SMInfo) and node description (a NodeDescription Get to the same LID); every SM the SA knows (an SMInfoRecord GetTable: " +
-				"standbys, a second master) is listed in the details. Nothing is changed on the fabric.",
+				"standbys, a second master) is listed in the details, and each SM it lists is asked SMInfo: more than one MASTER " +
+				"(a split subnet, or two SMs fighting) fails, naming each by GUID, LID and node description. Nothing is changed on the fabric.",
 			Why: "A port keeps its LID and SM LID after the SM that assigned them dies, so sysfs looks healthy while path record queries " +
 				"(every rdma_cm and MPI connection), multicast joins and fabric changes fail. The SM runs somewhere on the fabric — a managed " +
 				"switch, UFM, dedicated SM hosts — so the fix names it instead of starting one here.",
@@ -64,6 +66,15 @@ var (
 		Fix: "The port's SM LID points at an SM that is not the master: the mastership moved and this port was not reconfigured, or no SM " +
 			"won the election. On {sm_name} (GUID {sm_guid}) check the SM's state and log; `sminfo` from this host shows the SM at the " +
 			"port's SM LID and `saquery -s` every SM the SA knows."})
+	smTwoMasters = declare(Finding{ID: "ib.sm/two-masters", Status: report.Fail,
+		When: "more than one SM is MASTER: the SA's SMInfoRecords, or SMInfo asked of each SM they list, show a second master — " +
+			"a split subnet or two SMs fighting over it (LIDs reassigned, paths flapping)",
+		Message: "{port}: {count} SMs are MASTER — {masters}: a split subnet or SMs fighting over it",
+		Fix: "Keep one master: a subnet has exactly one master SM and the others STANDBY. The SMs named are both MASTER, so each sweeps " +
+			"and reassigns LIDs and paths, and connections flap. Decide which SM the fabric's design names (the managed switch, UFM or the " +
+			"SM hosts); on the host or switch that should not be master, stop its extra SM or lower its priority (opensm's sm_priority " +
+			"in opensm.conf or `-p`; the switch's or UFM's SM priority setting) so it falls back to STANDBY, and look for a cut between " +
+			"the two halves (a switch or inter-switch link down) if they cannot see each other. `saquery -s` should then list one MASTER."})
 	smBadAnswer = declare(Finding{ID: "ib.sm/bad-answer", Status: report.Error,
 		When:    "SMInfo got an answer that is not one: an error status, a truncated or malformed MAD",
 		Message: "{port}: SMInfo from LID {sm_lid}: {cause}"})
@@ -111,7 +122,7 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 		"sm_state", mad.SMStateName(first.State), "act1", fmt.Sprint(first.ActCount), "sm_name", smName(ctx, c, p, to))
 	if first.State != mad.SMMaster {
 		v := smNotMaster.unit(unit, slots)
-		v.details = smList(ctx, c, p)
+		v.details, _ = smList(ctx, c, p)
 		return v
 	}
 	select {
@@ -127,7 +138,11 @@ func judgeSM(ctx context.Context, c *mad.Client, p mad.Port) verdict {
 	if second.ActCount == first.ActCount {
 		v = smActFrozen.unit(unit, slots)
 	}
-	v.details = smList(ctx, c, p)
+	details, recs := smList(ctx, c, p)
+	if masters := smMasters(ctx, c, p, first, recs, slots["sm_name"]); len(masters) > 1 {
+		v = smTwoMasters.unit(unit, slots.with("count", fmt.Sprint(len(masters)), "masters", strings.Join(masters, "; ")))
+	}
+	v.details = details
 	v.evidence = map[string]any{"sm_lid": p.SMLID, "sm_guid": slots["sm_guid"], "sm_node": slots["sm_name"],
 		"priority": first.Priority, "state": mad.SMStateName(second.State), "act_count": []uint32{first.ActCount, second.ActCount}}
 	return v
@@ -157,15 +172,38 @@ func smName(ctx context.Context, c *mad.Client, p mad.Port, to mad.Route) string
 
 // smList lists the SMs the SA knows (SMInfoRecord), for the details: a
 // standby that would take over, or a second master, shows there.
-func smList(ctx context.Context, c *mad.Client, p mad.Port) []string {
+func smList(ctx context.Context, c *mad.Client, p mad.Port) ([]string, []mad.SMInfoRecord) {
 	recs, err := c.SMInfoRecords(ctx, p)
 	if err != nil {
-		return []string{"the SMs the SA knows: not listed: " + err.Error()}
+		return []string{"the SMs the SA knows: not listed: " + err.Error()}, nil
 	}
 	out := []string{fmt.Sprintf("the SA knows %d SM(s):", len(recs))}
 	for _, r := range recs {
 		out = append(out, fmt.Sprintf("  LID %d GUID 0x%016x %s priority %d ActCount %d",
 			r.LID, r.SMInfo.GUID, mad.SMStateName(r.SMInfo.State), r.SMInfo.Priority, r.SMInfo.ActCount))
 	}
-	return out
+	return out, recs
+}
+
+// smMasters names every SM that is MASTER: the port's own (master, its
+// name known) and each other SM the SA lists, by its own SMInfo answer
+// where it gives one (the SA's record is the SM's last poll of it), else
+// by the record: "LID 9 GUID 0x… \"sm-02\"".
+func smMasters(ctx context.Context, c *mad.Client, p mad.Port, own mad.SMInfo, recs []mad.SMInfoRecord, ownName string) []string {
+	masters := []string{fmt.Sprintf("LID %d GUID 0x%016x %s", p.SMLID, own.GUID, ownName)}
+	for _, r := range recs {
+		if r.LID == p.SMLID {
+			continue
+		}
+		to := mad.Route{LID: r.LID}
+		si := r.SMInfo
+		if live, err := c.SMInfo(ctx, p, to); err == nil {
+			si = live
+		}
+		if si.State != mad.SMMaster {
+			continue
+		}
+		masters = append(masters, fmt.Sprintf("LID %d GUID 0x%016x %s", r.LID, si.GUID, smName(ctx, c, p, to)))
+	}
+	return masters
 }

@@ -209,3 +209,23 @@ func (c *Client) SMInfoRecords(ctx context.Context, p Port) ([]SMInfoRecord, err
 	}
 	return DecodeSMInfoRecords(resp)
 }
+
+// NodeRecords asks the SA (at the port's SM LID) for the NodeRecords whose
+// node description is desc (every record when desc is ""): one a port of
+// each matching node.
+func (c *Client) NodeRecords(ctx context.Context, p Port, desc string) ([]NodeRecord, error) {
+	dest := Dest{LID: p.SMLID, QP: 1, QKey: QKey, SL: p.SMSL}
+	what := fmt.Sprintf("NodeRecord GetTable to the SA at LID %d for %q", p.SMLID, desc)
+	if desc == "" {
+		what = fmt.Sprintf("NodeRecord GetTable to the SA at LID %d", p.SMLID)
+	}
+	resp, err := c.doSA(ctx, p, dest, what, func(tid uint64) ([]byte, error) { return NewNodeRecordQuery(desc, tid) })
+	if err != nil {
+		return nil, err
+	}
+	recs, err := DecodeNodeRecords(resp)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return recs, nil
+}

@@ -45,6 +45,7 @@ const (
 	AttrPortInfo       = 0x0015
 	AttrPKeyTable      = 0x0016
 	AttrSMInfo         = 0x0020
+	AttrNodeRecord     = 0x0011 // SA
 	AttrSMInfoRecord   = 0x0018 // SA
 	AttrPathRecord     = 0x0035 // SA
 	AttrPortCounters   = 0x0012 // PMA
@@ -172,7 +173,7 @@ func ClassName(class uint8) string {
 // attrNames names the attributes this package asks for, by class.
 var attrNames = map[uint8]map[uint16]string{
 	ClassSubnLID: {AttrNodeDesc: "NodeDescription", AttrNodeInfo: "NodeInfo", AttrPortInfo: "PortInfo", AttrPKeyTable: "P_KeyTable", AttrSMInfo: "SMInfo"},
-	ClassSA:      {AttrClassPortInfo: "ClassPortInfo", AttrSMInfoRecord: "SMInfoRecord", AttrPathRecord: "PathRecord"},
+	ClassSA:      {AttrClassPortInfo: "ClassPortInfo", AttrNodeRecord: "NodeRecord", AttrSMInfoRecord: "SMInfoRecord", AttrPathRecord: "PathRecord"},
 	ClassPerf:    {AttrClassPortInfo: "ClassPortInfo", AttrPortCounters: "PortCounters"},
 }
 

@@ -32,7 +32,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	fixtureSeeds(f)
 	reqs := [][]byte{
 		mustSMP(f, Route{LID: 1}, AttrSMInfo), mustSMP(f, Route{Path: []uint8{1}}, AttrNodeInfo),
-		NewPathRecordQuery(GID{}, GID{}, 1), NewPortCountersQuery(1, 1),
+		NewPathRecordQuery(GID{}, GID{}, 1), NewPortCountersQuery(1, 1), mustNodeRecordQuery(f, "Hca4"),
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, req := range reqs {
@@ -41,6 +41,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		_, _ = DecodeDR(b)
 		_, _ = SAComponentMask(b)
 		_, _ = DecodeSMInfoRecords(b)
+		_, _ = DecodeNodeRecords(b)
 		for _, d := range [][]byte{SMPData(b), SAData(b), PMAData(b), b} {
 			_, _ = DecodeSMInfo(d)
 			_, _ = DecodeNodeInfo(d)
@@ -82,4 +83,37 @@ func mustSMP(f *testing.F, r Route, attr uint16) []byte {
 		f.Fatal(err)
 	}
 	return b
+}
+
+func mustNodeRecordQuery(f *testing.F, desc string) []byte {
+	b, err := NewNodeRecordQuery(desc, 1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
+
+// FuzzNodeRecordQuery encodes any description: one that fits is found in
+// the request's NodeDescription with the component set, a longer one is
+// an error.
+func FuzzNodeRecordQuery(f *testing.F) {
+	f.Add("Hca4")
+	f.Add("")
+	f.Add(strings.Repeat("x", 65))
+	f.Fuzz(func(t *testing.T, desc string) {
+		b, err := NewNodeRecordQuery(desc, 1)
+		if len(desc) > 64 {
+			if err == nil {
+				t.Fatal("a description over 64 bytes was encoded")
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mask, _ := SAComponentMask(b)
+		if (mask == NRCompNodeDesc) != (desc != "") || string(b[saDataOff+nodeRecDescOff:][:len(desc)]) != desc {
+			t.Fatalf("mask 0x%x, description %q for %q", mask, b[saDataOff+nodeRecDescOff:saDataOff+nodeRecordLen], desc)
+		}
+	})
 }

@@ -128,6 +128,7 @@ func wireLayout() []LayoutEntry {
 		{C: "UMAD_SM_ATTR_PORT_INFO", Go: AttrPortInfo},
 		{C: "UMAD_SM_ATTR_PKEY_TABLE", Go: AttrPKeyTable},
 		{C: "UMAD_SM_ATTR_SM_INFO", Go: AttrSMInfo},
+		{C: "UMAD_SA_ATTR_NODE_REC", Go: AttrNodeRecord},
 		{C: "UMAD_SA_ATTR_SM_INFO_REC", Go: AttrSMInfoRecord},
 		{C: "UMAD_SA_ATTR_PATH_REC", Go: AttrPathRecord},
 		{C: "UMAD_STATUS_BUSY", Go: StatusBusy},

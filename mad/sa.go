@@ -143,12 +143,33 @@ func NewSMInfoRecordQuery(tid uint64) []byte {
 	return newRequest(ClassSA, MethodGetTable, AttrSMInfoRecord, 0, tid)
 }
 
-// DecodeSMInfoRecords reads the records of a checked GetTable answer: one
-// every AttributeOffset 8-byte words from the SA data (15.2.1.1); an offset
-// of 0 is an empty table. The records end where the RMPP header's payload
-// length says (13.6.2.3) when RMPP is active, else at the first record with
-// LID 0 (no SM has LID 0; a single 256-byte MAD pads with zeros).
+// DecodeSMInfoRecords reads the records of a checked GetTable answer (see
+// saTable): the SA leaves SM_Key zero.
 func DecodeSMInfoRecords(resp []byte) ([]SMInfoRecord, error) {
+	recs, err := saTable(resp, "SMInfoRecord", 4+smInfoLen)
+	if err != nil {
+		return nil, err
+	}
+	var out []SMInfoRecord
+	for _, r := range recs {
+		si, err := DecodeSMInfo(r[4:])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, SMInfoRecord{LID: binary.BigEndian.Uint16(r), SMInfo: si})
+	}
+	return out, nil
+}
+
+// saTable splits a checked GetTable answer into its records of at least
+// recLen bytes: one every AttributeOffset 8-byte words from the SA data
+// (15.2.1.1); an offset of 0 is an empty table. The records end where the
+// RMPP header's payload length says (13.6.2.3) when RMPP is active, else
+// at the first record with LID 0 (every record these queries ask for
+// starts with a LID, never 0 once assigned; a single 256-byte MAD pads
+// with zeros) or at the last whole record in the MAD (a simulator that
+// sends one MAD of a longer table cuts the next record short).
+func saTable(resp []byte, what string, recLen int) ([][]byte, error) {
 	if err := need("SA header", resp, saDataOff); err != nil {
 		return nil, err
 	}
@@ -161,20 +182,74 @@ func DecodeSMInfoRecords(resp []byte) ([]SMInfoRecord, error) {
 	if step == 0 {
 		return nil, nil
 	}
-	if step < 4+smInfoLen {
-		return nil, fmt.Errorf("SMInfoRecord: attribute offset of %d bytes, shorter than the record's %d", step, 4+smInfoLen)
+	if step < recLen {
+		return nil, fmt.Errorf("%s: attribute offset of %d bytes, shorter than the record's %d", what, step, recLen)
 	}
-	var out []SMInfoRecord
-	for off := saDataOff; off+4+smInfoLen <= len(resp); off += step {
-		lid := binary.BigEndian.Uint16(resp[off:])
-		if lid == 0 {
+	var out [][]byte
+	for off := saDataOff; off+recLen <= len(resp); off += step {
+		if binary.BigEndian.Uint16(resp[off:]) == 0 {
 			break
 		}
-		si, err := DecodeSMInfo(resp[off+4:])
+		out = append(out, resp[off:off+recLen])
+	}
+	return out, nil
+}
+
+// NodeRecord is the SA's NodeRecord (IBTA vol 1 15.2.5.2, table 195): one
+// port of a node — the LID of that port (a switch: its port 0's), then the
+// node's NodeInfo (PortGUID, LocalPortNum: that port) and NodeDescription.
+type NodeRecord struct {
+	LID  uint16
+	Info NodeInfo
+	Desc string
+}
+
+// NodeRecord's layout: LID (2 bytes), 2 reserved, NodeInfo (40 bytes) at
+// 4, NodeDescription (64 bytes) at 44 (table 195).
+const (
+	nodeRecInfoOff = 4
+	nodeRecDescOff = 4 + nodeInfoLen
+	nodeRecordLen  = nodeRecDescOff + smpDataLen
+)
+
+// NRCompNodeDesc is NodeRecord's NodeDescription component (15.2.5.2: the
+// component bits follow the record's fields, NodeInfo's ten fields after
+// LID and reserved; infiniband-diags' IB_NR_COMPMASK_NODEDESC). opensm
+// matches it against the whole 64 bytes (strncmp).
+const NRCompNodeDesc = 1 << 14
+
+// NewNodeRecordQuery encodes an SA GetTable(NodeRecord): the records whose
+// NodeDescription is desc exactly, or every record when desc is "". A
+// description longer than NodeDescription's 64 bytes is an error.
+func NewNodeRecordQuery(desc string, tid uint64) ([]byte, error) {
+	if len(desc) > smpDataLen {
+		return nil, fmt.Errorf("NodeRecord: a node description of %d bytes, longer than NodeDescription's %d", len(desc), smpDataLen)
+	}
+	b := newRequest(ClassSA, MethodGetTable, AttrNodeRecord, 0, tid)
+	if desc != "" {
+		binary.BigEndian.PutUint64(b[saHdrOff+12:], NRCompNodeDesc)
+		copy(b[saDataOff+nodeRecDescOff:], desc)
+	}
+	return b, nil
+}
+
+// DecodeNodeRecords reads the NodeRecords of a checked GetTable answer.
+func DecodeNodeRecords(resp []byte) ([]NodeRecord, error) {
+	recs, err := saTable(resp, "NodeRecord", nodeRecordLen)
+	if err != nil {
+		return nil, err
+	}
+	var out []NodeRecord
+	for _, r := range recs {
+		ni, err := DecodeNodeInfo(r[nodeRecInfoOff:])
 		if err != nil {
 			return out, err
 		}
-		out = append(out, SMInfoRecord{LID: lid, SMInfo: si})
+		desc, err := DecodeNodeDesc(r[nodeRecDescOff:])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, NodeRecord{LID: binary.BigEndian.Uint16(r), Info: ni, Desc: desc})
 	}
 	return out, nil
 }

@@ -132,8 +132,9 @@ type Class struct {
 	// port must match (a glob or a list, switch); SwitchPort the port
 	// number on it (switch_port). ib.far_end judges them.
 	Switch *Value[Pattern]
-	// IBPeers are port GUIDs ib.path resolves a path to (ib_peers).
-	IBPeers    []*Value[PortGUID]
+	// IBPeers are the ports ib.path resolves a path to (ib_peers): port
+	// GUIDs, or nodes by description.
+	IBPeers    []*Value[IBPeer]
 	SwitchPort *Value[int]
 	// Counters are counters.errors' thresholds (counters.go).
 	Counters CounterRules
@@ -273,8 +274,27 @@ type PortGUID uint64
 
 func (g PortGUID) String() string { return fmt.Sprintf("0x%016x", uint64(g)) }
 
+// IBPeer is one item of ib_peers: a port GUID, or a node description
+// (literal or a glob, as switch takes) that ib.path resolves through the
+// SA's NodeRecords. An item that reads as a number is a GUID.
+type IBPeer struct {
+	GUID PortGUID // 0 when the peer is named by Node
+	Node Pattern  // one alternative; nil when the peer is a GUID
+}
+
+// ByName reports whether the peer is named by node description.
+func (p IBPeer) ByName() bool { return len(p.Node) > 0 }
+
+// String spells the peer as the file does.
+func (p IBPeer) String() string {
+	if p.ByName() {
+		return p.Node[0]
+	}
+	return p.GUID.String()
+}
+
 // ExpectedIBPeers is the class's ib_peers key (see ExpectedDevices).
-func (c *Class) ExpectedIBPeers() []*Value[PortGUID] {
+func (c *Class) ExpectedIBPeers() []*Value[IBPeer] {
 	if c == nil {
 		return nil
 	}

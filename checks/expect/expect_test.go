@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -503,5 +504,31 @@ func TestSwitchKeys(t *testing.T) {
 	}
 	if s, p := (*Class)(nil).ExpectedSwitch(); s != nil || p != nil || (*Class)(nil).ExpectedIBPeers() != nil {
 		t.Error("a nil class has a switch")
+	}
+}
+
+// ib_peers takes node descriptions (literal or globs) beside port GUIDs;
+// an item that reads as a number is a GUID, and a bad one says why.
+func TestIBPeersByName(t *testing.T) {
+	f, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\n"+
+		`ib_peers = ["0x0002c90300a1b2c3", "storage-0[12] HCA-1", "Hca4"]`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range f.Classes[0].ExpectedIBPeers() {
+		got = append(got, fmt.Sprintf("%v:%s", p.V.ByName(), p.V))
+	}
+	if want := []string{"false:0x0002c90300a1b2c3", "true:storage-0[12] HCA-1", "true:Hca4"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("peers %v, want %v", got, want)
+	}
+	if p := f.Classes[0].ExpectedIBPeers()[1].V; !p.Node.Match("storage-02 HCA-1") || p.Node.Match("storage-03 HCA-1") {
+		t.Errorf("the glob %v matches wrongly", p)
+	}
+	for _, bad := range []string{`ib_peers = "0xzz"`, `ib_peers = 0`, `ib_peers = "gpu[1"`, `ib_peers = []`,
+		`ib_peers = "` + strings.Repeat("x", 65) + `"`} {
+		if _, err := Parse("expect.conf", strings.NewReader("[class a]\nhosts = x\n"+bad+"\n")); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

@@ -137,11 +137,11 @@ func (c *Class) setClassKey(key, value string, p pos) error {
 		}
 		c.PKeys = keys
 	case "ib_peers":
-		guids, err := parsePortGUIDs(value, key, p)
+		peers, err := parseIBPeers(value, key, p)
 		if err != nil {
 			return err
 		}
-		c.IBPeers = guids
+		c.IBPeers = peers
 	case "switch":
 		v, err := parsePattern(value, func(it string) (string, error) { return it, nil })
 		c.Switch = orKeep(c.Switch, mk(v, key, p), err)
@@ -176,24 +176,51 @@ func parseFindingIDs(value, key string, p pos) ([]*Value[string], error) {
 	return ids, nil
 }
 
-// parsePortGUIDs reads ib_peers' port GUIDs.
-func parsePortGUIDs(value, key string, p pos) ([]*Value[PortGUID], error) {
+// parseIBPeers reads ib_peers: port GUIDs (an item that reads as a
+// number) and node descriptions, literal or globs.
+func parseIBPeers(value, key string, p pos) ([]*Value[IBPeer], error) {
 	words, err := splitWords(value)
 	if err == nil && len(words) == 0 {
-		err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\"")
+		err = fmt.Errorf("at least one port GUID such as \"0x0002c90300a1b2c3\" or node description such as \"gpu-r3-01 HCA-1\"")
 	}
 	if err != nil {
 		return nil, err
 	}
-	var guids []*Value[PortGUID]
+	var peers []*Value[IBPeer]
 	for _, w := range words {
-		n, err := strconv.ParseUint(strings.TrimSpace(w), 0, 64)
-		if err != nil || n == 0 {
-			return nil, fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+		peer, err := parseIBPeer(w)
+		if err != nil {
+			return nil, err
 		}
-		guids = append(guids, mk(PortGUID(n), key, p))
+		peers = append(peers, mk(peer, key, p))
 	}
-	return guids, nil
+	return peers, nil
+}
+
+// parseIBPeer reads one ib_peers item.
+func parseIBPeer(w string) (IBPeer, error) {
+	t := strings.TrimSpace(w)
+	if n, err := strconv.ParseUint(t, 0, 64); err == nil {
+		if n == 0 {
+			return IBPeer{}, fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+		}
+		return IBPeer{GUID: PortGUID(n)}, nil
+	}
+	if strings.HasPrefix(strings.ToLower(t), "0x") {
+		return IBPeer{}, fmt.Errorf("%q is not a port GUID such as 0x0002c90300a1b2c3", clip(w))
+	}
+	switch {
+	case t == "":
+		return IBPeer{}, fmt.Errorf("an empty node description")
+	case len(t) > 64:
+		return IBPeer{}, fmt.Errorf("%q: a node description has at most 64 bytes", clip(t))
+	}
+	if hasMeta(t) {
+		if _, err := path.Match(t, ""); err != nil {
+			return IBPeer{}, fmt.Errorf("%q: bad glob (path.Match syntax: * ? [a-z])", clip(t))
+		}
+	}
+	return IBPeer{Node: Pattern{t}}, nil
 }
 
 // splitWords reads a key whose value is several words: a list

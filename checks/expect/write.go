@@ -100,7 +100,7 @@ func classEntries(c *Class) []entry {
 		add(0, v.Line, "lossless", formatValue(v.V), v.Comment)
 	}
 	es = listEntry(es, c.PKeys, "pkeys", list, PKey.String)
-	es = listEntry(es, c.IBPeers, "ib_peers", list, PortGUID.String)
+	es = listEntry(es, c.IBPeers, "ib_peers", list, IBPeer.String)
 	if v := c.Switch; v != nil {
 		add(0, v.Line, "switch", v.V.String(), v.Comment)
 	}

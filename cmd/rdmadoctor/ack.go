@@ -20,9 +20,10 @@ Accept a check's present level as its new baseline, recorded in the kept
 state with the time and the reason; reports show it. For counters.errors:
 the error counters' present values, on one unit (mlx5_0/1, mlx5_0/device),
 one device (mlx5_0) or every unit; later runs judge their rise from there.
-For pcie.aer and link.phy: a failure they still hold (waiting for clean
-runs) ends, on one hop (its PCI address) or netdev, or every one; a rise
-after the ack fails again.
+For pcie.aer, link.phy and ib.far_end: a failure they still hold (waiting
+for clean runs) ends, on one hop (its PCI address), netdev or InfiniBand
+neighbour's port (GUID:port, e.g. 0x0002c90300beef00:17), or every one; a
+rise after the ack fails again.
 
   --unit UNIT     the unit to acknowledge (default: every unit of the check)
   --reason TEXT   why this level is accepted (required: it is shown in reports)
@@ -89,7 +90,7 @@ type ackRequest struct{ check, unit, reason, state, root string }
 // runAck takes the state's lock as a run does, reads the state (a missing
 // or corrupt one is refused: there is nothing to accept a level in), reads
 // the counters (counters.errors) or clears the held failures (pcie.aer,
-// link.phy), records the ack and saves.
+// link.phy, ib.far_end), records the ack and saves.
 func runAck(req ackRequest, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "rdmadoctor ack: %v\n", err)

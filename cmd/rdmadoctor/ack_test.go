@@ -68,10 +68,10 @@ func TestAckRefusals(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors, pcie.aer, link.phy)"},
+		{"no check", []string{"--reason", "x", "--state", sp}, 2, "rdmadoctor ack: name one check to acknowledge (checks that take acks: counters.errors, pcie.aer, link.phy, ib.far_end)"},
 		{"unknown check", []string{"counters.bogus", "--reason", "x", "--state", sp}, 2, `rdmadoctor ack: unknown check "counters.bogus"; valid checks: `},
 		{"a check without acks", []string{"port.state", "--reason", "x", "--state", sp}, 2,
-			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors, pcie.aer, link.phy)"},
+			"rdmadoctor ack: port.state takes no ack: it judges no level that can be accepted (checks that take acks: counters.errors, pcie.aer, link.phy, ib.far_end)"},
 		{"no reason", []string{"counters.errors", "--state", sp, "--root", root}, 2, "rdmadoctor ack: --reason is required: say why this level is accepted"},
 		{"unknown unit", []string{"counters.errors", "--unit", "mlx5_7/1", "--reason", "x", "--state", sp, "--root", root}, 2,
 			`rdmadoctor ack: no counter unit "mlx5_7/1" on this host; units: mlx5_0/1, mlx5_0/device`},
@@ -145,5 +145,27 @@ func TestAckClearsHeldRises(t *testing.T) {
 	}
 	if len(got.Acks) != 1 || got.Acks[0].Check != "link.phy" || got.Acks[0].Unit != "eth0" || got.Acks[0].Reason != "cable replaced" || time.Since(got.Acks[0].At) > time.Minute {
 		t.Errorf("acks: %+v", got.Acks)
+	}
+}
+
+// An ack of ib.far_end names the neighbour's port (GUID:port), the unit
+// of its series' keys; an unknown one lists those the state holds.
+func TestAckIBFarEnd(t *testing.T) {
+	sp := filepath.Join(t.TempDir(), "state.json")
+	st := state.New("ib")
+	since := time.Date(2026, 2, 1, 8, 0, 0, 0, time.UTC)
+	for _, k := range []string{"ib.far_end/0x0002c90300beef00:17/LinkDownedCounter", "ib.far_end/0x0002c90300beef00:17/SymbolErrorCounter"} {
+		st.Counters = append(st.Counters, state.CounterSeries{Key: k, FailingSince: since, CleanRuns: 1})
+	}
+	if err := st.Save(sp); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errText := runAckCmd("ib.far_end", "--unit", "0x0002c90300beef00:18", "--reason", "x", "--state", sp)
+	if code != 2 || errText != "rdmadoctor ack: no counter unit \"0x0002c90300beef00:18\" in the state's history of ib.far_end; units: 0x0002c90300beef00:17\n" {
+		t.Errorf("unknown neighbour port: exit %d %q", code, errText)
+	}
+	code, out, errText := runAckCmd("ib.far_end", "--unit", "0x0002c90300beef00:17", "--reason", "cable replaced", "--state", sp)
+	if code != 0 || out != "acknowledged ib.far_end on 0x0002c90300beef00:17: 2 held failure(s) cleared; later runs judge new rises only; reason: cable replaced\n" || errText != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errText)
 	}
 }

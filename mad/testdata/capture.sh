@@ -30,3 +30,5 @@ cap portinfo_dr_0_1_port1 smpquery -dd -D portinfo 0,1 1
 cap perfquery_lid4_port1 perfquery -dd 4 1
 cap pathrecord_4_4 saquery -dd PR --src-to-dst 4:4
 cap sminforecords saquery -dd SMIR
+# ibsim passes one MAD of the table (no RMPP): the first record whole, the next cut short.
+cap noderecords saquery -dd NR

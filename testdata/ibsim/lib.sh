@@ -308,3 +308,69 @@ facts() {
 		fi
 	} | LC_ALL=C sort
 }
+
+# --- Peers named by node description (ib.path's ib_peers = ["Hca4"]) -------------------------
+# A scenario whose expectations file names ib_peers by node description gets, in its reference,
+# what infiniband-diags show of each such peer; other scenarios' references are unchanged.
+# ibsim passes one MAD of an SA table (no RMPP): `saquery NR` shows only the first NodeRecord,
+# and saquery's own name lookups (--src-to-dst NAME:NAME, -L NAME) fail the same way. So the
+# peer's LID comes from ibnetdiscover, its record from `saquery NR <lid>` (one record) and its
+# path from `saquery --src-to-dst <lid>:<lid> PR`. rdmadoctor asks NodeRecords with the
+# NodeDescription component, which opensm filters on, so its answer holds the one node.
+
+# peer_names: the quoted, non-GUID items of the ib_peers line of scenario()'s expectations file
+# ($expect, through bash's dynamic scope), one a line; nothing without one.
+peer_names() {
+	[ -n "${expect:-}" ] && [ -f "$here/expect/$expect" ] || return 0
+	sed -n 's/^ib_peers *= *//p' "$here/expect/$expect" | sed 's/#.*//' | grep -o '"[^"]*"' | tr -d '"' | grep -vi '^0x' || true
+}
+
+# peer_lid DIR NAME: the LID of the channel adapter NAME in DIR's ibnetdiscover transcript (its
+# first port's "# lid N"); nothing when no CA has that description.
+peer_lid() {
+	awk -v d="\"$2\"" '$1 == "Ca" && $NF == d { getline; for (i = 1; i < NF; i++) if ($i == "lid") { print $(i + 1); exit } }' \
+		"$1/ibnetdiscover.txt"
+}
+
+# reference_peers HOST DIR: `saquery NR`, then per peer named by description its NodeRecord
+# and the path from HOST's LID to it.
+reference_peers() {
+	local host=$1 dir=$2 name lid own
+	[ -n "$(peer_names)" ] || return 0
+	transcript "$dir" saquery-nr "$host" saquery NR
+	own=$(field "$dir/smpquery-portinfo.txt" Lid)
+	while IFS= read -r name; do
+		lid=$(peer_lid "$dir" "$name")
+		[ -n "$lid" ] || continue
+		transcript "$dir" "saquery-nr-$name" "$host" saquery NR "$lid"
+		transcript "$dir" "saquery-pr-$name" "$host" saquery --src-to-dst "$own:$lid" PR
+	done < <(peer_names)
+}
+
+# peer_facts DIR: per peer named by description, peer.NAME=none when no node has it, else its
+# LID, port GUID (from its NodeRecord) and whether the path to it resolves.
+peer_facts() {
+	local d=$1 name f
+	while IFS= read -r name; do
+		f=$d/saquery-nr-$name.txt
+		if [ ! -f "$f" ]; then
+			echo "peer.$name=none"
+			continue
+		fi
+		echo "peer.$name.lid=$(sed -n 's/^[[:space:]]*lid\.*//p' "$f" | head -n 1)"
+		echo "peer.$name.guid=$(sed -n 's/^[[:space:]]*port_guid\.*//p' "$f" | head -n 1)"
+		f=$d/saquery-pr-$name.txt
+		if [ "$(exit_of "$f")" = 0 ] && grep -q 'PathRecord dump' "$f"; then
+			echo "peer.$name.path=resolved"
+		else
+			echo "peer.$name.path=none"
+		fi
+	done < <(peer_names)
+}
+
+# reference and facts as above, with the peers' appended (the definitions above are kept under
+# the names reference_core and facts_core).
+eval "reference_core() $(declare -f reference | tail -n +2)"
+eval "facts_core() $(declare -f facts | tail -n +2)"
+reference() { reference_core "$@" && reference_peers "$@"; }
+facts() { { facts_core "$@"; peer_facts "$@"; } | LC_ALL=C sort; }

@@ -96,3 +96,17 @@ scenario pkey-missing --sm Hca1:14:without-8001.conf --expect partition.conf \
 	--fact pkeys=0xffff --fact sm.state=MASTER \
 	--status ib.sm=pass --status ib.path=pass --status ib.far_end=pass --status ib.pkey=fail \
 	--finding ib.pkey=$ID_PKEY_MISSING --mentions ib.pkey=0x8001
+
+# Peers named by node description (ib_peers = ["Hca4"]): the SA's NodeRecords give Hca4's port
+# GUID and the path to it resolves, as `saquery NR <lid>` and `saquery PR` show.
+ID_PATH_UNKNOWN_PEER=ib.path/unknown-peer # an ib_peers node description no node in the subnet has
+scenario peer-by-name --sm Hca1:14:with-8001.conf --expect peers.conf \
+	--fact peer.Hca4.lid=6 --fact peer.Hca4.path=resolved --fact path.self=resolved \
+	--status ib.sm=pass --status ib.path=pass --status ib.far_end=pass --status ib.pkey=pass \
+	--mentions ib.path=@peer.Hca4.guid --mentions ib.path=Hca4
+
+# One peer exists (Hca4), the other (Hca9) is no node's description: ib.path fails naming it.
+scenario peer-unknown --sm Hca1:14:with-8001.conf --expect peers-unknown.conf \
+	--fact peer.Hca4.path=resolved --fact peer.Hca9=none \
+	--status ib.sm=pass --status ib.path=fail --finding ib.path=$ID_PATH_UNKNOWN_PEER \
+	--mentions ib.path=Hca9 --mentions ib.path=@peer.Hca4.guid --status ib.far_end=pass --status ib.pkey=pass
