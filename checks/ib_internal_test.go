@@ -642,6 +642,8 @@ func TestNoIBPortInSysfs(t *testing.T) {
 		if noIB != tc.noIB || (noIB && n != tc.n) {
 			t.Errorf("%s: %d port(s), none InfiniBand %v; want %d, %v (%v)", tc.host, n, noIB, tc.n, tc.noIB, lls)
 		}
+	}
+}
 
 // TestIBPathPeersByName: ib_peers names nodes by description; the SA's
 // NodeRecords resolve them (a literal with the NodeDescription component,
