@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -187,4 +188,68 @@ func DecodeTransceiver(m ModuleEEPROM) (*Transceiver, error) {
 		return decodeSFF8472(m, lower)
 	}
 	return nil, UnknownIdentifierError{ID: lower[0]}
+}
+
+// serialField is where a module's vendor serial number lies: the half
+// page and the offset of its 16 ASCII bytes in it (SFF-8636 bytes 196-211
+// of upper page 00h, CMIS bytes 166-181 of upper page 00h, SFF-8472 bytes
+// 68-83 of A0h).
+func serialField(spec moduleSpec) (f serialLayout, ok bool) {
+	switch spec {
+	case specSFF8636: // CC_EXT, byte 223, sums bytes 192-222
+		return serialLayout{offset: ModuleHalfPage, at: sff8636VendorSN, sumFrom: 64, sumAt: 95}, true
+	case specCMIS: // the page checksum, byte 222, sums bytes 128-221
+		return serialLayout{offset: ModuleHalfPage, at: cmisVendorSN, sumFrom: 0, sumAt: 94}, true
+	case specSFF8472: // CC_EXT, byte 95, sums bytes 64-94
+		return serialLayout{offset: 0, at: sff8472VendorSN, sumFrom: 64, sumAt: 95}, true
+	}
+	return serialLayout{}, false
+}
+
+// serialLayout places the serial in its half page, and the checksum that
+// covers it: the low byte of the sum of bytes sumFrom to sumAt-1.
+type serialLayout struct{ offset, at, sumFrom, sumAt int }
+
+func checksum(b []byte) byte {
+	var sum byte
+	for _, c := range b {
+		sum += c
+	}
+	return sum
+}
+
+// ReplaceSerial rewrites the module's vendor serial number in its recorded
+// pages with what replace returns for it (space-padded to the field's 16
+// bytes, cut at 16): a redacted snapshot keeps the module's make and part
+// but not the serial that names one unit. false: the pages hold no serial
+// this decoder knows where to find (an unknown identifier, a missing page);
+// nothing was changed.
+func (m *ModuleEEPROM) ReplaceSerial(replace func(serial string) string) bool {
+	lower, err := m.halfPage(ModuleI2CA0, 0, 0, 0)
+	if err != nil || len(lower) == 0 {
+		return false
+	}
+	f, ok := serialField(moduleSpecOf(lower[0]))
+	if !ok {
+		return false
+	}
+	for i, p := range m.Pages {
+		if p.I2C != ModuleI2CA0 || p.Page != 0 || p.Bank != 0 || p.Offset != f.offset {
+			continue
+		}
+		b, err := p.Bytes()
+		if err != nil || len(b) != ModuleHalfPage {
+			return false
+		}
+		sumWasRight := checksum(b[f.sumFrom:f.sumAt]) == b[f.sumAt]
+		copy(b[f.at:f.at+16], fmt.Sprintf("%-16.16s", replace(text(b, f.at, f.at+15))))
+		if sumWasRight {
+			// A checksum that held still holds; a wrong one stays wrong, as
+			// the module wrote it.
+			b[f.sumAt] = checksum(b[f.sumFrom:f.sumAt])
+		}
+		m.Pages[i].Data = hex.EncodeToString(b)
+		return true
+	}
+	return false
 }

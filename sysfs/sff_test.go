@@ -301,3 +301,41 @@ func TestDecodeCMISThroughIoctl(t *testing.T) {
 		t.Errorf("ioctl CMIS: %+v, %v; want module monitors and thresholds, no lanes", got, err)
 	}
 }
+
+// A redacted snapshot keeps a module's make and part but replaces its
+// serial, where each specification puts it; the rest decodes unchanged.
+func TestReplaceSerial(t *testing.T) {
+	for _, tc := range []struct {
+		name, serial string
+		m            sysfs.ModuleEEPROM
+	}{
+		{"SFF-8636 DAC", "MT1626VS04529", sysfstest.QSFP28DAC(sysfstest.ModuleID{Vendor: "Mellanox", Part: "MCP1600-C003", Rev: "A2", Serial: "MT1626VS04529"})},
+		{"CMIS OSFP", "MT2410FT09876", sysfstest.OSFP(sysfstest.ModuleID{Vendor: "NVIDIA", Part: "MMA4Z00-NS", Rev: "A5", Serial: "MT2410FT09876"},
+			[2]byte{46, 120}, sysfstest.MMA4Z00Readings(40), sysfstest.MMA4Z00Limits)},
+		{"SFF-8472 SFP", "AQ70P4U", sfpPages(0x68)},
+	} {
+		before, err := sysfs.DecodeTransceiver(tc.m)
+		if err != nil || before.Serial != tc.serial {
+			t.Fatalf("%s: serial %q before, %v", tc.name, before.Serial, err)
+		}
+		var asked string
+		if !tc.m.ReplaceSerial(func(sn string) string { asked = sn; return "SN0001" }) {
+			t.Fatalf("%s: no serial replaced", tc.name)
+		}
+		after, err := sysfs.DecodeTransceiver(tc.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asked != tc.serial || after.Serial != "SN0001" {
+			t.Errorf("%s: asked for %q, serial now %q", tc.name, asked, after.Serial)
+		}
+		before.Serial, after.Serial = "", ""
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("%s: more than the serial changed (-before +after):\n%s", tc.name, diff)
+		}
+	}
+	unknown := sysfs.ModuleEEPROM{Pages: []sysfs.ModulePage{sysfs.NewModulePage(0x50, 0, 0, 0, make([]byte, 128))}}
+	if unknown.ReplaceSerial(func(string) string { return "x" }) {
+		t.Error("a module of unknown identifier had a serial replaced")
+	}
+}

@@ -37,7 +37,7 @@ func newSnapshotFlagSet(f *snapshotFlags) *pflag.FlagSet {
 	fs.Usage = func() {}
 	fs.SortFlags = false
 	fs.StringVarP(&f.output, "output", "o", "", "write the snapshot here: FILE.tar.gz (or .tgz), FILE.tar, or a directory (default: rdmadoctor-snapshot-HOST-TIME.tar.gz)")
-	fs.BoolVar(&f.redact, "redact", false, "replace hostnames, IP addresses, MAC addresses and GUIDs, consistently")
+	fs.BoolVar(&f.redact, "redact", false, "replace hostnames, IP addresses, MAC addresses, GUIDs and module serial numbers, consistently")
 	fs.StringVar(&f.root, "root", "/", "capture this host directory or snapshot instead of the live host (e.g. to redact a snapshot)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for the whole capture (and for unpacking an archive --root)")
 	fs.StringVar(&f.libibverbs, "libibverbs", "", "open this libibverbs.so.1 instead of the loader's choice")

@@ -32,6 +32,8 @@ type Redactor struct {
 	macs   map[[6]byte][6]byte
 	guids  map[[8]byte][8]byte
 	nguid  int // GUIDs given a sequence number (not derived from a MAC)
+	// serials are the plug-in modules' serial numbers and their stand-ins.
+	serials map[string]string
 	// registerOnly makes Text learn MACs without rewriting (the first pass,
 	// so that a GUID derived from a MAC finds that MAC already known).
 	registerOnly bool
@@ -432,6 +434,7 @@ func redactSnapshot(s *Snapshot) {
 			*s.Facts = f
 		}
 	}
+	redactModuleSerials(r, s.Facts)
 	for _, e := range entries {
 		if e.Kind != File || e.Placeholder || len(e.Data) == 0 {
 			continue
@@ -452,6 +455,35 @@ func redactSnapshot(s *Snapshot) {
 	for k, v := range s.Manifest.FactsUnavailable {
 		s.Manifest.FactsUnavailable[k] = string(mustText(r, []byte(v)))
 	}
+}
+
+// redactModuleSerials replaces each plug-in module's vendor serial number
+// in its recorded EEPROM pages (hex, which the text pass does not read)
+// with "SN" and a number, the same serial the same number. A module whose
+// pages hold no serial where its specification puts one keeps them as
+// they are: the decoders read nothing from them either.
+func redactModuleSerials(r *Redactor, f *sysfs.Facts) {
+	for dev, m := range f.ModuleEEPROMs {
+		if m.ReplaceSerial(r.serial) {
+			f.ModuleEEPROMs[dev] = m
+		}
+	}
+}
+
+// serial is the stand-in for a module serial number.
+func (r *Redactor) serial(sn string) string {
+	if sn == "" {
+		return ""
+	}
+	if r.serials == nil {
+		r.serials = map[string]string{}
+	}
+	if v, ok := r.serials[sn]; ok {
+		return v
+	}
+	v := fmt.Sprintf("SN%04d", len(r.serials)+1)
+	r.serials[sn] = v
+	return v
 }
 
 // learnMACs registers, in order of appearance, the MACs in s (plain, and

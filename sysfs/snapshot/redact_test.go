@@ -216,3 +216,28 @@ func statuses(checks any) map[string]string {
 	}
 	return out
 }
+
+// TestRedactedModuleSerials: --redact replaces a module's serial number
+// in its EEPROM pages with a stand-in; its make and part stay.
+func TestRedactedModuleSerials(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "hosts", "optics-qsfp28-healthy")
+	modules := func(s *snapshot.Snapshot) map[string]*sysfs.Transceiver {
+		out := map[string]*sysfs.Transceiver{}
+		for dev, m := range s.Facts.ModuleEEPROMs {
+			if tr, err := sysfs.DecodeTransceiver(m); err == nil {
+				out[dev] = tr
+			}
+		}
+		return out
+	}
+	plain, red := modules(capture(t, src, false)), modules(capture(t, src, true))
+	if len(plain) == 0 {
+		t.Fatal("the host's modules decode to nothing: the test cannot fail")
+	}
+	for dev, p := range plain {
+		r := red[dev]
+		if r == nil || r.Vendor != p.Vendor || r.Part != p.Part || r.Serial == p.Serial || !strings.HasPrefix(r.Serial, "SN") {
+			t.Errorf("%s: %s %s %s redacted as %+v", dev, p.Vendor, p.Part, p.Serial, r)
+		}
+	}
+}
