@@ -90,7 +90,8 @@ func askSM(ctx context.Context, c *mad.Client, p mad.Port) *sysfs.IBSMAnswer {
 	if err != nil {
 		return &sysfs.IBSMAnswer{Error: fmt.Sprintf("SMInfo from LID %d: %v", p.SMLID, err)}
 	}
-	a := &sysfs.IBSMAnswer{IBSM: smFacts(p.SMLID, info)}
+	sm := smFacts(p.SMLID, info)
+	a := &sysfs.IBSMAnswer{LID: sm.LID, GUID: sm.GUID, Priority: sm.Priority, State: sm.State}
 	if desc, err := c.NodeDesc(ctx, p, to); err != nil {
 		a.Error = fmt.Sprintf("NodeDescription from LID %d: %v", p.SMLID, err)
 	} else {

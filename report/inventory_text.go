@@ -14,6 +14,12 @@ type InventoryReport struct {
 	Version   string    `json:"version"`
 	Host      HostInfo  `json:"host"`
 	Inventory Inventory `json:"inventory"`
+	// IBFabric is what the fabric said of each InfiniBand port (live, by
+	// management datagrams, or from a snapshot's facts);
+	// IBFabricUnavailable says why there is none (no libibumad, no
+	// InfiniBand port, a snapshot that did not record it).
+	IBFabric            []IBFabricPort `json:"ib_fabric,omitempty"`
+	IBFabricUnavailable string         `json:"ib_fabric_unavailable,omitempty"`
 }
 
 // InventorySchema names the JSON form of `rdmadoctor inventory`; its
@@ -46,10 +52,21 @@ func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	for _, n := range inv.Netdevs {
 		nds[n.Name] = n
 	}
+	fabric := map[string]IBFabricPort{}
+	for _, f := range r.IBFabric {
+		fabric[ibKey(f.CA, f.Port)] = f
+	}
+	shown := map[string]bool{}
 	for _, d := range inv.RDMADevices {
 		b.WriteByte('\n')
-		writeDevice(&b, d, pci, nds, width)
+		writeDevice(&b, d, pci, nds, fabric, width)
+		for _, p := range d.Ports {
+			if _, ok := fabric[ibKey(d.Name, p.Port)]; ok && p.LinkLayer == "InfiniBand" {
+				shown[ibKey(d.Name, p.Port)] = true
+			}
+		}
 	}
+	writeIBFabric(&b, r, shown, width)
 	// A NIC function without an RDMA device (bound to vfio-pci, its RDMA
 	// module missing) is what the operator is looking for: name it.
 	for _, f := range inv.PCIFunctions {
@@ -134,7 +151,7 @@ func kv(b *strings.Builder, indent int, label, value string, width int) {
 	b.WriteString(lead + strings.Join(Wrap(Escape(value), width, len(lead), len(lead)), "\n") + "\n")
 }
 
-func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, nds map[string]Netdev, width int) {
+func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, nds map[string]Netdev, fabric map[string]IBFabricPort, width int) {
 	title := Escape(d.Name)
 	fn, hasPCI := pci[d.PCI]
 	var what []string
@@ -165,7 +182,11 @@ func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, n
 		kv(b, 2, "ports", "none", width)
 	}
 	for _, p := range d.Ports {
+		f, ok := fabric[ibKey(d.Name, p.Port)]
 		writePort(b, p, nds, width)
+		if ok && p.LinkLayer == "InfiniBand" {
+			writeIBFabricPort(b, f, width)
+		}
 	}
 }
 

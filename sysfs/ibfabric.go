@@ -41,10 +41,15 @@ type IBSM struct {
 	NodeDesc string `json:"node_desc,omitempty"`
 }
 
-// IBSMAnswer is the SM at a port's SM LID, or why it is unknown.
+// IBSMAnswer is the SM at a port's SM LID, or why it is unknown (its
+// node description alone can be missing, with the error saying why).
 type IBSMAnswer struct {
-	IBSM
-	Error string `json:"error,omitempty"`
+	LID      uint16 `json:"lid,omitempty"`
+	GUID     string `json:"guid,omitempty"`
+	Priority uint8  `json:"priority,omitempty"`
+	State    string `json:"state,omitempty"`
+	NodeDesc string `json:"node_desc,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // IBSMList is the SMs the SA knows, or why they are unknown.

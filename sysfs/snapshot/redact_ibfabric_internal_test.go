@@ -16,10 +16,10 @@ func TestRedactIBFabric(t *testing.T) {
 	const gid = "fec0:0000:0000:0001:b83f:d203:00a1:2c6e" // prefix fec0:0:0:1::, port GUID b83f:d203:00a1:2c6e
 	tree := newTree()
 	tree.put(&Entry{Path: "sys/class/infiniband/mlx5_0/ports/1/gids/0", Kind: File, Data: []byte(gid + "\n")})
-	sm := &sysfs.IBSMAnswer{IBSM: sysfs.IBSM{LID: 1, GUID: "0002:c903:00a1:b2c3", State: "MASTER", NodeDesc: "ufm-sm-01 HCA-1"}}
+	sm := &sysfs.IBSMAnswer{LID: 1, GUID: "0002:c903:00a1:b2c3", State: "MASTER", NodeDesc: "ufm-sm-01 HCA-1"}
 	facts := &sysfs.Facts{Schema: sysfs.FactsSchema, Hostname: "node01", IBFabric: &sysfs.IBFabricFacts{Ports: []sysfs.IBFabricPort{{
 		CA: "mlx5_0", Port: 1, LID: 7, SMLID: 1, PortGUID: "b83f:d203:00a1:2c6e", SubnetPrefix: "fec0:0:0:1::/64", SM: sm,
-		SMs: &sysfs.IBSMList{SMs: []sysfs.IBSM{sm.IBSM, {LID: 9, GUID: "0002:c903:00a1:0009", State: "STANDBY", NodeDesc: "node01 mlx5_0"}}},
+		SMs: &sysfs.IBSMList{SMs: []sysfs.IBSM{{LID: 1, GUID: "0002:c903:00a1:b2c3", State: "MASTER", NodeDesc: "ufm-sm-01 HCA-1"}, {LID: 9, GUID: "0002:c903:00a1:0009", State: "STANDBY", NodeDesc: "node01 mlx5_0"}}},
 		Neighbour: &sysfs.IBNeighbour{NodeType: "switch", NodeGUID: "0002:c903:00be:ef00", NodeDesc: "leaf-03 SX6036", Port: 17},
 		PKeys:     &sysfs.IBPKeyTable{Keys: []sysfs.IBPKey{{PKey: "0xffff", FullMember: true}}},
 	}}}}
