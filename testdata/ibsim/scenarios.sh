@@ -24,6 +24,9 @@
 #                       names the value of reference fact KEY (GUIDs in any spelling);
 #   --mentions ID=TEXT  ... or names TEXT
 #   --within SECONDS    rdmadoctor returns within SECONDS (every run is bounded by 60)
+#   --inventory @facts  `rdmadoctor inventory --format json`, run as the host too, shows the
+#                       port's SM, the SA's SMs, the neighbour and the P_Key table as the
+#                       reference facts do; --inventory PATH=VALUE: its ib_fabric entry's PATH
 # Every run also asserts: the report's exit_code is the process's, and none of the four checks
 # is skipped as blocked by a check outside ib.* (a sysfs prerequisite the simulator cannot show).
 
@@ -96,3 +99,10 @@ scenario pkey-missing --sm Hca1:14:without-8001.conf --expect partition.conf \
 	--fact pkeys=0xffff --fact sm.state=MASTER \
 	--status ib.sm=pass --status ib.path=pass --status ib.far_end=pass --status ib.pkey=fail \
 	--finding ib.pkey=$ID_PKEY_MISSING --mentions ib.pkey=0x8001
+
+# Inventory of the two-SM fabric: the SM at the SM LID, both SMs the SA lists, the neighbour and
+# the P_Key table (with each key's membership) as sminfo, saquery and smpquery show them.
+scenario inventory --sm Hca1:14:with-8001.conf --sm Hca3:1:with-8001.conf \
+	--fact sm.state=MASTER --fact sm.ports=2 --fact far.desc=Switch2 --fact 'pkeys=0xffff 0x8001' \
+	--status ib.sm=pass --status ib.far_end=pass --status ib.pkey=pass \
+	--inventory @facts --inventory sm.node_desc=Hca1 --inventory neighbour.node_type=switch
