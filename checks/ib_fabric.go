@@ -56,13 +56,24 @@ func IBFabricFacts(ctx context.Context) (*sysfs.IBFabricFacts, error) {
 	return out, nil
 }
 
-// askPortFabric asks what the fabric says of one port. A port whose link
-// is not up has no SM or neighbour to reach; its own P_Key table still
-// answers.
+// askPortFabric asks what the fabric says of one port: its own P_Key
+// table first (its own agent answers, with or without an SM or a link),
+// then the SM and the neighbour, which a port whose link is not up cannot
+// reach.
 func askPortFabric(ctx context.Context, c *mad.Client, p mad.Port) sysfs.IBFabricPort {
 	fp := sysfs.IBFabricPort{CA: p.CA, Port: p.Num, State: mad.PortStateName(uint8(p.State)),
 		PhysState: mad.PhysStateName(uint8(p.PhysState)), LID: p.LID, SMLID: p.SMLID,
 		PortGUID: GUIDText(p.GUID), SubnetPrefix: SubnetPrefixText(p.GIDPrefix)}
+	keys, err := readPKeys(ctx, c, p)
+	fp.PKeys = pkeyFacts(keys, err)
+	var le *mad.Error
+	if errors.As(err, &le) {
+		// libibumad itself refused (umad_open_port without the rights to
+		// /dev/infiniband/umad*): every other part would fail the same way.
+		cause := "not asked: " + err.Error()
+		fp.SM, fp.Neighbour = &sysfs.IBSMAnswer{Error: cause}, &sysfs.IBNeighbour{Error: cause}
+		return fp
+	}
 	up := p.PhysState == physLinkUp
 	switch {
 	case !up:
@@ -78,7 +89,6 @@ func askPortFabric(ctx context.Context, c *mad.Client, p mad.Port) sysfs.IBFabri
 	} else {
 		fp.Neighbour = &sysfs.IBNeighbour{Error: "physical link not up (" + fp.PhysState + "): no far end to ask"}
 	}
-	fp.PKeys = askPKeys(ctx, c, p)
 	return fp
 }
 
@@ -128,10 +138,9 @@ func askNeighbour(ctx context.Context, c *mad.Client, p mad.Port) *sysfs.IBNeigh
 		PhysState: mad.PhysStateName(fe.port.PhysState), Width: mad.WidthName(fe.port.LinkWidthActive), Speed: fe.port.SpeedName()}
 }
 
-// askPKeys reads the port's own P_Key table, as ib.pkey does; empty slots
-// (0x0000, 0x8000) are left out.
-func askPKeys(ctx context.Context, c *mad.Client, p mad.Port) *sysfs.IBPKeyTable {
-	keys, err := readPKeys(ctx, c, p)
+// pkeyFacts is the port's own P_Key table as ib.pkey reads it (readPKeys),
+// or why it could not be read; empty slots (0x0000, 0x8000) are left out.
+func pkeyFacts(keys []uint16, err error) *sysfs.IBPKeyTable {
 	if err != nil {
 		return &sysfs.IBPKeyTable{Keys: []sysfs.IBPKey{}, Error: "P_KeyTable by directed route to the port itself: " + err.Error()}
 	}

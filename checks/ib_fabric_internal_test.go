@@ -3,6 +3,8 @@ package checks
 import (
 	"context"
 	"errors"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,6 +87,25 @@ func TestIBFabricFactsParts(t *testing.T) {
 		if e == "" {
 			t.Errorf("nothing answers: %s has no error", part)
 		}
+	}
+}
+
+// TestIBFabricFactsRefused: libibumad refusing the port (no rights to
+// /dev/infiniband/umad*) is said once per part, each not asked again.
+func TestIBFabricFactsRefused(t *testing.T) {
+	f := &fakeFabric{ports: []mad.Port{ibPort(1, 5)}, callErr: &mad.Error{Call: "umad_open_port(mlx5_0, 1)", Errno: syscall.EACCES}}
+	got, err := askFabric(t, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Ports[0]
+	for part, e := range map[string]string{"sm": p.SM.Error, "neighbour": p.Neighbour.Error, "pkeys": p.PKeys.Error} {
+		if !strings.Contains(e, "umad_open_port(mlx5_0, 1)") {
+			t.Errorf("%s: error %q does not name libibumad's refusal", part, e)
+		}
+	}
+	if p.SMs != nil || p.SM.GUID != "" {
+		t.Errorf("asked on after libibumad refused the port: %+v %+v", p.SMs, p.SM)
 	}
 }
 
