@@ -135,11 +135,15 @@ func quoteDesc(s string) string {
 // the live host with InfiniBand ports, why the fabric was not asked (a
 // root's JSON says why too; its text stays as the files show the host).
 func writeIBFabric(b *strings.Builder, r *InventoryReport, shown map[string]bool, width int) {
+	ca := ""
 	for _, f := range r.IBFabric {
 		if shown[ibKey(f.CA, f.Port)] {
 			continue
 		}
-		b.WriteString("\n" + Escape(f.CA) + "  InfiniBand port as libibumad lists it\n")
+		if f.CA != ca || ca == "" {
+			b.WriteString("\n" + Escape(f.CA) + "  InfiniBand device as libibumad lists it\n")
+			ca = f.CA
+		}
 		kv(b, 2, fmt.Sprintf("port %d", f.Port), orDash(f.State)+" ("+orDash(f.PhysState)+")", width)
 		kv(b, 4, "LID", fmt.Sprintf("%d (0x%x), SM LID %d (0x%x)", f.LID, f.LID, f.SMLID, f.SMLID), width)
 		kv(b, 4, "port GUID", f.PortGUID+", subnet prefix "+f.SubnetPrefix, width)
