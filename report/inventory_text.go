@@ -31,7 +31,9 @@ const InventorySchema = "rdmadoctor.inventory/v1"
 // firmware, node GUID and PCIe link — and per port its state, rate and
 // width, link layer, and then LID, SM LID and port GUID (InfiniBand) or
 // the netdevs with their addresses and the RoCE v2 GID index of each
-// address (RoCE), which is what an application's GID index must be.
+// address (RoCE), which is what an application's GID index must be. Under
+// an InfiniBand port come what the fabric said of it (IBFabric): its SM,
+// the SA's SMs, the neighbour and the P_Key table.
 func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	width = normWidth(width)
 	var b strings.Builder
