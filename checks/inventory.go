@@ -1,7 +1,9 @@
 package checks
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"path"
 	"sort"
 	"strconv"
@@ -89,6 +91,9 @@ func inventoryPort(d sysfs.RDMADevice, pt sysfs.RDMAPort, carried map[string]boo
 		rp.LID, rp.SMLID = &lid, &sm
 	}
 	for _, g := range pt.GIDs {
+		if g.Index == 0 && pt.LinkLayer == "InfiniBand" {
+			rp.PortGUID, rp.SubnetPrefix = splitGID0(g.GID)
+		}
 		rp.GIDs = append(rp.GIDs, report.GID{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: g.Netdev})
 		if g.Netdev != "" {
 			carried[g.Netdev] = true
@@ -104,6 +109,18 @@ func inventoryPort(d sysfs.RDMADevice, pt sysfs.RDMAPort, carried map[string]boo
 		carried[rp.Netdev] = true
 	}
 	return rp
+}
+
+// splitGID0 splits an InfiniBand port's GID 0 into its port GUID (the
+// lower 64 bits, as sysfs writes GUIDs) and its subnet prefix (the upper 64
+// bits, "fe80::/64"); both "" when the GID does not parse.
+func splitGID0(gid string) (portGUID, prefix string) {
+	a, err := netip.ParseAddr(strings.TrimSpace(gid))
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return "", ""
+	}
+	b := a.As16()
+	return GUIDText(binary.BigEndian.Uint64(b[8:])), SubnetPrefixText(binary.BigEndian.Uint64(b[:8]))
 }
 
 // inventoryNetdevs describes the netdevs that carry RDMA, and returns

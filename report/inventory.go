@@ -110,7 +110,12 @@ type Port struct {
 	UpperNetdevs []string `json:"upper_netdevs,omitempty"`
 	LID          *int     `json:"lid,omitempty"`
 	SMLID        *int     `json:"sm_lid,omitempty"`
-	Netdev       string   `json:"netdev,omitempty"`
+	// PortGUID and SubnetPrefix are an InfiniBand port's GID 0 split in two
+	// ("b83f:d203:00a1:2c6e", "fe80::/64"): what summarize compares across
+	// the fleet (a GUID twice, a subnet prefix that differs).
+	PortGUID     string `json:"port_guid,omitempty"`
+	SubnetPrefix string `json:"subnet_prefix,omitempty"`
+	Netdev       string `json:"netdev,omitempty"`
 	// ActiveMTU is the RoCE MTU the netdev MTU allows (ibv_devinfo's active_mtu), 0 when unknown.
 	ActiveMTU int   `json:"active_mtu,omitempty"`
 	GIDs      []GID `json:"gids"`

@@ -14,6 +14,12 @@ type InventoryReport struct {
 	Version   string    `json:"version"`
 	Host      HostInfo  `json:"host"`
 	Inventory Inventory `json:"inventory"`
+	// IBFabric is what the fabric said of each InfiniBand port (live, by
+	// management datagrams, or from a snapshot's facts);
+	// IBFabricUnavailable says why there is none (no libibumad, no
+	// InfiniBand port, a snapshot that did not record it).
+	IBFabric            []IBFabricPort `json:"ib_fabric,omitempty"`
+	IBFabricUnavailable string         `json:"ib_fabric_unavailable,omitempty"`
 }
 
 // InventorySchema names the JSON form of `rdmadoctor inventory`; its
@@ -25,7 +31,9 @@ const InventorySchema = "rdmadoctor.inventory/v1"
 // firmware, node GUID and PCIe link — and per port its state, rate and
 // width, link layer, and then LID, SM LID and port GUID (InfiniBand) or
 // the netdevs with their addresses and the RoCE v2 GID index of each
-// address (RoCE), which is what an application's GID index must be.
+// address (RoCE), which is what an application's GID index must be. Under
+// an InfiniBand port come what the fabric said of it (IBFabric): its SM,
+// the SA's SMs, the neighbour and the P_Key table.
 func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	width = normWidth(width)
 	var b strings.Builder
@@ -46,10 +54,21 @@ func WriteInventoryText(w io.Writer, r *InventoryReport, width int) error {
 	for _, n := range inv.Netdevs {
 		nds[n.Name] = n
 	}
+	fabric := map[string]IBFabricPort{}
+	for _, f := range r.IBFabric {
+		fabric[ibKey(f.CA, f.Port)] = f
+	}
+	shown := map[string]bool{}
 	for _, d := range inv.RDMADevices {
 		b.WriteByte('\n')
-		writeDevice(&b, d, pci, nds, width)
+		writeDevice(&b, d, pci, nds, fabric, width)
+		for _, p := range d.Ports {
+			if _, ok := fabric[ibKey(d.Name, p.Port)]; ok && p.LinkLayer == "InfiniBand" {
+				shown[ibKey(d.Name, p.Port)] = true
+			}
+		}
 	}
+	writeIBFabric(&b, r, shown, width)
 	// A NIC function without an RDMA device (bound to vfio-pci, its RDMA
 	// module missing) is what the operator is looking for: name it.
 	for _, f := range inv.PCIFunctions {
@@ -134,7 +153,7 @@ func kv(b *strings.Builder, indent int, label, value string, width int) {
 	b.WriteString(lead + strings.Join(Wrap(Escape(value), width, len(lead), len(lead)), "\n") + "\n")
 }
 
-func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, nds map[string]Netdev, width int) {
+func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, nds map[string]Netdev, fabric map[string]IBFabricPort, width int) {
 	title := Escape(d.Name)
 	fn, hasPCI := pci[d.PCI]
 	var what []string
@@ -165,7 +184,11 @@ func writeDevice(b *strings.Builder, d RDMADevice, pci map[string]PCIFunction, n
 		kv(b, 2, "ports", "none", width)
 	}
 	for _, p := range d.Ports {
+		f, ok := fabric[ibKey(d.Name, p.Port)]
 		writePort(b, p, nds, width)
+		if ok && p.LinkLayer == "InfiniBand" {
+			writeIBFabricPort(b, f, width)
+		}
 	}
 }
 

@@ -132,6 +132,9 @@ type FleetSummary struct {
 	Verdicts []ExitGroup   `json:"verdicts"`
 	Checks   []CheckNodes  `json:"checks"`
 	Outliers []Outlier     `json:"outliers"`
+	// Fabric are the InfiniBand identities the reports disagree on: a LID
+	// or a port GUID on two hosts, hosts off the fleet's subnet prefix.
+	Fabric []FabricFinding `json:"fabric"`
 	// Now is the summary's own clock: the reference time of staleness. A
 	// node's clock is never taken for it — one report dated years ahead
 	// would make every other node look stale.
@@ -229,15 +232,18 @@ func Summarize(reports []FleetReport, problems []FileProblem, opts SummaryOption
 	names := nodeNames(reports)
 	hosts := map[string]bool{}
 	obs := observations{}
+	fabric := &fabricIdentities{}
 	for i, fr := range reports {
 		hosts[fr.Report.Host.Hostname] = true
 		s.addVerdict(fr, names[i])
 		s.addChecks(fr, names[i])
 		obs.collect(fr.Report, names[i])
+		fabric.collect(fr.Report, names[i])
 	}
 	s.Hosts = len(hosts)
 	sortSummary(s)
 	s.Outliers = obs.outliers()
+	s.Fabric = fabric.findings()
 	s.findStale(reports, names, opts)
 	return s
 }

@@ -60,6 +60,7 @@ func FuzzDecodeReport(f *testing.F) {
 	}
 	f.Add([]byte(`{"schema":"rdmadoctor.report/v1","checks":[{"id":"counters.errors","status":"warn","evidence":{"units":{"a":{"nonzero_or_unknown":{"x":1e300,"y":"N/A"}}}}}]}`))
 	f.Add([]byte(`{"schema":"rdmadoctor.report/v1","inventory":{"rdma_devices":[{"ports":[{"port":1,"rate":"1"}]}],"pci_functions":[{"link":{}}]}}`))
+	f.Add([]byte(`{"schema":"rdmadoctor.report/v1","host":{"hostname":"a"},"inventory":{"rdma_devices":[{"name":"m","ports":[{"port":1,"link_layer":"InfiniBand","lid":7,"port_guid":"0000:0000:0000:0001","subnet_prefix":"fe80::/64"},{"port":2,"link_layer":"InfiniBand","lid":-1,"port_guid":"x"}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeReport(data)
 		lite, liteErr := DecodeReportForSummary(data)

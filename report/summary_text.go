@@ -13,7 +13,8 @@ import (
 // WriteSummaryText renders the summary for a person: the header with the
 // count of each verdict, the healthy, problem and unknown nodes each in a
 // section of its own, the checks not passing with their nodes, the
-// outliers, the reports stale or from the future, and the files that could
+// outliers, the InfiniBand identities the reports disagree on, the reports
+// stale or from the future, and the files that could
 // not be read. Node lists are folded into host ranges (node[01-64]).
 // Everything taken from a report is printed on one line with its control
 // characters escaped: a node's report must not forge lines of the summary.
@@ -45,6 +46,12 @@ func WriteSummaryText(w io.Writer, s *FleetSummary) error {
 		b.WriteString("\nOUTLIERS (differ from the fleet's majority)\n")
 		for _, o := range s.Outliers {
 			writeOutlier(&b, o)
+		}
+	}
+	if len(s.Fabric) > 0 {
+		b.WriteString("\nINFINIBAND FABRIC (identities the reports disagree on)\n")
+		for _, f := range s.Fabric {
+			fmt.Fprintf(&b, "  %s\n", Escape(f.Message))
 		}
 	}
 	writeTimes(&b, s)

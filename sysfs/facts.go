@@ -37,6 +37,9 @@ type Facts struct {
 	Libibverbs *VerbsEnumeration `json:"libibverbs,omitempty"`
 	// IBUmad is what libibumad listed for the InfiniBand checks (ib.*).
 	IBUmad *IBUmadFacts `json:"ib_umad,omitempty"`
+	// IBFabric is what the fabric answered about each InfiniBand port: its
+	// SM, its neighbour one hop out, its P_Key table (inventory shows it).
+	IBFabric *IBFabricFacts `json:"ib_fabric,omitempty"`
 	// DevNodes are the /dev nodes (uverbsN, rdma_cm) as stat and open saw
 	// them: a directory of files cannot hold a character device.
 	DevNodes *DevNodeFacts `json:"dev_nodes,omitempty"`

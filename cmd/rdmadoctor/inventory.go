@@ -41,7 +41,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 	fs := newInventoryFlagSet(f)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "rdmadoctor inventory — the RDMA devices, ports, GIDs and netdevs of this host, as ibv_devinfo and ibstat show them\n\n"+
+			fmt.Fprintf(stdout, "rdmadoctor inventory — the RDMA devices, ports, GIDs and netdevs of this host, as ibv_devinfo and ibstat show them, and on InfiniBand each port's SM, neighbour and P_Key table\n\n"+
 				"usage: rdmadoctor inventory [--root DIR|FILE.tar.gz] [--format text|json]\n\nflags:\n%s", fs.FlagUsages())
 			return 0
 		}
@@ -80,6 +80,7 @@ func cmdInventory(args []string, stdout, stderr io.Writer) int {
 		r.Host.Hostname, _ = os.Hostname()
 	}
 	r.Host.Kernel, _ = host.KernelRelease()
+	r.IBFabric, r.IBFabricUnavailable = checks.InventoryIBFabric(ctx, host)
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

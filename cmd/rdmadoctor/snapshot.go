@@ -79,6 +79,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) int {
 		Exercise: lv.exercise,
 		Verbs:    lv.verbs,
 		IB:       checks.IBUmadFacts,
+		IBFabric: checks.IBFabricFacts,
 		Redact:   f.redact,
 		Version:  version,
 	})

@@ -32,6 +32,9 @@ type Redactor struct {
 	macs   map[[6]byte][6]byte
 	guids  map[[8]byte][8]byte
 	nguid  int // GUIDs given a sequence number (not derived from a MAC)
+	// nodeDescs maps the InfiniBand node descriptions of other nodes (an
+	// SM's, a neighbour switch's) to "redacted-node-N".
+	nodeDescs map[string]string
 	// serials are the plug-in modules' serial numbers and their stand-ins.
 	serials map[string]string
 	// registerOnly makes Text learn MACs without rewriting (the first pass,
@@ -43,7 +46,7 @@ type Redactor struct {
 func NewRedactor() *Redactor {
 	return &Redactor{
 		hosts: map[string]string{}, v4nets: map[[3]byte][3]byte{}, v6pfx: map[[8]byte][8]byte{},
-		macs: map[[6]byte][6]byte{}, guids: map[[8]byte][8]byte{},
+		macs: map[[6]byte][6]byte{}, guids: map[[8]byte][8]byte{}, nodeDescs: map[string]string{},
 	}
 }
 
@@ -415,6 +418,7 @@ func redactSnapshot(s *Snapshot) {
 	if s.Manifest.Hostname != "" {
 		s.Manifest.Hostname = r.Hostname(s.Manifest.Hostname)
 	}
+	redactIBFabric(r, s.Facts.IBFabric)
 	factsJSON, _ := json.Marshal(s.Facts)
 	entries := s.Tree.Entries()
 
@@ -454,6 +458,48 @@ func redactSnapshot(s *Snapshot) {
 	}
 	for k, v := range s.Manifest.FactsUnavailable {
 		s.Manifest.FactsUnavailable[k] = string(mustText(r, []byte(v)))
+	}
+}
+
+// NodeDesc redacts an InfiniBand node description. One that names a
+// registered host (this host's own, "node01 mlx5_0") keeps its shape, the
+// host name replaced as everywhere else; any other names a node of the
+// fabric (an SM host, a switch) and becomes "redacted-node-N", the same
+// description always the same N.
+func (r *Redactor) NodeDesc(desc string) string {
+	if desc == "" {
+		return desc
+	}
+	if out := string(r.replaceHosts([]byte(desc))); out != desc {
+		return out
+	}
+	if rep, ok := r.nodeDescs[desc]; ok {
+		return rep
+	}
+	rep := fmt.Sprintf("redacted-node-%d", len(r.nodeDescs)+1)
+	r.nodeDescs[desc] = rep
+	return rep
+}
+
+// redactIBFabric replaces the node descriptions the fabric gave; its GUIDs
+// and subnet prefixes are rewritten with the rest of the facts' text.
+func redactIBFabric(r *Redactor, f *sysfs.IBFabricFacts) {
+	if f == nil {
+		return
+	}
+	for i := range f.Ports {
+		p := &f.Ports[i]
+		if p.SM != nil {
+			p.SM.NodeDesc = r.NodeDesc(p.SM.NodeDesc)
+		}
+		if p.SMs != nil {
+			for j := range p.SMs.SMs {
+				p.SMs.SMs[j].NodeDesc = r.NodeDesc(p.SMs.SMs[j].NodeDesc)
+			}
+		}
+		if p.Neighbour != nil {
+			p.Neighbour.NodeDesc = r.NodeDesc(p.Neighbour.NodeDesc)
+		}
 	}
 }
 

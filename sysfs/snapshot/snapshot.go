@@ -61,12 +61,15 @@ type Options struct {
 	Exercise Exercise        // required
 	Verbs    VerbsEnumerator // live host only; nil records the enumeration as unavailable
 	// IB lists libibumad's ports on the live host (ib.*); nil records none.
-	IB      func(ctx context.Context) (*sysfs.IBUmadFacts, error)
-	Redact  bool
-	Version string // the tool's version, for the manifest
-	Level   int    // the level of the exercised checks, for the manifest (default 1)
-	Limits  Limits // zero: DefaultLimits()
-	Now     func() time.Time
+	IB func(ctx context.Context) (*sysfs.IBUmadFacts, error)
+	// IBFabric asks the fabric about each InfiniBand port (its SM, its
+	// neighbour, its P_Key table) on the live host; nil records none.
+	IBFabric func(ctx context.Context) (*sysfs.IBFabricFacts, error)
+	Redact   bool
+	Version  string // the tool's version, for the manifest
+	Level    int    // the level of the exercised checks, for the manifest (default 1)
+	Limits   Limits // zero: DefaultLimits()
+	Now      func() time.Time
 }
 
 // Snapshot is a captured host: the copied tree, the facts and the manifest.
@@ -117,6 +120,13 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 				facts.Unavailable["ib_umad"] = err.Error()
 			} else {
 				facts.IBUmad = v
+			}
+		}
+		if opts.IBFabric != nil {
+			if v, err := opts.IBFabric(ctx); err != nil {
+				facts.Unavailable["ib_fabric"] = err.Error()
+			} else {
+				facts.IBFabric = v
 			}
 		}
 	}

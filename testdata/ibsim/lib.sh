@@ -374,3 +374,13 @@ eval "reference_core() $(declare -f reference | tail -n +2)"
 eval "facts_core() $(declare -f facts | tail -n +2)"
 reference() { reference_core "$@" && reference_peers "$@"; }
 facts() { { facts_core "$@"; peer_facts "$@"; } | LC_ALL=C sort; }
+
+# run_inventory NAME: `rdmadoctor inventory --format json` as the host, into $W/NAME.inventory.json
+# (verify.py's --inventory reads it beside the report): the SM, the neighbour and the P_Key table
+# as inventory shows them, for comparison with the reference tools' facts.
+run_inventory() {
+	local rc=0
+	(cd "$FABRIC_DIR" && env -u LD_PRELOAD SIM_HOST="$host" timeout -k 2 60 ibsim-run "$bin" inventory --format json) \
+		>"$W/$1.inventory.json" 2>"$W/$1.inventory.stderr" || rc=$?
+	[ "$rc" = 0 ] || fail "$1: rdmadoctor inventory exited $rc: $(head -c 300 "$W/$1.inventory.stderr")"
+}

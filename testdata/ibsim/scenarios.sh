@@ -24,6 +24,9 @@
 #                       names the value of reference fact KEY (GUIDs in any spelling);
 #   --mentions ID=TEXT  ... or names TEXT
 #   --within SECONDS    rdmadoctor returns within SECONDS (every run is bounded by 60)
+#   --inventory @facts  `rdmadoctor inventory --format json`, run as the host too, shows the
+#                       port's SM, the SA's SMs, the neighbour and the P_Key table as the
+#                       reference facts do; --inventory PATH=VALUE: its ib_fabric entry's PATH
 # Every run also asserts: the report's exit_code is the process's, and none of the four checks
 # is skipped as blocked by a check outside ib.* (a sysfs prerequisite the simulator cannot show).
 
@@ -110,3 +113,11 @@ scenario peer-unknown --sm Hca1:14:with-8001.conf --expect peers-unknown.conf \
 	--fact peer.Hca4.path=resolved --fact peer.Hca9=none \
 	--status ib.sm=pass --status ib.path=fail --finding ib.path=$ID_PATH_UNKNOWN_PEER \
 	--mentions ib.path=Hca9 --mentions ib.path=@peer.Hca4.guid --status ib.far_end=pass --status ib.pkey=pass
+
+# Inventory of the healthy fabric: the SM at the SM LID, the SM the SA lists, the neighbour and
+# the P_Key table (with each key's membership) as sminfo, saquery and smpquery show them. One SM:
+# opensm adds a standby's SMInfoRecord only at a later sweep, so the SA's list of two SMs lags.
+scenario inventory --sm Hca1:14:with-8001.conf \
+	--fact sm.state=MASTER --fact sm.ports=1 --fact far.desc=Switch2 --fact 'pkeys=0xffff 0x8001' \
+	--status ib.sm=pass --status ib.far_end=pass --status ib.pkey=pass \
+	--inventory @facts --inventory sm.node_desc=Hca1 --inventory neighbour.node_type=switch

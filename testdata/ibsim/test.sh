@@ -142,12 +142,14 @@ expect_file() {
 }
 
 # run_doctor NAME: rdmadoctor as the host with the checks the catalog has, into $W/NAME.json;
-# sets doctor_rc and doctor_s (seconds taken, "-" when not run).
+# sets doctor_rc and doctor_s (seconds taken, "-" when not run). A scenario with --inventory
+# also gets `rdmadoctor inventory` as the host (run_inventory).
 run_doctor() {
 	local name=$1 t args=("${check_args[@]}" --format json)
 	doctor_rc=0 doctor_s=-
 	: >"$W/$name.json"
 	: >"$W/$name.stderr"
+	[[ " ${verdicts[*]} " != *" --inventory "* ]] || run_inventory "$name"
 	[ -n "$present" ] || return 0
 	[ -z "$expect" ] || args+=(--expect "$(expect_file "$name")")
 	t=$(date +%s.%N)
@@ -172,7 +174,7 @@ scenario() {
 		--console) consoles+=("$2") ;;
 		--expect) expect=$2 ;;
 		--fact) facts_want+=("$2") ;;
-		--status | --finding | --mentions | --within) verdicts+=("$1" "$2") ;;
+		--status | --finding | --mentions | --within | --inventory) verdicts+=("$1" "$2") ;;
 		*) fail "$name: unknown scenario option $1" ;;
 		esac
 		shift 2

@@ -2,11 +2,12 @@
 """Judges one rdmadoctor JSON report of the ibsim suite against a scenario's assertions.
 
 verify.py REPORT RC ELAPSED CATALOG FACTS [--status ID=S[|S]] [--finding ID=FID]
-          [--mentions ID=@KEY|TEXT] [--within SECONDS]...
+          [--mentions ID=@KEY|TEXT] [--within SECONDS] [--inventory @facts|PATH=VALUE]...
 
 REPORT is rdmadoctor's stdout, RC its exit status, ELAPSED the seconds it ran, CATALOG a file of
 the check IDs `rdmadoctor list` names (one a line), FACTS the live reference facts (key=value).
-Prints one line per assertion: PASS, PENDING (the check is not in the catalog yet) or FAIL;
+--inventory judges `rdmadoctor inventory --format json` of the same fabric, read from REPORT's
+name with .inventory.json for .json. Prints one line per assertion: PASS, PENDING (the check is not in the catalog yet) or FAIL;
 exits 1 when any failed.
 """
 import json
@@ -47,6 +48,66 @@ def names(text, value):
     return value in text
 
 
+# The reference facts (lib.sh) and where `rdmadoctor inventory` shows each in a port's ib_fabric
+# entry. smpquery prints a speed in Gb/s and node types capitalised; inventory names them.
+INVENTORY_FACTS = {
+    "port.lid": "lid", "port.smlid": "sm_lid", "port.state": "state",
+    "sm.lid": "sm.lid", "sm.guid": "sm.guid", "sm.priority": "sm.priority", "sm.state": "sm.state",
+    "far.type": "neighbour.node_type", "far.guid": "neighbour.node_guid", "far.port": "neighbour.port",
+    "far.desc": "neighbour.node_desc", "far.width": "neighbour.width", "far.speed": "neighbour.speed",
+    "far.state": "neighbour.state",
+}
+SPEEDS = {"2.5 Gbps": "SDR", "5.0 Gbps": "DDR", "10.0 Gbps": "QDR"}
+
+
+def at(entry, path):
+    for key in path.split("."):
+        entry = entry.get(key) if isinstance(entry, dict) else None
+    return entry
+
+
+def same(fact, got):
+    """Whether an inventory value is the reference's: GUIDs by value, names case-blind."""
+    if got is None:
+        return False
+    fact, got = str(fact), str(got)
+    if re.fullmatch(r"0x[0-9a-f]+", fact.lower()) and re.fullmatch(r"[0-9a-f:]+", got.lower()):
+        return int(fact, 16) == int(got.replace(":", ""), 16)
+    return SPEEDS.get(fact, fact).lower() == got.lower()
+
+
+def judge_inventory(inv, facts, spec, judge):
+    """--inventory @facts: the port's ib_fabric entry agrees with every reference fact it shows
+    (the SM, the SMs the SA lists, the neighbour, the P_Key table with each key's membership);
+    --inventory PATH=VALUE: the entry's PATH (dotted) is VALUE."""
+    ports = inv.get("ib_fabric") or []
+    lid = int(facts.get("port.lid") or 0)
+    port = next((p for p in ports if lid and p.get("lid") == lid), None) or next((p for p in ports if p.get("port") == 1), None)
+    if port is None:
+        judge(False, f"inventory has no ib_fabric entry for the host's port (LID {lid}): {inv.get('ib_fabric_unavailable')}")
+        return
+    if spec != "@facts":
+        path, _, want = spec.partition("=")
+        judge(str(at(port, path)) == want, f"inventory {path} {at(port, path)!r} == {want!r}")
+        return
+    for key, path in INVENTORY_FACTS.items():
+        if facts.get(key, "") != "":
+            judge(same(facts[key], at(port, path)), f"inventory {path} {at(port, path)!r} is the reference's {key}={facts[key]}")
+    keys = " ".join(k["pkey"] for k in (port.get("pkeys") or {}).get("keys") or [])
+    full = all(k["full_member"] == (int(k["pkey"], 16) & 0x8000 != 0) for k in (port.get("pkeys") or {}).get("keys") or [])
+    judge(keys == facts.get("pkeys") and full, f"inventory P_Keys {keys!r} (membership bits agree: {full}) are the reference's {facts.get('pkeys')!r}")
+    sms = (port.get("sms") or {}).get("sms") or []
+    if facts.get("sm.ports", "none") != "none":
+        judge(len(sms) == int(facts["sm.ports"]), f"inventory lists {len(sms)} SM(s), the SA {facts['sm.ports']}")
+        # The SA's record of another SM's state is opensm's last poll of it (a standby may read
+        # DISCOVERING there while `sminfo LID` says STANDBY): the master is compared, the rest
+        # by LID and GUID.
+        for sm in sms:
+            key = f"sm.lid{sm.get('lid')}"
+            judge((facts.get(key) == "MASTER") == (sm.get("state") == "MASTER") and same(facts.get(key + ".guid", ""), sm.get("guid")),
+                  f"inventory's SA SM at LID {sm.get('lid')} {sm.get('state')} {sm.get('guid')} is the reference's {facts.get(key)} {facts.get(key + '.guid')}")
+
+
 def main(argv):
     report_path, rc, elapsed, catalog_path, facts_path = argv[1:6]
     with open(catalog_path) as f:
@@ -81,6 +142,13 @@ def main(argv):
     args = argv[6:]
     for i in range(0, len(args), 2):
         flag, spec = args[i], args[i + 1]
+        if flag == "--inventory":
+            try:
+                with open(re.sub(r"\.json$", ".inventory.json", report_path)) as f:
+                    judge_inventory(json.load(f), facts, spec, judge)
+            except (OSError, ValueError) as e:
+                judge(False, f"rdmadoctor inventory's JSON: {e}")
+            continue
         if flag == "--within":
             if elapsed == "-":
                 results.append(f"PENDING: --within {spec} (no ib.* check in rdmadoctor list: not run)")

@@ -29,5 +29,14 @@ JSON
 		"${v[@]}" 1 2.5 "$d/catalog" "$d/facts" $wrong >/dev/null && fail "verify.py passed the wrong assertion $wrong"
 	done
 	"${v[@]}" 0 2.5 "$d/catalog" "$d/facts" >/dev/null && fail "verify.py passed an exit_code that is not the process's"
-	say "verify.py judges a made-up report right (7 wrong assertions refused)"
+	# rdmadoctor inventory's answer, beside the report: a wrong SM GUID is refused.
+	printf '%s\n' '{"ib_fabric": [{"port": 1, "sm": {"guid": "0000:0000:0010:0002"},' \
+		'"neighbour": {"node_desc": "Switch1", "port": 4}}]}' >"$d/report.inventory.json"
+	"${v[@]}" 1 2.5 "$d/catalog" "$d/facts" --inventory neighbour.node_desc=Switch1 >/dev/null ||
+		fail "verify.py refused the inventory's right neighbour"
+	"${v[@]}" 1 2.5 "$d/catalog" "$d/facts" --inventory @facts >"$d/inv.out" &&
+		fail "verify.py passed an inventory whose SM GUID is not the reference's: $(cat "$d/inv.out")"
+	grep -q "^FAIL: inventory sm.guid '0000:0000:0010:0002'" "$d/inv.out" && grep -q '^PASS: inventory neighbour.port 4' "$d/inv.out" ||
+		fail "verify.py misjudged the inventory: $(cat "$d/inv.out")"
+	say "verify.py judges a made-up report right (7 wrong assertions refused) and a made-up inventory"
 }
