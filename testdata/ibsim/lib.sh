@@ -10,9 +10,9 @@
 # abstract unix sockets named after it), so runs side by side never see each other's fabric.
 # Every process started here is recorded by pid and stopped by fabric_stop.
 
-# The bounds: one reference command, the wait for the SM's sweep, one rdmadoctor run.
+# The bounds: one reference command, the wait for the SM's sweep (and, with several SMs, for the SA to list them all), one rdmadoctor run.
 TOOL_TIMEOUT=${TOOL_TIMEOUT:-15}
-SWEEP_TIMEOUT=${SWEEP_TIMEOUT:-20}
+SWEEP_TIMEOUT=${SWEEP_TIMEOUT:-45}
 
 FABRIC_DIR=      # the fabric's logs, the SMs' cache directories, the console fifo
 IBSIM_PID=
@@ -138,7 +138,10 @@ swept() {
 		n=$((n + 1))
 		[ "$l" = "$smlid" ] || [[ "$(as "$host" sminfo "$l" 2>/dev/null)" == *SMINFO_STANDBY* ]] || return 1
 	done
-	[ "$n" = "$sms" ]
+	[ "$n" = "$sms" ] || return 1
+	# ib.sm lists the SMs from the SA's SMInfoRecords, which opensm fills for a standby only at a
+	# later sweep (every 10 s by default) than the IsSM port records above: wait for them too.
+	[ "$sms" -le 1 ] || [ "$(as "$host" saquery SMIR 2>/dev/null | grep -c '^SMInfoRecord dump:')" -ge "$sms" ]
 }
 
 # wait_swept HOST SMS: until swept HOST SMS, bounded by SWEEP_TIMEOUT; an SM that exits fails.
