@@ -114,21 +114,7 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 
 	facts := h.GatherFacts(recorded)
 	if h.Live() {
-		gatherVerbs(ctx, facts, opts.Verbs)
-		if opts.IB != nil {
-			if v, err := opts.IB(ctx); err != nil {
-				facts.Unavailable["ib_umad"] = err.Error()
-			} else {
-				facts.IBUmad = v
-			}
-		}
-		if opts.IBFabric != nil {
-			if v, err := opts.IBFabric(ctx); err != nil {
-				facts.Unavailable["ib_fabric"] = err.Error()
-			} else {
-				facts.IBFabric = v
-			}
-		}
+		gatherLibraries(ctx, facts, opts)
 	}
 	man.Hostname = facts.Hostname
 	if man.Hostname == "" {
@@ -167,6 +153,26 @@ func Capture(ctx context.Context, h *sysfs.Host, opts Options) (*Snapshot, error
 	man.count(s.Tree, len(recorded))
 	man.Duration = float64(opts.Now().Sub(start).Microseconds()) / 1000
 	return s, err
+}
+
+// gatherLibraries adds what only the live host's libraries answer: the
+// libibverbs enumeration, libibumad's ports and the InfiniBand fabric.
+func gatherLibraries(ctx context.Context, facts *sysfs.Facts, opts Options) {
+	gatherVerbs(ctx, facts, opts.Verbs)
+	if opts.IB != nil {
+		if v, err := opts.IB(ctx); err != nil {
+			facts.Unavailable["ib_umad"] = err.Error()
+		} else {
+			facts.IBUmad = v
+		}
+	}
+	if opts.IBFabric != nil {
+		if v, err := opts.IBFabric(ctx); err != nil {
+			facts.Unavailable["ib_fabric"] = err.Error()
+		} else {
+			facts.IBFabric = v
+		}
+	}
 }
 
 // gatherVerbs adds the libibverbs enumeration to the facts, or says why not.
