@@ -56,13 +56,19 @@ func (s Slots) with(kv ...string) Slots {
 	return out
 }
 
-// slotRE is a template slot: {name}.
-var slotRE = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
+// slotRE is a template slot: {name}. Like the package's other patterns it is
+// compiled on first use: every process (the verbs child too) pays for what
+// its packages initialise.
+var slotRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`) })
+
+// declaredFindings sizes the registry of findings for the catalog (about
+// 700) once, rather than growing it 700 times in every process's start.
+const declaredFindings = 1024
 
 // findings is the registry of every declared finding, by ID.
 var (
-	findings     = map[string]*Finding{}
-	findingOrder = map[string]int{} // declaration order, for explain and the docs
+	findings     = make(map[string]*Finding, declaredFindings)
+	findingOrder = make(map[string]int, declaredFindings) // declaration order, for explain and the docs
 )
 
 // declare registers a finding and returns it; it is called from package
@@ -98,7 +104,7 @@ func (f *Finding) SlotNames() []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, t := range []string{f.Message, f.Fix} {
-		for _, m := range slotRE.FindAllStringSubmatch(t, -1) {
+		for _, m := range slotRE().FindAllStringSubmatch(t, -1) {
 			if !seen[m[1]] {
 				seen[m[1]] = true
 				names = append(names, m[1])
@@ -133,7 +139,7 @@ func (f *Finding) At(unit string, slots Slots) report.Finding {
 // Template shows a template as a reader of the docs sees it: each slot as
 // <name>.
 func (f *Finding) Template(tmpl string) string {
-	return slotRE.ReplaceAllString(tmpl, "<$1>")
+	return slotRE().ReplaceAllString(tmpl, "<$1>")
 }
 
 // render fills a template's slots.
@@ -141,7 +147,7 @@ func render(tmpl string, slots Slots) string {
 	if tmpl == "" {
 		return ""
 	}
-	return slotRE.ReplaceAllStringFunc(tmpl, func(m string) string {
+	return slotRE().ReplaceAllStringFunc(tmpl, func(m string) string {
 		if v, ok := slots[m[1:len(m)-1]]; ok {
 			return v
 		}

@@ -16,7 +16,7 @@ func TestLibibverbsRelease(t *testing.T) {
 		"libibverbs.so.1.14.2307mlnx47.0": "2307",
 	} {
 		got := ""
-		if m := libibverbsReleaseRE.FindStringSubmatch(name); m != nil {
+		if m := libibverbsReleaseRE().FindStringSubmatch(name); m != nil {
 			got = m[1]
 		}
 		if got != want {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -213,7 +214,9 @@ func (p *peerPaths) dmabufBase(h *sysfs.Host, rel string, kv sysfs.KernelVersion
 // name its build gives libibverbs: libibverbs.so.1.<abi>.<release>.0 —
 // distributions' "…1.14.44.0"; a vendor build's release may carry a
 // suffix after its number ("…1.14.58mlnx43.0"), which is not needed.
-var libibverbsReleaseRE = regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]{1,6})(?:[^0-9]|$)`)
+var libibverbsReleaseRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^libibverbs\.so\.1\.[0-9]+\.([0-9]{1,6})(?:[^0-9]|$)`)
+})
 
 // rdmaCoreRelease finds libibverbs.so.1 through the loader cache, as
 // libibverbs.install does, and reads rdma-core's release from the file it
@@ -234,7 +237,7 @@ func rdmaCoreRelease(h *sysfs.Host) (int, string) {
 	if !chain.OK() {
 		return 0, fmt.Sprintf("%s: %v", entries[0].Path, chain.Err)
 	}
-	m := libibverbsReleaseRE.FindStringSubmatch(lastElem(chain.Final))
+	m := libibverbsReleaseRE().FindStringSubmatch(lastElem(chain.Final))
 	if m == nil {
 		return 0, chain.Final + " does not name its release"
 	}

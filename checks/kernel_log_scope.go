@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
 )
@@ -81,8 +82,8 @@ func upstreamHops(sysPath string) []string {
 // line's device ends with the colon, so "pcieport 0000:3a:00.0: AER: …"
 // names no netdev).
 var (
-	textPCIRE    = regexp.MustCompile(`^\S+ (` + pciAddrPattern + `)[: ]`)
-	textNetdevRE = regexp.MustCompile(`^\S+ \S*[^\s:] ([^\s:]+): `)
+	textPCIRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\S+ (` + pciAddrPattern + `)[: ]`) })
+	textNetdevRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\S+ \S*[^\s:] ([^\s:]+): `) })
 )
 
 // devicesOf lists the devices a record names, most specific first: those
@@ -100,10 +101,10 @@ func (sc *logScope) devicesOf(r sysfs.KernelRecord, named []string) []string {
 			devs = append(devs, sc.ifindex[i])
 		}
 	}
-	if m := textNetdevRE.FindStringSubmatch(r.Text); m != nil {
+	if m := textNetdevRE().FindStringSubmatch(r.Text); m != nil {
 		devs = append(devs, m[1])
 	}
-	if m := textPCIRE.FindStringSubmatch(r.Text); m != nil {
+	if m := textPCIRE().FindStringSubmatch(r.Text); m != nil {
 		devs = append(devs, m[1])
 	}
 	return devs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/sysfs"
@@ -27,11 +28,11 @@ var (
 // version number understates its RDMA stack: RHEL 8 and its rebuilds (Rocky,
 // Alma, Oracle's RHCK) ship 4.18 and rebase the RDMA core and drivers in
 // every minor release ("4.18.0-513.5.1.el8_9.x86_64").
-var backportKernelRE = regexp.MustCompile(`\.el8(_[0-9]+)?(\.|$)`)
+var backportKernelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.el8(_[0-9]+)?(\.|$)`) })
 
 // rhel7KernelRE matches RHEL 7 and its rebuilds ("3.10.0-1160.119.1.el7.x86_64"),
 // whose 3.10 carries a backported RDMA stack that vendors' stacks supported.
-var rhel7KernelRE = regexp.MustCompile(`\.el7(_[0-9]+)?(\.|$)`)
+var rhel7KernelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.el7(_[0-9]+)?(\.|$)`) })
 
 func init() {
 	register(Check{
@@ -106,7 +107,7 @@ func runKernelVersion(_ context.Context, env *Env) Result {
 		return r
 	}
 	ev := map[string]any{"release": rel, "version": v.String(), "minimum": minKernel.String(), "recommended": goodKernel.String(),
-		"distribution_backports": backportKernelRE.MatchString(rel)}
+		"distribution_backports": backportKernelRE().MatchString(rel)}
 	devices := len(env.Survey().Devices)
 	if v.Less(minKernel) && devices > 0 {
 		ev["rdma_devices"] = devices
@@ -121,13 +122,13 @@ func runKernelVersion(_ context.Context, env *Env) Result {
 // cordon a working node.
 func kernelFinding(rel string, v sysfs.KernelVersion, devices int) *Finding {
 	switch {
-	case v.Less(minKernel) && devices > 0 && rhel7KernelRE.MatchString(rel):
+	case v.Less(minKernel) && devices > 0 && rhel7KernelRE().MatchString(rel):
 		return kernelRHEL7RunsDevices
 	case v.Less(minKernel) && devices > 0:
 		return kernelOldRunsDevices
 	case v.Less(minKernel):
 		return kernelTooOld
-	case v.Less(goodKernel) && backportKernelRE.MatchString(rel):
+	case v.Less(goodKernel) && backportKernelRE().MatchString(rel):
 		return kernelRHEL8
 	case v.Less(goodKernel):
 		return kernelOlderThanGood

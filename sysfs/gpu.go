@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // GPU vendors and the PCI classes a GPU registers as: VGA (0x0300), 3D
@@ -77,7 +78,7 @@ type PCITreePath struct {
 }
 
 // rootBusRE matches a PCI root bus directory: "pci0000:00", "pci0101:00".
-var rootBusRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
+var rootBusRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`) })
 
 // TreePathOf splits a resolved /sys/devices path. A path outside
 // /sys/devices/pci* (a VMBus or platform device) has no PCI tree.
@@ -114,7 +115,7 @@ func TreePathOf(sysPath string) (PCITreePath, error) {
 // paravirtual root.
 func paravirtualRoot(parts []string) int {
 	for i := 1; i < len(parts)-1; i++ {
-		if rootBusRE.MatchString(parts[i]) {
+		if rootBusRE().MatchString(parts[i]) {
 			if IsPCIAddress(parts[i-1]) || strings.HasPrefix(parts[0], "pci") {
 				return -1
 			}

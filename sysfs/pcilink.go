@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // LinkSpeed is a PCIe link speed as sysfs prints it in current_link_speed and
@@ -139,10 +140,10 @@ type PCIPath struct {
 
 // pciAddrRE matches a PCI function address as a /sys/devices path element;
 // domains may be longer than four digits (Intel VMD uses 10000).
-var pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+var pciAddrRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`) })
 
 // IsPCIAddress reports whether s looks like "0000:3b:00.0".
-func IsPCIAddress(s string) bool { return pciAddrRE.MatchString(s) }
+func IsPCIAddress(s string) bool { return pciAddrRE().MatchString(s) }
 
 // maxPCIDepth bounds the walk up a device path; real trees are a few levels deep.
 const maxPCIDepth = 32

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxProcScan bounds how many /proc entries ProcessesNamed looks at: a
@@ -113,7 +114,9 @@ func (h *Host) DaemonConf(pid int, envKey string) string {
 // family's lib64, and upstream's default.
 var systemdSharedDirs = []string{"/usr/lib/x86_64-linux-gnu/systemd", "/usr/lib/aarch64-linux-gnu/systemd", "/usr/lib64/systemd", "/usr/lib/systemd", "/lib/systemd"}
 
-var systemdSharedRe = regexp.MustCompile(`^libsystemd-shared-([0-9]+)(?:\.[0-9a-z.~+-]*)?\.so$`)
+var systemdSharedRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^libsystemd-shared-([0-9]+)(?:\.[0-9a-z.~+-]*)?\.so$`)
+})
 
 // SystemdVersion returns the installed systemd's major version from the
 // name of libsystemd-shared-<version>.so, with the file it came from; ok
@@ -125,7 +128,7 @@ func (h *Host) SystemdVersion() (v int, from string, ok bool) {
 			continue
 		}
 		for _, n := range names {
-			if m := systemdSharedRe.FindStringSubmatch(n); m != nil {
+			if m := systemdSharedRe().FindStringSubmatch(n); m != nil {
 				if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
 					return n, h.Display(path.Join(d, m[0])), true
 				}

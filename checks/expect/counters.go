@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // CounterRules are a class's thresholds for counters.errors, judged across
@@ -37,7 +38,7 @@ const MaxCleanRuns = 100
 
 // counterNameRE is what a counter file may be called (symbol_error,
 // VL15_dropped, ip4InDiscards).
-var counterNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+var counterNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`) })
 
 // CounterLimit returns the class's thresholds for counter name, nil when it
 // sets none (or there is no class).
@@ -77,7 +78,7 @@ func (c *Class) setCounterKey(rest, key, value string, p pos) error {
 		return err
 	}
 	name, field, hasField := strings.Cut(rest, ".")
-	if !counterNameRE.MatchString(name) {
+	if !counterNameRE().MatchString(name) {
 		return fmt.Errorf("counter name %q: want the name of a counter file, such as symbol_error", clip(name))
 	}
 	if !hasField {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 )
@@ -25,7 +26,9 @@ type subFlag struct {
 // subFlagLineRE is a flag line of a --help: pflag's
 // "  -o, --output string   write …", "      --dry-run[=true|false]   print …",
 // or a written one, "  --state FILE   the state …".
-var subFlagLineRE = regexp.MustCompile(`(?m)^[ \t]+(?:-([a-zA-Z]), )?--([a-z][a-z0-9-]*)(\[=true\|false\])?(?: ([A-Za-z]+))?(?:[ \t]{2,}(.*))?$`)
+var subFlagLineRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[ \t]+(?:-([a-zA-Z]), )?--([a-z][a-z0-9-]*)(\[=true\|false\])?(?: ([A-Za-z]+))?(?:[ \t]{2,}(.*))?$`)
+})
 
 // subFlagChoices are the fixed values of subcommands' flags.
 var subFlagChoices = map[string][]string{
@@ -83,7 +86,7 @@ func subcommandFlags() map[string][]subFlag {
 // parseHelpFlags reads the flag lines of one --help.
 func parseHelpFlags(sub, help string) []subFlag {
 	var out []subFlag
-	for _, m := range subFlagLineRE.FindAllStringSubmatch(help, -1) {
+	for _, m := range subFlagLineRE().FindAllStringSubmatch(help, -1) {
 		f := subFlag{short: m[1], name: m[2], usage: strings.TrimSpace(m[5])}
 		switch {
 		case m[3] != "" || m[4] == "":

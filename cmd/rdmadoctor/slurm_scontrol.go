@@ -83,7 +83,7 @@ type nodeInfo struct {
 	Reason string
 }
 
-var reasonStamp = regexp.MustCompile(` \[[^\[\]@]*@[^\[\]]*\]$`)
+var reasonStamp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` \[[^\[\]@]*@[^\[\]]*\]$`) })
 
 // parseShowNode reads the multi-line `scontrol show node NAME` output
 // (slurm_sprint_node_table in Slurm's src/api/node_info.c): "State=" starts a
@@ -106,7 +106,7 @@ func parseShowNode(out []byte, name string) (nodeInfo, error) {
 			continue
 		}
 		if strings.HasPrefix(t, "Reason=") && n.Reason == "" {
-			n.Reason = reasonStamp.ReplaceAllString(strings.TrimPrefix(t, "Reason="), "")
+			n.Reason = reasonStamp().ReplaceAllString(strings.TrimPrefix(t, "Reason="), "")
 			continue
 		}
 		for _, f := range strings.Fields(t) {
@@ -231,10 +231,10 @@ func shellLine(path string, args []string) string {
 	return strings.Join(words, " ")
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./=:,+@%-]+$`)
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./=:,+@%-]+$`) })
 
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
 	"github.com/rdmadoctor/rdmadoctor/report/state"
@@ -73,7 +74,7 @@ func healthyLine(j *state.Judged) string {
 	return fmt.Sprintf("ok: level %d, %d pass, %d warn%s", j.Level, pass, warn, first)
 }
 
-var portWords = regexp.MustCompile(`\b(\S+) port (\d+)\b`)
+var portWords = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\S+) port (\d+)\b`) })
 
 // compactSummary says "mlx5_1/1" for "mlx5_1 port 1": the line is short.
-func compactSummary(s string) string { return portWords.ReplaceAllString(s, "$1/$2") }
+func compactSummary(s string) string { return portWords().ReplaceAllString(s, "$1/$2") }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rdmadoctor/rdmadoctor/report"
@@ -114,7 +115,9 @@ func checkLine(c *report.CheckResult) string {
 // reasonCheck finds the check a reason names: "rdmadoctor:
 // port.state/admin-down(19) …" (a finding's ID), or "rdmadoctor:
 // port.state(19) …" as versions before findings wrote it.
-var reasonCheck = regexp.MustCompile(`^` + regexp.QuoteMeta(SlurmReasonPrefix) + ` ([a-z][a-z0-9_]*\.[a-z0-9_.]+)(?:/[a-z0-9-]+)?\(\d+\)`)
+var reasonCheck = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(SlurmReasonPrefix) + ` ([a-z][a-z0-9_]*\.[a-z0-9_.]+)(?:/[a-z0-9-]+)?\(\d+\)`)
+})
 
 // ResumeWaitsFor is what a resume must see pass first: the checks the state
 // recorded the drain for, and the check the node's reason names (a node
@@ -128,7 +131,7 @@ func ResumeWaitsFor(st *state.State, nodeReason string, p report.Policy) (missin
 		ids = append(ids, st.Drain.Checks...)
 		since = st.Drain.At
 	}
-	if m := reasonCheck.FindStringSubmatch(nodeReason); m != nil && !contains(ids, m[1]) {
+	if m := reasonCheck().FindStringSubmatch(nodeReason); m != nil && !contains(ids, m[1]) {
 		ids = append(ids, m[1])
 	}
 	return st.PassedSince(ids, since, p), since

@@ -404,16 +404,16 @@ func signalName(s syscall.Signal) string {
 // "SIGABRT: abort" for signals it does not handle otherwise) and exits
 // with status 2.
 var (
-	crashFaultRE  = regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`)
-	crashSignalRE = regexp.MustCompile(`(?m)^(SIG[A-Z0-9]+): `)
+	crashFaultRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`) })
+	crashSignalRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^(SIG[A-Z0-9]+): `) })
 )
 
 // crashSignal finds the signal in a Go runtime crash report.
 func crashSignal(stderr string) string {
-	if m := crashFaultRE.FindStringSubmatch(stderr); m != nil {
+	if m := crashFaultRE().FindStringSubmatch(stderr); m != nil {
 		return m[1]
 	}
-	if m := crashSignalRE.FindStringSubmatch(stderr); m != nil {
+	if m := crashSignalRE().FindStringSubmatch(stderr); m != nil {
 		return m[1]
 	}
 	return ""
