@@ -61,17 +61,51 @@ type threadClasses struct {
 }
 
 // begin records every thread's class and applies the loop's, with the
-// calling thread as the loop's, in one pass over the threads.
+// calling thread as the loop's. Only the first pass records classes: a
+// thread first seen in a later pass was started during the one before, and
+// its class is its starter's, perhaps one begin had just set; it counts as
+// started since, in the loop thread's class before (was).
 func (tc *threadClasses) begin() {
 	tc.found, tc.loop, tc.initial = map[int]uint32{}, unix.Gettid(), policyNormal
-	eachThread(func(tid int, attr *unix.SchedAttr) {
-		tc.found[tid] = attr.Policy
-		if tid == tc.loop {
-			tc.initial = attr.Policy
+	seen := map[int]bool{}
+	inPasses(func(pass, tid int, attr *unix.SchedAttr) bool {
+		if seen[tid] {
+			return false
+		}
+		seen[tid] = true
+		if pass == 0 {
+			tc.found[tid] = attr.Policy
+			if tid == tc.loop {
+				tc.initial = attr.Policy
+			}
 		}
 		tc.place(tid, attr)
+		return true
 	})
 }
+
+// inPasses calls fn on every thread, pass after pass, until a pass in
+// which fn reports no thread it had to act on (a few passes at most). A
+// thread the runtime starts during a pass is started by one the pass may
+// not have reached, so it has that thread's old class, and the listing the
+// pass walks was read before it existed; once a pass finds nothing to do, a
+// thread started later inherits a class already set.
+func inPasses(fn func(pass, tid int, attr *unix.SchedAttr) bool) {
+	for pass := range maxClassPasses {
+		acted := false
+		eachThread(func(tid int, attr *unix.SchedAttr) {
+			if fn(pass, tid, attr) {
+				acted = true
+			}
+		})
+		if !acted {
+			return
+		}
+	}
+}
+
+// maxClassPasses bounds inPasses.
+const maxClassPasses = 4
 
 // was is a thread's class before the loop.
 func (tc *threadClasses) was(tid int) uint32 {
@@ -108,10 +142,12 @@ func (tc *threadClasses) follow() {
 // threads started during the loop (which inherit their creator's) in the
 // loop thread's.
 func (tc *threadClasses) end() {
-	eachThread(func(tid int, attr *unix.SchedAttr) {
-		if was := tc.was(tid); was == policyNormal {
+	inPasses(func(_, tid int, attr *unix.SchedAttr) bool {
+		if was := tc.was(tid); was == policyNormal && attr.Policy != was {
 			setPolicy(tid, attr, was)
+			return true
 		}
+		return false
 	})
 	tc.found = nil
 }
