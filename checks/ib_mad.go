@@ -84,6 +84,12 @@ func declareMADFrame(id string) *madFrame {
 // replays what libibumad listed when it was captured; with InfiniBand
 // ports there, the MADs needed the live fabric.
 func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
+	// First, and on a snapshot too, so that its replay says what the live
+	// run said (the snapshot keeps the link_layer files read here).
+	if n, ok := noIBPortInSysfs(env); ok {
+		r := f.noIBPort.result("", Slots{"count": strconv.Itoa(n), "source": "sysfs"})
+		return nil, nil, &r
+	}
 	if !env.Host.Live() {
 		r := f.snapshot.result("", nil)
 		if rec, ok := env.Host.RecordedIBUmad(); ok {
@@ -91,10 +97,6 @@ func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 				r = *rr
 			}
 		}
-		return nil, nil, &r
-	}
-	if n, ok := noIBPortInSysfs(env); ok {
-		r := f.noIBPort.result("", Slots{"count": strconv.Itoa(n), "source": "sysfs"})
 		return nil, nil, &r
 	}
 	t, err := openMAD()
