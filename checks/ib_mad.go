@@ -122,8 +122,12 @@ func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 // all RoCE or iWARP: libibumad, which lists the same kernel's ports, would
 // find no InfiniBand port either, and loading it costs a RoCE host's run
 // about 10 ms. Where sysfs lists no port, or cannot be read, libibumad is
-// asked: under the ibsim simulator only libibumad's view is faked.
+// asked; under the ibsim simulator always (it fakes only libibumad's view,
+// and the host's sysfs may list RoCE ports of its own).
 func noIBPortInSysfs(env *Env) (int, bool) {
+	if env.Host.Live() && mad.Simulated() {
+		return 0, false
+	}
 	lls, err := env.Host.PortLinkLayers()
 	if err != nil {
 		return 0, false

@@ -20,10 +20,18 @@ func Exit(code int) {
 	os.Exit(code)
 }
 
+// Simulated reports whether the ibsim simulator's libumad2sim.so is loaded
+// in this process (LD_PRELOADed, as ibsim-run does): libibumad's devices
+// are then the simulator's, and the host's sysfs says nothing about them.
+func Simulated() bool {
+	sim, err := purego.Dlsym(purego.RTLD_DEFAULT, "sim_client_exit")
+	return err == nil && sim != 0
+}
+
 // simulatorExit is the C library's exit when libumad2sim.so is loaded in
 // this process, 0 otherwise.
 func simulatorExit() uintptr {
-	if sim, err := purego.Dlsym(purego.RTLD_DEFAULT, "sim_client_exit"); err != nil || sim == 0 {
+	if !Simulated() {
 		return 0
 	}
 	exit, err := purego.Dlsym(purego.RTLD_DEFAULT, "exit")

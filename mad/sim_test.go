@@ -28,6 +28,7 @@ var umad2sim = []string{
 
 // simAnswers is what the child saw, for the parent to judge.
 type simAnswers struct {
+	Simulated  bool
 	Port       Port
 	SM         SMInfo
 	SM2        SMInfo
@@ -62,7 +63,7 @@ func TestSimChild(t *testing.T) {
 }
 
 func askSim(silent bool) simAnswers {
-	var a simAnswers
+	a := simAnswers{Simulated: Simulated()}
 	fail := func(what string, err error) bool {
 		if err != nil {
 			a.Errors = append(a.Errors, what+": "+err.Error())
@@ -186,6 +187,12 @@ func TestSimulator(t *testing.T) {
 		if a = askChild(t, dir, so, env, false); a.Port.SMLID != 0 || time.Now().After(deadline) {
 			break
 		}
+	}
+	if !a.Simulated {
+		t.Error("Simulated() is false in a child with libumad2sim.so preloaded")
+	}
+	if Simulated() {
+		t.Error("Simulated() is true in the test process, which has no libumad2sim.so")
 	}
 	if len(a.Errors) > 0 {
 		t.Fatalf("asking the simulated fabric:\n%s", strings.Join(a.Errors, "\n"))
