@@ -117,7 +117,8 @@ type Env struct {
 	// concurrently (historyRun.lock).
 	stateMu sync.Mutex
 
-	modules moduleCache // the modules' EEPROMs, read once per run (link_optics.go)
+	modules moduleCache  // the modules' EEPROMs, read once per run (link_optics.go)
+	ibLinks ibLinkLayers // whether sysfs lists only non-InfiniBand ports, read once per run (ib_mad.go)
 }
 
 // NewEnv prepares an environment for one run.

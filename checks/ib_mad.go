@@ -123,16 +123,26 @@ func (f *madFrame) ibPorts(env *Env) (mad.Transport, []mad.Port, *Result) {
 // find no InfiniBand port either, and loading it costs a RoCE host's run
 // about 10 ms. Where sysfs lists no port, or cannot be read, libibumad is
 // asked; under the ibsim simulator always (it fakes only libibumad's view,
-// and the host's sysfs may list RoCE ports of its own).
+// and the host's sysfs may list RoCE ports of its own). Read once per run
+// for the four ib.* checks.
 func noIBPortInSysfs(env *Env) (int, bool) {
-	if env.Host.Live() && mad.Simulated() {
-		return 0, false
-	}
-	lls, err := env.Host.PortLinkLayers()
-	if err != nil {
-		return 0, false
-	}
-	return noIBLinkLayer(lls)
+	l := &env.ibLinks
+	l.once.Do(func() {
+		if env.Host.Live() && mad.Simulated() {
+			return
+		}
+		if lls, err := env.Host.PortLinkLayers(); err == nil {
+			l.ports, l.noIB = noIBLinkLayer(lls)
+		}
+	})
+	return l.ports, l.noIB
+}
+
+// ibLinkLayers is noIBPortInSysfs's answer, kept for the run (Env.ibLinks).
+type ibLinkLayers struct {
+	once  sync.Once
+	ports int
+	noIB  bool
 }
 
 // noIBLinkLayer says there are ports and none is InfiniBand, and counts

@@ -108,11 +108,9 @@ func newLiteralSet(lits []string) *literalSet {
 		}
 	}
 	// A pair beginning beyond ASCII is a candidate too: holdsLiteral says
-	// yes there.
-	for c1 := 0x80; c1 < 0x100; c1++ {
-		for c2 := 0; c2 < 0x100; c2++ {
-			set(byte(c1), byte(c2))
-		}
+	// yes there. Such a first byte's pairs are four whole words.
+	for w := 0x80 << 2; w < len(ls.starts); w++ {
+		ls.starts[w] = ^uint64(0)
 	}
 	return ls
 }
