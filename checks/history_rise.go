@@ -90,26 +90,8 @@ func newRiseRun(env *Env) *historyRun {
 func (hr *historyRun) observe(key string, v uint64) riseReading {
 	cur := state.CounterSample{Value: v, At: hr.now, BootID: hr.bootID}
 	first := riseReading{Since: riseSinceBoot, Delta: v, Over: hr.uptime}
-	if hr.st == nil {
-		return first
-	}
-	defer hr.lock()()
-	cs := hr.series(key)
-	r := first
-	if n := len(cs.Samples); n > 0 {
-		prev := cs.Samples[n-1]
-		if why, note := newBaseline(prev, cur); why != "" {
-			cs.Baseline, cs.BaselineWhy = &cur, why
-			r = riseReading{Since: riseNewBaseline, Note: note}
-		} else {
-			r = riseReading{Since: riseSincePrevious, Delta: v - prev.Value, Over: hr.now.Sub(prev.At), Previous: prev.At}
-		}
-	} else {
-		cs.Baseline, cs.BaselineWhy = &state.CounterSample{BootID: hr.bootID, At: hr.now.Add(-hr.uptime)}, "boot"
-	}
-	cur.Rose = r.Delta > 0
-	appendSample(cs, cur)
-	return r
+	boot := &state.CounterSample{BootID: hr.bootID, At: hr.now.Add(-hr.uptime)}
+	return hr.record(key, cur, first, newBaseline, boot, "boot")
 }
 
 // observeRemote is observe for a counter kept by another node (the
@@ -121,6 +103,27 @@ func (hr *historyRun) observe(key string, v uint64) riseReading {
 func (hr *historyRun) observeRemote(key string, v uint64) riseReading {
 	cur := state.CounterSample{Value: v, At: hr.now}
 	first := riseReading{Since: riseSinceCleared, Delta: v}
+	return hr.record(key, cur, first, remoteBaseline, &state.CounterSample{}, "cleared")
+}
+
+// remoteBaseline says why a remote counter's series starts again: it was
+// cleared, or the clock went back.
+func remoteBaseline(prev, cur state.CounterSample) (why, note string) {
+	switch {
+	case cur.Value < prev.Value:
+		return "cleared", fmt.Sprintf("cleared (perfquery -R, or the node restarted): %d now, %d at %s: a new series", cur.Value, prev.Value, stamp(prev.At))
+	case cur.At.Before(prev.At):
+		return "clock", fmt.Sprintf("the clock went back (the last reading is dated %s, after now, %s)", stamp(prev.At), stamp(cur.At))
+	}
+	return "", ""
+}
+
+// record is observe's and observeRemote's one way to set a reading
+// against its series: first without a state; the rise since the previous
+// sample, or a new baseline where restart says why the series starts
+// again; a series' first sample gets the baseline start (why: startWhy).
+func (hr *historyRun) record(key string, cur state.CounterSample, first riseReading,
+	restart func(prev, cur state.CounterSample) (why, note string), start *state.CounterSample, startWhy string) riseReading {
 	if hr.st == nil {
 		return first
 	}
@@ -129,18 +132,14 @@ func (hr *historyRun) observeRemote(key string, v uint64) riseReading {
 	r := first
 	if n := len(cs.Samples); n > 0 {
 		prev := cs.Samples[n-1]
-		switch {
-		case v < prev.Value:
-			cs.Baseline, cs.BaselineWhy = &cur, "cleared"
-			r = riseReading{Since: riseNewBaseline, Note: fmt.Sprintf("cleared (perfquery -R, or the node restarted): %d now, %d at %s: a new series", v, prev.Value, stamp(prev.At))}
-		case hr.now.Before(prev.At):
-			cs.Baseline, cs.BaselineWhy = &cur, "clock"
-			r = riseReading{Since: riseNewBaseline, Note: fmt.Sprintf("the clock went back (the last reading is dated %s, after now, %s)", stamp(prev.At), stamp(hr.now))}
-		default:
-			r = riseReading{Since: riseSincePrevious, Delta: v - prev.Value, Over: hr.now.Sub(prev.At), Previous: prev.At}
+		if why, note := restart(prev, cur); why != "" {
+			cs.Baseline, cs.BaselineWhy = &cur, why
+			r = riseReading{Since: riseNewBaseline, Note: note}
+		} else {
+			r = riseReading{Since: riseSincePrevious, Delta: cur.Value - prev.Value, Over: cur.At.Sub(prev.At), Previous: prev.At}
 		}
 	} else {
-		cs.Baseline, cs.BaselineWhy = &state.CounterSample{}, "cleared"
+		cs.Baseline, cs.BaselineWhy = start, startWhy
 	}
 	cur.Rose = r.Delta > 0
 	appendSample(cs, cur)
